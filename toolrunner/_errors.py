@@ -1,0 +1,71 @@
+"""The exceptions toolrunner raises, and the one that tools raise to steer the loop.
+
+Exceptions that user code raises on purpose are kept apart from failures of the library::
+
+    Exception
+    ├── ToolError                    raised by a tool: becomes an ``is_error`` tool_result, the loop goes on
+    └── ToolRunnerError              base of every failure toolrunner itself raises
+        ├── ToolDefinitionError      (also TypeError) a function cannot be made into a tool
+        ├── ToolInputError           (also ValueError) the model's input does not fit a tool's schema
+        ├── ParamsError              (also ValueError) runner arguments or params that cannot be sent
+        └── HistoryError             (also ValueError) a history the service would reject
+            └── UnansweredToolUseError   a client tool_use with no tool_result in the next message
+
+Errors of the service and of the network are the SDK's own (``anthropic.APIError`` and its
+subclasses) and reach the caller unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "HistoryError",
+    "ParamsError",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolInputError",
+    "ToolRunnerError",
+    "UnansweredToolUseError",
+]
+
+
+class ToolError(Exception):
+    """Raise from a tool to answer the model with an ``is_error`` tool_result.
+
+    Args:
+        content: What the model reads: a string, or a list of content blocks (text, image, ...).
+    """
+
+    def __init__(self, content: str | Iterable[Mapping[str, Any]]) -> None:
+        self.content: str | list[Mapping[str, Any]] = content if isinstance(content, str) else list(content)
+        super().__init__(content if isinstance(content, str) else "tool error with content blocks")
+
+
+class ToolRunnerError(Exception):
+    """Base class of every failure raised by toolrunner itself."""
+
+
+class ToolDefinitionError(ToolRunnerError, TypeError):
+    """A function or object cannot be turned into a tool (bad signature, duplicate name, ...)."""
+
+
+class ToolInputError(ToolRunnerError, ValueError):
+    """The input the model sent does not fit the tool's schema.
+
+    The runner turns it into an ``is_error`` tool_result whose text is ``str(error)``, so the
+    message is written for the model: which fields were wrong, why, and what was sent.
+    """
+
+
+class ParamsError(ToolRunnerError, ValueError):
+    """Runner arguments or request params that cannot be used."""
+
+
+class HistoryError(ToolRunnerError, ValueError):
+    """A message history that the service would reject."""
+
+
+class UnansweredToolUseError(HistoryError):
+    """A client tool_use block is not answered by a tool_result in the message after it."""

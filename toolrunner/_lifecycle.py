@@ -1,0 +1,162 @@
+"""The tool loop's decisions, with no I/O.
+
+Everything here is a pure function of messages and stop reasons, so the property tests can drive it
+directly. The async driver in ``_runner.py`` calls these functions and does the I/O around them.
+
+Messages may hold content blocks as dicts (what users write) or as SDK models (what the SDK
+returns and ``Message.to_param()`` keeps); ``field()`` reads either.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._errors import UnansweredToolUseError
+
+__all__ = [
+    "STOP_REASON_STEPS",
+    "Step",
+    "ToolCall",
+    "check_answered",
+    "client_tool_calls",
+    "container_param",
+    "field",
+    "pending_tool_calls",
+    "step_for",
+    "tool_result_ids",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One client ``tool_use`` block, read from a message.
+
+    Attributes:
+        id: The tool_use id that the tool_result must carry.
+        name: The tool's name.
+        input: The input as the model sent it (normally a dict; anything, when the model erred).
+    """
+
+    id: str
+    name: str
+    input: object
+
+
+class Step(enum.Enum):
+    """What a reply's stop reason asks the runner to do next."""
+
+    RUN_TOOLS = "run_tools"
+    """Answer the reply's client tool calls, then send the next request."""
+    RESUME = "resume"
+    """Send the history back unchanged so the service continues the turn."""
+    STOP = "stop"
+    """The model is done (or was cut off): never run this reply's tool calls."""
+
+
+# The one table of stop reasons. ``tests/test_lifecycle.py`` checks that it covers every value
+# of the installed SDK's ``StopReason`` and ``BetaStopReason``. Unknown values map to STOP.
+STOP_REASON_STEPS: Mapping[str, Step] = {
+    "tool_use": Step.RUN_TOOLS,
+    "pause_turn": Step.RESUME,
+    # Beta: with ``pause_after_compaction`` the service hands the turn back before answering.
+    "compaction": Step.RESUME,
+    "end_turn": Step.STOP,
+    "stop_sequence": Step.STOP,
+    # A max_tokens cut can leave the last tool_use with a truncated input: never run it.
+    "max_tokens": Step.STOP,
+    "refusal": Step.STOP,
+    "model_context_window_exceeded": Step.STOP,
+}
+
+
+def step_for(stop_reason: str | None) -> Step:
+    """The step a stop reason asks for; ``None`` and unknown values stop the loop."""
+    if stop_reason is None:
+        return Step.STOP
+    return STOP_REASON_STEPS.get(stop_reason, Step.STOP)
+
+
+def field(item: object, name: str) -> Any:
+    """Read ``name`` from a dict or from an SDK model; ``None`` when absent."""
+    if isinstance(item, Mapping):
+        return item.get(name)  # type: ignore[union-attr]
+    return getattr(item, name, None)
+
+
+def _blocks(message: object) -> Sequence[object]:
+    content = field(message, "content")
+    if isinstance(content, str) or content is None:
+        return ()
+    return content  # type: ignore[no-any-return]
+
+
+def client_tool_calls(message: object) -> tuple[ToolCall, ...]:
+    """The client ``tool_use`` blocks of a message, in order.
+
+    Server tool calls (``server_tool_use``, ``mcp_tool_use``, ...) are the service's to answer and
+    are not included.
+    """
+    if field(message, "role") != "assistant":
+        return ()
+    return tuple(
+        ToolCall(id=field(block, "id"), name=field(block, "name"), input=field(block, "input"))
+        for block in _blocks(message)
+        if field(block, "type") == "tool_use"
+    )
+
+
+def tool_result_ids(message: object) -> set[str]:
+    """The tool_use ids that a (user) message answers with tool_result blocks."""
+    if field(message, "role") != "user":
+        return set()
+    return {
+        field(block, "tool_use_id") for block in _blocks(message) if field(block, "type") == "tool_result"
+    }
+
+
+def pending_tool_calls(messages: Sequence[object]) -> tuple[ToolCall, ...]:
+    """The tool calls a history waits on: those of its last message, when that is an assistant
+    message with client tool_use blocks (nothing follows it, so none has a result yet)."""
+    if not messages:
+        return ()
+    return client_tool_calls(messages[-1])
+
+
+def check_answered(messages: Sequence[object], start: int = 0) -> None:
+    """Raise ``UnansweredToolUseError`` if an assistant message from index ``start`` on has a client
+    tool_use that the message after it does not answer. The last message may wait on its calls.
+
+    The runner checks only what changed since the last check (``start``), so a long history
+    costs nothing per request.
+    """
+    for index in range(max(start, 0), len(messages) - 1):
+        calls = client_tool_calls(messages[index])
+        if not calls:
+            continue
+        answered = tool_result_ids(messages[index + 1])
+        missing = [call.id for call in calls if call.id not in answered]
+        if missing:
+            raise UnansweredToolUseError(
+                f"messages[{index}] has tool_use block(s) {missing!r} that messages[{index + 1}] does not "
+                "answer; the service would reject this history with a 400. Follow that assistant message "
+                "with a user message holding a tool_result for each tool_use id (for example the one "
+                "`await runner.generate_tool_response()` returns), or remove the tool_use blocks."
+            )
+
+
+def container_param(current: object, reply_container_id: str | None) -> object:
+    """The ``container`` param to send next, given the current one and the reply's container id.
+
+    The reply's id fills a missing param and an object-form param without an id; an id the caller
+    gave is never overwritten. Returns ``current`` itself when nothing changes.
+    """
+    if reply_container_id is None:
+        return current
+    if current is None:
+        return reply_container_id
+    if isinstance(current, Mapping) and not current.get("id"):  # type: ignore[union-attr]
+        return {**current, "id": reply_container_id}  # type: ignore[dict-item]
+    return current
