@@ -25,6 +25,7 @@ __all__ = [
     "container_param",
     "field",
     "pending_tool_calls",
+    "calls_to_answer",
     "step_for",
     "tool_result_ids",
 ]
@@ -125,25 +126,43 @@ def pending_tool_calls(messages: Sequence[object]) -> tuple[ToolCall, ...]:
     return client_tool_calls(messages[-1])
 
 
+def calls_to_answer(last_message: object | None, last_reply: object | None) -> tuple[ToolCall, ...]:
+    """The tool calls the runner answers, given the last message of the history (as it stands,
+    or will stand once the reply is appended) and the latest reply.
+
+    When the pending calls are the latest reply's own, its stop reason decides: only
+    ``tool_use`` runs them (a ``max_tokens`` cut may have truncated an input). Calls of any other
+    message (a history the caller set) are always answered.
+    """
+    if last_message is None:
+        return ()
+    calls = client_tool_calls(last_message)
+    if not calls or last_reply is None or step_for(field(last_reply, "stop_reason")) is Step.RUN_TOOLS:
+        return calls
+    reply_ids = [call.id for call in client_tool_calls(last_reply)]
+    return () if [call.id for call in calls] == reply_ids else calls
+
+
 def check_answered(messages: Sequence[object], start: int = 0) -> None:
     """Raise ``UnansweredToolUseError`` if an assistant message from index ``start`` on has a client
-    tool_use that the message after it does not answer. The last message may wait on its calls.
+    tool_use that the message after it does not answer (the last message has none after it).
 
-    The runner checks only what changed since the last check (``start``), so a long history
-    costs nothing per request.
+    The runner checks only what changed since its last check (``start``), so a long history adds
+    nothing to the cost of a request.
     """
-    for index in range(max(start, 0), len(messages) - 1):
+    for index in range(max(start, 0), len(messages)):
         calls = client_tool_calls(messages[index])
         if not calls:
             continue
-        answered = tool_result_ids(messages[index + 1])
+        answered = tool_result_ids(messages[index + 1]) if index + 1 < len(messages) else set[str]()
         missing = [call.id for call in calls if call.id not in answered]
         if missing:
+            where = f"messages[{index + 1}] does not answer" if index + 1 < len(messages) else "no message answers"
             raise UnansweredToolUseError(
-                f"messages[{index}] has tool_use block(s) {missing!r} that messages[{index + 1}] does not "
-                "answer; the service would reject this history with a 400. Follow that assistant message "
-                "with a user message holding a tool_result for each tool_use id (for example the one "
-                "`await runner.generate_tool_response()` returns), or remove the tool_use blocks."
+                f"messages[{index}] has tool_use block(s) {missing!r} that {where}; the service would reject "
+                "this history with a 400. Follow that assistant message with a user message holding a "
+                "tool_result for each tool_use id (for example the one `await runner.generate_tool_response()` "
+                "returns), or remove the tool_use blocks."
             )
 
 

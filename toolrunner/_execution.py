@@ -1,0 +1,173 @@
+"""Running one message's tool calls: concurrency, order, limits, timeouts, failures.
+
+Invariants:
+
+- every call gets exactly one tool_result, whatever its siblings do;
+- a result is stored (``on_result``) only once its call has finished, so a cancelled run leaves
+  behind the finished calls and nothing half-done;
+- ``Exception`` from a tool becomes an ``is_error`` result; cancellation and other
+  ``BaseException``s propagate.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+
+from ._errors import ToolError, ToolInputError
+from ._lifecycle import ToolCall
+from ._results import ToolResultAdapter, tool_result_block
+from ._tools import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from ._runner import ToolRunner
+
+__all__ = ["ExecutionOptions", "run_tool_calls"]
+
+logger = logging.getLogger("toolrunner")
+
+ResultBlock = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionOptions:
+    """How a runner executes tool calls (fixed at construction)."""
+
+    tools: Mapping[str, Tool]
+    """The runnable tools by name."""
+    adapter: ToolResultAdapter
+    limiter: anyio.CapacityLimiter | None = None
+    """Caps how many calls run at once (``max_concurrency``); ``None``: no cap."""
+    timeout: float | None = None
+    """Default per-call timeout in seconds; a tool's own ``timeout`` wins."""
+    unrunnable: frozenset[str] = frozenset()
+    """Names of tools sent as raw definitions: the runner never runs them."""
+
+
+async def run_tool_calls(
+    calls: Sequence[ToolCall],
+    options: ExecutionOptions,
+    runner: ToolRunner,
+    on_result: Callable[[str, ResultBlock], None],
+) -> None:
+    """Run ``calls`` and hand each finished call's tool_result block to ``on_result``.
+
+    Consecutive calls to ordinary tools run concurrently in one task group; a call to a
+    ``sequential`` tool runs alone, after the calls before it and before the calls after it.
+    """
+    batch: list[ToolCall] = []
+    for call in calls:
+        tool = options.tools.get(call.name)
+        if tool is not None and tool.sequential:
+            await _run_batch(batch, options, runner, on_result)
+            batch = []
+            await _run_batch([call], options, runner, on_result)
+        else:
+            batch.append(call)
+    await _run_batch(batch, options, runner, on_result)
+
+
+async def _run_batch(
+    calls: Sequence[ToolCall],
+    options: ExecutionOptions,
+    runner: ToolRunner,
+    on_result: Callable[[str, ResultBlock], None],
+) -> None:
+    if len(calls) == 1:  # no task group needed: saves a task per iteration on the common path
+        on_result(calls[0].id, await _run_one(calls[0], options, runner))
+        return
+
+    async def run(call: ToolCall) -> None:
+        on_result(call.id, await _run_one(call, options, runner))
+
+    async with anyio.create_task_group() as group:
+        for call in calls:
+            group.start_soon(run, call)
+
+
+async def _run_one(call: ToolCall, options: ExecutionOptions, runner: ToolRunner) -> ResultBlock:
+    tool = options.tools.get(call.name)
+    if tool is None:
+        return tool_result_block(call.id, _unknown_tool_message(call.name, options), is_error=True)
+    try:
+        arguments = tool.parse_input(call.input)
+    except ToolInputError as error:
+        return tool_result_block(call.id, str(error), is_error=True)
+    kwargs = tool.call_kwargs(arguments, ToolContext(call=call, runner=runner))
+    timeout = tool.timeout if tool.timeout is not None else options.timeout
+    adapter = options.adapter
+    try:
+        if options.limiter is None:
+            return await _invoke(tool, call, kwargs, adapter, timeout)
+        async with options.limiter:
+            return await _invoke(tool, call, kwargs, adapter, timeout)
+    except ToolError as error:
+        return await _convert(call.id, error, adapter, is_error=True)
+    except Exception as error:
+        logger.exception("Tool %r raised while answering tool_use %r", call.name, call.id)
+        return tool_result_block(call.id, repr(error), is_error=True)
+
+
+async def _invoke(
+    tool: Tool, call: ToolCall, kwargs: dict[str, Any], adapter: ToolResultAdapter, timeout: float | None
+) -> ResultBlock:
+    if timeout is None:
+        return await _call_and_convert(tool, call, kwargs, adapter, abandon_on_cancel=False)
+    # A sync tool that overruns is abandoned in its worker thread (Python cannot stop a thread):
+    # its result is discarded when it returns. Without a timeout, cancellation waits for it.
+    with anyio.move_on_after(timeout) as scope:
+        return await _call_and_convert(tool, call, kwargs, adapter, abandon_on_cancel=True)
+    assert scope.cancelled_caught
+    return tool_result_block(
+        call.id,
+        f"Tool {call.name!r} did not finish within its {_seconds(timeout)} timeout and was stopped; "
+        "its result is unknown. Try again with a smaller request, or answer without this tool.",
+        is_error=True,
+    )
+
+
+async def _call_and_convert(
+    tool: Tool, call: ToolCall, kwargs: dict[str, Any], adapter: ToolResultAdapter, *, abandon_on_cancel: bool
+) -> ResultBlock:
+    if tool.is_async:
+        value = await tool.function(**kwargs)
+        return await _convert(call.id, value, adapter)
+
+    # A sync tool runs, and its value is converted, in one worker-thread hop.
+    def call_sync() -> ResultBlock:
+        return tool_result_block(call.id, adapter.to_content(tool.function(**kwargs)))
+
+    return await anyio.to_thread.run_sync(call_sync, abandon_on_cancel=abandon_on_cancel)
+
+
+async def _convert(
+    tool_use_id: str, value: object, adapter: ToolResultAdapter, *, is_error: bool = False
+) -> ResultBlock:
+    """Turn a tool's value (or a ToolError) into a tool_result block; file I/O runs in a thread."""
+    convert = adapter.error_content if isinstance(value, ToolError) else adapter.to_content
+    if adapter.needs_thread(value):
+        content = await anyio.to_thread.run_sync(partial(convert, value))  # pyright: ignore[reportArgumentType]
+    else:
+        content = convert(value)  # pyright: ignore[reportArgumentType]
+    return tool_result_block(tool_use_id, content, is_error=is_error)
+
+
+def _unknown_tool_message(name: str, options: ExecutionOptions) -> str:
+    if name in options.unrunnable:
+        return (
+            f"Tool {name!r} is not run by this program; no result is available. "
+            "Continue without it."
+        )
+    available = ", ".join(repr(n) for n in sorted(options.tools)) or "none"
+    return f"There is no tool named {name!r}. The available tools are: {available}."
+
+
+def _seconds(timeout: float) -> str:
+    return f"{timeout:g} s" if math.isfinite(timeout) else "unlimited"

@@ -1,0 +1,145 @@
+"""The blocking front end: ``for message in runner`` over the async driver.
+
+No lifecycle code lives here. Each ``for`` loop (and each blocking call made outside one) runs the
+async ``ToolRunner`` in an event loop of its own thread through an anyio blocking portal, which
+closes when the loop ends or is left by ``break``. Requests go through a sync
+``anthropic.Anthropic`` in worker threads, so no state is tied to one event loop and a loop left
+by ``break`` can be resumed later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import anthropic
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from ._errors import ParamsError
+from ._results import DEFAULT_ADAPTER, ToolResultAdapter
+from ._runner import Reply, ToolRunner
+from ._tools import Tool
+
+__all__ = ["SyncToolRunner"]
+
+T = TypeVar("T")
+
+
+class SyncToolRunner:
+    """``ToolRunner`` for synchronous code: ``for message in runner`` and blocking methods.
+
+    Takes the same arguments as ``ToolRunner``, with a sync ``anthropic.Anthropic`` client. Tools may
+    be sync or async; they still run concurrently. Do not use it from inside an event loop: use
+    ``ToolRunner`` there.
+    """
+
+    def __init__(
+        self,
+        client: anthropic.Anthropic,
+        *,
+        tools: Iterable[Tool | Callable[..., Any] | Mapping[str, Any]] = (),
+        max_iterations: int | None = None,
+        max_concurrency: int | None = None,
+        tool_timeout: float | None = None,
+        result_adapter: ToolResultAdapter = DEFAULT_ADAPTER,
+        **params: Any,
+    ) -> None:
+        if not isinstance(client, anthropic.Anthropic):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ParamsError(
+                f"SyncToolRunner needs a sync anthropic.Anthropic client, not {type(client).__name__!r}; "
+                "with anthropic.AsyncAnthropic use ToolRunner and `async for`."
+            )
+        self._runner = ToolRunner(
+            client,
+            tools=tools,
+            max_iterations=max_iterations,
+            max_concurrency=max_concurrency,
+            tool_timeout=tool_timeout,
+            result_adapter=result_adapter,
+            **params,
+        )
+        self._portal: BlockingPortal | None = None
+
+    @property
+    def runner(self) -> ToolRunner:
+        """The async runner underneath."""
+        return self._runner
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """The params of the next request; ``params["messages"]`` is the history."""
+        return self._runner.params
+
+    @property
+    def messages(self) -> Sequence[Any]:
+        """The history."""
+        return self._runner.messages
+
+    @property
+    def last_message(self) -> Reply | None:
+        """The latest reply, or ``None`` before the first."""
+        return self._runner.last_message
+
+    def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None:
+        """Append messages to the history (see ``ToolRunner.push_messages``)."""
+        self._runner.push_messages(*messages)
+
+    def set_messages_params(
+        self, params: Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any]]
+    ) -> None:
+        """Replace or map the params (see ``ToolRunner.set_messages_params``)."""
+        self._runner.set_messages_params(params)
+
+    def generate_tool_response(self) -> dict[str, Any] | None:
+        """The tool_result message for the pending calls, or ``None`` (cached; see ``ToolRunner``)."""
+        return self._call(self._runner.generate_tool_response)
+
+    def until_done(self) -> Reply:
+        """Run the loop to its end and return the final reply."""
+        return self._call(self._runner.until_done)
+
+    def close(self) -> None:
+        """End the loop now (see ``ToolRunner.close``)."""
+        self._runner.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[Reply]:
+        return self._iterate()
+
+    def _iterate(self) -> Generator[Reply]:
+        with self._open_portal() as portal:
+            while (message := portal.call(self._next)) is not None:
+                yield message
+
+    async def _next(self) -> Reply | None:
+        # StopAsyncIteration must not cross the portal's futures.
+        try:
+            return await self._runner.__anext__()
+        except StopAsyncIteration:
+            return None
+
+    def _call(self, function: Callable[[], Awaitable[T]]) -> T:
+        if self._portal is not None:  # inside a ``for`` loop over this runner
+            return self._portal.call(function)
+        with self._open_portal() as portal:
+            return portal.call(function)
+
+    @contextmanager
+    def _open_portal(self) -> Iterator[BlockingPortal]:
+        if self._portal is not None:
+            raise RuntimeError("this runner is already being iterated; finish or break that loop first.")
+        with start_blocking_portal() as portal:
+            self._portal = portal
+            try:
+                yield portal
+            finally:
+                self._portal = None
