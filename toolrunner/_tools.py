@@ -1,0 +1,528 @@
+"""``@tool``: Python functions as Claude tools.
+
+A ``Tool`` holds what the runner needs to offer a function to the model and to call it: the
+``ToolParam`` sent on every request (name, description, JSON schema), the pydantic model that checks
+the model's input, and the options that say how to run it. The schema comes from the signature
+through pydantic, the descriptions from a Google-style docstring. Everything is worked out once, at
+decoration; per call there is only validation.
+
+Running tools, timeouts and turning return values into tool_result blocks live elsewhere.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Generic, get_origin, overload
+
+import pydantic
+from anthropic.types import ToolParam
+from pydantic import BaseModel, ConfigDict
+from pydantic.fields import FieldInfo
+from pydantic.json_schema import GenerateJsonSchema
+from typing_extensions import ParamSpec, TypeVar
+
+from ._errors import ToolDefinitionError, ToolInputError
+from ._lifecycle import ToolCall
+
+__all__ = ["Tool", "ToolContext", "as_tool", "tool"]
+
+P = ParamSpec("P", default=...)
+R = TypeVar("R", default=Any)
+
+# What the Messages API accepts as a tool name.
+_NAME = re.compile(r"[a-zA-Z0-9_-]{1,128}")
+# Google-style section headers; the tool description is the text before the first one.
+_SECTION = re.compile(
+    r"(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters|Returns?|"
+    r"Yields?|Raises|Examples?|Notes?|Warnings?|See Also|References|Todo|Attributes):\s*"
+)
+_ARGS_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args", "Keyword Arguments"}
+_ARG_ENTRY = re.compile(r"\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:(.*)")
+# Validation messages list at most this many errors, and values up to this many characters.
+_MAX_ERRORS = 20
+_MAX_VALUE_CHARS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool may learn about the call it answers: declare a parameter annotated with it.
+
+    Attributes:
+        call: The tool_use block being answered (id, name, raw input).
+        runner: The runner driving this call.
+    """
+
+    call: ToolCall
+    runner: Any  # the ToolRunner driving this call (typed once toolrunner._runner exists)
+
+
+class Tool(Generic[P, R]):
+    """A function offered to the model as a tool; made by ``@tool``.
+
+    Calling a ``Tool`` calls the function, so decorated functions can be tested as they are.
+    Treat the attributes as read-only: the runner relies on them not changing.
+
+    Attributes:
+        name: The name the model calls the tool by.
+        description: What the model reads about the tool.
+        input_schema: The JSON schema (type object) of the tool's input.
+        function: The decorated callable.
+        is_async: Whether calling ``function`` returns an awaitable.
+        sequential: Run this tool alone, never concurrently with other tool calls.
+        timeout: Seconds one call may take, or None for no limit.
+        start_early: Whether streaming may start the tool before the reply is complete.
+    """
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    function: Callable[P, R]
+    is_async: bool
+    sequential: bool
+    timeout: float | None
+    start_early: bool
+
+    def __init__(
+        self,
+        function: Callable[P, R],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        input_model: type[BaseModel] | None = None,
+        sequential: bool = False,
+        timeout: float | None = None,
+        start_early: bool = True,
+    ) -> None:
+        if isinstance(function, Tool):
+            function = function.function  # type: ignore[assignment]  # re-decorating: start from the source
+        if not callable(function):
+            raise ToolDefinitionError(
+                f"{function!r} is not callable; @tool needs a function, a functools.partial or an object "
+                "with a __call__ method."
+            )
+        functools.update_wrapper(self, function)
+        source = _unwrap_partial(function)
+        self.name = _check_name(name if name is not None else _default_name(function))
+        summary, arg_docs = _parse_docstring(getattr(source, "__doc__", None))
+        self.description = _check_description(self.name, description, summary)
+        self.function = function
+        self.is_async = _is_async(function)
+        self.sequential = sequential
+        self.timeout = _check_timeout(self.name, timeout)
+        self.start_early = start_early
+
+        parameters = _parameters(self.name, function)
+        self._context_param = _context_param(self.name, parameters)
+        inputs = [p for p in parameters if p.name != self._context_param]
+        if input_model is not None:
+            self._model_param: str | None = _input_model_param(self.name, input_model, inputs)
+            self._model = input_model
+            # Internal field name -> keyword argument; unused for input_model tools.
+            self._fields: dict[str, str] = {}
+        else:
+            self._model_param = None
+            self._model, self._fields = _signature_model(self.name, inputs, arg_docs)
+        self.input_schema = _json_schema(self.name, self._model)
+        self._param: ToolParam = {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+        }
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.function(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return (
+            f"Tool(name={self.name!r}, is_async={self.is_async}, sequential={self.sequential}, "
+            f"timeout={self.timeout}, start_early={self.start_early})"
+        )
+
+    def to_param(self) -> ToolParam:
+        """The tool's definition for the ``tools`` request param.
+
+        Built once; every call returns the same dict, so copy it before changing anything.
+        """
+        return self._param
+
+    def parse_input(self, raw: object) -> dict[str, Any]:
+        """Validate the model's input and return the keyword arguments for ``function``.
+
+        The context argument is not included (``call_kwargs`` adds it). Parameters the model left
+        out are left out here too, so the function's own defaults apply. For an ``input_model``
+        tool the result is ``{param: validated model instance}``.
+
+        Args:
+            raw: The tool_use block's input: a dict, or a string holding a JSON object.
+
+        Raises:
+            ToolInputError: The input is not an object or does not match the schema; the message is
+                written for the model.
+        """
+        data = self._input_object(raw)
+        try:
+            validated = self._model.model_validate(data)
+        except pydantic.ValidationError as error:
+            raise ToolInputError(self._validation_message(error)) from None
+        if self._model_param is not None:
+            return {self._model_param: validated}
+        return {self._fields[field]: getattr(validated, field) for field in validated.model_fields_set}
+
+    def call_kwargs(self, arguments: dict[str, Any], context: ToolContext) -> dict[str, Any]:
+        """The keyword arguments to call ``function`` with: ``arguments`` (from ``parse_input``) plus
+        the context, when the function declares a ``ToolContext`` parameter."""
+        if self._context_param is None:
+            return dict(arguments)
+        return {**arguments, self._context_param: context}
+
+    def _input_object(self, raw: object) -> Mapping[str, Any]:
+        if isinstance(raw, Mapping):
+            return raw  # type: ignore[return-value]
+        what = f"a {type(raw).__name__}"
+        if isinstance(raw, str):
+            try:
+                decoded = json.loads(raw)
+            except ValueError:
+                what = "a str that is not valid JSON"
+            else:
+                if isinstance(decoded, dict):
+                    return decoded  # type: ignore[return-value]
+                what = f"a str holding a JSON {type(decoded).__name__}"
+        raise ToolInputError(
+            f"The input for tool {self.name!r} must be a JSON object matching its input_schema, but it was "
+            f"{what}: {_short_repr(raw)}. Call {self.name} again with an object as its input."
+        )
+
+    def _validation_message(self, error: pydantic.ValidationError) -> str:
+        errors = error.errors(include_url=False)
+        count = f"{len(errors)} error" if len(errors) == 1 else f"{len(errors)} errors"
+        lines = [f"The input for tool {self.name!r} is invalid ({count}):"]
+        for item in errors[:_MAX_ERRORS]:
+            path = ".".join(str(part) for part in item["loc"]) or "(input)"
+            line = f"- {path}: {item['msg']}"
+            # For a missing field, pydantic's "input" is the enclosing object: not worth repeating.
+            if item["type"] != "missing":
+                line += f" (received {_short_repr(item['input'])})"
+            lines.append(line)
+        if len(errors) > _MAX_ERRORS:
+            lines.append(f"- ... and {len(errors) - _MAX_ERRORS} more")
+        lines.append(f"Call {self.name} again with corrected input.")
+        return "\n".join(lines)
+
+
+@overload
+def tool(function: Callable[P, R], /) -> Tool[P, R]: ...
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_model: type[BaseModel] | None = None,
+    sequential: bool = False,
+    timeout: float | None = None,
+    start_early: bool = True,
+) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+def tool(
+    function: Callable[P, R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_model: type[BaseModel] | None = None,
+    sequential: bool = False,
+    timeout: float | None = None,
+    start_early: bool = True,
+) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
+    """Make a function into a tool; use as ``@tool`` or ``@tool(...)``.
+
+    Args:
+        function: The function (sync or async), a ``functools.partial``, or a callable object.
+        name: The tool's name; defaults to the function's ``__name__``.
+        description: What the model reads; defaults to the docstring's text before its sections.
+        input_model: A pydantic model that is the whole input; the function takes one instance of it.
+        sequential: Run this tool alone, never concurrently with other tool calls.
+        timeout: Seconds one call may take; the runner stops it after that.
+        start_early: Whether streaming may start the tool before the reply ends; pass False for
+            tools with side effects.
+
+    Raises:
+        ToolDefinitionError: The function cannot be made into a tool; the message says why.
+    """
+
+    def decorate(function: Callable[P, R]) -> Tool[P, R]:
+        return Tool(
+            function,
+            name=name,
+            description=description,
+            input_model=input_model,
+            sequential=sequential,
+            timeout=timeout,
+            start_early=start_early,
+        )
+
+    if function is not None:
+        return decorate(function)
+    return decorate
+
+
+def as_tool(obj: object) -> Tool:
+    """Return ``obj`` if it is a ``Tool``, else make it one with the default options.
+
+    Raises:
+        ToolDefinitionError: ``obj`` cannot be made into a tool.
+    """
+    if isinstance(obj, Tool):
+        return obj  # type: ignore[return-value]
+    if not callable(obj):
+        raise ToolDefinitionError(
+            f"{obj!r} is not a tool; pass a function decorated with @tool, a plain function, or a "
+            "ToolParam dict."
+        )
+    return Tool(obj)
+
+
+# Signature -------------------------------------------------------------------------------------
+
+
+def _unwrap_partial(function: object) -> object:
+    while isinstance(function, functools.partial):
+        function = function.func  # type: ignore[assignment]
+    return function
+
+
+def _default_name(function: object) -> str:
+    source = _unwrap_partial(function)
+    return str(getattr(source, "__name__", type(source).__name__))
+
+
+def _check_name(name: str) -> str:
+    if not isinstance(name, str) or not _NAME.fullmatch(name):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ToolDefinitionError(
+            f"The tool name {name!r} is invalid: the API accepts 1 to 128 letters, digits, '_' and '-'; "
+            "pass name=... to @tool."
+        )
+    return name
+
+
+def _check_description(name: str, description: str | None, summary: str) -> str:
+    text = (description if description is not None else summary).strip()
+    if not text:
+        raise ToolDefinitionError(
+            f"The tool {name!r} has no description; write a docstring that says what it does, or pass "
+            "description=... to @tool. The model reads it to decide when to call the tool."
+        )
+    return text
+
+
+def _check_timeout(name: str, timeout: float | None) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ToolDefinitionError(
+            f"The timeout {timeout!r} of tool {name!r} is invalid; pass a positive number of seconds, "
+            "or None for no limit."
+        )
+    return float(timeout)
+
+
+def _is_async(function: object) -> bool:
+    function = _unwrap_partial(function)
+    if inspect.iscoroutinefunction(function):
+        return True
+    if inspect.isroutine(function) or inspect.isclass(function):
+        return False
+    # A callable object: its class's __call__ decides.
+    return inspect.iscoroutinefunction(type(function).__call__)
+
+
+def _parameters(name: str, function: Callable[..., Any]) -> list[inspect.Parameter]:
+    try:
+        signature = inspect.signature(function, eval_str=True)
+    except (NameError, AttributeError, SyntaxError, TypeError) as error:
+        raise ToolDefinitionError(
+            f"The annotations of tool {name!r} cannot be evaluated ({error}); define the types they name "
+            "at module level, where the function's globals can see them."
+        ) from error
+    except ValueError as error:
+        raise ToolDefinitionError(
+            f"The signature of tool {name!r} cannot be read ({error}); wrap it in a Python function."
+        ) from error
+    parameters = list(signature.parameters.values())
+    for parameter in parameters:
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            star = "*" if parameter.kind is parameter.VAR_POSITIONAL else "**"
+            raise ToolDefinitionError(
+                f"The parameter {star}{parameter.name} of tool {name!r} is not supported; the input is a JSON "
+                "object with named fields, so declare each one as a parameter (or use input_model=...)."
+            )
+        if parameter.kind is parameter.POSITIONAL_ONLY:
+            raise ToolDefinitionError(
+                f"The parameter {parameter.name!r} of tool {name!r} is positional-only; tools are called "
+                "with keyword arguments, so remove the '/' from the signature."
+            )
+    return parameters
+
+
+def _context_param(name: str, parameters: list[inspect.Parameter]) -> str | None:
+    found = [p.name for p in parameters if p.annotation is ToolContext]
+    if len(found) > 1:
+        raise ToolDefinitionError(
+            f"The tool {name!r} has {len(found)} ToolContext parameters ({', '.join(found)}); declare one."
+        )
+    return found[0] if found else None
+
+
+def _input_model_param(name: str, input_model: object, inputs: list[inspect.Parameter]) -> str:
+    if not (isinstance(input_model, type) and issubclass(input_model, BaseModel)):
+        raise ToolDefinitionError(
+            f"The input_model {input_model!r} of tool {name!r} is not a pydantic model; pass a subclass of "
+            "pydantic.BaseModel."
+        )
+    if len(inputs) != 1:
+        names = ", ".join(p.name for p in inputs) or "none"
+        raise ToolDefinitionError(
+            f"The tool {name!r} has input_model={input_model.__name__}, so its function must take exactly one "
+            f"parameter (besides a ToolContext) to receive the {input_model.__name__} instance; it takes: "
+            f"{names}."
+        )
+    return inputs[0].name
+
+
+def _signature_model(
+    name: str, inputs: list[inspect.Parameter], arg_docs: Mapping[str, str]
+) -> tuple[type[BaseModel], dict[str, str]]:
+    """A pydantic model with one field per parameter, and its field names -> parameter names.
+
+    Fields get neutral names (``p0``, ``p1``, ...) and the parameter name as alias, so that parameters
+    may be called anything (``json``, ``schema``, ``_id``) without clashing with BaseModel's namespace.
+    """
+    definitions: dict[str, Any] = {}
+    fields: dict[str, str] = {}
+    for index, parameter in enumerate(inputs):
+        if parameter.annotation is parameter.empty:
+            raise ToolDefinitionError(
+                f"The parameter {parameter.name!r} of tool {name!r} has no type annotation; add one (for "
+                f"example `{parameter.name}: str`) so the schema can tell the model what to send. For a "
+                "method, decorate the bound method: tool(instance.method)."
+            )
+        user_fields = list(_field_infos(parameter))
+        alias = next((f.alias for f in user_fields if f.alias), parameter.name)
+        described = any(f.description for f in user_fields)
+        ours = pydantic.Field(alias=alias, description=None if described else arg_docs.get(parameter.name))
+        default = ... if parameter.default is parameter.empty else parameter.default
+        field = f"p{index}"
+        definitions[field] = (Annotated[parameter.annotation, ours], default)
+        fields[field] = parameter.name
+    try:
+        model = pydantic.create_model(name, __config__=ConfigDict(extra="forbid"), **definitions)
+    except (pydantic.PydanticUserError, TypeError, ValueError) as error:
+        raise ToolDefinitionError(
+            f"The signature of tool {name!r} cannot be made into a schema ({error}); use types pydantic "
+            "can validate (str, int, list[...], Literal, pydantic models, ...)."
+        ) from error
+    return model, fields
+
+
+def _field_infos(parameter: inspect.Parameter) -> Iterator[FieldInfo]:
+    if get_origin(parameter.annotation) is Annotated:
+        yield from (m for m in parameter.annotation.__metadata__ if isinstance(m, FieldInfo))
+    if isinstance(parameter.default, FieldInfo):
+        yield parameter.default
+
+
+# Schema ----------------------------------------------------------------------------------------
+
+
+class _SchemaGenerator(GenerateJsonSchema):
+    # No titles made up from field names ("City" for city): they cost tokens and say nothing.
+    # Titles given explicitly with Field(title=...) stay.
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+def _json_schema(name: str, model: type[BaseModel]) -> dict[str, Any]:
+    try:
+        schema = model.model_json_schema(schema_generator=_SchemaGenerator)
+    except pydantic.PydanticUserError as error:
+        raise ToolDefinitionError(
+            f"The input of tool {name!r} cannot be described as a JSON schema ({error}); use JSON types."
+        ) from error
+    # Titles that only repeat a class name: the model's own, and those of $defs under that name.
+    if schema.get("title") == model.__name__:
+        del schema["title"]
+    for key, definition in schema.get("$defs", {}).items():
+        if definition.get("title") == key:
+            del definition["title"]
+    first = ("type", "properties", "required", "additionalProperties")
+    return {key: schema[key] for key in first if key in schema} | {
+        key: value for key, value in schema.items() if key not in first
+    }
+
+
+# Docstrings ------------------------------------------------------------------------------------
+
+
+def _parse_docstring(docstring: object) -> tuple[str, dict[str, str]]:
+    """The summary (text before the first section) and the ``Args:`` entries of a Google-style
+    docstring."""
+    if not isinstance(docstring, str):
+        return "", {}
+    lines = inspect.cleandoc(docstring).splitlines()
+    summary: list[str] = []
+    args: dict[str, str] = {}
+    index = 0
+    while index < len(lines) and not _SECTION.fullmatch(lines[index]):
+        summary.append(lines[index])
+        index += 1
+    while index < len(lines):
+        header = _SECTION.fullmatch(lines[index])
+        index += 1
+        body: list[str] = []
+        # A section's body is indented; it ends at the next line that is not.
+        while index < len(lines) and (not lines[index].strip() or lines[index][0].isspace()):
+            body.append(lines[index])
+            index += 1
+        if header is not None and header.group(1) in _ARGS_SECTIONS:
+            args.update(_parse_args(body))
+    return "\n".join(summary).strip(), args
+
+
+def _parse_args(body: list[str]) -> dict[str, str]:
+    entries: dict[str, list[str]] = {}
+    indent: int | None = None
+    current: list[str] | None = None
+    for line in body:
+        if not line.strip():
+            if current is not None:
+                current.append("")
+            continue
+        width = len(line) - len(line.lstrip())
+        if indent is None:
+            indent = width
+        entry = _ARG_ENTRY.fullmatch(line.strip()) if width <= indent else None
+        if entry is not None:
+            current = entries[entry.group(1)] = [entry.group(2).strip()]
+        elif current is not None:
+            current.append(line.strip())
+    return {name: _join(parts) for name, parts in entries.items()}
+
+
+def _join(parts: list[str]) -> str:
+    """Continuation lines joined with spaces; blank lines kept as paragraph breaks."""
+    paragraphs: list[list[str]] = [[]]
+    for part in parts:
+        if part:
+            paragraphs[-1].append(part)
+        elif paragraphs[-1]:
+            paragraphs.append([])
+    return "\n\n".join(" ".join(p) for p in paragraphs if p)
+
+
+def _short_repr(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
