@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, get_origin, overload
+from typing import TYPE_CHECKING, Annotated, Any, Generic, get_origin, overload
 
 import pydantic
 from anthropic.types import ToolParam
@@ -28,6 +28,9 @@ from typing_extensions import ParamSpec, TypeVar
 
 from ._errors import ToolDefinitionError, ToolInputError
 from ._lifecycle import ToolCall
+
+if TYPE_CHECKING:
+    from ._runner import ToolRunner
 
 __all__ = ["Tool", "ToolContext", "as_tool", "tool"]
 
@@ -43,6 +46,14 @@ _SECTION = re.compile(
 )
 _ARGS_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args", "Keyword Arguments"}
 _ARG_ENTRY = re.compile(r"\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:(.*)")
+_JSON_TYPES: dict[type, str] = {
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
 # Validation messages list at most this many errors, and values up to this many characters.
 _MAX_ERRORS = 20
 _MAX_VALUE_CHARS = 100
@@ -58,7 +69,7 @@ class ToolContext:
     """
 
     call: ToolCall
-    runner: Any  # the ToolRunner driving this call (typed once toolrunner._runner exists)
+    runner: ToolRunner
 
 
 class Tool(Generic[P, R]):
@@ -186,13 +197,13 @@ class Tool(Generic[P, R]):
         what = f"a {type(raw).__name__}"
         if isinstance(raw, str):
             try:
-                decoded = json.loads(raw)
+                decoded: object = json.loads(raw)
             except ValueError:
                 what = "a str that is not valid JSON"
             else:
                 if isinstance(decoded, dict):
                     return decoded  # type: ignore[return-value]
-                what = f"a str holding a JSON {type(decoded).__name__}"
+                what = f"a str holding a JSON {_JSON_TYPES.get(type(decoded), type(decoded).__name__)}"
         raise ToolInputError(
             f"The input for tool {self.name!r} must be a JSON object matching its input_schema, but it was "
             f"{what}: {_short_repr(raw)}. Call {self.name} again with an object as its input."
