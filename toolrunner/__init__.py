@@ -1,4 +1,7 @@
-"""toolrunner: Claude's tool-use loop on the official anthropic SDK."""
+"""toolrunner: Claude's tool-use loop on the official anthropic SDK.
+
+The public names are re-exported here; the modules behind them are private.
+"""
 
 from ._errors import (
     HistoryError as HistoryError,
@@ -9,3 +12,26 @@ from ._errors import (
     ToolRunnerError as ToolRunnerError,
     UnansweredToolUseError as UnansweredToolUseError,
 )
+from ._lifecycle import ToolCall as ToolCall
+from ._results import ToolResultAdapter as ToolResultAdapter
+from ._runner import Reply as Reply, ToolRunner as ToolRunner
+from ._sync import SyncToolRunner as SyncToolRunner
+from ._tools import Tool as Tool, ToolContext as ToolContext, tool as tool
+
+__all__ = [
+    "HistoryError",
+    "ParamsError",
+    "Reply",
+    "SyncToolRunner",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolInputError",
+    "ToolResultAdapter",
+    "ToolRunner",
+    "ToolRunnerError",
+    "UnansweredToolUseError",
+    "tool",
+]
