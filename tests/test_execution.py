@@ -360,10 +360,10 @@ async def test_cancelling_while_tools_run_appends_nothing_and_resumes_without_re
     with anyio.move_on_after(0.1):
         await runner.until_done()
     assert roles(runner.messages) == ["user"]  # nothing half-appended
-    assert runs == ["fast", "gated"]
+    assert sorted(runs) == ["fast", "gated"]
     release.set()
     with anyio.fail_after(GUARD):
         await runner.until_done()
-    assert runs == ["fast", "gated", "gated"]  # the finished call did not run again
+    assert sorted(runs) == ["fast", "gated", "gated"]  # the finished call did not run again
     assert roles(sent_messages(fake)[1]) == ["user", "assistant", "user"]
     assert [c for _, c, _ in result_contents(runner)] == ["fast", "gated"]
