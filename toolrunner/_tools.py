@@ -89,6 +89,9 @@ class Tool(Generic[P, R]):
         start_early: Whether streaming may start the tool before the reply is complete.
     """
 
+    __name__: str
+    __qualname__: str
+    __wrapped__: Callable[P, R]
     name: str
     description: str
     input_schema: dict[str, Any]
@@ -119,6 +122,9 @@ class Tool(Generic[P, R]):
         functools.update_wrapper(self, function)
         source = _unwrap_partial(function)
         self.name = _check_name(name if name is not None else _default_name(function))
+        # Partials and callable objects have no __name__ for update_wrapper to copy.
+        self.__dict__.setdefault("__name__", self.name)
+        self.__dict__.setdefault("__qualname__", self.name)
         summary, arg_docs = _parse_docstring(getattr(source, "__doc__", None))
         self.description = _check_description(self.name, description, summary)
         self.function = function
@@ -423,8 +429,10 @@ def _signature_model(
             )
         user_fields = list(_field_infos(parameter))
         alias = next((f.alias for f in user_fields if f.alias), parameter.name)
-        described = any(f.description for f in user_fields)
-        ours = pydantic.Field(alias=alias, description=None if described else arg_docs.get(parameter.name))
+        # Our FieldInfo comes after the user's in the merge: it must set nothing they set.
+        ours = pydantic.Field(alias=alias)
+        if parameter.name in arg_docs and not any(f.description for f in user_fields):
+            ours = pydantic.Field(alias=alias, description=arg_docs[parameter.name])
         default = ... if parameter.default is parameter.empty else parameter.default
         field = f"p{index}"
         definitions[field] = (Annotated[parameter.annotation, ours], default)
