@@ -2,13 +2,18 @@
 
 The runner hands every value a tool returns to one :class:`ToolResultAdapter`; the adapter decides
 what the model reads. :func:`tool_result_block` wraps that content in a ``tool_result`` block.
+:class:`Image`, :class:`File` and :class:`Link` are small wrappers a tool may return.
 """
 
 from __future__ import annotations
 
+import base64
+import codecs
 import dataclasses
 import json
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeAlias, cast
 
 import pydantic
@@ -18,8 +23,12 @@ from anthropic.types import ToolResultBlockParam
 from ._errors import ToolError, ToolRunnerError
 
 __all__ = [
+    "CONTENT_BLOCK_TYPES",
     "DEFAULT_ADAPTER",
     "ContentBlock",
+    "File",
+    "Image",
+    "Link",
     "ResultTooLargeError",
     "ToolResultAdapter",
     "ToolResultContent",
@@ -43,66 +52,199 @@ class ResultTooLargeError(ToolRunnerError, ValueError):
     """A tool's result is larger than the adapter's limits allow.
 
     The runner answers the tool call with an ``is_error`` tool_result whose text is ``str(error)``,
-    so the message is written for the model: what was too large, by how much, and the limit.
+    so the message is written for the model: what was too large, its size, and the limit.
     """
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Image:
+    """An image a tool returns: raw bytes, or the path of a file to read.
+
+    The image type is read from the bytes (PNG, JPEG, GIF and WebP can be sent); ``name`` only
+    labels the image in fallbacks and logs.
+    """
+
+    data: bytes | Path
+    name: str | None = dataclasses.field(default=None, kw_only=True)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class File:
+    """A file a tool returns: raw bytes, or the path of a file to read.
+
+    Images become image blocks, PDFs document blocks, UTF-8 text a text document; other files
+    become a short note with the name and size. ``name`` becomes the document's title.
+    """
+
+    data: bytes | Path
+    name: str | None = dataclasses.field(default=None, kw_only=True)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Link:
+    """A named link; the model reads it as JSON text ``{"name": ..., "url": ...}``."""
+
+    name: str
+    url: str
+
+
+# Media types the service accepts for image blocks, by their magic numbers.
+IMAGE_MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+_PDF = "application/pdf"
+_SNIFF_BYTES = 8192
+_ELLIPSIS = "…"
+
+
+def _sniff(head: bytes) -> str | None:
+    """The media type of a file from its first bytes, for the formats that matter here."""
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if head.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    if head.startswith(b"%PDF-"):
+        return _PDF
+    # Images the service does not accept; recognised so the fallback can say what they are.
+    if head[:2] == b"BM" and head[6:10] == b"\0\0\0\0":
+        return "image/bmp"
+    if head.startswith((b"II*\x00", b"MM\x00*")):
+        return "image/tiff"
+    if head[4:8] == b"ftyp":
+        brand = head[8:12]
+        if brand in (b"avif", b"avis"):
+            return "image/avif"
+        if brand in (b"heic", b"heix", b"hevc", b"heim", b"heis", b"mif1", b"msf1"):
+            return "image/heic"
+    if head.startswith(b"\x00\x00\x01\x00"):
+        return "image/x-icon"
+    if head.startswith((b"\xff\x0a", b"\x00\x00\x00\x0cJXL \r\n\x87\n")):
+        return "image/jxl"
+    if head.startswith(b"8BPS"):
+        return "image/vnd.adobe.photoshop"
+    return None
+
+
+def _looks_binary(head: bytes) -> bool:
+    if b"\x00" in head:
+        return True
+    try:
+        # Not final: the prefix may end inside a multi-byte character.
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _label(name: str | None, what: str) -> str:
+    return f"{what} {name!r}" if name else f"an unnamed {what}"
 
 
 class ToolResultAdapter:
     """Turns what a tool returns into tool_result content. Subclass or replace it; the runner takes one.
 
-    Mapping (``to_content``):
+    Mapping (:meth:`to_content`):
 
     * ``str`` is sent as is; ``None`` is an empty success (a tool_result without content).
+    * dicts, lists and tuples, pydantic models and dataclasses are sent as JSON text; so is a
+      :class:`Link`.
+    * ``bytes``, a ``pathlib.Path``, :class:`Image` and :class:`File` are sniffed from their bytes:
+      PNG, JPEG, GIF and WebP become base64 image blocks, PDFs a PDF document block, UTF-8 text a
+      text document; other images and files become a short text note naming them.
     * A content block (a dict whose ``"type"`` is a tool_result block type such as ``"text"`` or
-      ``"image"``, which includes the SDK's ``*BlockParam`` dicts) is sent as a one-block list; a list
-      of content blocks is sent as it is. Dicts are passed on unchanged, not copied.
-    * Other dicts, lists and tuples, pydantic models and dataclasses are sent as JSON text.
+      ``"image"``, which includes the SDK's ``*BlockParam`` dicts, or an SDK model of such a block)
+      is sent as a one-block list. Dicts are passed on unchanged, not copied, and not checked.
+    * A list or tuple holding any block, bytes, path, :class:`Image` or :class:`File` becomes
+      blocks in order: strings become text blocks, ``None`` is skipped, and other items become
+      text blocks of JSON.
 
     Contract with the runner: call :meth:`needs_thread` first and, when it is true, call
     :meth:`to_content` in a worker thread (it reads files). :meth:`to_content` raises
-    :class:`ResultTooLargeError` when a result exceeds a limit (the runner answers with an
-    ``is_error`` result holding the message) and ``TypeError`` for values it cannot send.
+    :class:`ResultTooLargeError` when a result exceeds a limit: answer the call with an
+    ``is_error`` tool_result whose content is ``str(error)``. It raises ``TypeError`` for a value it
+    cannot send and lets ``OSError`` from reading a path propagate; treat both like an exception
+    raised by the tool.
+
+    Args:
+        max_image_bytes: Largest image, in raw bytes. The service takes images of up to 5 MB
+            (5,242,880 bytes) of base64 text, which is 3,932,160 raw bytes.
+        max_document_bytes: Largest PDF, in raw bytes. The service takes requests of up to 32 MB,
+            base64 adds a third, and the rest of the history needs room: 20 MiB by default.
+        max_text_chars: Longest text result (a string, JSON text or a text document), in
+            characters: 100,000 by default (about 25,000 tokens).
+        plain_text_chars: Longest rendering :meth:`to_plain_text` gives before it truncates.
+
+    Each limit can be ``None`` for no limit.
     """
+
+    def __init__(
+        self,
+        *,
+        max_image_bytes: int | None = 3_932_160,
+        max_document_bytes: int | None = 20 * 1024 * 1024,
+        max_text_chars: int | None = 100_000,
+        plain_text_chars: int | None = 2_000,
+    ) -> None:
+        self.max_image_bytes = max_image_bytes
+        self.max_document_bytes = max_document_bytes
+        self.max_text_chars = max_text_chars
+        self.plain_text_chars = plain_text_chars
+
+    # -- the mapping -------------------------------------------------------------------------
 
     def to_content(self, value: object) -> ToolResultContent | None:
         """The tool_result content for ``value``; ``None`` means an empty success (omit ``content``).
 
         Raises:
-            TypeError: ``value`` (or something inside it) cannot be sent.
             ResultTooLargeError: ``value`` exceeds one of the adapter's size limits.
+            TypeError: ``value`` (or something inside it) cannot be sent.
+            OSError: a path in ``value`` cannot be read.
         """
         if isinstance(value, str):
-            return value
+            return self._text(value)
         if value is None:
             return None
         if isinstance(value, list | tuple):
-            items = cast("list[object] | tuple[object, ...]", value)
-            if items and all(self._is_block(item) for item in items):
-                return [self._block(item) for item in items]
-            return self._json_text(items)
+            items = cast("Sequence[object]", value)
+            if any(self._is_rich(item) for item in items):
+                return [block for item in items for block in self._blocks(item)]
+            return self._text(self._json_text(items))
         if self._is_block(value):
             return [self._block(value)]
-        return self._json_text(value)
+        if isinstance(value, bytes | bytearray | Path | Image | File):
+            return self._file(value)
+        return self._text(self._json_text(value))
 
     def error_content(self, error: ToolError) -> ToolResultContent:
         """The content of the ``is_error`` tool_result for a :class:`ToolError` a tool raised."""
         content = self.to_content(error.content)
         return "" if content is None else content
 
-    def to_plain_text(self, value: object) -> str:
-        """A short human-readable rendering of a result, for logs and UIs; never raises."""
-        if isinstance(value, str):
-            return value
-        if value is None:
-            return ""
-        try:
-            return self._json_text(value)
-        except (TypeError, ValueError):
-            return repr(value)
-
     def needs_thread(self, value: object) -> bool:
-        """Whether :meth:`to_content` would do file I/O for ``value`` (run it in a worker thread)."""
-        return False
+        """Whether :meth:`to_content` would read a file for ``value`` (run it in a worker thread)."""
+        if isinstance(value, str) or value is None:
+            return False
+        if isinstance(value, list | tuple):
+            return any(self._reads_file(item) for item in cast("Sequence[object]", value))
+        return self._reads_file(value)
+
+    def to_plain_text(self, value: object) -> str:
+        """A short human-readable rendering of a result or of tool_result content, for logs and UIs.
+
+        It reads no files and never raises; text longer than ``plain_text_chars`` is cut.
+        """
+        try:
+            text = self._plain(value)
+        except Exception:
+            text = repr(value)
+        limit = self.plain_text_chars
+        if limit is not None and len(text) > limit:
+            return f"{text[:limit]}{_ELLIPSIS} ({len(text) - limit:,} more characters)"
+        return text
+
+    # -- hooks a subclass may override ---------------------------------------------------------
 
     def _is_block(self, value: object) -> bool:
         if isinstance(value, Mapping):
@@ -112,6 +254,21 @@ class ToolResultAdapter:
             return getattr(value, "type", None) in CONTENT_BLOCK_TYPES
         return False
 
+    def _json_text(self, value: object) -> str:
+        if isinstance(value, pydantic.BaseModel):
+            value = value.model_dump(mode="json")
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            value = dataclasses.asdict(value)
+        return json.dumps(value, ensure_ascii=False, default=_jsonable)
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _is_rich(self, value: object) -> bool:
+        return isinstance(value, bytes | bytearray | Path | Image | File) or self._is_block(value)
+
+    def _reads_file(self, value: object) -> bool:
+        return isinstance(value, Path) or (isinstance(value, Image | File) and isinstance(value.data, Path))
+
     def _block(self, value: object) -> ContentBlock:
         if isinstance(value, dict):
             return cast("ContentBlock", value)
@@ -120,12 +277,167 @@ class ToolResultAdapter:
             return value.model_dump(mode="json", exclude_none=True)
         return dict(cast("Mapping[str, Any]", value))
 
-    def _json_text(self, value: object) -> str:
-        if isinstance(value, pydantic.BaseModel):
-            value = value.model_dump(mode="json")
-        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-            value = dataclasses.asdict(value)
-        return json.dumps(value, ensure_ascii=False, default=_jsonable)
+    def _blocks(self, item: object) -> list[ContentBlock]:
+        """The blocks for one item of a mixed list."""
+        if item is None or (isinstance(item, str) and not item):
+            return []
+        if self._is_block(item):
+            return [self._block(item)]
+        if isinstance(item, bytes | bytearray | Path | Image | File):
+            content = self._file(item)
+        else:
+            content = self._text(item if isinstance(item, str) else self._json_text(item))
+        return [{"type": "text", "text": content}] if isinstance(content, str) else content
+
+    def _text(self, text: str) -> str:
+        limit = self.max_text_chars
+        if limit is not None and len(text) > limit:
+            raise ResultTooLargeError(
+                f"The tool result is {len(text):,} characters of text, more than the limit of "
+                f"{limit:,}, so it was not sent; ask for a smaller part of it."
+            )
+        return text
+
+    def _file(self, value: bytes | bytearray | Path | Image | File) -> ToolResultContent:
+        as_image = isinstance(value, Image)
+        name: str | None = None
+        if isinstance(value, Image | File):
+            name, value = value.name, value.data
+        if isinstance(value, Path):
+            name = name or value.name
+            data = self._read(value, name, as_image=as_image)
+            if isinstance(data, str):
+                return data
+        else:
+            data = bytes(value)
+        return self._file_content(data, name, as_image=as_image)
+
+    def _read(self, path: Path, name: str, *, as_image: bool) -> bytes | str:
+        """The bytes of ``path``, reading no more than a limit allows; a fallback note instead when
+        the file will not be sent whole (the checks in ``_file_content`` then give the same answer)."""
+        with path.open("rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            head = file.read(_SNIFF_BYTES)
+            kind = _sniff(head)
+            if kind in IMAGE_MEDIA_TYPES:
+                limit = self.max_image_bytes
+            elif kind == _PDF and not as_image:
+                limit = self.max_document_bytes
+            elif kind is not None or as_image or _looks_binary(head):
+                return self._fallback(kind, name, size, as_image=as_image)
+            else:
+                limit = None if self.max_text_chars is None else 4 * self.max_text_chars
+            if limit is not None and size > limit:
+                self._check_size(kind, name, size)
+                raise ResultTooLargeError(  # text: at 4 bytes a character at most, still too long
+                    f"The tool result file {name!r} is {size:,} bytes of text, more than the limit of "
+                    f"{self.max_text_chars:,} characters, so it was not sent; ask for a smaller part of it."
+                )
+            rest = file.read() if limit is None else file.read(max(0, limit + 1 - len(head)))
+        return head + rest
+
+    def _file_content(self, data: bytes, name: str | None, *, as_image: bool) -> ToolResultContent:
+        kind = _sniff(data[:64])
+        if kind in IMAGE_MEDIA_TYPES:
+            self._check_size(kind, name, len(data))
+            return [
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": kind, "data": base64.b64encode(data).decode()},
+                }
+            ]
+        if kind == _PDF and not as_image:
+            self._check_size(kind, name, len(data))
+            block: ContentBlock = {
+                "type": "document",
+                "source": {"type": "base64", "media_type": _PDF, "data": base64.b64encode(data).decode()},
+            }
+            if name:
+                block["title"] = name
+            return [block]
+        if kind is None and not as_image and data and b"\x00" not in data:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+            else:
+                block = {
+                    "type": "document",
+                    "source": {"type": "text", "media_type": "text/plain", "data": self._text(text)},
+                }
+                if name:
+                    block["title"] = name
+                return [block]
+        return self._fallback(kind, name, len(data), as_image=as_image)
+
+    def _check_size(self, kind: str | None, name: str | None, size: int) -> None:
+        is_image = kind in IMAGE_MEDIA_TYPES
+        limit = self.max_image_bytes if is_image else self.max_document_bytes
+        if limit is not None and size > limit:
+            what = _label(name, "image" if is_image else "PDF")
+            raise ResultTooLargeError(
+                f"The tool result {what} is {size:,} bytes, more than the limit of {limit:,} bytes, "
+                f"so it was not sent; ask for a smaller {'image' if is_image else 'document'}."
+            )
+
+    def _fallback(self, kind: str | None, name: str | None, size: int, *, as_image: bool) -> str:
+        """The note the model reads in place of a file that cannot be sent."""
+        if size == 0:
+            return f"The tool returned {_label(name, 'file')}, which is empty."
+        if kind is not None and kind.startswith("image/"):
+            return (
+                f"The tool returned {_label(name, 'image')} ({size:,} bytes) that was not sent: it is "
+                f"{kind}, and only PNG, JPEG, GIF and WebP images can be sent."
+            )
+        if as_image:
+            return (
+                f"The tool returned {_label(name, 'image')} ({size:,} bytes) that was not sent: its "
+                "bytes are not a PNG, JPEG, GIF or WebP image."
+            )
+        return (
+            f"The tool returned {_label(name, 'file')} ({size:,} bytes) that was not sent: it is "
+            "neither an image, a PDF nor UTF-8 text."
+        )
+
+    def _plain(self, value: object) -> str:
+        if isinstance(value, str):
+            return value
+        if value is None:
+            return ""
+        if isinstance(value, ToolError):
+            return f"Error: {self._plain(value.content)}"
+        if isinstance(value, Link):
+            return f"{value.name} <{value.url}>"
+        if isinstance(value, Image | File):
+            what = "image" if isinstance(value, Image) else "file"
+            return f"[{what} {value.name or _source_label(value.data)}]"
+        if isinstance(value, bytes | bytearray | Path):
+            return f"[file {_source_label(value)}]"
+        if isinstance(value, list | tuple):
+            items = cast("Sequence[object]", value)
+            if any(self._is_rich(item) for item in items):
+                return "\n".join(self._plain(item) for item in items if item is not None)
+            return self._json_text(items)
+        if self._is_block(value):
+            return _block_text(self._block(value))
+        return self._json_text(value)
+
+
+def _source_label(data: bytes | bytearray | Path) -> str:
+    return str(data) if isinstance(data, Path) else f"{len(data):,} bytes"
+
+
+def _block_text(block: Mapping[str, Any]) -> str:
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    source: object = block.get("source")
+    media_type = (
+        cast("Mapping[str, object]", source).get("media_type") if isinstance(source, Mapping) else None
+    )
+    title = block.get("title")
+    details = ", ".join(str(part) for part in (title, media_type) if part)
+    return f"[{kind}: {details}]" if details else f"[{kind}]"
 
 
 def _jsonable(value: object) -> object:
@@ -135,7 +447,8 @@ def _jsonable(value: object) -> object:
     except pydantic_core.PydanticSerializationError:
         raise TypeError(
             f"Cannot send a {type(value).__qualname__!r} as a tool result; return a str, dict, list, "
-            "pydantic model, dataclass or content blocks, or subclass ToolResultAdapter to convert it."
+            "pydantic model, dataclass, bytes, Path, Image, File, Link or content blocks, or subclass "
+            "ToolResultAdapter to convert it."
         ) from None
 
 
