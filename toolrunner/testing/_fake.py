@@ -1,0 +1,353 @@
+"""`FakeMessagesAPI`: records requests, picks the answer, renders it as HTTP; no I/O.
+
+The transports (`_transport.py`) and the ASGI app (`_server.py`) are thin layers over
+`FakeMessagesAPI.begin()` / `.finish()`, so both serve exactly the same answers.
+
+Which entry answers a request:
+
+1. Every request is recorded, in arrival order, before anything else.
+2. A request for anything but `POST /v1/messages` gets 404; an invalid one gets 400 (when validating).
+   Neither consumes a script entry.
+3. Otherwise the next script entry answers; when the script is used up, the responder (if any)
+   answers; without one the fake answers 500 naming the request number.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
+
+from typing_extensions import TypeIs
+
+from ._automatic import answer_automatically
+from ._replies import Disconnect, Fault, ScriptedReply, ScriptEntry, StreamCut
+from ._sse import count_events, message_events
+from ._validation import find_invalid_request
+
+if TYPE_CHECKING:
+    import anthropic
+    import httpx2
+
+__all__ = ["Answer", "Dropped", "EventStream", "FakeMessagesAPI", "Outcome", "RecordedRequest", "Responder"]
+
+_DEFAULT_USAGE: dict[str, Any] = {
+    "input_tokens": 10,
+    "output_tokens": 5,
+    "cache_creation_input_tokens": 0,
+    "cache_read_input_tokens": 0,
+}
+_FAKE_BASE_URL = "https://api.anthropic.com"
+_FAKE_API_KEY = "sk-ant-fake-key"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """One request the fake received.
+
+    Attributes:
+        index: Its position in `FakeMessagesAPI.requests` (from 0); error messages say
+            "request #N" counting from 1, so request #3 is `requests[2]`.
+        method: The HTTP method, e.g. "POST".
+        url: The full URL, with the query string.
+        headers: The headers, with lower-case names.
+        body: The JSON body, parsed once; an empty dict when the body is empty or not a JSON object.
+    """
+
+    index: int
+    method: str
+    url: str
+    headers: Mapping[str, str]
+    body: dict[str, Any]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The request's `messages` (an empty list when there are none)."""
+        return self.body.get("messages") or []
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The request's `tools` (an empty list when there are none)."""
+        return self.body.get("tools") or []
+
+    @property
+    def stream(self) -> bool:
+        """Whether the request asked for a streamed answer."""
+        return self.body.get("stream") is True
+
+
+Responder: TypeAlias = Callable[[RecordedRequest], ScriptEntry | Awaitable[ScriptEntry]]
+"""A function (sync or async) that answers a recorded request with a script entry."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A whole HTTP answer, sent after waiting `delay` seconds."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    delay: float = 0.0
+    cut: bool = False  # the body breaks off with a read error instead of arriving
+
+
+@dataclass(frozen=True, slots=True)
+class EventStream:
+    """A `text/event-stream` answer: `events` with `delay` seconds between them, cut after `cut_after`."""
+
+    headers: list[tuple[str, str]]
+    events: list[bytes]
+    delay: float = 0.0
+    cut_after: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """No answer: the connection drops."""
+
+
+Outcome: TypeAlias = Answer | EventStream | Dropped
+
+
+class FakeMessagesAPI:
+    """An offline Messages API: serves scripted replies to the real SDK and records every request.
+
+    Args:
+        script: Entries answering requests in order (replies, faults, disconnects, stream cuts).
+        responder: Answers requests once the script is used up; a function (sync or async) taking
+            the `RecordedRequest` and returning a script entry.
+        validate: Answer 400 to requests the real service rejects (see `_validation.py`).
+
+    Attributes:
+        script: The entries, in order; extend it or call `add()` at any time.
+        requests: Every request received, in order.
+    """
+
+    def __init__(
+        self,
+        script: Iterable[ScriptEntry] = (),
+        *,
+        responder: Responder | None = None,
+        validate: bool = True,
+    ) -> None:
+        self.script: list[ScriptEntry] = list(script)
+        self.requests: list[RecordedRequest] = []
+        self.responder = responder
+        self.validate = validate
+        self._used = 0  # script[:_used] have answered requests
+        self._messages = 0
+        self._tool_ids = 0
+        # Requests may arrive from several threads (sync clients, the server thread).
+        self._lock = threading.Lock()
+
+    @classmethod
+    def automatic(cls, *, validate: bool = True) -> FakeMessagesAPI:
+        """A fake that calls every offered tool once with schema-made arguments, then sums up the results."""
+        return cls(responder=_answer_automatically, validate=validate)
+
+    def add(self, *entries: ScriptEntry) -> None:
+        """Append entries to the script."""
+        self.script.extend(entries)
+
+    @property
+    def unused(self) -> list[ScriptEntry]:
+        """The script entries that have not answered a request yet."""
+        return self.script[self._used :]
+
+    def assert_complete(self) -> None:
+        """Raise AssertionError when script entries were never used, naming them."""
+        unused = self.unused
+        if unused:
+            listing = "; ".join(f"#{self._used + n + 1}: {entry!r}" for n, entry in enumerate(unused))
+            raise AssertionError(
+                f"FakeMessagesAPI served {self._used} of {len(self.script)} script entries after "
+                f"{len(self.requests)} requests; unused: {listing}. Remove them or make the code under "
+                "test send the requests they expect."
+            )
+
+    def async_client(self, *, max_retries: int = 0, **options: Any) -> anthropic.AsyncAnthropic:
+        """A real `anthropic.AsyncAnthropic` whose requests this fake answers in-process.
+
+        Args:
+            max_retries: The SDK's retry count; 0 by default so that faults surface at once.
+            **options: More `AsyncAnthropic` options (e.g. `default_headers`).
+        """
+        import anthropic
+        import httpx2
+
+        from ._transport import FakeAsyncTransport
+
+        return anthropic.AsyncAnthropic(
+            api_key=_FAKE_API_KEY,
+            base_url=_FAKE_BASE_URL,
+            max_retries=max_retries,
+            http_client=httpx2.AsyncClient(transport=FakeAsyncTransport(self)),
+            **options,
+        )
+
+    def client(self, *, max_retries: int = 0, **options: Any) -> anthropic.Anthropic:
+        """A real `anthropic.Anthropic` whose requests this fake answers in-process (same script and records).
+
+        Args:
+            max_retries: The SDK's retry count; 0 by default so that faults surface at once.
+            **options: More `Anthropic` options (e.g. `default_headers`).
+        """
+        import anthropic
+        import httpx2
+
+        from ._transport import FakeTransport
+
+        return anthropic.Anthropic(
+            api_key=_FAKE_API_KEY,
+            base_url=_FAKE_BASE_URL,
+            max_retries=max_retries,
+            http_client=httpx2.Client(transport=FakeTransport(self)),
+            **options,
+        )
+
+    def async_transport(self) -> httpx2.AsyncBaseTransport:
+        """An `httpx2` async transport answering from this fake, for clients you build yourself."""
+        from ._transport import FakeAsyncTransport
+
+        return FakeAsyncTransport(self)
+
+    def transport(self) -> httpx2.BaseTransport:
+        """An `httpx2` sync transport answering from this fake, for clients you build yourself."""
+        from ._transport import FakeTransport
+
+        return FakeTransport(self)
+
+    # The I/O layers call begin() then, when it returns a request and a pending answer, finish().
+
+    def begin(
+        self, method: str, url: str, path: str, headers: Mapping[str, str], content: bytes
+    ) -> tuple[RecordedRequest, Outcome | ScriptEntry | Awaitable[ScriptEntry]]:
+        """Record a request and decide its answer: an outcome, an entry, or an awaitable entry."""
+        body = _parse_body(content)
+        with self._lock:
+            request = RecordedRequest(
+                len(self.requests), method, url, headers, body if body is not None else {}
+            )
+            self.requests.append(request)
+            if method != "POST" or path != "/v1/messages":
+                return request, _error(
+                    404,
+                    "not_found_error",
+                    f"FakeMessagesAPI serves only POST /v1/messages, not {method} {path}.",
+                )
+            if body is None:
+                return request, _error(
+                    400, "invalid_request_error", "There was an error parsing the body of your request."
+                )
+            if self.validate:
+                problem = find_invalid_request(body)
+                if problem is not None:
+                    return request, _error(400, "invalid_request_error", problem)
+            if self._used < len(self.script):
+                self._used += 1
+                return request, self.script[self._used - 1]
+        if self.responder is None:
+            return request, _error(
+                500,
+                "api_error",
+                f"FakeMessagesAPI: request #{request.index + 1} arrived but the script has only "
+                f"{len(self.script)} replies; add replies for every request the code makes.",
+                should_retry=False,
+            )
+        return request, self.responder(request)
+
+    def finish(self, request: RecordedRequest, entry: Outcome | ScriptEntry) -> Outcome:
+        """The HTTP outcome for a request answered by `entry`."""
+        match entry:
+            case Answer() | EventStream() | Dropped():
+                return entry
+            case ScriptedReply():
+                return self._render(request, entry, None)
+            case StreamCut(reply=reply, after_events=after_events):
+                return self._render(request, reply, after_events)
+            case Fault():
+                return _error(entry.status, entry.error_type, entry.message, retry_after=entry.retry_after)
+            case Disconnect():
+                return Dropped()
+        raise TypeError(  # pyright: ignore[reportUnreachable]
+            f"FakeMessagesAPI cannot answer with {entry!r}; return a reply, fault(), disconnect() or stream_cut()."
+        )
+
+    def _render(self, request: RecordedRequest, reply: ScriptedReply, cut_after: int | None) -> Outcome:
+        message = self._message(request, reply)
+        if request.stream:
+            events = message_events(message, partial_json=reply.stream_partial_json)
+            return EventStream(_SSE_HEADERS, events, reply.delay, cut_after)
+        delay = reply.delay * count_events(message) if reply.delay else 0.0
+        return Answer(200, _JSON_HEADERS, json.dumps(message).encode(), delay, cut=cut_after is not None)
+
+    def _message(self, request: RecordedRequest, reply: ScriptedReply) -> dict[str, Any]:
+        with self._lock:
+            self._messages += 1
+            number = self._messages
+            content: list[dict[str, Any]] | tuple[dict[str, Any], ...] = reply.content
+            if reply.needs_ids:
+                content = [self._with_id(block) for block in reply.content]
+        message: dict[str, Any] = {
+            "id": f"msg_fake_{number:04d}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.body.get("model", "fake-model"),
+            "content": content,
+            "stop_reason": reply.stop_reason,
+            "stop_sequence": None,
+            "usage": {**_DEFAULT_USAGE, **reply.usage} if reply.usage else dict(_DEFAULT_USAGE),
+        }
+        if reply.container is not None:
+            message["container"] = reply.container
+        return message
+
+    def _with_id(self, block: dict[str, Any]) -> dict[str, Any]:
+        if block.get("type") != "tool_use" or block.get("id") is not None:
+            return block
+        self._tool_ids += 1
+        return {**block, "id": f"toolu_fake_{self._tool_ids:04d}"}
+
+    def __repr__(self) -> str:
+        return (
+            f"<FakeMessagesAPI {self._used}/{len(self.script)} entries used, {len(self.requests)} requests>"
+        )
+
+
+def _answer_automatically(request: RecordedRequest) -> ScriptedReply:
+    return answer_automatically(request.messages, request.tools)
+
+
+def _parse_body(content: bytes) -> dict[str, Any] | None:
+    if not content:
+        return {}
+    try:
+        body = json.loads(content)
+    except ValueError:
+        return None
+    return cast(dict[str, Any], body) if isinstance(body, dict) else None
+
+
+_JSON_HEADERS = [("content-type", "application/json")]
+_SSE_HEADERS = [("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache")]
+
+
+def _error(
+    status: int, error_type: str, message: str, *, retry_after: float | None = None, should_retry: bool = True
+) -> Answer:
+    """An error answer with the service's body shape; 400s and `should_retry=False` tell the SDK not to retry."""
+    body = {"type": "error", "error": {"type": error_type, "message": message}}
+    headers = list(_JSON_HEADERS)
+    if retry_after is not None:
+        headers.append(("retry-after", f"{retry_after:g}"))
+    if status == 400 or not should_retry:
+        headers.append(("x-should-retry", "false"))
+    return Answer(status, headers, json.dumps(body).encode())
+
+
+def is_awaitable(value: Outcome | ScriptEntry | Awaitable[ScriptEntry]) -> TypeIs[Awaitable[ScriptEntry]]:
+    """Whether a responder returned an awaitable (it is an async function)."""
+    return inspect.isawaitable(value)
