@@ -129,7 +129,7 @@ class ToolRunner:
         self._params: dict[str, Any] = {}
         self._wire_tools: list[Any] = []
         self._execution = ExecutionOptions(tools={}, adapter=result_adapter)
-        self._install_params({**params, "tools": list(tools)})
+        self._install_params({**params, "tools": tools})
 
     # -- public state ---------------------------------------------------------------------------
 
@@ -331,8 +331,7 @@ class ToolRunner:
                 "for example [{'role': 'user', 'content': 'Hello'}]."
             )
         params["messages"] = [_message_param(message, index) for index, message in enumerate(messages)]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
-        tools = params.get("tools")
-        if tools is not self._params.get("tools"):
+        if "tools" not in self._params or params.get("tools") is not self._params["tools"]:
             self._index_tools(params)
         self._params = params
 
