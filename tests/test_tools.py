@@ -208,6 +208,21 @@ def test_parameter_names_that_clash_with_pydantic_are_fine() -> None:
     assert store.parse_input(arguments) == arguments
 
 
+def test_parameter_names_like_internal_field_names() -> None:
+    @tool
+    def swap(p1: int, p0: str) -> None:
+        """Nothing."""
+
+    assert swap.parse_input({"p1": 1, "p0": "a"}) == {"p1": 1, "p0": "a"}
+    assert input_error(swap, {"p1": "x", "p0": "a"}).splitlines()[1].startswith("- p1: Input should be")
+
+
+def test_callable_object_state_is_not_copied_onto_the_tool() -> None:
+    fetcher = SyncFetcher()
+    fetcher.cache = {}  # type: ignore[attr-defined]
+    assert not hasattr(tool(fetcher), "cache")
+
+
 def test_field_alias_names_the_property_and_the_parameter_gets_the_value() -> None:
     @tool
     def send(from_: Annotated[str, Field(alias="from")], to: str) -> None:
@@ -643,6 +658,10 @@ def _two_contexts(a: ToolContext, b: ToolContext) -> None:
     """Nothing."""
 
 
+def _optional_context(query: str, ctx: ToolContext | None = None) -> None:
+    """Nothing."""
+
+
 def _two_inputs(order: Order, extra: int) -> None:
     """Nothing."""
 
@@ -682,6 +701,11 @@ _DEFINITION_ERRORS: list[tuple[Any, dict[str, Any], str]] = [
         _sync_fetch,
         {"input_model": dict},
         "The input_model <class 'dict'> of tool '_sync_fetch' is not a pydantic",
+    ),
+    (
+        _optional_context,
+        {},
+        "'ctx' of tool '_optional_context' is annotated .*; annotate the context parameter exactly",
     ),
     (_two_inputs, {"input_model": Order}, "must take exactly one parameter .*; it takes: order, extra"),
     (_no_inputs, {"input_model": Order}, "must take exactly one parameter .*; it takes: none"),

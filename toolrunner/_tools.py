@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Generic, get_origin, overload
+from typing import TYPE_CHECKING, Annotated, Any, Generic, get_args, get_origin, overload
 
 import pydantic
 from anthropic.types import ToolParam
@@ -119,7 +119,10 @@ class Tool(Generic[P, R]):
                 f"{function!r} is not callable; @tool needs a function, a functools.partial or an object "
                 "with a __call__ method."
             )
-        functools.update_wrapper(self, function)
+        # A function's __dict__ holds its attributes; a callable object's holds its state: not ours.
+        functools.update_wrapper(
+            self, function, updated=("__dict__",) if inspect.isfunction(function) else ()
+        )
         source = _unwrap_partial(function)
         self.name = _check_name(name if name is not None else _default_name(function))
         # Partials and callable objects have no __name__ for update_wrapper to copy.
@@ -363,7 +366,7 @@ def _parameters(name: str, function: Callable[..., Any]) -> list[inspect.Paramet
     except (NameError, AttributeError, SyntaxError, TypeError) as error:
         raise ToolDefinitionError(
             f"The annotations of tool {name!r} cannot be evaluated ({error}); define the types they name "
-            "at module level, where the function's globals can see them."
+            "at module level, before the function, where its globals can see them."
         ) from error
     except ValueError as error:
         raise ToolDefinitionError(
@@ -386,12 +389,22 @@ def _parameters(name: str, function: Callable[..., Any]) -> list[inspect.Paramet
 
 
 def _context_param(name: str, parameters: list[inspect.Parameter]) -> str | None:
+    for parameter in parameters:
+        if parameter.annotation is not ToolContext and _mentions_context(parameter.annotation):
+            raise ToolDefinitionError(
+                f"The parameter {parameter.name!r} of tool {name!r} is annotated {parameter.annotation!r}; "
+                "annotate the context parameter exactly `ToolContext`: the runner always passes one."
+            )
     found = [p.name for p in parameters if p.annotation is ToolContext]
     if len(found) > 1:
         raise ToolDefinitionError(
             f"The tool {name!r} has {len(found)} ToolContext parameters ({', '.join(found)}); declare one."
         )
     return found[0] if found else None
+
+
+def _mentions_context(annotation: object) -> bool:
+    return annotation is ToolContext or any(_mentions_context(arg) for arg in get_args(annotation))
 
 
 def _input_model_param(name: str, input_model: object, inputs: list[inspect.Parameter]) -> str:
