@@ -4,6 +4,7 @@ Types used in annotations live at module level: ``@tool`` evaluates annotations 
 globals, the way ``typing.get_type_hints`` does.
 """
 
+import dataclasses
 import enum
 import functools
 import inspect
@@ -13,9 +14,9 @@ from typing import Annotated, Any, Literal, Optional
 
 import pydantic
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
 
 from toolrunner._errors import ToolDefinitionError, ToolInputError
 from toolrunner._lifecycle import ToolCall
@@ -37,6 +38,16 @@ class Order(BaseModel):
 
     customer: str
     items: list[LineItem]
+
+
+class Span(TypedDict):
+    start: int
+    end: int
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
 
 
 class Labelled(BaseModel):
@@ -542,6 +553,36 @@ def test_json_string_input_is_parsed() -> None:
 
 def test_omitted_parameters_are_left_to_the_function_defaults() -> None:
     assert get_weather.parse_input({"city": "Paris"}) == {"city": "Paris"}
+
+
+def test_arguments_come_in_signature_order() -> None:
+    arguments = get_weather.parse_input({"unit": "fahrenheit", "city": "Paris"})
+    assert list(arguments) == ["city", "unit"]
+
+
+def test_dataclasses_and_typeddicts_are_closed_like_the_signature() -> None:
+    @tool
+    def draw(span: Span, point: Point) -> None:
+        """Draw."""
+
+    assert draw.input_schema["$defs"] == {
+        "Point": {
+            "type": "object",
+            "properties": {"x": {"type": "integer"}},
+            "required": ["x"],
+            "additionalProperties": False,
+        },
+        "Span": {
+            "type": "object",
+            "properties": {"start": {"type": "integer"}, "end": {"type": "integer"}},
+            "required": ["start", "end"],
+            "additionalProperties": False,
+        },
+    }
+    assert draw.parse_input({"span": {"start": 1, "end": 2}, "point": {"x": 3}}) == {
+        "span": {"start": 1, "end": 2},
+        "point": Point(x=3),
+    }
 
 
 def test_lax_coercion_of_json_values() -> None:

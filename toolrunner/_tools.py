@@ -191,7 +191,8 @@ class Tool(Generic[P, R]):
             raise ToolInputError(self._validation_message(error)) from None
         if self._model_param is not None:
             return {self._model_param: validated}
-        return {self._fields[field]: getattr(validated, field) for field in validated.model_fields_set}
+        given = validated.model_fields_set
+        return {param: getattr(validated, field) for field, param in self._fields.items() if field in given}
 
     def call_kwargs(self, arguments: dict[str, Any], context: ToolContext) -> dict[str, Any]:
         """The keyword arguments to call ``function`` with: ``arguments`` (from ``parse_input``) plus
