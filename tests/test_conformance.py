@@ -126,7 +126,9 @@ async def test_the_service_rejects_what_the_runner_refuses_to_send() -> None:
     async with fake.async_client() as client:
         with pytest.raises(anthropic.BadRequestError) as caught:
             await client.messages.create(
-                model=bad_request["model"], max_tokens=bad_request["max_tokens"], messages=bad_request["messages"]
+                model=bad_request["model"],
+                max_tokens=bad_request["max_tokens"],
+                messages=bad_request["messages"],
             )
     assert "unexpected `tool_use_id` found in `tool_result` blocks" in str(caught.value)
     assert "unexpected `tool_use_id` found in `tool_result` blocks" in recorded_error

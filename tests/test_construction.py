@@ -43,7 +43,7 @@ def test_the_callers_messages_list_is_not_changed() -> None:
 def test_missing_required_params(missing: str) -> None:
     options: dict[str, Any] = {"model": MODEL, "max_tokens": 64, "messages": [USER]}
     del options[missing]
-    with pytest.raises(ParamsError, match=f"need '{missing}'"):
+    with pytest.raises(ParamsError, match=rf"need '{missing}'"):
         ToolRunner(FakeMessagesAPI([]).async_client(), **options)
 
 
@@ -71,7 +71,7 @@ def test_bad_arguments(overrides: dict[str, Any], error: type[Exception], match:
 
 
 def test_a_client_that_is_not_an_anthropic_client() -> None:
-    with pytest.raises(ParamsError, match="anthropic.AsyncAnthropic"):
+    with pytest.raises(ParamsError, match=r"anthropic\.AsyncAnthropic"):
         ToolRunner(object(), model=MODEL, max_tokens=1, messages=[USER])  # type: ignore[arg-type]
 
 
@@ -94,7 +94,7 @@ def test_push_messages_checks_shape_and_role() -> None:
 @pytest.mark.parametrize("returned", [None, 42, ["messages"]])
 def test_set_messages_params_with_a_function_that_returns_no_mapping(returned: object) -> None:
     runner = build()
-    with pytest.raises(ParamsError, match="returned .* not a mapping"):
+    with pytest.raises(ParamsError, match=r"returned .* not a mapping"):
         runner.set_messages_params(lambda _: returned)  # type: ignore[arg-type,return-value]
     assert runner.messages == [USER]
 

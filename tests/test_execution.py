@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from pydantic import BaseModel
 
@@ -28,7 +29,9 @@ def calls(name: str, inputs: list[dict[str, Any]]) -> Any:
 
 
 def runner_for(fake: FakeMessagesAPI, *tools: Any, **options: Any) -> ToolRunner:
-    return ToolRunner(fake.async_client(), model=MODEL, max_tokens=64, messages=[USER], tools=list(tools), **options)
+    return ToolRunner(
+        fake.async_client(), model=MODEL, max_tokens=64, messages=[USER], tools=list(tools), **options
+    )
 
 
 def result_contents(runner: ToolRunner, index: int = 2) -> list[tuple[str, Any, bool]]:
@@ -84,7 +87,7 @@ async def test_max_concurrency_caps_the_calls_running_at_once() -> None:
         running += 1
         peak = max(peak, running)
         for _ in range(5):
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
         running -= 1
         return str(n)
 
@@ -101,7 +104,7 @@ async def test_a_sequential_tool_runs_alone() -> None:
         running.add(name)
         overlaps.append(set(running))
         for _ in range(5):
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
         overlaps.append(set(running))
         running.discard(name)
         return name
@@ -191,7 +194,10 @@ async def test_tool_error_gives_an_is_error_result_with_its_content() -> None:
         raise ToolError([{"type": "text", "text": "no"}])
 
     fake = FakeMessagesAPI(
-        [tool_reply(tool_call("refuse", {"item": "tea"}, id="a"), tool_call("refuse_blocks", {}, id="b")), text_reply("ok")]
+        [
+            tool_reply(tool_call("refuse", {"item": "tea"}, id="a"), tool_call("refuse_blocks", {}, id="b")),
+            text_reply("ok"),
+        ]
     )
     runner = runner_for(fake, refuse, refuse_blocks)
     await runner.until_done()
@@ -201,7 +207,9 @@ async def test_tool_error_gives_an_is_error_result_with_its_content() -> None:
     ]
 
 
-async def test_an_exception_gives_an_error_result_naming_it_and_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+async def test_an_exception_gives_an_error_result_naming_it_and_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     @tool
     async def broken() -> str:
         """Fail."""
@@ -212,7 +220,9 @@ async def test_an_exception_gives_an_error_result_naming_it_and_is_logged(caplog
         """Work."""
         return "fine"
 
-    fake = FakeMessagesAPI([tool_reply(tool_call("broken", {}, id="a"), tool_call("fine", {}, id="b")), text_reply("ok")])
+    fake = FakeMessagesAPI(
+        [tool_reply(tool_call("broken", {}, id="a"), tool_call("fine", {}, id="b")), text_reply("ok")]
+    )
     runner = runner_for(fake, broken, fine)
     with caplog.at_level(logging.ERROR, logger="toolrunner"):
         await runner.until_done()
@@ -266,8 +276,18 @@ async def test_invalid_input_tells_the_model_which_fields_and_why() -> None:
         [
             message_reply(
                 [
-                    {"type": "tool_use", "id": "bad", "name": "order", "input": {"item": "tea", "quantity": "lots"}},
-                    {"type": "tool_use", "id": "json", "name": "order", "input": '{"item": "tea", "quantity": 2}'},
+                    {
+                        "type": "tool_use",
+                        "id": "bad",
+                        "name": "order",
+                        "input": {"item": "tea", "quantity": "lots"},
+                    },
+                    {
+                        "type": "tool_use",
+                        "id": "json",
+                        "name": "order",
+                        "input": '{"item": "tea", "quantity": 2}',
+                    },
                     {"type": "tool_use", "id": "garbage", "name": "order", "input": "garbage"},
                 ],
                 stop_reason="tool_use",
@@ -277,13 +297,17 @@ async def test_invalid_input_tells_the_model_which_fields_and_why() -> None:
     runner = runner_for(fake, order)
     # The service only ever sends objects; the string inputs are checked in the body, since
     # the SDK warns when it serialises a tool_use block whose input is not an object.
+    response = None
     async for _ in runner:
         response = await runner.generate_tool_response()
         runner.close()
     bad, json_string, garbage = results_of(response)
-    assert bad[2] and "quantity" in bad[1] and "'lots'" in bad[1]
+    assert bad[2]
+    assert "quantity" in bad[1]
+    assert "'lots'" in bad[1]
     assert json_string == ("json", "2 tea", False)
-    assert garbage[2] and "object" in garbage[1]
+    assert garbage[2]
+    assert "object" in garbage[1]
 
 
 async def test_return_values_become_content() -> None:
@@ -338,7 +362,9 @@ async def test_the_context_gives_the_call_and_the_runner() -> None:
 # -- cancellation ---------------------------------------------------------------------------------
 
 
-async def test_cancelling_while_tools_run_appends_nothing_and_resumes_without_rerunning_finished_calls() -> None:
+async def test_cancelling_while_tools_run_appends_nothing_and_resumes_without_rerunning_finished_calls() -> (
+    None
+):
     release = anyio.Event()
     runs: list[str] = []
 
@@ -355,7 +381,9 @@ async def test_cancelling_while_tools_run_appends_nothing_and_resumes_without_re
         await release.wait()
         return "gated"
 
-    fake = FakeMessagesAPI([tool_reply(tool_call("fast", {}, id="f"), tool_call("gated", {}, id="g")), text_reply("ok")])
+    fake = FakeMessagesAPI(
+        [tool_reply(tool_call("fast", {}, id="f"), tool_call("gated", {}, id="g")), text_reply("ok")]
+    )
     runner = runner_for(fake, fast, gated)
     with anyio.move_on_after(0.1):
         await runner.until_done()

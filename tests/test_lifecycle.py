@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from anthropic.types import Message, StopReason, TextBlock, ToolUseBlock, Usage
 from anthropic.types.beta import BetaStopReason
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from toolrunner import UnansweredToolUseError
 from toolrunner._lifecycle import (
@@ -89,7 +88,10 @@ def test_client_tool_calls_reads_dicts_and_sdk_models_and_skips_server_tools() -
         type="message",
         role="assistant",
         model="m",
-        content=[TextBlock(type="text", text="x"), ToolUseBlock(type="tool_use", id="c", name="z", input={"k": 1})],
+        content=[
+            TextBlock(type="text", text="x"),
+            ToolUseBlock(type="tool_use", id="c", name="z", input={"k": 1}),
+        ],
         stop_reason="tool_use",
         stop_sequence=None,
         usage=Usage(input_tokens=1, output_tokens=1),
@@ -158,7 +160,7 @@ def test_container_param() -> None:
     assert container_param(None, "c1") == "c1"
     assert container_param("mine", "c1") == "mine"
     assert container_param({"skills": []}, "c1") == {"skills": [], "id": "c1"}
-    given_id = {"id": "mine", "skills": []}
+    given_id: dict[str, Any] = {"id": "mine", "skills": []}
     assert container_param(given_id, "c1") is given_id
 
 

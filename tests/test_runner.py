@@ -8,6 +8,7 @@ from typing import Any
 import anthropic
 import anyio
 import pytest
+from anthropic.types.beta import BetaMessage
 
 from tests.helpers import MODEL, USER, plain, results_of, roles, sent_messages
 from toolrunner import ToolRunner, UnansweredToolUseError, tool
@@ -83,7 +84,10 @@ async def test_reply_and_results_are_appended_when_the_body_does_nothing() -> No
     history = plain(runner.messages)
     assert roles(history) == ["user", "assistant", "user", "assistant"]
     assert history[3] == plain(final.to_param())
-    assert results_of(history[2]) == [("toolu_paris", "Paris: sunny", False), ("toolu_berlin", "Berlin: sunny", False)]
+    assert results_of(history[2]) == [
+        ("toolu_paris", "Paris: sunny", False),
+        ("toolu_berlin", "Berlin: sunny", False),
+    ]
     assert sent_messages(fake)[1] == history[:3]
 
 
@@ -94,7 +98,9 @@ async def test_push_messages_in_the_body_means_the_reply_is_not_appended() -> No
     async for _ in runner:
         seen += 1
         if seen == 1:
-            runner.push_messages({"role": "assistant", "content": "edited"}, {"role": "user", "content": "more"})
+            runner.push_messages(
+                {"role": "assistant", "content": "edited"}, {"role": "user", "content": "more"}
+            )
     assert plain(sent_messages(fake)[1]) == [
         USER,
         {"role": "assistant", "content": "edited"},
@@ -160,12 +166,17 @@ async def test_pause_turn_sends_the_turn_back_unchanged() -> None:
 
 @pytest.mark.parametrize(
     "stop_reason",
-    ["end_turn", "stop_sequence", "max_tokens", "refusal", "model_context_window_exceeded", "reason_from_the_future"],
+    [
+        "end_turn",
+        "stop_sequence",
+        "max_tokens",
+        "refusal",
+        "model_context_window_exceeded",
+        "reason_from_the_future",
+    ],
 )
 async def test_other_stop_reasons_end_the_loop_without_running_tools(stop_reason: str) -> None:
-    fake = FakeMessagesAPI(
-        [tool_reply(tool_call("get_weather", {"city": "Paris"}), stop_reason=stop_reason)]
-    )
+    fake = FakeMessagesAPI([tool_reply(tool_call("get_weather", {"city": "Paris"}), stop_reason=stop_reason)])
     runner = make_runner(fake)
     final = await runner.until_done()
     assert final.stop_reason == stop_reason
@@ -176,20 +187,29 @@ async def test_other_stop_reasons_end_the_loop_without_running_tools(stop_reason
 
 
 async def test_the_runner_answers_a_different_tool_use_message_set_by_the_body() -> None:
-    fake = FakeMessagesAPI([tool_reply(tool_call("get_weather", {"city": "Paris"}, id="toolu_paris")), text_reply("ok")])
+    fake = FakeMessagesAPI(
+        [tool_reply(tool_call("get_weather", {"city": "Paris"}, id="toolu_paris")), text_reply("ok")]
+    )
     runner = make_runner(fake)
     london = {
         "role": "assistant",
-        "content": [{"type": "tool_use", "id": "toolu_london", "name": "get_weather", "input": {"city": "London"}}],
+        "content": [
+            {"type": "tool_use", "id": "toolu_london", "name": "get_weather", "input": {"city": "London"}}
+        ],
     }
     async for message in runner:
         if message.stop_reason == "tool_use":
             runner.set_messages_params(lambda p: {**p, "messages": [USER, london]})
     assert runs == {"London": 1}
     second = plain(sent_messages(fake)[1])
-    assert second == [USER, london, {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "toolu_london", "content": "London: sunny"}
-    ]}]
+    assert second == [
+        USER,
+        london,
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_london", "content": "London: sunny"}],
+        },
+    ]
 
 
 # -- 5. when the loop ends -----------------------------------------------------------------------
@@ -349,7 +369,12 @@ async def test_generate_tool_response_is_none_without_pending_calls() -> None:
 
 
 def oslo_with_container(container_id: str) -> Any:
-    oslo = {"type": "tool_use", "id": f"toolu_{container_id}", "name": "get_weather", "input": {"city": "Oslo"}}
+    oslo = {
+        "type": "tool_use",
+        "id": f"toolu_{container_id}",
+        "name": "get_weather",
+        "input": {"city": "Oslo"},
+    }
     container = {"id": container_id, "expires_at": "2026-12-01T00:00:00Z"}
     return message_reply([oslo], stop_reason="tool_use", container=container)
 
@@ -385,7 +410,10 @@ async def test_an_object_container_gets_the_id_and_a_given_id_is_kept() -> None:
 
 async def test_an_unanswered_tool_use_fails_locally_before_sending() -> None:
     fake = FakeMessagesAPI([text_reply("never")])
-    dangling = {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "get_weather", "input": {}}]}
+    dangling: dict[str, Any] = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "get_weather", "input": {}}],
+    }
     runner = make_runner(fake, messages=[USER, dangling, {"role": "user", "content": "hello?"}])
     with pytest.raises(UnansweredToolUseError, match=r"messages\[1\].*'t1'"):
         await runner.until_done()
@@ -396,7 +424,7 @@ async def test_betas_go_through_the_beta_endpoint() -> None:
     fake = FakeMessagesAPI([text_reply("Hi")])
     runner = make_runner(fake, betas=["context-management-2025-06-27"])
     final = await runner.until_done()
-    assert isinstance(final, anthropic.types.beta.BetaMessage)
+    assert isinstance(final, BetaMessage)
     assert fake.requests[0].headers["anthropic-beta"] == "context-management-2025-06-27"
 
 

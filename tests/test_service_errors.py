@@ -60,7 +60,12 @@ async def test_an_error_after_tools_ran_keeps_their_results_and_never_reruns_the
 
 async def test_the_sdk_retries_429_and_tools_run_once() -> None:
     fake = FakeMessagesAPI(
-        [tool_reply(tool_call("charge", {"amount": 7})), fault(429, retry_after=0.01), fault(529), text_reply("Done")]
+        [
+            tool_reply(tool_call("charge", {"amount": 7})),
+            fault(429, retry_after=0.01),
+            fault(529),
+            text_reply("Done"),
+        ]
     )
     runner = runner_for(fake, max_retries=2)
     await runner.until_done()

@@ -33,7 +33,9 @@ def get_weather(city: str) -> str:
 
 
 def make(fake: FakeMessagesAPI, **kwargs: Any) -> SyncToolRunner:
-    return SyncToolRunner(fake.client(), model=MODEL, max_tokens=64, messages=[USER], tools=[get_weather], **kwargs)
+    return SyncToolRunner(
+        fake.client(), model=MODEL, max_tokens=64, messages=[USER], tools=[get_weather], **kwargs
+    )
 
 
 def test_for_loop_runs_the_same_lifecycle_with_concurrent_sync_tools() -> None:

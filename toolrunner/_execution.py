@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
+from anthropic.types import ToolResultBlockParam
 
 from ._errors import ToolError, ToolInputError
 from ._lifecycle import ToolCall
@@ -33,7 +34,7 @@ __all__ = ["ExecutionOptions", "run_tool_calls"]
 
 logger = logging.getLogger("toolrunner")
 
-ResultBlock = dict[str, Any]
+ResultBlock = ToolResultBlockParam
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,13 +102,13 @@ async def _run_one(call: ToolCall, options: ExecutionOptions, runner: ToolRunner
     except ToolInputError as error:
         return tool_result_block(call.id, str(error), is_error=True)
     kwargs = tool.call_kwargs(arguments, ToolContext(call=call, runner=runner))
-    timeout = tool.timeout if tool.timeout is not None else options.timeout
+    time_limit = tool.timeout if tool.timeout is not None else options.timeout
     adapter = options.adapter
     try:
         if options.limiter is None:
-            return await _invoke(tool, call, kwargs, adapter, timeout)
+            return await _invoke(tool, call, kwargs, adapter, time_limit)
         async with options.limiter:
-            return await _invoke(tool, call, kwargs, adapter, timeout)
+            return await _invoke(tool, call, kwargs, adapter, time_limit)
     except ToolError as error:
         return await _convert(call.id, error, adapter, is_error=True)
     except Exception as error:
@@ -116,18 +117,18 @@ async def _run_one(call: ToolCall, options: ExecutionOptions, runner: ToolRunner
 
 
 async def _invoke(
-    tool: Tool, call: ToolCall, kwargs: dict[str, Any], adapter: ToolResultAdapter, timeout: float | None
+    tool: Tool, call: ToolCall, kwargs: dict[str, Any], adapter: ToolResultAdapter, time_limit: float | None
 ) -> ResultBlock:
-    if timeout is None:
+    if time_limit is None:
         return await _call_and_convert(tool, call, kwargs, adapter, abandon_on_cancel=False)
     # A sync tool that overruns is abandoned in its worker thread (Python cannot stop a thread):
     # its result is discarded when it returns. Without a timeout, cancellation waits for it.
-    with anyio.move_on_after(timeout) as scope:
+    with anyio.move_on_after(time_limit) as scope:
         return await _call_and_convert(tool, call, kwargs, adapter, abandon_on_cancel=True)
     assert scope.cancelled_caught
     return tool_result_block(
         call.id,
-        f"Tool {call.name!r} did not finish within its {_seconds(timeout)} timeout and was stopped; "
+        f"Tool {call.name!r} did not finish within its {_seconds(time_limit)} timeout and was stopped; "
         "its result is unknown. Try again with a smaller request, or answer without this tool.",
         is_error=True,
     )
@@ -161,10 +162,7 @@ async def _convert(
 
 def _unknown_tool_message(name: str, options: ExecutionOptions) -> str:
     if name in options.unrunnable:
-        return (
-            f"Tool {name!r} is not run by this program; no result is available. "
-            "Continue without it."
-        )
+        return f"Tool {name!r} is not run by this program; no result is available. Continue without it."
     available = ", ".join(repr(n) for n in sorted(options.tools)) or "none"
     return f"There is no tool named {name!r}. The available tools are: {available}."
 

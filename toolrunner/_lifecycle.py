@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ._errors import UnansweredToolUseError
 
@@ -20,12 +20,12 @@ __all__ = [
     "STOP_REASON_STEPS",
     "Step",
     "ToolCall",
+    "calls_to_answer",
     "check_answered",
     "client_tool_calls",
     "container_param",
     "field",
     "pending_tool_calls",
-    "calls_to_answer",
     "step_for",
     "tool_result_ids",
 ]
@@ -157,7 +157,11 @@ def check_answered(messages: Sequence[object], start: int = 0) -> None:
         answered = tool_result_ids(messages[index + 1]) if index + 1 < len(messages) else set[str]()
         missing = [call.id for call in calls if call.id not in answered]
         if missing:
-            where = f"messages[{index + 1}] does not answer" if index + 1 < len(messages) else "no message answers"
+            where = (
+                f"messages[{index + 1}] does not answer"
+                if index + 1 < len(messages)
+                else "no message answers"
+            )
             raise UnansweredToolUseError(
                 f"messages[{index}] has tool_use block(s) {missing!r} that {where}; the service would reject "
                 "this history with a 400. Follow that assistant message with a user message holding a "
@@ -176,6 +180,9 @@ def container_param(current: object, reply_container_id: str | None) -> object:
         return current
     if current is None:
         return reply_container_id
-    if isinstance(current, Mapping) and not current.get("id"):  # type: ignore[union-attr]
-        return {**current, "id": reply_container_id}  # type: ignore[dict-item]
+    if isinstance(current, Mapping):
+        mapping = cast("Mapping[str, object]", current)
+        if not mapping.get("id"):
+            return {**mapping, "id": reply_container_id}
+        return mapping
     return current

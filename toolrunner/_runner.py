@@ -20,17 +20,19 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from functools import cache, partial
 from types import MappingProxyType, TracebackType
-from typing import Any, Self, TypeAlias
+from typing import Any, Self, TypeAlias, cast
 
 import anthropic
 import anyio
 import anyio.to_thread
-from anthropic.types import Message
+from anthropic.resources.beta.messages import AsyncMessages as _BetaMessages
+from anthropic.resources.messages import AsyncMessages as _Messages
+from anthropic.types import Message, MessageParam, ToolResultBlockParam
 from anthropic.types.beta import BetaMessage
 
 from ._errors import HistoryError, ParamsError, ToolDefinitionError, ToolRunnerError
 from ._execution import ExecutionOptions, run_tool_calls
-from ._lifecycle import Step, ToolCall, calls_to_answer, check_answered, container_param, field, step_for
+from ._lifecycle import Step, ToolCall, calls_to_answer, check_answered, container_param, step_for
 from ._results import DEFAULT_ADAPTER, ToolResultAdapter
 from ._tools import Tool, as_tool
 
@@ -100,7 +102,9 @@ class ToolRunner:
         if max_concurrency is not None and (not isinstance(max_concurrency, int) or max_concurrency < 1):
             raise ParamsError(f"max_concurrency must be a positive int or None, not {max_concurrency!r}.")
         if tool_timeout is not None and not (isinstance(tool_timeout, int | float) and tool_timeout > 0):
-            raise ParamsError(f"tool_timeout must be a positive number of seconds or None, not {tool_timeout!r}.")
+            raise ParamsError(
+                f"tool_timeout must be a positive number of seconds or None, not {tool_timeout!r}."
+            )
         if "stream" in params:
             raise ParamsError(
                 "stream is not supported by this runner yet; drop stream= and iterate the runner for "
@@ -123,7 +127,7 @@ class ToolRunner:
         # The history is known to be valid before this index (see ``check_answered``).
         self._check_from = 0
         # Tool results by tool_use id: a call that finished is never run again.
-        self._results: dict[str, dict[str, Any]] = {}
+        self._results: dict[str, ToolResultBlockParam] = {}
         self._inflight: dict[tuple[str, ...], _ToolRun] = {}
 
         self._params: dict[str, Any] = {}
@@ -217,7 +221,7 @@ class ToolRunner:
 
     # -- tools ------------------------------------------------------------------------------------
 
-    async def generate_tool_response(self) -> dict[str, Any] | None:
+    async def generate_tool_response(self) -> MessageParam | None:
         """The user message holding the tool_result blocks for the pending tool calls, or ``None``.
 
         The pending calls are those of the last message of the history, or of the reply the loop
@@ -276,7 +280,9 @@ class ToolRunner:
         async for _ in self:
             pass
         if self._reply is None:
-            raise ToolRunnerError("the runner ended before sending any request, so there is no final message.")
+            raise ToolRunnerError(
+                "the runner ended before sending any request, so there is no final message."
+            )
         return self._reply
 
     async def _finish_turn(self) -> None:
@@ -293,7 +299,9 @@ class ToolRunner:
         if reply.container is not None:
             self._params["container"] = container_param(self._params.get("container"), reply.container.id)
         paused = step_for(reply.stop_reason) is Step.RESUME
-        self._phase = _Phase.READY if (results is not None or self._history_changed or paused) else _Phase.FINISHED
+        self._phase = (
+            _Phase.READY if (results is not None or self._history_changed or paused) else _Phase.FINISHED
+        )
 
     def _limit_reached(self) -> bool:
         return self._max_iterations is not None and self._requests_sent >= self._max_iterations
@@ -338,17 +346,19 @@ class ToolRunner:
     def _index_tools(self, params: dict[str, Any]) -> None:
         entries: object = params.get("tools") or []
         if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Iterable):
-            raise ParamsError(f"tools must be a list of tools, not {type(entries).__name__!r}.")
+            raise ParamsError(f"tools must be a list of tools, not {type(cast(object, entries)).__name__!r}.")
         tools: list[Tool | Mapping[str, Any]] = []
         runnable: dict[str, Tool] = {}
         unrunnable: set[str] = set()
-        for entry in entries:  # pyright: ignore[reportUnknownVariableType]
+        for entry in cast("Iterable[object]", entries):
             tool: Tool | Mapping[str, Any]
             if isinstance(entry, Mapping):
-                tool = entry  # pyright: ignore[reportUnknownVariableType]
+                tool = cast("Mapping[str, Any]", entry)
                 name = tool.get("name")
                 if not isinstance(name, str):
-                    raise ParamsError(f"the raw tool definition {entry!r} has no 'name'; every tool needs one.")
+                    raise ParamsError(
+                        f"the raw tool definition {entry!r} has no 'name'; every tool needs one."
+                    )
             else:
                 tool = as_tool(entry)
                 name = tool.name
@@ -375,11 +385,8 @@ class ToolRunner:
 @cache
 def _known_param_names() -> frozenset[str]:
     names: set[str] = set()
-    for method in (
-        anthropic.resources.messages.AsyncMessages.create,
-        anthropic.resources.beta.messages.AsyncMessages.create,
-    ):
-        names.update(inspect.signature(method).parameters)
+    names.update(inspect.signature(_Messages.create).parameters)
+    names.update(inspect.signature(_BetaMessages.create).parameters)
     names.discard("self")
     return frozenset(names)
 
@@ -405,13 +412,14 @@ def _message_param(message: object, index: int) -> Any:
             f"message {index} is a {type(message).__name__!r}; a message is a dict like "
             "{'role': 'user', 'content': '...'} or an SDK Message."
         )
-    role = field(message, "role")
+    message = cast("Mapping[str, Any]", message)
+    role = message.get("role")
     if role not in ("user", "assistant"):
         raise HistoryError(
             f"message {index} has role {role!r}; the Messages API takes 'user' and 'assistant' "
             "(put system text in the system= param)."
         )
-    content = field(message, "content")
+    content = message.get("content")
     if not isinstance(content, str | list | tuple):
         raise HistoryError(
             f"message {index} has content of type {type(content).__name__!r}; content is a string or a list of "

@@ -15,6 +15,7 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import anthropic
+from anthropic.types import MessageParam
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ._errors import ParamsError
@@ -92,7 +93,7 @@ class SyncToolRunner:
         """Replace or map the params (see ``ToolRunner.set_messages_params``)."""
         self._runner.set_messages_params(params)
 
-    def generate_tool_response(self) -> dict[str, Any] | None:
+    def generate_tool_response(self) -> MessageParam | None:
         """The tool_result message for the pending calls, or ``None`` (cached; see ``ToolRunner``)."""
         return self._call(self._runner.generate_tool_response)
 
@@ -134,7 +135,7 @@ class SyncToolRunner:
             return portal.call(function)
 
     @contextmanager
-    def _open_portal(self) -> Iterator[BlockingPortal]:
+    def _open_portal(self) -> Generator[BlockingPortal]:
         if self._portal is not None:
             raise RuntimeError("this runner is already being iterated; finish or break that loop first.")
         with start_blocking_portal() as portal:
