@@ -9,23 +9,27 @@ The clients are real `anthropic` clients over an in-process `httpx2` transport, 
 streams and errors go through the SDK's own code. This package imports nothing else from toolrunner.
 """
 
-from ._fake import FakeMessagesAPI as FakeMessagesAPI
-from ._fake import RecordedRequest as RecordedRequest
-from ._fake import Responder as Responder
-from ._replies import Disconnect as Disconnect
-from ._replies import Fault as Fault
-from ._replies import ScriptedReply as ScriptedReply
-from ._replies import ScriptedToolCall as ScriptedToolCall
-from ._replies import ScriptEntry as ScriptEntry
-from ._replies import StreamCut as StreamCut
-from ._replies import disconnect as disconnect
-from ._replies import fault as fault
-from ._replies import message_reply as message_reply
-from ._replies import stream_cut as stream_cut
-from ._replies import text_reply as text_reply
-from ._replies import tool_call as tool_call
-from ._replies import tool_reply as tool_reply
-from ._replies import truncated_tool_reply as truncated_tool_reply
+from ._fake import (
+    FakeMessagesAPI as FakeMessagesAPI,
+    RecordedRequest as RecordedRequest,
+    Responder as Responder,
+)
+from ._replies import (
+    Disconnect as Disconnect,
+    Fault as Fault,
+    ScriptedReply as ScriptedReply,
+    ScriptedToolCall as ScriptedToolCall,
+    ScriptEntry as ScriptEntry,
+    StreamCut as StreamCut,
+    disconnect as disconnect,
+    fault as fault,
+    message_reply as message_reply,
+    stream_cut as stream_cut,
+    text_reply as text_reply,
+    tool_call as tool_call,
+    tool_reply as tool_reply,
+    truncated_tool_reply as truncated_tool_reply,
+)
 
 __all__ = [
     "Disconnect",

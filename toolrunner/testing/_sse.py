@@ -15,6 +15,7 @@ _PIECES = 3  # how many deltas a text, thinking or input JSON is split into (few
 # Blocks whose input the SDK accumulates from input_json_delta events; other blocks arrive whole.
 _INPUT_BLOCKS = frozenset({"tool_use", "server_tool_use"})
 
+_PING = b'event: ping\ndata: {"type": "ping"}\n\n'
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -40,6 +41,7 @@ def message_events(message: dict[str, Any], *, partial_json: str | None = None) 
     for index, block in enumerate(blocks):
         kind = block.get("type")
         truncated = partial_json is not None and index == last
+        start_at = len(events)
         if kind == "text":
             events.append(_block_start(index, {**block, "text": ""}))
             events.extend(
@@ -62,7 +64,8 @@ def message_events(message: dict[str, Any], *, partial_json: str | None = None) 
         else:
             events.append(_block_start(index, block))
         if index == 0:
-            events.append(encode_event("ping", {"type": "ping"}))
+            # The service sends a ping right after the first content_block_start.
+            events.insert(start_at + 1, _PING)
         if not truncated:
             events.append(encode_event("content_block_stop", {"type": "content_block_stop", "index": index}))
     delta: dict[str, Any] = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
