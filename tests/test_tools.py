@@ -748,6 +748,12 @@ _DEFINITION_ERRORS: list[tuple[Any, dict[str, Any], str]] = [
         {},
         "'ctx' of tool '_optional_context' is annotated .*; annotate the context parameter exactly",
     ),
+    (
+        _sync_fetch,
+        {"input_model": pydantic.RootModel[list[int]]},
+        "is a RootModel; a tool's input is a JSON object",
+    ),
+    (_sync_fetch, {"timeout": True}, "The timeout True of tool '_sync_fetch' is invalid"),
     (_two_inputs, {"input_model": Order}, "must take exactly one parameter .*; it takes: order, extra"),
     (_no_inputs, {"input_model": Order}, "must take exactly one parameter .*; it takes: none"),
     (_unresolvable, {}, "The annotations of tool '_unresolvable' cannot be evaluated .*NoSuchType"),

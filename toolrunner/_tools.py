@@ -414,6 +414,11 @@ def _input_model_param(name: str, input_model: object, inputs: list[inspect.Para
             f"The input_model {input_model!r} of tool {name!r} is not a pydantic model; pass a subclass of "
             "pydantic.BaseModel."
         )
+    if issubclass(input_model, pydantic.RootModel):
+        raise ToolDefinitionError(
+            f"The input_model {input_model.__name__} of tool {name!r} is a RootModel; a tool's input is a "
+            "JSON object, so pass a BaseModel with fields."
+        )
     if len(inputs) != 1:
         names = ", ".join(p.name for p in inputs) or "none"
         raise ToolDefinitionError(
