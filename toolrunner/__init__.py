@@ -14,7 +14,7 @@ from ._errors import (
 )
 from ._lifecycle import ToolCall as ToolCall
 from ._results import ToolResultAdapter as ToolResultAdapter
-from ._runner import Reply as Reply, ToolRunner as ToolRunner
+from ._runner import Reply as Reply, ToolResultMessage as ToolResultMessage, ToolRunner as ToolRunner
 from ._sync import SyncToolRunner as SyncToolRunner
 from ._tools import Tool as Tool, ToolContext as ToolContext, tool as tool
 
@@ -30,6 +30,7 @@ __all__ = [
     "ToolError",
     "ToolInputError",
     "ToolResultAdapter",
+    "ToolResultMessage",
     "ToolRunner",
     "ToolRunnerError",
     "UnansweredToolUseError",

@@ -20,14 +20,14 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from functools import cache, partial
 from types import MappingProxyType, TracebackType
-from typing import Any, Self, TypeAlias, cast
+from typing import Any, Literal, Self, TypeAlias, TypedDict, cast
 
 import anthropic
 import anyio
 import anyio.to_thread
 from anthropic.resources.beta.messages import AsyncMessages as _BetaMessages
 from anthropic.resources.messages import AsyncMessages as _Messages
-from anthropic.types import Message, MessageParam, ToolResultBlockParam
+from anthropic.types import Message, ToolResultBlockParam
 from anthropic.types.beta import BetaMessage
 
 from ._errors import HistoryError, ParamsError, ToolDefinitionError, ToolRunnerError
@@ -36,7 +36,7 @@ from ._lifecycle import Step, ToolCall, calls_to_answer, check_answered, contain
 from ._results import DEFAULT_ADAPTER, ToolResultAdapter
 from ._tools import Tool, as_tool
 
-__all__ = ["Reply", "ToolRunner"]
+__all__ = ["Reply", "ToolResultMessage", "ToolRunner"]
 
 logger = logging.getLogger("toolrunner")
 
@@ -44,6 +44,13 @@ Reply: TypeAlias = Message | BetaMessage
 """What the runner yields: a ``Message``, or a ``BetaMessage`` when ``betas`` is set."""
 
 Client: TypeAlias = anthropic.AsyncAnthropic | anthropic.Anthropic
+
+
+class ToolResultMessage(TypedDict):
+    """The user message that answers tool calls: one tool_result block per call, in tool_use order."""
+
+    role: Literal["user"]
+    content: list[ToolResultBlockParam]
 
 
 class _Phase(enum.Enum):
@@ -221,7 +228,7 @@ class ToolRunner:
 
     # -- tools ------------------------------------------------------------------------------------
 
-    async def generate_tool_response(self) -> MessageParam | None:
+    async def generate_tool_response(self) -> ToolResultMessage | None:
         """The user message holding the tool_result blocks for the pending tool calls, or ``None``.
 
         The pending calls are those of the last message of the history, or of the reply the loop

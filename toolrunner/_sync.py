@@ -15,12 +15,11 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 import anthropic
-from anthropic.types import MessageParam
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ._errors import ParamsError
 from ._results import DEFAULT_ADAPTER, ToolResultAdapter
-from ._runner import Reply, ToolRunner
+from ._runner import Reply, ToolResultMessage, ToolRunner
 from ._tools import Tool
 
 __all__ = ["SyncToolRunner"]
@@ -93,7 +92,7 @@ class SyncToolRunner:
         """Replace or map the params (see ``ToolRunner.set_messages_params``)."""
         self._runner.set_messages_params(params)
 
-    def generate_tool_response(self) -> MessageParam | None:
+    def generate_tool_response(self) -> ToolResultMessage | None:
         """The tool_result message for the pending calls, or ``None`` (cached; see ``ToolRunner``)."""
         return self._call(self._runner.generate_tool_response)
 
