@@ -456,3 +456,17 @@ async def test_a_body_can_answer_a_hand_run_tool_itself() -> None:
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "h1", "content": "yes"}]},
             )
     assert results_of(runner.messages[2]) == [("h1", "yes", False)]
+
+
+async def test_editing_a_generated_response_does_not_change_the_cache() -> None:
+    fake = FakeMessagesAPI([paris_berlin(), text_reply("done")])
+    runner = make_runner(fake)
+    async for message in runner:
+        response = await runner.generate_tool_response()
+        if response is not None:
+            response["content"][0]["content"] = "edited"
+            again = await runner.generate_tool_response()
+            assert again is not None
+            assert again["content"][0].get("content") == "Paris: sunny"
+            assert message.stop_reason == "tool_use"
+    assert results_of(runner.messages[2])[0] == ("toolu_paris", "Paris: sunny", False)

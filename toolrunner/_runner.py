@@ -249,7 +249,8 @@ class ToolRunner:
             finally:
                 del self._inflight[key]
                 run.done.set()
-        return {"role": "user", "content": [self._results[call.id] for call in calls]}
+        # Copies: a caller may edit what it gets without changing what is cached.
+        return {"role": "user", "content": [ToolResultBlockParam(**self._results[call.id]) for call in calls]}
 
     def _calls_to_answer(self) -> tuple[ToolCall, ...]:
         history: list[Any] = self._params["messages"]
