@@ -373,3 +373,16 @@ def test_subclass_can_extend_the_mapping() -> None:
 
     assert DecimalAdapter().to_content(1 + 2j) == "1.0 + 2.0i"
     assert DecimalAdapter().to_content("x") == "x"
+
+
+def test_only_sdk_models_count_as_blocks() -> None:
+    class Note(pydantic.BaseModel):
+        type: str = "text"
+        body: str
+
+    assert DEFAULT_ADAPTER.to_content(Note(body="x")) == '{"type": "text", "body": "x"}'
+
+
+def test_wrappers_need_bytes_or_a_path() -> None:
+    with pytest.raises(TypeError, match=r"'str' is not bytes or a pathlib\.Path"):
+        DEFAULT_ADAPTER.to_content(Image("chart.png"))  # pyright: ignore[reportArgumentType]

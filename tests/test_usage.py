@@ -6,8 +6,7 @@ import typing
 from decimal import Decimal
 
 import pytest
-from anthropic.types import Message, ModelParam
-from anthropic.types import Usage as SDKUsage
+from anthropic.types import Message, ModelParam, Usage as SDKUsage
 from anthropic.types.beta import BetaMessage
 
 from toolrunner._usage import (
@@ -167,3 +166,9 @@ def test_tracker_takes_beta_messages() -> None:
         message("claude-opus-4-5", input_tokens=1_000_000, output_tokens=0).model_dump()
     )
     assert UsageTracker().record(beta).cost == 5
+
+
+def test_one_hour_writes_never_exceed_all_writes() -> None:
+    price = Price(0, 0, 0, 1, cache_write_1h=2)
+    usage = message(input_tokens=0, output_tokens=0, cache_write=10, cache_write_1h=15).usage
+    assert price.cost(usage) == Decimal("0.00002")

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias, cast
 
+import anthropic
 import pydantic
 import pydantic_core
 from anthropic.types import ToolResultBlockParam
@@ -250,7 +251,8 @@ class ToolResultAdapter:
         if isinstance(value, Mapping):
             kind = cast("Mapping[str, object]", value).get("type")
             return isinstance(kind, str) and kind in CONTENT_BLOCK_TYPES
-        if isinstance(value, pydantic.BaseModel):
+        if isinstance(value, anthropic.BaseModel):
+            # Only the SDK's own models: a user's model with a ``type`` field is data.
             return getattr(value, "type", None) in CONTENT_BLOCK_TYPES
         return False
 
@@ -303,6 +305,11 @@ class ToolResultAdapter:
         name: str | None = None
         if isinstance(value, Image | File):
             name, value = value.name, value.data
+            if not isinstance(value, bytes | bytearray | Path):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(
+                    f"{type(value).__name__!r} is not bytes or a pathlib.Path; give Image and File the "
+                    "bytes, or the file's path as pathlib.Path(...)."
+                )
         if isinstance(value, Path):
             name = name or value.name
             data = self._read(value, name, as_image=as_image)

@@ -133,7 +133,7 @@ class Price:
         counts = usage if isinstance(usage, Usage) else Usage.of(usage)
         if self.long_prompt is not None and counts.prompt_tokens > (self.long_prompt_threshold or 0):
             return self.long_prompt.cost(usage)
-        write_1h = _cache_write_1h(usage)
+        write_1h = min(_cache_write_1h(usage), counts.cache_creation_input_tokens)
         micros = (
             counts.input_tokens * self.input
             + counts.output_tokens * self.output
