@@ -386,3 +386,11 @@ def test_only_sdk_models_count_as_blocks() -> None:
 def test_wrappers_need_bytes_or_a_path() -> None:
     with pytest.raises(TypeError, match=r"'str' is not bytes or a pathlib\.Path"):
         DEFAULT_ADAPTER.to_content(Image("chart.png"))  # pyright: ignore[reportArgumentType]
+
+
+def test_plain_text_survives_a_failing_repr() -> None:
+    class Broken:
+        def __repr__(self) -> str:
+            raise RuntimeError("no")
+
+    assert DEFAULT_ADAPTER.to_plain_text(Broken()).startswith("<")

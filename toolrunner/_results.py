@@ -239,13 +239,13 @@ class ToolResultAdapter:
         try:
             text = self._plain(value)
         except Exception:
-            text = repr(value)
+            text = _safe_repr(value)
         limit = self.plain_text_chars
         if limit is not None and len(text) > limit:
             return f"{text[:limit]}{_ELLIPSIS} ({len(text) - limit:,} more characters)"
         return text
 
-    # -- hooks a subclass may override ---------------------------------------------------------
+    # -- internals (subclasses override the public methods above) -------------------------------
 
     def _is_block(self, value: object) -> bool:
         if isinstance(value, Mapping):
@@ -262,8 +262,6 @@ class ToolResultAdapter:
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             value = dataclasses.asdict(value)
         return json.dumps(value, ensure_ascii=False, default=_jsonable)
-
-    # -- internals ---------------------------------------------------------------------------
 
     def _is_rich(self, value: object) -> bool:
         return isinstance(value, bytes | bytearray | Path | Image | File) or self._is_block(value)
@@ -428,6 +426,13 @@ class ToolResultAdapter:
         if self._is_block(value):
             return _block_text(self._block(value))
         return self._json_text(value)
+
+
+def _safe_repr(value: object) -> str:
+    try:
+        return repr(value)
+    except Exception:
+        return object.__repr__(value)
 
 
 def _source_label(data: bytes | bytearray | Path) -> str:
