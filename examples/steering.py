@@ -120,7 +120,8 @@ async def look_at_results() -> None:
                 failures += bool(result.get("is_error"))
             if failures >= 3:
                 print("  Three tool calls failed: giving up.")
-                runner.close()  # the reply is appended, its tools are not run again, the loop ends
+                runner.push_messages(message, response)  # keeps the history valid for later use
+                runner.close()  # ends the loop; close() alone would append the reply without results
     print(f"  {failures} failed tool call(s), {runner.requests_sent} requests.\n")
 
 
