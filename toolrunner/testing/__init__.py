@@ -30,6 +30,7 @@ from ._replies import (
     tool_reply as tool_reply,
     truncated_tool_reply as truncated_tool_reply,
 )
+from ._server import ServedFake as ServedFake, serve as serve
 
 __all__ = [
     "Disconnect",
@@ -40,10 +41,12 @@ __all__ = [
     "ScriptEntry",
     "ScriptedReply",
     "ScriptedToolCall",
+    "ServedFake",
     "StreamCut",
     "disconnect",
     "fault",
     "message_reply",
+    "serve",
     "stream_cut",
     "text_reply",
     "tool_call",

@@ -146,7 +146,7 @@ class FakeMessagesAPI:
     @classmethod
     def automatic(cls, *, validate: bool = True) -> FakeMessagesAPI:
         """A fake that calls every offered tool once with schema-made arguments, then sums up the results."""
-        return cls(responder=_answer_automatically, validate=validate)
+        return cls(responder=answer_request_automatically, validate=validate)
 
     def add(self, *entries: ScriptEntry) -> None:
         """Append entries to the script."""
@@ -317,7 +317,8 @@ class FakeMessagesAPI:
         )
 
 
-def _answer_automatically(request: RecordedRequest) -> ScriptedReply:
+def answer_request_automatically(request: RecordedRequest) -> ScriptedReply:
+    """The responder of `FakeMessagesAPI.automatic()`."""
     return answer_automatically(request.messages, request.tools)
 
 
