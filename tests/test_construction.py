@@ -104,6 +104,23 @@ def test_set_messages_params_with_something_else() -> None:
         build().set_messages_params(42)  # type: ignore[arg-type]
 
 
-def test_stream_is_refused_for_now() -> None:
-    with pytest.raises(ParamsError, match="stream"):
-        build(stream=True)
+def test_streaming_options_that_do_not_fit() -> None:
+    with pytest.raises(ParamsError, match="run_tools_eagerly=True needs stream=True"):
+        build(run_tools_eagerly=True)
+    with pytest.raises(ParamsError, match=r"stream=True needs an anthropic\.AsyncAnthropic"):
+        ToolRunner(FakeMessagesAPI([]).client(), model=MODEL, max_tokens=1, messages=[USER], stream=True)  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        ({"max_total_tokens": 0}, "max_total_tokens must be a positive int"),
+        ({"max_cost": -1}, "max_cost must be a positive amount"),
+        ({"max_cost": "lots"}, "max_cost must be a positive amount"),
+        ({"on_limit": "panic"}, "on_limit must be 'stop' or 'final_answer'"),
+        ({"max_cost": 1, "model": "my-own-model"}, "max_cost needs a price for model 'my-own-model'"),
+    ],
+)
+def test_bad_budgets(overrides: dict[str, Any], match: str) -> None:
+    with pytest.raises(ParamsError, match=match):
+        build(**overrides)

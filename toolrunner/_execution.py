@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -23,14 +24,15 @@ import anyio.to_thread
 from anthropic.types import ToolResultBlockParam
 
 from ._errors import ToolError, ToolInputError
+from ._events import RunnerEvent, ToolCallFinished, ToolCallStarted
 from ._lifecycle import ToolCall
-from ._results import ToolResultAdapter, tool_result_block
+from ._results import ResultTooLargeError, ToolResultAdapter, tool_result_block
 from ._tools import Tool, ToolContext
 
 if TYPE_CHECKING:
     from ._runner import ToolRunner
 
-__all__ = ["ExecutionOptions", "run_tool_calls"]
+__all__ = ["ExecutionOptions", "run_one", "run_tool_calls"]
 
 logger = logging.getLogger("toolrunner")
 
@@ -50,12 +52,14 @@ class ExecutionOptions:
     """Default per-call timeout in seconds; a tool's own ``timeout`` wins."""
     unrunnable: frozenset[str] = frozenset()
     """Names of tools sent as raw definitions: the runner never runs them."""
+    emit: Callable[[RunnerEvent], None] | None = None
+    """Receives ToolCallStarted and ToolCallFinished events."""
 
 
 async def run_tool_calls(
     calls: Sequence[ToolCall],
     options: ExecutionOptions,
-    runner: ToolRunner,
+    runner: ToolRunner[Any],
     on_result: Callable[[str, ResultBlock], None],
 ) -> None:
     """Run ``calls`` and hand each finished call's tool_result block to ``on_result``.
@@ -78,22 +82,39 @@ async def run_tool_calls(
 async def _run_batch(
     calls: Sequence[ToolCall],
     options: ExecutionOptions,
-    runner: ToolRunner,
+    runner: ToolRunner[Any],
     on_result: Callable[[str, ResultBlock], None],
 ) -> None:
     if len(calls) == 1:  # no task group needed: saves a task per iteration on the common path
-        on_result(calls[0].id, await _run_one(calls[0], options, runner))
+        on_result(calls[0].id, await run_one(calls[0], options, runner))
         return
 
     async def run(call: ToolCall) -> None:
-        on_result(call.id, await _run_one(call, options, runner))
+        on_result(call.id, await run_one(call, options, runner))
 
     async with anyio.create_task_group() as group:
         for call in calls:
             group.start_soon(run, call)
 
 
-async def _run_one(call: ToolCall, options: ExecutionOptions, runner: ToolRunner) -> ResultBlock:
+async def run_one(
+    call: ToolCall, options: ExecutionOptions, runner: ToolRunner[Any], *, early: bool = False
+) -> ResultBlock:
+    """Run one call, reporting it to ``options.emit``; a cancelled call reports nothing."""
+    if options.emit is None:
+        return await _run_one(call, options, runner)
+    options.emit(ToolCallStarted(call=call, early=early))
+    started = time.perf_counter()
+    block = await _run_one(call, options, runner)
+    options.emit(
+        ToolCallFinished(
+            call=call, duration=time.perf_counter() - started, is_error=bool(block.get("is_error"))
+        )
+    )
+    return block
+
+
+async def _run_one(call: ToolCall, options: ExecutionOptions, runner: ToolRunner[Any]) -> ResultBlock:
     tool = options.tools.get(call.name)
     if tool is None:
         return tool_result_block(call.id, _unknown_tool_message(call.name, options), is_error=True)
@@ -111,6 +132,8 @@ async def _run_one(call: ToolCall, options: ExecutionOptions, runner: ToolRunner
             return await _invoke(tool, call, kwargs, adapter, time_limit)
     except ToolError as error:
         return await _convert(call.id, error, adapter, is_error=True)
+    except ResultTooLargeError as error:  # the adapter's message is written for the model
+        return tool_result_block(call.id, str(error), is_error=True)
     except Exception as error:
         logger.exception("Tool %r raised while answering tool_use %r", call.name, call.id)
         return tool_result_block(call.id, repr(error), is_error=True)

@@ -2,13 +2,14 @@
 
 One iteration (``__anext__``):
 
-1. finish the previous turn, if a reply is out with the loop body (``_finish_turn``):
-   append the reply unless the body changed the history, answer the calls that
-   ``calls_to_answer`` picks, and decide whether the loop goes on;
-2. stop if the runner is closed, finished, or ``max_iterations`` requests have been sent;
-3. check the history, send the request, hand the reply to the body.
+1. finish the previous turn if a reply is out with the loop body (``_finish_turn``): read the
+   rest of its stream, append the reply unless the body changed the history, answer the calls
+   that ``calls_to_answer`` picks, and decide whether the loop goes on;
+2. stop if the loop is over, or a limit is reached (``max_iterations``, token or cost budget);
+   with ``on_limit="final_answer"``, send one last request that may not call tools first;
+3. check the history, send the request, hand the reply (or its stream) to the body.
 
-The decisions are the pure functions of ``_lifecycle``; this module only does the I/O around them.
+The decisions are the pure functions of ``_lifecycle``; this module does the I/O around them.
 """
 
 from __future__ import annotations
@@ -17,33 +18,51 @@ import difflib
 import enum
 import inspect
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from decimal import Decimal
 from functools import cache, partial
 from types import MappingProxyType, TracebackType
-from typing import Any, Literal, Self, TypeAlias, TypedDict, cast
+from typing import Any, Generic, Literal, Self, TypeAlias, TypedDict, cast, overload
 
 import anthropic
 import anyio
+import anyio.abc
 import anyio.to_thread
 from anthropic.resources.beta.messages import AsyncMessages as _BetaMessages
 from anthropic.resources.messages import AsyncMessages as _Messages
 from anthropic.types import Message, ToolResultBlockParam
 from anthropic.types.beta import BetaMessage
+from typing_extensions import TypeVar
 
 from ._errors import HistoryError, ParamsError, ToolDefinitionError, ToolRunnerError
-from ._execution import ExecutionOptions, run_tool_calls
-from ._lifecycle import Step, ToolCall, calls_to_answer, check_answered, container_param, step_for
+from ._events import EndReason, LoopFinished, MessageFinished, RunnerEvent, TextDelta
+from ._execution import ExecutionOptions, run_one, run_tool_calls
+from ._lifecycle import (
+    Step,
+    ToolCall,
+    calls_to_answer,
+    check_answered,
+    client_tool_calls,
+    container_param,
+    step_for,
+)
 from ._results import DEFAULT_ADAPTER, ToolResultAdapter
+from ._streaming import ReplyStream, StreamWatch, watch_stream
 from ._tools import Tool, as_tool
+from ._usage import Price, UsageTracker, find_price
 
-__all__ = ["Reply", "ToolResultMessage", "ToolRunner"]
+__all__ = ["Reply", "ReplyStream", "ToolResultMessage", "ToolRunner"]
 
 logger = logging.getLogger("toolrunner")
 
 Reply: TypeAlias = Message | BetaMessage
-"""What the runner yields: a ``Message``, or a ``BetaMessage`` when ``betas`` is set."""
+"""A reply: a ``Message``, or a ``BetaMessage`` when ``betas`` is set."""
+
+ItemT = TypeVar("ItemT", default=Reply)
 
 Client: TypeAlias = anthropic.AsyncAnthropic | anthropic.Anthropic
+ToolLike: TypeAlias = Tool | Callable[..., Any] | Mapping[str, Any]
 
 
 class ToolResultMessage(TypedDict):
@@ -57,21 +76,12 @@ class _Phase(enum.Enum):
     READY = "ready"
     """The next step is to send a request."""
     WITH_BODY = "with_body"
-    """A reply was yielded; the loop body may steer until it asks for the next message."""
-    FINISHED = "finished"
-    """The model stopped, or the runner was closed: iteration ends."""
+    """A reply (or its stream) was yielded; the loop body may steer until it asks for more."""
+    DONE = "done"
+    """The loop is over; ``_end_reason`` says why."""
 
 
-class _ToolRun:
-    """One in-flight ``generate_tool_response()`` computation that concurrent callers share."""
-
-    __slots__ = ("done",)
-
-    def __init__(self) -> None:
-        self.done = anyio.Event()
-
-
-class ToolRunner:
+class ToolRunner(Generic[ItemT]):
     """Runs Claude's tool-use loop: sends requests, yields replies, runs the requested tools.
 
     Args:
@@ -79,24 +89,78 @@ class ToolRunner:
             run in a worker thread).
         tools: Tools made with ``@tool``, plain functions (made into tools), or raw tool
             definitions (dicts such as server tools), which are sent as given and never run.
+        stream: Yield the SDK's ``AsyncMessageStream`` of each reply instead of the message.
+        run_tools_eagerly: With ``stream=True``, start each tool call as soon as its tool_use
+            block is complete; needs ``async with runner:``.
         max_iterations: The most requests to send; ``None`` for no limit.
+        max_total_tokens: Stop once the replies' usage adds up to this many tokens.
+        max_cost: Stop once the requests cost this many US dollars (needs prices for the model).
+        on_limit: ``"stop"`` ends the loop at a limit; ``"final_answer"`` first sends one last
+            request with ``tool_choice={"type": "none"}`` so that the model answers.
         max_concurrency: The most tool calls to run at once; ``None`` for no limit.
         tool_timeout: Seconds a tool call may take (a tool's own ``timeout`` wins); a call that
             takes longer becomes an ``is_error`` result that says so.
         result_adapter: Turns what tools return into tool_result content.
+        prices: Model id to ``Price`` for ``runner.usage``; the dated defaults when ``None``.
+        on_event: Called with each ``RunnerEvent`` (text deltas, tool calls, ...), for UIs.
         **params: Any parameter of ``client.messages.create`` (``model``, ``max_tokens`` and
             ``messages`` are required). ``betas=[...]`` sends through ``client.beta.messages``.
     """
 
+    @overload
+    def __init__(
+        self: ToolRunner[Reply],
+        client: Client,
+        *,
+        tools: Iterable[ToolLike] = (),
+        stream: Literal[False] = False,
+        run_tools_eagerly: Literal[False] = False,
+        max_iterations: int | None = None,
+        max_total_tokens: int | None = None,
+        max_cost: Decimal | float | str | None = None,
+        on_limit: Literal["stop", "final_answer"] = "stop",
+        max_concurrency: int | None = None,
+        tool_timeout: float | None = None,
+        result_adapter: ToolResultAdapter = DEFAULT_ADAPTER,
+        prices: Mapping[str, Price] | None = None,
+        on_event: Callable[[RunnerEvent], None] | None = None,
+        **params: Any,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: ToolRunner[ReplyStream],
+        client: anthropic.AsyncAnthropic,
+        *,
+        tools: Iterable[ToolLike] = (),
+        stream: Literal[True],
+        run_tools_eagerly: bool = False,
+        max_iterations: int | None = None,
+        max_total_tokens: int | None = None,
+        max_cost: Decimal | float | str | None = None,
+        on_limit: Literal["stop", "final_answer"] = "stop",
+        max_concurrency: int | None = None,
+        tool_timeout: float | None = None,
+        result_adapter: ToolResultAdapter = DEFAULT_ADAPTER,
+        prices: Mapping[str, Price] | None = None,
+        on_event: Callable[[RunnerEvent], None] | None = None,
+        **params: Any,
+    ) -> None: ...
     def __init__(
         self,
         client: Client,
         *,
-        tools: Iterable[Tool | Callable[..., Any] | Mapping[str, Any]] = (),
+        tools: Iterable[ToolLike] = (),
+        stream: bool = False,
+        run_tools_eagerly: bool = False,
         max_iterations: int | None = None,
+        max_total_tokens: int | None = None,
+        max_cost: Decimal | float | str | None = None,
+        on_limit: Literal["stop", "final_answer"] = "stop",
         max_concurrency: int | None = None,
         tool_timeout: float | None = None,
         result_adapter: ToolResultAdapter = DEFAULT_ADAPTER,
+        prices: Mapping[str, Price] | None = None,
+        on_event: Callable[[RunnerEvent], None] | None = None,
         **params: Any,
     ) -> None:
         if not isinstance(client, anthropic.AsyncAnthropic | anthropic.Anthropic):
@@ -104,43 +168,66 @@ class ToolRunner:
                 f"client must be an anthropic.AsyncAnthropic or anthropic.Anthropic, not {type(client).__name__!r}; "
                 "create one with anthropic.AsyncAnthropic()."
             )
-        if max_iterations is not None and (not isinstance(max_iterations, int) or max_iterations < 1):
-            raise ParamsError(f"max_iterations must be a positive int or None, not {max_iterations!r}.")
-        if max_concurrency is not None and (not isinstance(max_concurrency, int) or max_concurrency < 1):
-            raise ParamsError(f"max_concurrency must be a positive int or None, not {max_concurrency!r}.")
+        _check_positive_int("max_iterations", max_iterations)
+        _check_positive_int("max_total_tokens", max_total_tokens)
+        _check_positive_int("max_concurrency", max_concurrency)
         if tool_timeout is not None and not (isinstance(tool_timeout, int | float) and tool_timeout > 0):
             raise ParamsError(
                 f"tool_timeout must be a positive number of seconds or None, not {tool_timeout!r}."
             )
-        if "stream" in params:
+        if on_limit not in ("stop", "final_answer"):
+            raise ParamsError(f"on_limit must be 'stop' or 'final_answer', not {on_limit!r}.")
+        if stream and not isinstance(client, anthropic.AsyncAnthropic):
             raise ParamsError(
-                "stream is not supported by this runner yet; drop stream= and iterate the runner for "
-                "whole messages."
+                "stream=True needs an anthropic.AsyncAnthropic client; SyncToolRunner does not stream."
+            )
+        if run_tools_eagerly and not stream:
+            raise ParamsError(
+                "run_tools_eagerly=True needs stream=True: tools start while the reply streams."
             )
         self._client = client
+        self._stream = stream
+        self._eager = run_tools_eagerly
         self._max_iterations = max_iterations
+        self._max_total_tokens = max_total_tokens
+        self._max_cost = None if max_cost is None else _dollars(max_cost)
+        self._on_limit = on_limit
         self._max_concurrency = max_concurrency
         self._tool_timeout = tool_timeout
         self._adapter = result_adapter
+        self._emit = on_event
+        self._usage = UsageTracker(prices=prices)
 
-        # State. Invariant: ``_reply`` is the latest reply; in WITH_BODY it is the one the body holds,
-        # and ``_history_changed`` says whether the body called push_messages/set_messages_params.
+        # State. Invariants: ``_reply`` is the latest complete reply. In WITH_BODY the body holds
+        # ``_reply`` (or ``_open`` while its stream is unread) and ``_history_changed`` says whether
+        # it called push_messages/set_messages_params. ``_end_reason`` is set exactly in DONE.
         self._phase = _Phase.READY
-        self._closed = False
+        self._end_reason: EndReason | None = None
         self._reply: Reply | None = None
+        self._open: StreamWatch | None = None
         self._history_changed = False
+        # The limit that made the request out the last one, sent with tool_choice none.
+        self._final_answer: EndReason | None = None
         self._requests_sent = 0
         self._advancing = False
+        self._task_group: anyio.abc.TaskGroup | None = None
         # The history is known to be valid before this index (see ``check_answered``).
         self._check_from = 0
-        # Tool results by tool_use id: a call that finished is never run again.
+        # Tool results by tool_use id: a call that finished is never run again. ``_running``
+        # holds the calls being run (by any task), each with an event set when it stops.
         self._results: dict[str, ToolResultBlockParam] = {}
-        self._inflight: dict[tuple[str, ...], _ToolRun] = {}
+        self._running: dict[str, anyio.Event] = {}
+        self._early: dict[str, anyio.CancelScope] = {}
 
         self._params: dict[str, Any] = {}
         self._wire_tools: list[Any] = []
         self._execution = ExecutionOptions(tools={}, adapter=result_adapter)
         self._install_params({**params, "tools": tools})
+        if self._max_cost is not None and find_price(self._usage.prices, self._params["model"]) is None:
+            raise ParamsError(
+                f"max_cost needs a price for model {self._params['model']!r}, and the price table has none; "
+                "pass prices={model: Price(...)}."
+            )
 
     # -- public state ---------------------------------------------------------------------------
 
@@ -159,7 +246,7 @@ class ToolRunner:
 
     @property
     def last_message(self) -> Reply | None:
-        """The latest reply, or ``None`` before the first."""
+        """The latest complete reply, or ``None`` before the first."""
         return self._reply
 
     @property
@@ -168,9 +255,20 @@ class ToolRunner:
         return self._requests_sent
 
     @property
+    def usage(self) -> UsageTracker:
+        """Token usage per request and in total, and the cost when the model has a price."""
+        return self._usage
+
+    @property
     def finished(self) -> bool:
-        """Whether the loop has ended (the model stopped, a limit was reached, or ``close()``)."""
-        return self._phase is _Phase.FINISHED or self._limit_reached()
+        """Whether the loop has ended."""
+        return self._phase is _Phase.DONE
+
+    @property
+    def end_reason(self) -> EndReason | None:
+        """Why the loop ended (``"model"``, ``"max_iterations"``, ``"token_budget"``,
+        ``"cost_budget"`` or ``"closed"``), or ``None`` while it goes on."""
+        return self._end_reason
 
     # -- steering ---------------------------------------------------------------------------------
 
@@ -211,59 +309,117 @@ class ToolRunner:
         self._history_changed = True
 
     def close(self) -> None:
-        """End the loop now. A reply that the body holds is appended if the body left the history
-        unchanged, but its tool calls are not run. Idempotent."""
-        if self._phase is _Phase.WITH_BODY and not self._history_changed and self._reply is not None:
+        """End the loop now. A complete reply that the body holds is appended if the body left
+        the history unchanged, but its tool calls are not run. An unread stream is dropped (use
+        ``async with`` or ``aclose()`` to close it at once). Idempotent."""
+        if self._phase is _Phase.WITH_BODY and not self._history_changed and self._open is None:
+            assert self._reply is not None
             self._params["messages"].append(self._reply.to_param())
-        self._closed = True
-        self._phase = _Phase.FINISHED
+        self._finish("closed")
+
+    async def aclose(self) -> None:
+        """``close()``, and also close an unread stream and cancel tools started early."""
+        self.close()
+        with anyio.CancelScope(shield=True):
+            await self._abandon_stream()
 
     async def __aenter__(self) -> Self:
+        """Enter the runner: tools started early (``run_tools_eagerly``) run in its task group."""
+        group = anyio.create_task_group()
+        await group.__aenter__()
+        self._task_group = group
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+    ) -> bool | None:
+        group, self._task_group = self._task_group, None
+        assert group is not None, "__aexit__ without __aenter__"
+        try:
+            await self.aclose()
+        finally:
+            group.cancel_scope.cancel()  # tools started early whose results nobody asked for
+            await group.__aexit__(exc_type, exc, tb)
+        return None
 
     # -- tools ------------------------------------------------------------------------------------
 
     async def generate_tool_response(self) -> ToolResultMessage | None:
         """The user message holding the tool_result blocks for the pending tool calls, or ``None``.
 
-        The pending calls are those of the last message of the history, or of the reply the loop
-        body holds when the body has not changed the history. Results are computed once per
-        tool_use id and shared by concurrent callers; the history is never changed.
+        The pending calls are those of the reply the loop body holds (unless the body changed
+        the history), or else of the last message of the history. Results are computed once per
+        tool_use id and shared by concurrent callers; the history is never changed. With
+        ``stream=True`` it first reads the rest of the reply's stream.
         """
+        await self._read_stream()
         calls = self._calls_to_answer()
         if not calls:
             return None
-        key = tuple(call.id for call in calls)
-        while (run := self._inflight.get(key)) is not None:
-            await run.done.wait()  # if that run was cancelled, the loop goes on and runs what is missing
-        missing = [call for call in calls if call.id not in self._results]
-        if missing:
-            run = self._inflight[key] = _ToolRun()
-            try:
-                await run_tool_calls(missing, self._execution, self, self._results.__setitem__)
-            finally:
-                del self._inflight[key]
-                run.done.set()
+        await self._run_calls(calls)
         # Copies: a caller may edit what it gets without changing what is cached.
         return {"role": "user", "content": [ToolResultBlockParam(**self._results[call.id]) for call in calls]}
 
     def _calls_to_answer(self) -> tuple[ToolCall, ...]:
-        history: list[Any] = self._params["messages"]
         if self._phase is _Phase.WITH_BODY and not self._history_changed:
             return calls_to_answer(self._reply, self._reply)
+        history: list[Any] = self._params["messages"]
         return calls_to_answer(history[-1] if history else None, self._reply)
+
+    async def _run_calls(self, calls: Sequence[ToolCall]) -> None:
+        """Make sure every call has a result: run the missing ones, wait for those running."""
+        while missing := [call for call in calls if call.id not in self._results]:
+            mine = [call for call in missing if call.id not in self._running]
+            if mine:
+                done = anyio.Event()
+                for call in mine:
+                    self._running[call.id] = done
+                try:
+                    await run_tool_calls(mine, self._execution, self, self._results.__setitem__)
+                finally:
+                    for call in mine:
+                        del self._running[call.id]
+                    done.set()
+            for call in missing:
+                if (event := self._running.get(call.id)) is not None:
+                    await event.wait()  # run elsewhere; if it was cancelled, the loop runs it here
+
+    def _start_early(self, call: ToolCall) -> None:
+        """Start a call while the reply streams (``run_tools_eagerly``)."""
+        tool = self._execution.tools.get(call.name)
+        if tool is None or not tool.start_early or call.id in self._results or call.id in self._running:
+            return
+        assert self._task_group is not None
+        done = self._running[call.id] = anyio.Event()
+        scope = self._early[call.id] = anyio.CancelScope()
+
+        async def run() -> None:
+            try:
+                with scope:
+                    self._results[call.id] = await run_one(call, self._execution, self, early=True)
+            finally:
+                del self._running[call.id], self._early[call.id]
+                done.set()
+
+        self._task_group.start_soon(run)
+
+    async def _drop_early(self, call_ids: Iterable[str]) -> None:
+        """Cancel the calls started early among ``call_ids`` and forget their results."""
+        ids = [call_id for call_id in call_ids if call_id in self._early or call_id in self._results]
+        for call_id in ids:
+            if (scope := self._early.get(call_id)) is not None:
+                scope.cancel()
+        for call_id in ids:
+            if (event := self._running.get(call_id)) is not None:
+                await event.wait()
+            self._results.pop(call_id, None)
 
     # -- iteration --------------------------------------------------------------------------------
 
-    def __aiter__(self) -> AsyncIterator[Reply]:
+    def __aiter__(self) -> AsyncIterator[ItemT]:
         return self
 
-    async def __anext__(self) -> Reply:
+    async def __anext__(self) -> ItemT:
         if self._advancing:
             raise ToolRunnerError(
                 "this runner is already advancing in another task; iterate a runner from one task at a time."
@@ -272,16 +428,22 @@ class ToolRunner:
         try:
             if self._phase is _Phase.WITH_BODY:
                 await self._finish_turn()
-            if self._phase is _Phase.FINISHED or self._limit_reached():
+            if self._phase is _Phase.READY and (limit := self._limit_reached()) is not None:
+                if self._on_limit == "final_answer" and self._final_answer is None:
+                    self._final_answer = limit
+                else:
+                    self._finish(limit)
+            if self._phase is _Phase.DONE:
                 raise StopAsyncIteration
-            reply = await self._send()
+            item = await self._send()
         finally:
             self._advancing = False
-        self._reply = reply
         self._requests_sent += 1
         self._history_changed = False
         self._phase = _Phase.WITH_BODY
-        return reply
+        if isinstance(item, Message | BetaMessage):
+            self._accept(item)
+        return cast(ItemT, item)
 
     async def until_done(self) -> Reply:
         """Run the loop to its end and return the final reply; resumes a loop left by ``break``."""
@@ -289,13 +451,58 @@ class ToolRunner:
             pass
         if self._reply is None:
             raise ToolRunnerError(
-                "the runner ended before sending any request, so there is no final message."
+                "the runner ended before any request got a reply, so there is no final message."
             )
         return self._reply
+
+    @asynccontextmanager
+    async def events(self) -> AsyncGenerator[AsyncIterator[RunnerEvent]]:
+        """Run the loop in the background and receive its events as they happen::
+
+            async with runner.events() as events:
+                async for event in events:
+                    ...
+
+        The iteration ends after ``LoopFinished``; an error of the loop is raised from it.
+        Leaving the block early cancels the loop (it can be resumed like after ``break``).
+        """
+        send, receive = anyio.create_memory_object_stream[RunnerEvent](float("inf"))
+        failure: list[BaseException] = []
+        previous = self._emit
+
+        def emit(event: RunnerEvent) -> None:
+            if previous is not None:
+                previous(event)
+            send.send_nowait(event)
+
+        async def drive() -> None:
+            with send:
+                try:
+                    await self.until_done()
+                except Exception as error:
+                    failure.append(error)
+
+        async def forward() -> AsyncIterator[RunnerEvent]:
+            async for event in receive:
+                yield event
+            if failure:
+                raise failure[0]
+
+        self._emit = emit
+        self._execution = _with_emit(self._execution, emit)
+        try:
+            async with anyio.create_task_group() as group, receive:
+                group.start_soon(drive)
+                yield forward()
+                group.cancel_scope.cancel()
+        finally:
+            self._emit = previous
+            self._execution = _with_emit(self._execution, previous)
 
     async def _finish_turn(self) -> None:
         """Steps 3 to 5 for the reply the body held. Appends happen together, after the tools ran,
         so a cancelled turn leaves the history as it was and can be finished again."""
+        await self._read_stream()
         reply = self._reply
         assert reply is not None
         results = await self.generate_tool_response()
@@ -306,15 +513,47 @@ class ToolRunner:
             history.append(results)
         if reply.container is not None:
             self._params["container"] = container_param(self._params.get("container"), reply.container.id)
-        paused = step_for(reply.stop_reason) is Step.RESUME
-        self._phase = (
-            _Phase.READY if (results is not None or self._history_changed or paused) else _Phase.FINISHED
-        )
+        if self._final_answer is not None:
+            self._finish(self._final_answer)
+        elif results is not None or self._history_changed or step_for(reply.stop_reason) is Step.RESUME:
+            self._phase = _Phase.READY
+        else:
+            self._finish("model")
 
-    def _limit_reached(self) -> bool:
-        return self._max_iterations is not None and self._requests_sent >= self._max_iterations
+    def _limit_reached(self) -> EndReason | None:
+        if self._max_iterations is not None and self._requests_sent >= self._max_iterations:
+            return "max_iterations"
+        if self._max_total_tokens is not None and self._usage.total.total_tokens >= self._max_total_tokens:
+            return "token_budget"
+        if self._max_cost is not None and (self._usage.cost or 0) >= self._max_cost:
+            return "cost_budget"
+        return None
 
-    async def _send(self) -> Reply:
+    def _finish(self, reason: EndReason) -> None:
+        if self._phase is _Phase.DONE:
+            return
+        self._phase = _Phase.DONE
+        self._end_reason = reason
+        if self._emit is not None:
+            self._emit(LoopFinished(message=self._reply, reason=reason))
+
+    def _accept(self, reply: Reply) -> None:
+        """Take a complete reply: it is the latest, its usage counts, listeners hear of it."""
+        self._reply = reply
+        self._usage.record(reply)
+        if self._emit is not None:
+            if self._open is None:  # a streamed reply's text was reported as it arrived
+                for index, block in enumerate(reply.content):
+                    if block.type == "text":
+                        self._emit(TextDelta(text=block.text, index=index))
+            self._emit(MessageFinished(message=reply))
+
+    async def _send(self) -> Reply | ReplyStream:
+        if self._eager and self._task_group is None:
+            raise ToolRunnerError(
+                "run_tools_eagerly=True runs tools in the runner's task group: enter the runner first, "
+                "with `async with ToolRunner(...) as runner:`."
+            )
         history: list[Any] = self._params["messages"]
         check_answered(history, self._check_from)
         self._check_from = max(len(history) - 1, 0)
@@ -322,13 +561,51 @@ class ToolRunner:
         del kwargs["tools"]
         if self._wire_tools:
             kwargs["tools"] = self._wire_tools
+            if self._final_answer is not None:
+                kwargs["tool_choice"] = {"type": "none"}
         betas = kwargs.pop("betas", None)
         messages = self._client.beta.messages if betas else self._client.messages
         if betas:
             kwargs["betas"] = betas
-        if isinstance(self._client, anthropic.AsyncAnthropic):
+        if not isinstance(self._client, anthropic.AsyncAnthropic):
+            return await anyio.to_thread.run_sync(partial(messages.create, **kwargs))  # type: ignore[no-any-return]
+        if not self._stream:
             return await messages.create(**kwargs)  # type: ignore[no-any-return]
-        return await anyio.to_thread.run_sync(partial(messages.create, **kwargs))  # type: ignore[no-any-return]
+        self._open = await watch_stream(
+            messages.stream(**kwargs),  # type: ignore[arg-type]
+            emit=self._emit,
+            on_tool_use=self._start_early if self._eager else None,
+        )
+        return self._open.stream
+
+    async def _read_stream(self) -> None:
+        """Read the rest of the stream the body holds and take its final message. If the stream
+        failed (here or in the body), drop it, and what started early, and raise its error: the
+        request is then sent again by the next iteration."""
+        watch = self._open
+        if watch is None:
+            return
+        try:
+            reply = await watch.final_message()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._abandon_stream()
+            raise
+        await watch.close()
+        self._accept(reply)
+        self._open = None
+        if step_for(reply.stop_reason) is not Step.RUN_TOOLS:
+            await self._drop_early(call.id for call in client_tool_calls(reply))
+
+    async def _abandon_stream(self) -> None:
+        watch, self._open = self._open, None
+        if watch is None:
+            return
+        await watch.close()
+        await self._drop_early(watch.tool_use_ids)
+        if self._phase is _Phase.WITH_BODY:
+            self._phase = _Phase.READY  # the request is sent again
+            self._requests_sent -= 1
 
     # -- params -----------------------------------------------------------------------------------
 
@@ -346,7 +623,9 @@ class ToolRunner:
                 f"messages must be a list of message params, not {type(messages).__name__!r}; "
                 "for example [{'role': 'user', 'content': 'Hello'}]."
             )
-        params["messages"] = [_message_param(message, index) for index, message in enumerate(messages)]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        params["messages"] = [
+            _message_param(message, index) for index, message in enumerate(cast("Sequence[object]", messages))
+        ]
         if "tools" not in self._params or params.get("tools") is not self._params["tools"]:
             self._index_tools(params)
         self._params = params
@@ -387,7 +666,34 @@ class ToolRunner:
             limiter=anyio.CapacityLimiter(self._max_concurrency) if self._max_concurrency else None,
             timeout=self._tool_timeout,
             unrunnable=frozenset(unrunnable),
+            emit=self._emit,
         )
+
+
+def _with_emit(options: ExecutionOptions, emit: Callable[[RunnerEvent], None] | None) -> ExecutionOptions:
+    return ExecutionOptions(
+        tools=options.tools,
+        adapter=options.adapter,
+        limiter=options.limiter,
+        timeout=options.timeout,
+        unrunnable=options.unrunnable,
+        emit=emit,
+    )
+
+
+def _check_positive_int(name: str, value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ParamsError(f"{name} must be a positive int or None, not {value!r}.")
+
+
+def _dollars(value: Decimal | float | str) -> Decimal:
+    try:
+        amount = Decimal(str(value))
+    except ArithmeticError:
+        amount = Decimal(-1)
+    if not amount.is_finite() or amount <= 0:
+        raise ParamsError(f"max_cost must be a positive amount of US dollars or None, not {value!r}.")
+    return amount
 
 
 @cache
@@ -396,6 +702,7 @@ def _known_param_names() -> frozenset[str]:
     names.update(inspect.signature(_Messages.create).parameters)
     names.update(inspect.signature(_BetaMessages.create).parameters)
     names.discard("self")
+    names.discard("stream")
     return frozenset(names)
 
 

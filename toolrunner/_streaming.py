@@ -1,0 +1,101 @@
+"""``stream=True``: watching the SDK's stream as the loop body (or the runner) reads it.
+
+The runner yields the SDK's own ``AsyncMessageStream``. To report text as it arrives, to start tool
+calls as soon as their ``tool_use`` block closes, and to know whether the stream ended well, it
+wraps the stream's event iterator: the same seam the SDK's own tool runner uses for its eager
+tools. Whoever reads the stream (its events, its ``text_stream`` or ``get_final_message()``) drives
+the wrapper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeAlias
+
+from anthropic.lib.streaming import (
+    AsyncMessageStream,
+    AsyncMessageStreamManager,
+    BetaAsyncMessageStream,
+    BetaAsyncMessageStreamManager,
+)
+from anthropic.types import Message
+from anthropic.types.beta import BetaMessage
+
+from ._errors import ToolRunnerError
+from ._events import RunnerEvent, TextDelta
+from ._lifecycle import ToolCall
+
+__all__ = ["ReplyStream", "StreamWatch", "watch_stream"]
+
+ReplyStream: TypeAlias = AsyncMessageStream[Any] | BetaAsyncMessageStream[Any]
+"""What a streaming runner yields: the SDK's stream of one reply."""
+
+StreamManager: TypeAlias = AsyncMessageStreamManager[Any] | BetaAsyncMessageStreamManager[Any]
+
+
+class StreamWatch:
+    """An open reply stream and what the runner saw of it."""
+
+    def __init__(self, manager: StreamManager, stream: ReplyStream) -> None:
+        self.stream = stream
+        self.tool_use_ids: list[str] = []
+        """The client tool_use blocks completed so far."""
+        self.error: BaseException | None = None
+        """What reading the stream raised, if anything (the body may have seen it first)."""
+        self.complete = False
+        """Whether ``message_stop`` arrived."""
+        self._manager: StreamManager | None = manager
+
+    async def final_message(self) -> Message | BetaMessage:
+        """The reply, reading what is left of the stream; raises what broke the stream."""
+        if self.error is not None:  # the body saw the stream fail
+            raise self.error
+        message = await self.stream.get_final_message()
+        if self.error is not None:
+            raise self.error
+        if not self.complete:
+            raise ToolRunnerError(
+                "the reply's stream ended before message_stop; iterate the runner again to send the request again."
+            )
+        return message
+
+    async def close(self) -> None:
+        """Close the response (idempotent)."""
+        manager, self._manager = self._manager, None
+        if manager is not None:
+            await manager.__aexit__(None, None, None)
+
+
+async def watch_stream(
+    manager: StreamManager,
+    *,
+    emit: Callable[[RunnerEvent], None] | None,
+    on_tool_use: Callable[[ToolCall], None] | None,
+) -> StreamWatch:
+    """Send the request of ``manager`` and watch its stream: text deltas go to ``emit``, completed
+    client tool_use blocks to ``on_tool_use``, as the events are read."""
+    stream = await manager.__aenter__()
+    watch = StreamWatch(manager, stream)
+    inner: AsyncIterator[Any] = stream._iterator  # pyright: ignore[reportPrivateUsage]
+
+    async def watched() -> AsyncIterator[Any]:
+        try:
+            async for event in inner:
+                if event.type == "content_block_delta":
+                    if emit is not None and event.delta.type == "text_delta":
+                        emit(TextDelta(text=event.delta.text, index=event.index))
+                elif event.type == "content_block_stop":
+                    block = event.content_block
+                    if block.type == "tool_use":
+                        watch.tool_use_ids.append(block.id)
+                        if on_tool_use is not None:
+                            on_tool_use(ToolCall(id=block.id, name=block.name, input=block.input))
+                elif event.type == "message_stop":
+                    watch.complete = True
+                yield event
+        except Exception as error:
+            watch.error = error
+            raise
+
+    stream._iterator = watched()  # pyright: ignore[reportPrivateUsage, reportAttributeAccessIssue]
+    return watch
