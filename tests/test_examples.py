@@ -1,0 +1,82 @@
+"""Every program in examples/ runs offline, as a reader would run it, and prints what it should.
+
+Each example runs in a subprocess without ANTHROPIC_API_KEY, so it talks to the fake Messages API.
+``examples/test_*.py`` are pytest files: they run through pytest in a subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+TIMEOUT = 120  # seconds; a hung example fails instead of hanging the suite
+
+# Lines (or parts of lines) each example must print; an example not listed must print something.
+EXPECTED: dict[str, list[str]] = {
+    "quickstart.py": ["-> get_weather(", "Done after"],
+    "steering.py": [
+        "1. Look at the tool results inside the loop",
+        "<- [error] There is no page at 'https://example.com/tide-tables'",
+        "pushed the reply and 1 result(s) with a note",
+        "instead of 2940",
+        "Approve sending email to 'all@example.com'? no",
+        "Sent to: ['science@team.example.com']; 3 requests.",
+    ],
+    "errors.py": [
+        "<- [is_error] ZeroDivisionError('division by zero')",
+        "- party_size: Input should be a valid integer",
+        "<- [is_error] Chez Nous is fully booked at 19:00.",
+        "<- [ok] Booked a table for 4 at Chez Nous at 18:30",
+        "Done after 4 requests.",
+    ],
+    "sync.py": ["-> read_file({'name': 'app.py'})", "<- 3 result(s) in", "the history holds 6 messages"],
+}
+
+
+def programs() -> list[str]:
+    return sorted(path.name for path in EXAMPLES.glob("*.py") if not path.name.startswith(("_", "test_")))
+
+
+def pytest_files() -> list[str]:
+    return sorted(path.name for path in EXAMPLES.glob("test_*.py"))
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if key != "ANTHROPIC_API_KEY"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return subprocess.run(
+        [sys.executable, "-W", "error", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+
+
+def test_the_examples_are_found() -> None:
+    assert {"steering.py", "errors.py", "sync.py"} <= set(programs())
+    assert "test_agent.py" in pytest_files()
+
+
+@pytest.mark.parametrize("name", programs())
+def test_example_runs_offline(name: str) -> None:
+    result = run(str(EXAMPLES / name))
+    assert result.returncode == 0, f"examples/{name} exited {result.returncode}:\n{result.stderr}"
+    assert result.stdout.strip(), f"examples/{name} printed nothing"
+    missing = [line for line in EXPECTED.get(name, []) if line not in result.stdout]
+    assert not missing, f"examples/{name} did not print {missing!r}; it printed:\n{result.stdout}"
+
+
+@pytest.mark.parametrize("name", pytest_files())
+def test_example_test_file_passes(name: str) -> None:
+    result = run("-m", "pytest", "-q", "-p", "no:cacheprovider", str(EXAMPLES / name))
+    assert result.returncode == 0, f"pytest examples/{name} failed:\n{result.stdout}\n{result.stderr}"
+    assert " passed" in result.stdout
