@@ -125,10 +125,13 @@ def text_reply(
     *,
     stop_reason: str | None = "end_turn",
     usage: Mapping[str, Any] | None = None,
+    container: Mapping[str, Any] | None = None,
     delay: float = 0.0,
 ) -> ScriptedReply:
     """A reply holding one text block."""
-    return ScriptedReply(({"type": "text", "text": text},), stop_reason, usage=usage, delay=delay)
+    return ScriptedReply(
+        ({"type": "text", "text": text},), stop_reason, usage=usage, container=container, delay=delay
+    )
 
 
 def tool_reply(
@@ -136,6 +139,7 @@ def tool_reply(
     text: str | None = None,
     stop_reason: str | None = "tool_use",
     usage: Mapping[str, Any] | None = None,
+    container: Mapping[str, Any] | None = None,
     delay: float = 0.0,
 ) -> ScriptedReply:
     """A reply calling tools: an optional text block first, then one `tool_use` block per call."""
@@ -146,7 +150,7 @@ def tool_reply(
     blocks = [call.to_block() for call in calls]
     if text is not None:
         blocks.insert(0, {"type": "text", "text": text})
-    return ScriptedReply(tuple(blocks), stop_reason, usage=usage, delay=delay)
+    return ScriptedReply(tuple(blocks), stop_reason, usage=usage, container=container, delay=delay)
 
 
 def message_reply(
