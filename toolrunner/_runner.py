@@ -463,8 +463,9 @@ class ToolRunner(Generic[ItemT]):
                 async for event in events:
                     ...
 
-        The iteration ends after ``LoopFinished``; an error of the loop is raised from it.
-        Leaving the block early cancels the loop (it can be resumed like after ``break``).
+        The iteration ends after ``LoopFinished``, or when the loop fails; the loop's error is then
+        raised as the block exits. Leaving the block early cancels the loop (it can be resumed
+        like after ``break``).
         """
         send, receive = anyio.create_memory_object_stream[RunnerEvent](float("inf"))
         failure: list[BaseException] = []
@@ -482,27 +483,29 @@ class ToolRunner(Generic[ItemT]):
                 except Exception as error:
                     failure.append(error)
 
-        async def forward() -> AsyncIterator[RunnerEvent]:
-            async for event in receive:
-                yield event
-            if failure:
-                raise failure[0]
-
         self._emit = emit
         self._execution = _with_emit(self._execution, emit)
         try:
             async with anyio.create_task_group() as group, receive:
                 group.start_soon(drive)
-                yield forward()
+                yield receive
                 group.cancel_scope.cancel()
+        except BaseExceptionGroup as group_error:  # the body's own error: raise it as it was
+            if len(group_error.exceptions) == 1:
+                raise group_error.exceptions[0] from None
+            raise
         finally:
             self._emit = previous
             self._execution = _with_emit(self._execution, previous)
+        if failure:
+            raise failure[0]
 
     async def _finish_turn(self) -> None:
         """Steps 3 to 5 for the reply the body held. Appends happen together, after the tools ran,
         so a cancelled turn leaves the history as it was and can be finished again."""
         await self._read_stream()
+        if self._phase is not _Phase.WITH_BODY:
+            return  # the stream failed and was dropped: the request is sent again
         reply = self._reply
         assert reply is not None
         results = await self.generate_tool_response()
@@ -580,10 +583,13 @@ class ToolRunner(Generic[ItemT]):
 
     async def _read_stream(self) -> None:
         """Read the rest of the stream the body holds and take its final message. If the stream
-        failed (here or in the body), drop it, and what started early, and raise its error: the
-        request is then sent again by the next iteration."""
+        fails here, drop it and what started early, and raise its error; if the body already got
+        the error, just drop them. Either way the next iteration sends the request again."""
         watch = self._open
         if watch is None:
+            return
+        if watch.error is not None:  # the body read the stream and got its error already
+            await self._abandon_stream()
             return
         try:
             reply = await watch.final_message()
