@@ -1,38 +1,107 @@
 """toolrunner: Claude's tool-use loop on the official anthropic SDK.
 
-The public names are re-exported here; the modules behind them are private.
+The public names are re-exported here; the modules behind them are private. The offline testing
+kit is the public subpackage ``toolrunner.testing``.
 """
 
 from ._errors import (
     HistoryError as HistoryError,
     ParamsError as ParamsError,
+    ResultTooLargeError as ResultTooLargeError,
     ToolDefinitionError as ToolDefinitionError,
     ToolError as ToolError,
     ToolInputError as ToolInputError,
     ToolRunnerError as ToolRunnerError,
     UnansweredToolUseError as UnansweredToolUseError,
 )
-from ._lifecycle import ToolCall as ToolCall
-from ._results import ToolResultAdapter as ToolResultAdapter
-from ._runner import Reply as Reply, ToolResultMessage as ToolResultMessage, ToolRunner as ToolRunner
+from ._events import (
+    EndReason as EndReason,
+    LoopFinished as LoopFinished,
+    MessageFinished as MessageFinished,
+    RunnerEvent as RunnerEvent,
+    TextDelta as TextDelta,
+    ToolCallFinished as ToolCallFinished,
+    ToolCallStarted as ToolCallStarted,
+)
+from ._history import (
+    ImportedHistory as ImportedHistory,
+    from_openai as from_openai,
+    sanitize_tool_id as sanitize_tool_id,
+    text_of as text_of,
+    thinking_text as thinking_text,
+    to_openai as to_openai,
+)
+from ._lifecycle import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step, ToolCall as ToolCall
+from ._results import (
+    DEFAULT_ADAPTER as DEFAULT_ADAPTER,
+    File as File,
+    Image as Image,
+    Link as Link,
+    ToolResultAdapter as ToolResultAdapter,
+    ToolResultContent as ToolResultContent,
+    tool_result_block as tool_result_block,
+)
+from ._runner import (
+    Reply as Reply,
+    ReplyStream as ReplyStream,
+    ToolResultMessage as ToolResultMessage,
+    ToolRunner as ToolRunner,
+)
 from ._sync import SyncToolRunner as SyncToolRunner
 from ._tools import Tool as Tool, ToolContext as ToolContext, tool as tool
+from ._usage import (
+    DEFAULT_PRICES as DEFAULT_PRICES,
+    PRICES_AS_OF as PRICES_AS_OF,
+    Price as Price,
+    RequestUsage as RequestUsage,
+    Usage as Usage,
+    UsageTracker as UsageTracker,
+)
 
 __all__ = [
+    "DEFAULT_ADAPTER",
+    "DEFAULT_PRICES",
+    "PRICES_AS_OF",
+    "STOP_REASON_STEPS",
+    "EndReason",
+    "File",
     "HistoryError",
+    "Image",
+    "ImportedHistory",
+    "Link",
+    "LoopFinished",
+    "MessageFinished",
     "ParamsError",
+    "Price",
     "Reply",
+    "ReplyStream",
+    "RequestUsage",
+    "ResultTooLargeError",
+    "RunnerEvent",
+    "Step",
     "SyncToolRunner",
+    "TextDelta",
     "Tool",
     "ToolCall",
+    "ToolCallFinished",
+    "ToolCallStarted",
     "ToolContext",
     "ToolDefinitionError",
     "ToolError",
     "ToolInputError",
     "ToolResultAdapter",
+    "ToolResultContent",
     "ToolResultMessage",
     "ToolRunner",
     "ToolRunnerError",
     "UnansweredToolUseError",
+    "Usage",
+    "UsageTracker",
+    "from_openai",
+    "sanitize_tool_id",
+    "text_of",
+    "thinking_text",
+    "to_openai",
     "tool",
+    "tool_result_block",
 ]

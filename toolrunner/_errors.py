@@ -7,6 +7,7 @@ Exceptions that user code raises on purpose are kept apart from failures of the 
     └── ToolRunnerError              base of every failure toolrunner itself raises
         ├── ToolDefinitionError      (also TypeError) a function cannot be made into a tool
         ├── ToolInputError           (also ValueError) the model's input does not fit a tool's schema
+        ├── ResultTooLargeError      (also ValueError) a tool's result is over the adapter's limits
         ├── ParamsError              (also ValueError) runner arguments or params that cannot be sent
         └── HistoryError             (also ValueError) a history the service would reject
             └── UnansweredToolUseError   a client tool_use with no tool_result in the next message
@@ -23,6 +24,7 @@ from typing import Any
 __all__ = [
     "HistoryError",
     "ParamsError",
+    "ResultTooLargeError",
     "ToolDefinitionError",
     "ToolError",
     "ToolInputError",
@@ -56,6 +58,14 @@ class ToolInputError(ToolRunnerError, ValueError):
 
     The runner turns it into an ``is_error`` tool_result whose text is ``str(error)``, so the
     message is written for the model: which fields were wrong, why, and what was sent.
+    """
+
+
+class ResultTooLargeError(ToolRunnerError, ValueError):
+    """A tool's result is larger than the result adapter's limits allow.
+
+    The runner answers the tool call with an ``is_error`` tool_result whose text is ``str(error)``,
+    so the message is written for the model: what was too large, its size, and the limit.
     """
 
 

@@ -21,7 +21,7 @@ import pydantic
 import pydantic_core
 from anthropic.types import ToolResultBlockParam
 
-from ._errors import ToolError, ToolRunnerError
+from ._errors import ResultTooLargeError, ToolError
 
 __all__ = [
     "CONTENT_BLOCK_TYPES",
@@ -47,14 +47,6 @@ ToolResultContent: TypeAlias = str | list[ContentBlock]
 CONTENT_BLOCK_TYPES: frozenset[str] = frozenset(
     {"text", "image", "document", "search_result", "tool_reference", "browser_state"}
 )
-
-
-class ResultTooLargeError(ToolRunnerError, ValueError):
-    """A tool's result is larger than the adapter's limits allow.
-
-    The runner answers the tool call with an ``is_error`` tool_result whose text is ``str(error)``,
-    so the message is written for the model: what was too large, its size, and the limit.
-    """
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

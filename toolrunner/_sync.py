@@ -11,16 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from decimal import Decimal
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 import anthropic
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from ._errors import ParamsError
+from ._events import EndReason, RunnerEvent
 from ._results import DEFAULT_ADAPTER, ToolResultAdapter
 from ._runner import Reply, ToolResultMessage, ToolRunner
 from ._tools import Tool
+from ._usage import Price, UsageTracker
 
 __all__ = ["SyncToolRunner"]
 
@@ -41,9 +44,14 @@ class SyncToolRunner:
         *,
         tools: Iterable[Tool | Callable[..., Any] | Mapping[str, Any]] = (),
         max_iterations: int | None = None,
+        max_total_tokens: int | None = None,
+        max_cost: Decimal | float | str | None = None,
+        on_limit: Literal["stop", "final_answer"] = "stop",
         max_concurrency: int | None = None,
         tool_timeout: float | None = None,
         result_adapter: ToolResultAdapter = DEFAULT_ADAPTER,
+        prices: Mapping[str, Price] | None = None,
+        on_event: Callable[[RunnerEvent], None] | None = None,
         **params: Any,
     ) -> None:
         if not isinstance(client, anthropic.Anthropic):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -55,9 +63,14 @@ class SyncToolRunner:
             client,
             tools=tools,
             max_iterations=max_iterations,
+            max_total_tokens=max_total_tokens,
+            max_cost=max_cost,
+            on_limit=on_limit,
             max_concurrency=max_concurrency,
             tool_timeout=tool_timeout,
             result_adapter=result_adapter,
+            prices=prices,
+            on_event=on_event,
             **params,
         )
         self._portal: BlockingPortal | None = None
@@ -81,6 +94,26 @@ class SyncToolRunner:
     def last_message(self) -> Reply | None:
         """The latest reply, or ``None`` before the first."""
         return self._runner.last_message
+
+    @property
+    def requests_sent(self) -> int:
+        """How many requests got a reply."""
+        return self._runner.requests_sent
+
+    @property
+    def usage(self) -> UsageTracker:
+        """Token usage per request and in total, and the cost when the model has a price."""
+        return self._runner.usage
+
+    @property
+    def finished(self) -> bool:
+        """Whether the loop has ended."""
+        return self._runner.finished
+
+    @property
+    def end_reason(self) -> EndReason | None:
+        """Why the loop ended, or ``None`` while it goes on (see ``ToolRunner.end_reason``)."""
+        return self._runner.end_reason
 
     def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None:
         """Append messages to the history (see ``ToolRunner.push_messages``)."""
