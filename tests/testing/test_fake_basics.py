@@ -346,3 +346,14 @@ async def test_automatic_mode_calls_each_tool_then_sums_up() -> None:
     assert second.stop_reason == "end_turn"
     assert second.content == [TextBlock(type="text", text="get_weather: sunny\nconvert: 41 F")]
     assert no_tools.content[0].type == "text"
+
+
+def test_a_closed_fake_refuses_later_requests() -> None:
+    fake = FakeMessagesAPI([text_reply("unused")])
+    fake.close()
+    with (
+        fake.client(max_retries=2) as client,
+        pytest.raises(anthropic.InternalServerError, match=r"request #1 arrived after close\(\)"),
+    ):
+        client.messages.create(model="m", max_tokens=10, messages=USER)
+    assert len(fake.requests) == 1

@@ -140,6 +140,7 @@ class FakeMessagesAPI:
         self._used = 0  # script[:_used] have answered requests
         self._messages = 0
         self._tool_ids = 0
+        self._closed = False
         # Requests may arrive from several threads (sync clients, the server thread).
         self._lock = threading.Lock()
 
@@ -147,6 +148,14 @@ class FakeMessagesAPI:
     def automatic(cls, *, validate: bool = True) -> FakeMessagesAPI:
         """A fake that calls every offered tool once with schema-made arguments, then sums up the results."""
         return cls(responder=answer_request_automatically, validate=validate)
+
+    def close(self) -> None:
+        """Refuse later requests: each gets a 500 saying it arrived after close() (and is recorded).
+
+        The pytest fixture closes its fake after the test, so a task that outlives the test fails
+        loudly instead of going unnoticed.
+        """
+        self._closed = True
 
     def add(self, *entries: ScriptEntry) -> None:
         """Append entries to the script."""
@@ -232,6 +241,14 @@ class FakeMessagesAPI:
                 len(self.requests), method, url, headers, body if body is not None else {}
             )
             self.requests.append(request)
+            if self._closed:
+                return request, _error(
+                    500,
+                    "api_error",
+                    f"FakeMessagesAPI: request #{request.index + 1} arrived after close(); stop every task "
+                    "that uses the fake before the test ends.",
+                    should_retry=False,
+                )
             if method != "POST" or path != "/v1/messages":
                 return request, _error(
                     404,

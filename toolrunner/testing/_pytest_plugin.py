@@ -43,9 +43,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture
-def fake_messages_api() -> FakeMessagesAPI:
-    """A fresh `FakeMessagesAPI` with an empty script; fill it with `fake.add(...)` or `fake.script.extend(...)`."""
-    return FakeMessagesAPI()
+def fake_messages_api() -> Iterator[FakeMessagesAPI]:
+    """A fresh `FakeMessagesAPI` with an empty script, closed after the test.
+
+    Fill it with `fake.add(...)` or `fake.script.extend([...])`.
+    """
+    fake = FakeMessagesAPI()
+    yield fake
+    fake.close()
 
 
 def _refuse(request: httpx2.Request) -> None:

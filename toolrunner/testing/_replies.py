@@ -70,12 +70,27 @@ class ScriptedReply:
     # that needs no ids copies nothing.
     needs_ids: bool = field(init=False, repr=False, compare=False)
 
+    def __repr__(self) -> str:
+        blocks = ", ".join(_describe(block) for block in self.content)
+        return f"<reply [{blocks}] stop_reason={self.stop_reason!r}>"
+
     def __post_init__(self) -> None:
         object.__setattr__(
             self,
             "needs_ids",
             any(block.get("type") == "tool_use" and block.get("id") is None for block in self.content),
         )
+
+
+def _describe(block: dict[str, Any]) -> str:
+    """A short summary of a content block, for error messages."""
+    kind = block.get("type")
+    if kind == "text":
+        text = str(block.get("text", ""))
+        return f"text {text[:40]!r}" + ("..." if len(text) > 40 else "")
+    if kind == "tool_use":
+        return f"tool_use {block.get('name')}({json.dumps(block.get('input'))[:40]})"
+    return str(kind)
 
 
 @dataclass(frozen=True, slots=True)
