@@ -96,7 +96,7 @@ async def test_a_cut_stream_raises_a_read_error_after_the_given_events() -> None
     seen: list[str] = []
     async with fake.async_client() as client:
         stream = await client.messages.create(model="m", max_tokens=10, messages=USER, stream=True)
-        with pytest.raises(httpx2.ReadError, match=r"cut the answer after 4 events"):  # noqa: PT012
+        with pytest.raises(httpx2.ReadError, match=r"cut the answer after 4 events"):
             async for event in stream:
                 seen.append(event.type)
     # message_start, content_block_start, ping (dropped by the SDK), one delta.
