@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["encode_event", "message_events"]
+__all__ = ["count_events", "encode_event", "message_events"]
 
 _PIECES = 3  # how many deltas a text, thinking or input JSON is split into (fewer if it is short)
 # Blocks whose input the SDK accumulates from input_json_delta events; other blocks arrive whole.
@@ -71,9 +71,7 @@ def message_events(message: dict[str, Any], *, partial_json: str | None = None) 
     delta: dict[str, Any] = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
     if message.get("container") is not None:
         delta["container"] = message["container"]
-    events.append(
-        encode_event("message_delta", {"type": "message_delta", "delta": delta, "usage": {**usage}})
-    )
+    events.append(encode_event("message_delta", {"type": "message_delta", "delta": delta, "usage": usage}))
     events.append(encode_event("message_stop", {"type": "message_stop"}))
     return events
 
