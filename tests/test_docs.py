@@ -299,3 +299,27 @@ def test_api_reference_covers_every_public_name(name: str) -> None:
     assert not missing, (
         f"the section of docs/api.md for {name!r} does not mention {missing!r}; document them."
     )
+
+
+# -- the site: every page is reachable, every link to a page resolves -------------------------------------
+
+
+def test_every_doc_page_is_in_the_site_nav_and_the_index() -> None:
+    pages_in_nav = set(
+        re.findall(r":\s*([\w/-]+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M)
+    )
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert page.name in pages_in_nav, f"docs/{page.name} is not in the nav of mkdocs.yml; add it there."
+        if page.name != "index.md":
+            assert f"]({page.name})" in index, (
+                f"docs/{page.name} is not linked from docs/index.md; add it to the map."
+            )
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda page: page.relative_to(ROOT).as_posix())
+def test_links_to_pages_resolve(page: Path) -> None:
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)  # not inside code
+    targets = re.findall(r"\]\(([^)#\s:]+\.md)(?:#[^)]*)?\)", text)
+    broken = [target for target in targets if not (page.parent / target).is_file()]
+    assert not broken, f"{page.relative_to(ROOT)} links to pages that do not exist: {broken!r}"
