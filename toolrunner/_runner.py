@@ -14,14 +14,13 @@ The decisions are the pure functions of ``_lifecycle``; this module does the I/O
 
 from __future__ import annotations
 
-import difflib
+import dataclasses
 import enum
-import inspect
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from decimal import Decimal
-from functools import cache, partial
+from functools import partial
 from types import MappingProxyType, TracebackType
 from typing import Any, Generic, Literal, Self, TypeAlias, TypedDict, cast, overload
 
@@ -29,13 +28,12 @@ import anthropic
 import anyio
 import anyio.abc
 import anyio.to_thread
-from anthropic.resources.beta.messages import AsyncMessages as _BetaMessages
-from anthropic.resources.messages import AsyncMessages as _Messages
 from anthropic.types import Message, ToolResultBlockParam
 from anthropic.types.beta import BetaMessage
 from typing_extensions import TypeVar
 
-from ._errors import HistoryError, ParamsError, ToolDefinitionError, ToolRunnerError
+from ._calls import CallResults
+from ._errors import ParamsError, ToolRunnerError
 from ._events import EndReason, LoopFinished, MessageFinished, RunnerEvent, TextDelta
 from ._execution import ExecutionOptions, run_one, run_tool_calls
 from ._lifecycle import (
@@ -43,13 +41,13 @@ from ._lifecycle import (
     ToolCall,
     calls_to_answer,
     check_answered,
-    client_tool_calls,
     container_param,
     step_for,
 )
+from ._params import check_params, check_positive_int, dollars, index_tools, message_param
 from ._results import DEFAULT_ADAPTER, ToolResultAdapter
 from ._streaming import ReplyStream, StreamWatch, watch_stream
-from ._tools import Tool, as_tool
+from ._tools import Tool
 from ._usage import Price, UsageTracker, find_price
 
 __all__ = ["Reply", "ReplyStream", "ToolResultMessage", "ToolRunner"]
@@ -168,9 +166,9 @@ class ToolRunner(Generic[ItemT]):
                 f"client must be an anthropic.AsyncAnthropic or anthropic.Anthropic, not {type(client).__name__!r}; "
                 "create one with anthropic.AsyncAnthropic()."
             )
-        _check_positive_int("max_iterations", max_iterations)
-        _check_positive_int("max_total_tokens", max_total_tokens)
-        _check_positive_int("max_concurrency", max_concurrency)
+        check_positive_int("max_iterations", max_iterations)
+        check_positive_int("max_total_tokens", max_total_tokens)
+        check_positive_int("max_concurrency", max_concurrency)
         if tool_timeout is not None and not (isinstance(tool_timeout, int | float) and tool_timeout > 0):
             raise ParamsError(
                 f"tool_timeout must be a positive number of seconds or None, not {tool_timeout!r}."
@@ -190,7 +188,7 @@ class ToolRunner(Generic[ItemT]):
         self._eager = run_tools_eagerly
         self._max_iterations = max_iterations
         self._max_total_tokens = max_total_tokens
-        self._max_cost = None if max_cost is None else _dollars(max_cost)
+        self._max_cost = None if max_cost is None else dollars(max_cost)
         self._on_limit = on_limit
         self._max_concurrency = max_concurrency
         self._tool_timeout = tool_timeout
@@ -213,11 +211,8 @@ class ToolRunner(Generic[ItemT]):
         self._task_group: anyio.abc.TaskGroup | None = None
         # The history is known to be valid before this index (see ``check_answered``).
         self._check_from = 0
-        # Tool results by tool_use id: a call that finished is never run again. ``_running``
-        # holds the calls being run (by any task), each with an event set when it stops.
-        self._results: dict[str, ToolResultBlockParam] = {}
-        self._running: dict[str, anyio.Event] = {}
-        self._early: dict[str, anyio.CancelScope] = {}
+        # Tool results by tool_use id: a call that finished is never run again.
+        self._calls = CallResults()
 
         self._params: dict[str, Any] = {}
         self._wire_tools: list[Any] = []
@@ -277,7 +272,7 @@ class ToolRunner(Generic[ItemT]):
 
         From the loop body, this means the runner will not append the yielded reply itself.
         """
-        params = [_message_param(message, index) for index, message in enumerate(messages)]
+        params = [message_param(message, index) for index, message in enumerate(messages)]
         history: list[Any] = self._params["messages"]
         self._check_from = min(self._check_from, max(len(history) - 1, 0))
         history.extend(params)
@@ -356,9 +351,7 @@ class ToolRunner(Generic[ItemT]):
         calls = self._calls_to_answer()
         if not calls:
             return None
-        await self._run_calls(calls)
-        # Copies: a caller may edit what it gets without changing what is cached.
-        return {"role": "user", "content": [ToolResultBlockParam(**self._results[call.id]) for call in calls]}
+        return {"role": "user", "content": await self._calls.complete(calls, self._execute)}
 
     def _calls_to_answer(self) -> tuple[ToolCall, ...]:
         if self._phase is _Phase.WITH_BODY and not self._history_changed:
@@ -366,53 +359,20 @@ class ToolRunner(Generic[ItemT]):
         history: list[Any] = self._params["messages"]
         return calls_to_answer(history[-1] if history else None, self._reply)
 
-    async def _run_calls(self, calls: Sequence[ToolCall]) -> None:
-        """Make sure every call has a result: run the missing ones, wait for those running."""
-        while missing := [call for call in calls if call.id not in self._results]:
-            mine = [call for call in missing if call.id not in self._running]
-            if mine:
-                done = anyio.Event()
-                for call in mine:
-                    self._running[call.id] = done
-                try:
-                    await run_tool_calls(mine, self._execution, self, self._results.__setitem__)
-                finally:
-                    for call in mine:
-                        del self._running[call.id]
-                    done.set()
-            for call in missing:
-                if (event := self._running.get(call.id)) is not None:
-                    await event.wait()  # run elsewhere; if it was cancelled, the loop runs it here
+    async def _execute(
+        self, calls: Sequence[ToolCall], on_result: Callable[[str, ToolResultBlockParam], None]
+    ) -> None:
+        await run_tool_calls(calls, self._execution, self, on_result)
 
     def _start_early(self, call: ToolCall) -> None:
-        """Start a call while the reply streams (``run_tools_eagerly``)."""
+        """Start a call while the reply streams (``run_tools_eagerly``), if its tool allows."""
         tool = self._execution.tools.get(call.name)
-        if tool is None or not tool.start_early or call.id in self._results or call.id in self._running:
-            return
-        assert self._task_group is not None
-        done = self._running[call.id] = anyio.Event()
-        scope = self._early[call.id] = anyio.CancelScope()
+        if tool is not None and tool.start_early:
+            assert self._task_group is not None
+            self._calls.start_early(call, self._task_group, self._run_early)
 
-        async def run() -> None:
-            try:
-                with scope:
-                    self._results[call.id] = await run_one(call, self._execution, self, early=True)
-            finally:
-                del self._running[call.id], self._early[call.id]
-                done.set()
-
-        self._task_group.start_soon(run)
-
-    async def _drop_early(self, call_ids: Iterable[str]) -> None:
-        """Cancel the calls started early among ``call_ids`` and forget their results."""
-        ids = [call_id for call_id in call_ids if call_id in self._early or call_id in self._results]
-        for call_id in ids:
-            if (scope := self._early.get(call_id)) is not None:
-                scope.cancel()
-        for call_id in ids:
-            if (event := self._running.get(call_id)) is not None:
-                await event.wait()
-            self._results.pop(call_id, None)
+    async def _run_early(self, call: ToolCall) -> ToolResultBlockParam:
+        return await run_one(call, self._execution, self, early=True)
 
     # -- iteration --------------------------------------------------------------------------------
 
@@ -600,15 +560,14 @@ class ToolRunner(Generic[ItemT]):
         await watch.close()
         self._accept(reply)
         self._open = None
-        if step_for(reply.stop_reason) is not Step.RUN_TOOLS:
-            await self._drop_early(call.id for call in client_tool_calls(reply))
+        await self._calls.settle_early(watch.tool_use_ids, keep=step_for(reply.stop_reason) is Step.RUN_TOOLS)
 
     async def _abandon_stream(self) -> None:
         watch, self._open = self._open, None
         if watch is None:
             return
         await watch.close()
-        await self._drop_early(watch.tool_use_ids)
+        await self._calls.settle_early(watch.tool_use_ids, keep=False)
         if self._phase is _Phase.WITH_BODY:
             self._phase = _Phase.READY  # the request is sent again
             self._requests_sent -= 1
@@ -616,134 +575,22 @@ class ToolRunner(Generic[ItemT]):
     # -- params -----------------------------------------------------------------------------------
 
     def _install_params(self, params: dict[str, Any]) -> None:
-        """Validate ``params`` and make them current; index the tools when they changed."""
-        for required in ("model", "max_tokens", "messages"):
-            if required not in params:
-                raise ParamsError(
-                    f"params need {required!r}; pass it to ToolRunner(...) or keep it in set_messages_params."
-                )
-        _check_param_names(params)
-        messages = params["messages"]
-        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-            raise ParamsError(
-                f"messages must be a list of message params, not {type(messages).__name__!r}; "
-                "for example [{'role': 'user', 'content': 'Hello'}]."
-            )
-        params["messages"] = [
-            _message_param(message, index) for index, message in enumerate(cast("Sequence[object]", messages))
-        ]
+        """Check ``params`` and make them current; index the tools when they changed."""
+        check_params(params)
         if "tools" not in self._params or params.get("tools") is not self._params["tools"]:
-            self._index_tools(params)
+            index = index_tools(params.get("tools"))
+            params["tools"] = index.tools
+            self._wire_tools = index.wire
+            self._execution = ExecutionOptions(
+                tools=index.runnable,
+                adapter=self._adapter,
+                limiter=anyio.CapacityLimiter(self._max_concurrency) if self._max_concurrency else None,
+                timeout=self._tool_timeout,
+                unrunnable=index.unrunnable,
+                emit=self._emit,
+            )
         self._params = params
-
-    def _index_tools(self, params: dict[str, Any]) -> None:
-        entries: object = params.get("tools") or []
-        if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Iterable):
-            raise ParamsError(f"tools must be a list of tools, not {type(cast(object, entries)).__name__!r}.")
-        tools: list[Tool | Mapping[str, Any]] = []
-        runnable: dict[str, Tool] = {}
-        unrunnable: set[str] = set()
-        for entry in cast("Iterable[object]", entries):
-            tool: Tool | Mapping[str, Any]
-            if isinstance(entry, Mapping):
-                tool = cast("Mapping[str, Any]", entry)
-                name = tool.get("name")
-                if not isinstance(name, str):
-                    raise ParamsError(
-                        f"the raw tool definition {entry!r} has no 'name'; every tool needs one."
-                    )
-            else:
-                tool = as_tool(entry)
-                name = tool.name
-            if name in runnable or name in unrunnable:
-                raise ToolDefinitionError(
-                    f"two tools are named {name!r}; tool names must be unique. Rename one with @tool(name=...)."
-                )
-            if isinstance(tool, Tool):
-                runnable[name] = tool
-            else:
-                unrunnable.add(name)
-            tools.append(tool)
-        params["tools"] = tools
-        self._wire_tools = [tool.to_param() if isinstance(tool, Tool) else tool for tool in tools]
-        self._execution = ExecutionOptions(
-            tools=runnable,
-            adapter=self._adapter,
-            limiter=anyio.CapacityLimiter(self._max_concurrency) if self._max_concurrency else None,
-            timeout=self._tool_timeout,
-            unrunnable=frozenset(unrunnable),
-            emit=self._emit,
-        )
 
 
 def _with_emit(options: ExecutionOptions, emit: Callable[[RunnerEvent], None] | None) -> ExecutionOptions:
-    return ExecutionOptions(
-        tools=options.tools,
-        adapter=options.adapter,
-        limiter=options.limiter,
-        timeout=options.timeout,
-        unrunnable=options.unrunnable,
-        emit=emit,
-    )
-
-
-def _check_positive_int(name: str, value: object) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ParamsError(f"{name} must be a positive int or None, not {value!r}.")
-
-
-def _dollars(value: Decimal | float | str) -> Decimal:
-    try:
-        amount = Decimal(str(value))
-    except ArithmeticError:
-        amount = Decimal(-1)
-    if not amount.is_finite() or amount <= 0:
-        raise ParamsError(f"max_cost must be a positive amount of US dollars or None, not {value!r}.")
-    return amount
-
-
-@cache
-def _known_param_names() -> frozenset[str]:
-    names: set[str] = set()
-    names.update(inspect.signature(_Messages.create).parameters)
-    names.update(inspect.signature(_BetaMessages.create).parameters)
-    names.discard("self")
-    names.discard("stream")
-    return frozenset(names)
-
-
-def _check_param_names(params: Mapping[str, Any]) -> None:
-    known = _known_param_names()
-    for name in params:
-        if name not in known and name != "tools":
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ParamsError(
-                f"{name!r} is not a parameter of client.messages.create.{hint} "
-                "Pass runner options (max_iterations, ...) and request params by their documented names."
-            )
-
-
-def _message_param(message: object, index: int) -> Any:
-    """A message as the history keeps it: SDK messages become params; dicts are checked, not copied."""
-    if isinstance(message, Message | BetaMessage):
-        return message.to_param()
-    if not isinstance(message, Mapping):
-        raise HistoryError(
-            f"message {index} is a {type(message).__name__!r}; a message is a dict like "
-            "{'role': 'user', 'content': '...'} or an SDK Message."
-        )
-    message = cast("Mapping[str, Any]", message)
-    role = message.get("role")
-    if role not in ("user", "assistant"):
-        raise HistoryError(
-            f"message {index} has role {role!r}; the Messages API takes 'user' and 'assistant' "
-            "(put system text in the system= param)."
-        )
-    content = message.get("content")
-    if not isinstance(content, str | list | tuple):
-        raise HistoryError(
-            f"message {index} has content of type {type(content).__name__!r}; content is a string or a list of "
-            "content blocks."
-        )
-    return message
+    return dataclasses.replace(options, emit=emit)

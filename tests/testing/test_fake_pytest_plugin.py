@@ -58,6 +58,7 @@ def test_the_marker_switches_the_guard_off() -> None:
 
 def test_the_plugin_loads_through_pytest_plugins_too(tmp_path: Path) -> None:
     (tmp_path / "conftest.py").write_text('pytest_plugins = ["toolrunner.testing._pytest_plugin"]\n')
+    (tmp_path / "pytest.ini").write_text("[pytest]\ntoolrunner_network_guard = true\n")
     (tmp_path / "test_it.py").write_text(
         "import anthropic, pytest\n"
         "def test_fixture(fake_messages_api):\n"
@@ -91,3 +92,24 @@ def test_the_plugin_loads_through_pytest_plugins_too(tmp_path: Path) -> None:
     )
     assert "1 failed, 2 passed" in result.stdout, result.stdout + result.stderr
     assert "tests must not call real services" in result.stdout
+
+
+def test_the_guard_is_off_unless_a_project_asks_for_it(tmp_path: Path) -> None:
+    """Installing toolrunner must not change other projects' test suites."""
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["toolrunner.testing._pytest_plugin"]\n')
+    (tmp_path / "test_it.py").write_text(
+        "import httpx2\n"
+        "def test_unguarded():\n"
+        "    assert httpx2.HTTPTransport.handle_request.__qualname__ == 'HTTPTransport.handle_request'\n"
+        "def test_guarded(toolrunner_network_guard):\n"
+        "    assert httpx2.HTTPTransport.handle_request.__qualname__ != 'HTTPTransport.handle_request'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:toolrunner", "-p", "no:cacheprovider", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert "2 passed" in result.stdout, result.stdout + result.stderr

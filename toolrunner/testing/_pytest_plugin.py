@@ -3,11 +3,13 @@
 Registered as a `pytest11` entry point, so installing toolrunner enables it; without the installed
 package, load it with `pytest_plugins = ["toolrunner.testing._pytest_plugin"]` in a conftest.py.
 
-The guard (autouse) fails any test whose `httpx2` client reaches a host other than 127.0.0.1,
-::1 or localhost, so tests cannot call the real service by accident. It patches the two real
-`httpx2` transports (`HTTPTransport.handle_request`, `AsyncHTTPTransport.handle_async_request`);
-the fake's own transports are not touched. Opt out per test with `@pytest.mark.allow_network`,
-or for a whole project with `toolrunner_network_guard = false` in the pytest ini options.
+The guard fails any test whose `httpx2` client reaches a host other than 127.0.0.1, ::1 or
+localhost, so tests cannot call the real service by accident. Installing toolrunner must not change
+other projects' test suites, so the guard is opt-in: switch it on for a whole project with
+`toolrunner_network_guard = true` in the pytest ini options, or per test with the
+`toolrunner_network_guard` fixture. Opt a test out with `@pytest.mark.allow_network`. It patches
+the two real `httpx2` transports (`HTTPTransport.handle_request`,
+`AsyncHTTPTransport.handle_async_request`); the fake's own transports are not touched.
 """
 
 from __future__ import annotations
@@ -26,12 +28,12 @@ _MARKER = "allow_network"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Register the ini option that switches the network guard off."""
+    """Register the ini option that switches the network guard on for every test."""
     parser.addini(
         "toolrunner_network_guard",
         type="bool",
-        default=True,
-        help="toolrunner: fail tests whose httpx2 clients reach hosts other than loopback (default true)",
+        default=False,
+        help="toolrunner: fail tests whose httpx2 clients reach hosts other than loopback (default false)",
     )
 
 
@@ -64,13 +66,18 @@ def _refuse(request: httpx2.Request) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _toolrunner_network_guard_for_all(request: pytest.FixtureRequest) -> None:
+    """Apply the guard to every test when the ini option asks for it."""
+    if request.config.getini("toolrunner_network_guard"):
+        request.getfixturevalue("toolrunner_network_guard")
+
+
+@pytest.fixture
 def toolrunner_network_guard(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[None]:
     """Fail the test if a real httpx2 transport is asked for a non-loopback host."""
-    if request.node.get_closest_marker(_MARKER) is not None or not request.config.getini(
-        "toolrunner_network_guard"
-    ):
+    if request.node.get_closest_marker(_MARKER) is not None:
         yield
         return
     sync_send = httpx2.HTTPTransport.handle_request
