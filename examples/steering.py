@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
 
 import anthropic
 import anyio
-from anthropic.types import Message, MessageParam, ToolResultBlockParam, ToolUseBlock
+from anthropic.types import Message, MessageParam, TextBlockParam, ToolResultBlockParam, ToolUseBlock
 
 from toolrunner import Reply, ToolError, ToolResultMessage, ToolRunner, tool
 from toolrunner.testing import FakeMessagesAPI, ScriptEntry, text_reply, tool_call, tool_reply
@@ -140,7 +139,7 @@ async def push_results_yourself() -> None:
         messages=[{"role": "user", "content": "Find sources about tides."}],
         tools=[search],
     )
-    note: dict[str, Any] = {"type": "text", "text": "Note from the app: list at most two sources."}
+    note: TextBlockParam = {"type": "text", "text": "Note from the app: list at most two sources."}
     async with client:
         async for message in runner:
             show(message)
