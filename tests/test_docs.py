@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -136,13 +137,6 @@ for block in blocks["blocks"]:
 """
 
 
-@cache
-def _page_results(page: str, scratch: str) -> tuple[dict[str, Any], str]:
-    """Run every block of ``page`` in one subprocess (once per test session)."""
-    blocks = [block for block in all_blocks() if block.page == page and not block.skip]
-    return run_blocks(blocks, Path(scratch), BLOCK_TIMEOUT)
-
-
 def run_blocks(blocks: list[Block], work: Path, timeout: int) -> tuple[dict[str, Any], str]:
     """Run ``blocks`` in one subprocess in ``work``: their results by index, and the process's stderr."""
     blocks_path, results_path = work / "blocks.json", work / "results.json"
@@ -180,8 +174,28 @@ def run_blocks(blocks: list[Block], work: Path, timeout: int) -> tuple[dict[str,
 
 
 @pytest.fixture(scope="session")
-def scratch_dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    return {page.relative_to(ROOT).as_posix(): str(tmp_path_factory.mktemp("docs")) for page in pages()}
+def page_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Future[tuple[dict[str, Any], str]]]]:
+    """The pages of the selected blocks, each run in its own subprocess, all pages at once."""
+    selected: set[str] = set()
+    for item in request.session.items:
+        params: dict[str, object] = getattr(getattr(item, "callspec", None), "params", {})
+        block = params.get("block")
+        if isinstance(block, Block):
+            selected.add(block.page)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as executor:
+        runs = {
+            page: executor.submit(
+                run_blocks,
+                [block for block in all_blocks() if block.page == page and not block.skip],
+                tmp_path_factory.mktemp("docs"),
+                BLOCK_TIMEOUT,
+            )
+            for page in sorted(selected)
+        }
+        yield runs
+        executor.shutdown(cancel_futures=True)
 
 
 def _params() -> list[Any]:
@@ -196,10 +210,12 @@ def _params() -> list[Any]:
 
 
 @pytest.mark.parametrize("block", _params())
-def test_code_block_runs(block: Block, scratch_dirs: dict[str, str]) -> None:
+def test_code_block_runs(block: Block, page_runs: dict[str, Future[tuple[dict[str, Any], str]]]) -> None:
     if block.skip:
         pytest.skip(f"{block.where} is marked {SKIP_MARKER}")
-    results, stderr = _page_results(block.page, scratch_dirs[block.page])
+    run = page_runs.get(block.page)
+    assert run is not None, f"{block.page} was not started; page_runs starts the pages of the selected tests."
+    results, stderr = run.result()
     result = results.get(str(block.index))
     if result is None:
         pytest.fail(
