@@ -1,9 +1,13 @@
-"""The documentation runs: every ```python block of README.md and docs/*.md, and the API page is complete.
+"""The documentation runs and is complete.
 
-Each block runs on its own, in a fresh namespace as ``__main__``, with warnings as errors and a time
-limit. The blocks of one page share a subprocess (imports are slow), which runs them in a scratch
-directory; tracebacks give the line numbers of the page itself. A block that cannot run offline is
-marked with ``<!-- skip-test -->`` on the line before it; the test reports it as skipped.
+- Every ```python block of README.md and docs/*.md runs on its own, in a fresh namespace as
+  ``__main__``, offline (without ANTHROPIC_API_KEY), with warnings as errors and a time limit. The
+  blocks of one page share a subprocess (imports are slow; pages run in parallel), which runs them
+  in a scratch directory; tracebacks give the line numbers of the page itself. A block that cannot
+  run offline is marked with ``<!-- skip-test -->`` on the line before it and reported as skipped.
+- docs/api.md has a section for every name of ``toolrunner.__all__`` and
+  ``toolrunner.testing.__all__``, mentioning each parameter and public method.
+- Every page is in the nav of mkdocs.yml and linked from docs/index.md; links to pages resolve.
 """
 
 from __future__ import annotations
