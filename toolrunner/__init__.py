@@ -6,6 +6,7 @@ kit is the public subpackage ``toolrunner.testing``.
 
 from ._errors import (
     HistoryError as HistoryError,
+    MalformedReplyError as MalformedReplyError,
     ParamsError as ParamsError,
     ResultTooLargeError as ResultTooLargeError,
     ToolDefinitionError as ToolDefinitionError,
@@ -70,6 +71,7 @@ __all__ = [
     "ImportedHistory",
     "Link",
     "LoopFinished",
+    "MalformedReplyError",
     "MessageFinished",
     "ParamsError",
     "Price",

@@ -9,6 +9,7 @@ Exceptions that user code raises on purpose are kept apart from failures of the 
         ├── ToolInputError           (also ValueError) the model's input does not fit a tool's schema
         ├── ResultTooLargeError      (also ValueError) a tool's result is over the adapter's limits
         ├── ParamsError              (also ValueError) runner arguments or params that cannot be sent
+        ├── MalformedReplyError      a 200 from the service that is not a message (nothing is appended)
         └── HistoryError             (also ValueError) a history the service would reject
             └── UnansweredToolUseError   a client tool_use with no tool_result in the next message
 
@@ -23,6 +24,7 @@ from typing import Any
 
 __all__ = [
     "HistoryError",
+    "MalformedReplyError",
     "ParamsError",
     "ResultTooLargeError",
     "ToolDefinitionError",
@@ -71,6 +73,13 @@ class ResultTooLargeError(ToolRunnerError, ValueError):
 
 class ParamsError(ToolRunnerError, ValueError):
     """Runner arguments or request params that cannot be used."""
+
+
+class MalformedReplyError(ToolRunnerError):
+    """The service answered a request with something that is not a message.
+
+    Nothing is appended; iterating the runner again sends the same request again.
+    """
 
 
 class HistoryError(ToolRunnerError, ValueError):

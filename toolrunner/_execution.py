@@ -143,10 +143,11 @@ async def _invoke(
     tool: Tool, call: ToolCall, kwargs: dict[str, Any], adapter: ToolResultAdapter, time_limit: float | None
 ) -> ResultBlock:
     if time_limit is None:
+        # A sync tool cannot be stopped: cancellation waits for its thread, and its result counts.
         return await _call_and_convert(tool, call, kwargs, adapter, abandon_on_cancel=False)
-    # A sync tool that overruns is abandoned in its worker thread (Python cannot stop a thread):
-    # its result is discarded when it returns. Without a timeout, cancellation waits for it.
-    with anyio.move_on_after(time_limit) as scope:
+    # The same with a time limit, but a sync tool that overruns its own limit is abandoned in its
+    # thread (Python cannot stop a thread), and what it returns later is discarded.
+    with anyio.CancelScope(shield=not tool.is_async), anyio.move_on_after(time_limit) as scope:
         return await _call_and_convert(tool, call, kwargs, adapter, abandon_on_cancel=True)
     assert scope.cancelled_caught
     return tool_result_block(

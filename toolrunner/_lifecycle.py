@@ -164,9 +164,12 @@ def check_answered(messages: Sequence[object], start: int = 0) -> None:
             )
             raise UnansweredToolUseError(
                 f"messages[{index}] has tool_use block(s) {missing!r} that {where}; the service would reject "
-                "this history with a 400. Follow that assistant message with a user message holding a "
-                "tool_result for each tool_use id (for example the one `await runner.generate_tool_response()` "
-                "returns), or remove the tool_use blocks."
+                "this history with a 400. Follow that assistant message with a user message that starts with a "
+                "tool_result for each of those ids, or remove the tool_use blocks. For the latest reply, "
+                "`await runner.generate_tool_response()` gives the results; the calls of a reply that stopped "
+                "for another reason than tool_use (max_tokens may have cut an input) are never run, so answer "
+                'them yourself, for example {"type": "tool_result", "tool_use_id": ..., "is_error": True, '
+                '"content": "The input was cut off; call the tool again."}.'
             )
 
 

@@ -33,7 +33,7 @@ from anthropic.types.beta import BetaMessage
 from typing_extensions import TypeVar
 
 from ._calls import CallResults
-from ._errors import ParamsError, ToolRunnerError
+from ._errors import MalformedReplyError, ParamsError, ToolRunnerError
 from ._events import EndReason, LoopFinished, MessageFinished, RunnerEvent, TextDelta
 from ._execution import ExecutionOptions, run_one, run_tool_calls
 from ._lifecycle import (
@@ -398,11 +398,13 @@ class ToolRunner(Generic[ItemT]):
             item = await self._send()
         finally:
             self._advancing = False
+        if self._open is None:
+            _check_reply(item)
         self._requests_sent += 1
         self._history_changed = False
         self._phase = _Phase.WITH_BODY
-        if isinstance(item, Message | BetaMessage):
-            self._accept(item)
+        if self._open is None:
+            self._accept(cast(Reply, item))
         return cast(ItemT, item)
 
     async def until_done(self) -> Reply:
@@ -590,6 +592,26 @@ class ToolRunner(Generic[ItemT]):
                 emit=self._emit,
             )
         self._params = params
+
+
+def _check_reply(reply: object) -> None:
+    """Refuse what is not a whole assistant message (a proxy's page answered with a 200, say): the
+    SDK parses leniently, and such a reply would poison the history."""
+    if not (
+        isinstance(reply, Message | BetaMessage)
+        and getattr(reply, "role", None) == "assistant"
+        and isinstance(getattr(reply, "content", None), list)
+        and hasattr(reply, "stop_reason")
+    ):
+        raise MalformedReplyError(
+            f"the service answered with something that is not a message ({_preview(reply)}); nothing was "
+            "appended, and iterating the runner again sends the same request again."
+        )
+
+
+def _preview(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _with_emit(options: ExecutionOptions, emit: Callable[[RunnerEvent], None] | None) -> ExecutionOptions:
