@@ -33,6 +33,7 @@ from typing import Any
 
 import anthropic
 
+import toolrunner
 from toolrunner import ParamsError, ToolRunner
 
 # Run as a script: the sibling modules import as top-level modules.
@@ -255,7 +256,9 @@ def memory_rows(config: Config, memory: dict[Contender, dict[str, Any]]) -> list
     ratios = {c: memory[c]["peak_rss_kib"] / memory["raw"]["peak_rss_kib"] for c in ("sdk", "toolrunner")}
     peak.sdk_ratio, peak.toolrunner_ratio = f"{ratios['sdk']:.2f}x", f"{ratios['toolrunner']:.2f}x"
     peak.passed = ratios["toolrunner"] <= 1.2
-    peak.details = {"memory": memory}
+    above = {c: (memory[c]["peak_rss_kib"] - memory[c]["baseline_rss_kib"]) / 1024 for c in CONTENDERS}
+    peak.result = "above imports: " + ", ".join(f"{NAMES[c]} {above[c]:.1f}" for c in CONTENDERS) + " MiB"
+    peak.details = {"memory": memory, "peak_above_baseline_mib": above}
 
     repeat = Row(
         f"{config.repeats} runs of {config.repeat_turns} turns in one process",
@@ -340,6 +343,7 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "anthropic": metadata.version("anthropic"),
         "toolrunner_commit": commit or "unknown",
+        "toolrunner_path": str(Path(toolrunner.__file__).parent),
         "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
     }
 
@@ -481,7 +485,8 @@ def main() -> int:
     info = machine()
     print(
         f"toolrunner benchmarks{' (quick)' if args.quick else ''}: {info['cpus']} CPUs ({info['cpu_model']}), "
-        f"Python {info['python']}, anthropic {info['anthropic']}, toolrunner {info['toolrunner_commit']}, "
+        f"Python {info['python']}, anthropic {info['anthropic']}, toolrunner {info['toolrunner_commit']} "
+        f"({info['toolrunner_path']}), "
         f"load average {info['load_average']}"
     )
     start = time.perf_counter()
