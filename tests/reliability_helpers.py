@@ -117,7 +117,7 @@ def pairing_problems(messages: Sequence[object], *, allow_trailing: bool = False
 # -- leaks ------------------------------------------------------------------------------------------
 
 # Threads that pools keep for reuse: they are idle between calls, not leaked.
-_POOL_THREAD_PREFIXES = ("AnyIO worker thread", "Trio thread")
+_POOL_THREAD_PREFIXES = ("AnyIO worker thread", "Trio thread", "asyncio_")
 
 
 def _is_pool_thread(thread: threading.Thread) -> bool:
@@ -146,9 +146,12 @@ def worker_threads_idle(timeout: float = 5.0) -> bool:
 
 
 def _idle(frame: Any) -> bool:
-    """An idle pool thread waits for its next job: anyio's in ``queue.get``, trio's in ``_work``."""
+    """An idle pool thread waits for its next job: anyio's in ``queue.get``, trio's in ``_work``,
+    the asyncio default executor's in ``_worker``."""
     code = frame.f_code
     if code.co_name == "_work" and code.co_filename.endswith("_thread_cache.py"):
+        return True
+    if code.co_name == "_worker" and code.co_filename.endswith("thread.py"):
         return True
     parent = frame.f_back
     return (

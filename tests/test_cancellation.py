@@ -225,15 +225,11 @@ async def test_move_on_after_while_sync_tools_run_waits_for_them_and_keeps_their
     assert charges == {"A": 1, "B": 1}  # the finished calls were not run again
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: an outer cancellation abandons a sync tool that has a timeout; the call finishes "
-    "in its thread but its result is dropped, and resuming runs it again (a second charge)",
-)
-async def test_a_sync_tool_with_a_timeout_is_not_run_again_after_an_outer_cancellation() -> None:
+async def test_a_sync_tool_with_a_timeout_is_waited_for_on_outer_cancellation_and_not_run_again() -> None:
+    """Only the tool's own timeout abandons its thread; an outer cancellation waits for the call,
+    keeps its result, and resuming does not run it again (no second charge)."""
     started = threading.Event()
     release = threading.Event()
-    finished = threading.Event()
 
     @tool(timeout=GUARD)
     def charge_card(invoice: str) -> str:
@@ -241,7 +237,6 @@ async def test_a_sync_tool_with_a_timeout_is_not_run_again_after_an_outer_cancel
         started.set()
         release.wait(GUARD)
         charges[invoice] += 1
-        finished.set()
         return f"charged {invoice}"
 
     fake = FakeMessagesAPI(
@@ -249,21 +244,23 @@ async def test_a_sync_tool_with_a_timeout_is_not_run_again_after_an_outer_cancel
     )
     async with fake.async_client() as client:
         runner = runner_for(client, charge_card)
-        with anyio.CancelScope() as scope:
+        leaks = await LeakCheck.start()
+        with anyio.CancelScope() as scope, anyio.fail_after(GUARD / 2):
             async with anyio.create_task_group() as group:
 
                 async def cancel_when_running() -> None:
                     await anyio.to_thread.run_sync(started.wait, GUARD)
                     scope.cancel()
+                    release.set()
 
                 group.start_soon(cancel_when_running)
                 await runner.until_done()
-        release.set()  # the abandoned call now completes: the card is charged once
-        await anyio.to_thread.run_sync(finished.wait, GUARD)
-        finished.clear()
+        await assert_clean(runner, leaks)
+        assert charges == {"A": 1}
         with anyio.fail_after(GUARD):
             await runner.until_done()
     assert charges == {"A": 1}
+    assert [role for role, _ in skeleton(runner.messages)] == ["user", "assistant", "user", "assistant"]
 
 
 async def test_cancelling_async_tools_appends_nothing_and_resume_reruns_only_unfinished_calls() -> None:

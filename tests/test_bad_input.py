@@ -1,0 +1,556 @@
+"""Bad input, each case with a message that says what to do.
+
+Mistakes of the program (arguments, pushed messages, params) raise at once, before anything is
+sent, and leave the runner as it was. Mistakes of the model (input, unknown tools) and failures of
+tools become ``is_error`` results that tell the model what to do, and the loop goes on.
+tests/test_construction.py, test_execution.py and test_tools.py cover the first cases of each kind;
+these extend them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
+from pathlib import Path
+from types import CoroutineType
+from typing import Any, cast
+
+import anthropic
+import anyio
+import pytest
+from pydantic import BaseModel
+
+from tests.reliability_helpers import plain
+from toolrunner import HistoryError, ParamsError, ToolRunner, UnansweredToolUseError, tool
+from toolrunner.testing import FakeMessagesAPI, message_reply, text_reply, tool_call, tool_reply
+
+MODEL = "claude-sonnet-4-6"
+USER = {"role": "user", "content": "Ship the tea."}
+GUARD = 10
+
+
+@tool
+async def ping() -> str:
+    """Answer pong."""
+    return "pong"
+
+
+def build(fake: FakeMessagesAPI | None = None, **overrides: Any) -> ToolRunner:
+    options: dict[str, Any] = {"model": MODEL, "max_tokens": 64, "messages": [USER], "tools": [ping]}
+    options.update(overrides)
+    return ToolRunner((fake or FakeMessagesAPI()).async_client(), **options)
+
+
+def results(runner: ToolRunner, index: int = 2) -> list[tuple[str, Any, bool]]:
+    return [
+        (block["tool_use_id"], block.get("content"), bool(block.get("is_error")))
+        for block in plain(runner.messages[index])["content"]
+    ]
+
+
+@contextmanager
+def quiet_tool_failures() -> Generator[None]:
+    """The runner logs tools that raise; these tests check the results instead."""
+    logger = logging.getLogger("toolrunner")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+# -- constructor arguments -------------------------------------------------------------------------------
+
+
+def _case_id(value: object) -> str:
+    return repr(cast("dict[str, Any]", value)) if isinstance(value, dict) else ""
+
+
+@pytest.mark.parametrize(
+    ("overrides", "match"),
+    [
+        ({"max_iterations": True}, "max_iterations must be a positive int or None, not True"),
+        ({"max_iterations": 2.5}, "max_iterations must be a positive int or None, not 2.5"),
+        ({"max_concurrency": 0}, "max_concurrency must be a positive int or None, not 0"),
+        ({"max_concurrency": "4"}, "max_concurrency must be a positive int or None, not '4'"),
+        ({"tool_timeout": -1}, "tool_timeout must be a positive number of seconds or None, not -1"),
+        ({"tool_timeout": "30s"}, "tool_timeout must be a positive number of seconds or None, not '30s'"),
+        (
+            {"tool_timeout": float("nan")},
+            "tool_timeout must be a positive number of seconds or None, not nan",
+        ),
+        ({"messages": None}, "messages must be a list of message params, not 'NoneType'; for example"),
+        ({"messages": b"hi"}, "messages must be a list of message params, not 'bytes'"),
+        (
+            {"maxtokens": 64},
+            "'maxtokens' is not a parameter of client.messages.create. Did you mean 'max_tokens'",
+        ),
+    ],
+    ids=_case_id,
+)
+def test_invalid_numbers_and_params_are_refused_with_what_to_pass(
+    overrides: dict[str, Any], match: str
+) -> None:
+    with pytest.raises(ParamsError, match=match.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        build(**overrides)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "error", "match"),
+    [
+        (
+            {"messages": [{"content": "hi"}]},
+            HistoryError,
+            "message 0 has role None; the Messages API takes 'user'",
+        ),
+        ({"messages": [USER, "and more"]}, HistoryError, "message 1 is a 'str'; a message is a dict like"),
+        ({"messages": [{"role": "user"}]}, HistoryError, "message 0 has content of type 'NoneType'"),
+    ],
+)
+def test_invalid_messages_at_construction_name_the_message(
+    overrides: dict[str, Any], error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        build(**overrides)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: tool_timeout=True is taken as 1 second (bool is an int), while max_iterations=True "
+    "and @tool(timeout=True) are refused",
+)
+def test_a_boolean_tool_timeout_is_refused() -> None:
+    with pytest.raises(ParamsError, match="tool_timeout"):
+        build(tool_timeout=True)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: result_adapter is not checked; a wrong one is only found when a tool returns, as "
+    "an AttributeError turned into an is_error result for the model",
+)
+def test_a_result_adapter_that_is_not_one_is_refused() -> None:
+    with pytest.raises(ParamsError, match="result_adapter"):
+        build(result_adapter="json")
+
+
+# -- what tools return ----------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_result_that_cannot_be_serialised_tells_the_model_and_the_loop_goes_on() -> None:
+    @tool
+    async def lookup(kind: str) -> object:
+        """Return something."""
+        return {"object": object(), "nested": {"when": threading.Lock()}}[kind]
+
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(
+                tool_call("lookup", {"kind": "object"}, id="a"),
+                tool_call("lookup", {"kind": "nested"}, id="b"),
+            ),
+            text_reply("ok"),
+        ]
+    )
+    runner = build(fake, tools=[lookup])
+    with quiet_tool_failures():
+        await runner.until_done()
+    for tool_use_id, content, is_error in results(runner):
+        assert is_error, tool_use_id
+        assert "as a tool result; return a str, dict, list" in content
+        assert "or subclass ToolResultAdapter to convert it" in content
+    fake.assert_complete()
+
+
+@pytest.mark.anyio
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: an OSError from reading a returned Path is reported with repr(), which drops the "
+    "file name, so the result does not say which file could not be read",
+)
+async def test_a_returned_path_that_cannot_be_read_names_the_file(tmp_path: Path) -> None:
+    missing = tmp_path / "report.pdf"
+
+    @tool
+    async def report() -> Path:
+        """Return the report file."""
+        return missing
+
+    fake = FakeMessagesAPI([tool_reply(tool_call("report", {}, id="r")), text_reply("ok")])
+    runner = build(fake, tools=[report])
+    with quiet_tool_failures():
+        await runner.until_done()
+    [(_, content, is_error)] = results(runner)
+    assert is_error
+    assert "report.pdf" in content
+
+
+@pytest.mark.anyio
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: a sync tool that returns a coroutine (a missing await or async def) gets a TypeError "
+    "result, but the coroutine is never closed, so Python warns 'coroutine ... was never awaited'",
+)
+async def test_a_sync_tool_returning_a_coroutine_is_told_to_be_async_without_a_warning() -> None:
+    created: list[CoroutineType[Any, Any, str]] = []
+
+    async def fetch() -> str:
+        return "data"
+
+    @tool
+    def forgot_await() -> object:
+        """Return data (but returns a coroutine by mistake)."""
+        created.append(fetch())
+        return created[-1]
+
+    fake = FakeMessagesAPI([tool_reply(tool_call("forgot_await", {}, id="f")), text_reply("ok")])
+    runner = build(fake, tools=[forgot_await])
+    try:
+        with quiet_tool_failures():
+            await runner.until_done()
+        [(_, content, is_error)] = results(runner)
+        assert is_error
+        assert "coroutine" in content
+        # Closed, it can never warn "coroutine ... was never awaited" (a warning is an error here).
+        assert created[0].cr_frame is None, "the runner left the coroutine open"
+    finally:
+        created[0].close()
+
+
+# -- tools that hang -------------------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_a_tools_own_timeout_wins_over_the_runners() -> None:
+    @tool(timeout=0.05)
+    async def hang() -> str:
+        """Never finish."""
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    fake = FakeMessagesAPI([tool_reply(tool_call("hang", {}, id="h")), text_reply("ok")])
+    runner = build(fake, tools=[hang], tool_timeout=GUARD)
+    with anyio.fail_after(GUARD / 2):
+        await runner.until_done()
+    [(_, content, is_error)] = results(runner)
+    assert is_error
+    assert content.startswith("Tool 'hang' did not finish within its 0.05 s timeout")
+    assert "Try again with a smaller request, or answer without this tool." in content
+
+
+# -- BaseException from tools --------------------------------------------------------------------------
+
+
+class Abort(BaseException):
+    """A BaseException that is neither cancellation nor an interrupt."""
+
+
+@pytest.mark.anyio
+async def test_keyboard_interrupt_from_an_async_tool_propagates_as_itself_and_the_history_is_untouched() -> (
+    None
+):
+    @tool
+    async def interrupted() -> str:
+        """Get interrupted."""
+        raise KeyboardInterrupt
+
+    fake = FakeMessagesAPI([tool_reply(tool_call("interrupted", {}, id="k")), text_reply("ok")])
+    runner = build(fake, tools=[interrupted])
+    with pytest.raises(KeyboardInterrupt):
+        await runner.until_done()
+    assert plain(runner.messages) == [USER]
+    assert runner.requests_sent == 1
+
+
+@pytest.mark.anyio
+async def test_system_exit_from_a_sync_tool_propagates_and_the_runner_resumes() -> None:
+    exits = [True]
+
+    @tool
+    def maybe_exit() -> str:
+        """Exit the first time."""
+        if exits.pop(0) if exits else False:
+            raise SystemExit(3)
+        return "stayed"
+
+    fake = FakeMessagesAPI([tool_reply(tool_call("maybe_exit", {}, id="x")), text_reply("ok")])
+    runner = build(fake, tools=[maybe_exit])
+    with pytest.raises(SystemExit):
+        await runner.until_done()
+    assert plain(runner.messages) == [USER]
+    await runner.until_done()
+    assert results(runner) == [("x", "stayed", False)]
+
+
+@pytest.mark.anyio
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: a BaseException from one of several concurrent calls arrives wrapped in a "
+    "BaseExceptionGroup (anyio task group), so `except Abort`/`except KeyboardInterrupt` miss it; "
+    "with a single call it arrives as itself",
+)
+async def test_a_base_exception_from_one_of_several_calls_propagates_as_itself() -> None:
+    @tool
+    async def abort(n: int) -> str:
+        """Abort on 0."""
+        if n == 0:
+            raise Abort
+        await anyio.sleep(0.01)
+        return "fine"
+
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(tool_call("abort", {"n": 0}, id="a"), tool_call("abort", {"n": 1}, id="b")),
+            text_reply("ok"),
+        ]
+    )
+    runner = build(fake, tools=[abort])
+    with pytest.raises(Abort):
+        await runner.until_done()
+
+
+# -- input from the model ----------------------------------------------------------------------------------
+
+
+class Address(BaseModel):
+    city: str
+    zip: int
+
+
+@tool
+async def ship(item: str, quantity: int, address: Address) -> str:
+    """Ship an item.
+
+    Args:
+        item: What to ship.
+        quantity: How many.
+        address: Where to.
+    """
+    return f"shipped {quantity} {item} to {address.city}"
+
+
+GOOD_ADDRESS = {"city": "Oslo", "zip": 150}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("tool_input", "expected"),
+    [
+        (
+            {"item": "tea", "quantity": "lots", "address": GOOD_ADDRESS},
+            "- quantity: Input should be a valid integer",
+        ),
+        ({"item": "tea", "address": GOOD_ADDRESS}, "- quantity: Field required"),
+        (
+            {"item": "tea", "quantity": 1, "address": GOOD_ADDRESS, "colour": "red"},
+            "- colour: Extra inputs are not permitted (received 'red')",
+        ),
+        (
+            {"item": "tea", "quantity": 1, "address": {"city": "Oslo", "zip": "N-0150"}},
+            "- address.zip: Input should be",
+        ),
+        ({"item": ["tea"], "quantity": 1, "address": "Oslo"}, "(2 errors)"),
+        ({}, "(3 errors)"),
+    ],
+    ids=["wrong type", "missing", "extra", "nested wrong type", "two wrong", "empty"],
+)
+async def test_wrong_input_from_the_model_names_the_fields_and_asks_for_a_new_call(
+    tool_input: dict[str, Any], expected: str
+) -> None:
+    fake = FakeMessagesAPI([tool_reply(tool_call("ship", tool_input, id="s")), text_reply("ok")])
+    runner = build(fake, tools=[ship])
+    await runner.until_done()
+    [(_, content, is_error)] = results(runner)
+    assert is_error
+    assert content.startswith("The input for tool 'ship' is invalid")
+    assert expected in content
+    assert content.endswith("Call ship again with corrected input.")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("tool_input", "what"),
+    [
+        (None, "a NoneType"),
+        ([1, 2], "a list"),
+        (7, "a int"),
+        ("ship it", "a str that is not valid JSON"),
+        ('["tea"]', "a str holding a JSON array"),
+    ],
+    ids=["null", "array", "number", "garbage string", "json array string"],
+)
+async def test_input_that_is_not_an_object_says_so_and_asks_for_an_object(
+    tool_input: object, what: str
+) -> None:
+    fake = FakeMessagesAPI(
+        [
+            message_reply(
+                [{"type": "tool_use", "id": "s", "name": "ship", "input": tool_input}], stop_reason="tool_use"
+            )
+        ]
+    )
+    runner = build(fake, tools=[ship])
+    # The service only sends objects, and the SDK warns when it serialises any other input, so
+    # the result is read in the body and the loop closed there.
+    response = None
+    async for _ in runner:
+        response = await runner.generate_tool_response()
+        runner.close()
+    [block] = plain(response)["content"]
+    assert block["is_error"]
+    assert f"must be a JSON object matching its input_schema, but it was {what}" in block["content"]
+    assert block["content"].endswith("Call ship again with an object as its input.")
+
+
+@pytest.mark.anyio
+async def test_an_unknown_tool_when_none_are_runnable_says_there_are_none() -> None:
+    fake = FakeMessagesAPI([tool_reply(tool_call("ship", {}, id="s")), text_reply("ok")])
+    runner = build(fake, tools=[])
+    await runner.until_done()
+    assert results(runner) == [("s", "There is no tool named 'ship'. The available tools are: none.", True)]
+
+
+# -- what the program pushes ------------------------------------------------------------------------------
+
+
+def dangling(tool_use_id: str = "t_dangling") -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": tool_use_id, "name": "ping", "input": {}}],
+    }
+
+
+@pytest.mark.anyio
+async def test_a_pushed_dangling_tool_use_is_refused_before_sending_and_can_be_repaired() -> None:
+    fake = FakeMessagesAPI([text_reply("Hi"), text_reply("Pong.")])
+    runner = build(fake)
+    with pytest.raises(UnansweredToolUseError) as caught:
+        async for message in runner:
+            runner.push_messages(
+                message, {"role": "user", "content": "x"}, dangling(), {"role": "user", "content": "?"}
+            )
+    text = str(caught.value)
+    assert "messages[3] has tool_use block(s) ['t_dangling'] that messages[4] does not answer" in text
+    assert "Follow that assistant message with a user message that starts with a tool_result for each" in text
+    assert len(fake.requests) == 1  # nothing was sent
+    runner.set_messages_params(lambda params: {**params, "messages": params["messages"][:2]})
+    final = await runner.until_done()
+    assert final.content[0].type == "text"
+    assert len(fake.requests) == 2
+
+
+@pytest.mark.anyio
+async def test_a_pushed_tool_use_as_the_last_message_is_answered_not_refused() -> None:
+    fake = FakeMessagesAPI([text_reply("Hi"), text_reply("Pong.")])
+    runner = build(fake)
+    async for message in runner:
+        if runner.requests_sent == 1:
+            runner.push_messages(message, {"role": "user", "content": "ping"}, dangling("t_last"))
+    assert plain(fake.requests[1].body["messages"][-1]) == {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "t_last", "content": "pong"}],
+    }
+
+
+@pytest.mark.parametrize(
+    ("messages", "match"),
+    [
+        (("hello",), "message 0 is a 'str'; a message is a dict like"),
+        (([USER, USER],), "message 0 is a 'list'; a message is a dict like"),
+        ((None,), "message 0 is a 'NoneType'"),
+        (
+            ({"role": "system", "content": "Be brief."},),
+            "role 'system'.*put system text in the system= param",
+        ),
+        (({"role": "user"},), "message 0 has content of type 'NoneType'; content is a string or a list"),
+        (({"role": "user", "content": {"type": "text", "text": "hi"}},), "content of type 'dict'"),
+        ((USER, {"content": "no role"}), "message 1 has role None"),
+    ],
+    ids=["string", "list not unpacked", "None", "system role", "no content", "content a block", "no role"],
+)
+def test_push_messages_refuses_wrong_shapes_and_appends_nothing(
+    messages: tuple[Any, ...], match: str
+) -> None:
+    runner = build()
+    with pytest.raises(HistoryError, match=match):
+        runner.push_messages(*messages)
+    assert plain(runner.messages) == [USER]
+
+
+# -- set_messages_params -----------------------------------------------------------------------------------
+
+
+def _without_messages(params: dict[str, Any]) -> Any:
+    return {key: value for key, value in params.items() if key != "messages"}
+
+
+def _with(**changes: Any) -> Callable[[dict[str, Any]], Any]:
+    return lambda params: {**params, **changes}
+
+
+def _with_bad_message(params: dict[str, Any]) -> Any:
+    return {**params, "messages": [*params["messages"], 3]}
+
+
+def _items(params: dict[str, Any]) -> Any:
+    return params.items()
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "match"),
+    [
+        (_without_messages, ParamsError, "params need 'messages'"),
+        (_with(messages="hi"), ParamsError, "messages must be a list of message params, not 'str'"),
+        (_with_bad_message, HistoryError, "message 1 is a 'int'"),
+        (
+            _with(stop_sequence=["END"]),
+            ParamsError,
+            "'stop_sequence' is not a parameter.*Did you mean 'stop_sequences'",
+        ),
+        (_with(max_iterations=3), ParamsError, "Pass runner options"),
+        (_items, ParamsError, "returned 'dict_items', not a mapping"),
+    ],
+    ids=["no messages", "messages a string", "a bad message", "misspelt param", "runner option", "items"],
+)
+def test_set_messages_params_refuses_bad_params_and_keeps_the_old_ones(
+    change: Callable[[dict[str, Any]], Any], error: type[Exception], match: str
+) -> None:
+    runner = build()
+    before = dict(runner.params)
+    with pytest.raises(error, match=match):
+        runner.set_messages_params(change)
+    assert dict(runner.params) == before
+
+
+def test_an_error_inside_the_function_given_to_set_messages_params_propagates_unchanged() -> None:
+    runner = build()
+
+    def broken(params: dict[str, Any]) -> dict[str, Any]:
+        raise KeyError("system")
+
+    with pytest.raises(KeyError, match="system"):
+        runner.set_messages_params(broken)
+    assert plain(runner.messages) == [USER]
+
+
+@pytest.mark.anyio
+async def test_after_a_refused_change_the_loop_goes_on_as_before() -> None:
+    fake = FakeMessagesAPI([tool_reply(tool_call("ping", {}, id="p")), text_reply("Pong.")])
+    runner = build(fake)
+    async for _ in runner:
+        with pytest.raises(ParamsError):
+            runner.set_messages_params(lambda _: None)  # type: ignore[arg-type, return-value]
+        with pytest.raises(HistoryError):
+            runner.push_messages({"role": "tool", "content": "x"})
+    # Neither refused change counts as a change: the reply and its results were appended.
+    assert [m["role"] for m in plain(runner.messages)] == ["user", "assistant", "user", "assistant"]
+    assert results(runner) == [("p", "pong", False)]
+
+
+def test_a_sync_client_error_names_the_async_runner() -> None:
+    with pytest.raises(ParamsError, match=r"not 'module'; create one with anthropic\.AsyncAnthropic\(\)"):
+        ToolRunner(anthropic, model=MODEL, max_tokens=1, messages=[USER])  # type: ignore[arg-type]
