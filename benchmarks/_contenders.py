@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Literal, TypeAlias, cast
 
 import anthropic
@@ -91,6 +92,7 @@ class _Clock:
         self.begin()
 
     def begin(self) -> None:
+        _active.clock = self
         self.cpu_start = time.process_time()
         self.start = time.perf_counter()
 
@@ -113,28 +115,42 @@ class _Clock:
 
 
 # -- the tool, the same behaviour in each contender's form ----------------------------------------
+#
+# Tools are made once per process and kind, as programs define them once: a definition made per run
+# would fill the typing and pydantic caches and look like memory that runs keep. Each run's clock is
+# reached through ``_active``.
 
 
-def _async_function(conversation: Conversation, clock: _Clock) -> Callable[[int], Awaitable[str]]:
-    delay = conversation.sleep
+class _Active:
+    clock: _Clock | None = None
 
+
+_active = _Active()
+
+
+def _finished() -> None:
+    if _active.clock is not None:
+        _active.clock.finished()
+
+
+@cache
+def _async_function(kind: ToolKind, delay: float) -> Callable[[int], Awaitable[str]]:
     async def noop(n: int) -> str:
         return TOOL_TEXT
 
     async def sleep(n: int) -> str:
         await anyio.sleep(delay)
-        clock.finished()
+        _finished()
         return f"slept {n}"
 
-    return noop if conversation.tool == "noop" else sleep
+    return noop if kind == "noop" else sleep
 
 
-def _sync_function(conversation: Conversation, clock: _Clock) -> Callable[[int], str]:
-    delay = conversation.sleep
-
+@cache
+def _sync_function(delay: float) -> Callable[[int], str]:
     def sleep_sync(n: int) -> str:
         time.sleep(delay)
-        clock.finished()
+        _finished()
         return f"slept {n}"
 
     return sleep_sync
@@ -152,13 +168,21 @@ def _definition(conversation: Conversation) -> ToolParam:
     }
 
 
-def _toolrunner_tool(conversation: Conversation, clock: _Clock) -> Tool[..., Any]:
+@cache
+def _toolrunner_tool(kind: ToolKind, delay: float) -> Tool[..., Any]:
     function: Callable[[int], object]
-    if conversation.tool == "sleep_sync":
-        function = _sync_function(conversation, clock)
-    else:
-        function = _async_function(conversation, clock)
-    return tool(name=conversation.tool, description=DESCRIPTION)(function)
+    function = _sync_function(delay) if kind == "sleep_sync" else _async_function(kind, delay)
+    return tool(name=kind, description=DESCRIPTION)(function)
+
+
+@cache
+def _sdk_async_tool(kind: ToolKind, delay: float) -> BetaAsyncFunctionTool[Any]:
+    return beta_async_tool(_async_function(kind, delay), name=kind, description=DESCRIPTION)
+
+
+@cache
+def _sdk_sync_tool(kind: ToolKind, delay: float) -> BetaFunctionTool[Any]:
+    return beta_tool(_sync_function(delay), name=kind, description=DESCRIPTION)
 
 
 # -- checks -----------------------------------------------------------------------------------------
@@ -189,14 +213,14 @@ async def run_raw(client: anthropic.AsyncAnthropic, conversation: Conversation) 
     definition = _definition(conversation)
     function: Callable[[int], Awaitable[str]]
     if conversation.tool == "sleep_sync":
-        sync_function = _sync_function(conversation, clock)
+        sync_function = _sync_function(conversation.sleep)
 
         async def blocking(n: int) -> str:
             return sync_function(n)  # blocks the event loop: a sequential loop does not care
 
         function = blocking
     else:
-        function = _async_function(conversation, clock)
+        function = _async_function(conversation.tool, conversation.sleep)
     messages: list[Any] = [{"role": "user", "content": PROMPT}]
     clock.begin()
     while True:
@@ -230,9 +254,7 @@ async def run_sdk(client: anthropic.AsyncAnthropic, conversation: Conversation) 
     if conversation.tool == "sleep_sync":
         raise ValueError("the SDK's async runner takes async tools only; use run_sdk_sync for sync tools.")
     clock = _Clock(conversation.calls)
-    sdk_tool: BetaAsyncFunctionTool[Any] = beta_async_tool(
-        _async_function(conversation, clock), name=conversation.tool, description=DESCRIPTION
-    )
+    sdk_tool = _sdk_async_tool(conversation.tool, conversation.sleep)
     messages: list[Any] = [{"role": "user", "content": PROMPT}]
     last: Any = None
     if conversation.stream:
@@ -265,9 +287,7 @@ async def run_sdk(client: anthropic.AsyncAnthropic, conversation: Conversation) 
 def run_sdk_sync(client: anthropic.Anthropic, conversation: Conversation) -> Run:
     """The SDK's sync runner, for sync tools (its async runner takes async tools only)."""
     clock = _Clock(conversation.calls)
-    sdk_tool: BetaFunctionTool[Any] = beta_tool(
-        _sync_function(conversation, clock), name=conversation.tool, description=DESCRIPTION
-    )
+    sdk_tool = _sdk_sync_tool(conversation.tool, conversation.sleep)
     runner = client.beta.messages.tool_runner(
         model=MODEL,
         max_tokens=MAX_TOKENS,
@@ -286,7 +306,7 @@ def run_sdk_sync(client: anthropic.Anthropic, conversation: Conversation) -> Run
 async def run_toolrunner(client: anthropic.AsyncAnthropic, conversation: Conversation) -> Run:
     """toolrunner's ``ToolRunner``, iterated to the end (streamed: eager tools, every event read)."""
     clock = _Clock(conversation.calls)
-    tools = [_toolrunner_tool(conversation, clock)]
+    tools = [_toolrunner_tool(conversation.tool, conversation.sleep)]
     messages: list[Any] = [{"role": "user", "content": PROMPT}]
     last: Any = None
     if conversation.stream:

@@ -262,7 +262,7 @@ def memory_rows(config: Config, memory: dict[Contender, dict[str, Any]]) -> list
 
     repeat = Row(
         f"{config.repeats} runs of {config.repeat_turns} turns in one process",
-        "no growth (RSS, gc objects)",
+        "no growth: gc objects; RSS within raw + 1 MiB",
     )
     cells: dict[Contender, str] = {}
     growth: dict[Contender, tuple[float, int]] = {}
@@ -273,8 +273,10 @@ def memory_rows(config: Config, memory: dict[Contender, dict[str, Any]]) -> list
         cells[contender] = f"{growth[contender][0]:+.1f} MiB, {growth[contender][1]:+d} obj"
     repeat.raw, repeat.sdk, repeat.toolrunner = cells["raw"], cells["sdk"], cells["toolrunner"]
     rss_growth, object_growth = growth["toolrunner"]
-    # Allocator noise is around a MiB; a leak of one history per run is thousands of objects.
-    repeat.passed = rss_growth <= 1.0 and object_growth <= 100
+    # RSS moves by about a MiB between runs for every loop (allocator arenas, the fresh client's
+    # buffers), so it is compared with the raw loop's; a leak of one history per run is thousands
+    # of objects.
+    repeat.passed = rss_growth <= growth["raw"][0] + 1.0 and object_growth <= 100
     repeat.result = "after runs 2..last"
     return [peak, repeat]
 
