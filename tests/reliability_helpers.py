@@ -11,6 +11,7 @@ Each check is independent of the runner's own code, so a bug there cannot hide i
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Sequence
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 import httpx2
 
@@ -121,7 +123,8 @@ _POOL_THREAD_PREFIXES = ("AnyIO worker thread", "Trio thread", "asyncio_")
 
 
 def _is_pool_thread(thread: threading.Thread) -> bool:
-    return thread.name.startswith(_POOL_THREAD_PREFIXES)
+    # trio names a cache thread "<function> from <caller>" while it runs a job; anyio's is "wrapper"
+    return thread.name.startswith((*_POOL_THREAD_PREFIXES, "wrapper from "))
 
 
 def worker_threads_idle(timeout: float = 5.0) -> bool:
@@ -226,7 +229,7 @@ class LoopWatch:
             real_sleep(seconds)
 
         def guarded_open(*args: Any, **kwargs: Any) -> Any:
-            self._note(f"open({args[0]!r})" if args else "open()")
+            self._note(f"open({os.fspath(args[0])!r})" if args else "open()")
             return cast(Any, real_open)(*args, **kwargs)
 
         time.sleep = guarded_sleep
@@ -249,13 +252,17 @@ class LoopWatch:
         result: list[Any] = []
         with self._patched():
             async with anyio.create_task_group() as group:
-                group.start_soon(self._ticker)
+                await group.start(self._ticker)
                 result.append(await body())
+                # Code that never suspends starves the ticker: let it wake once more, so that a
+                # block during ``body`` shows up as lag even then.
+                await anyio.sleep(self.tick * 3)
                 group.cancel_scope.cancel()
         return result[0]
 
-    async def _ticker(self) -> None:
+    async def _ticker(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         last = time.perf_counter()
+        task_status.started()
         while True:
             await anyio.sleep(self.tick)
             now = time.perf_counter()
