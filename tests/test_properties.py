@@ -28,6 +28,7 @@ import anthropic
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+import httpx2
 from hypothesis import event, given, strategies as st
 
 from tests._hypothesis_profiles import property_settings
@@ -41,6 +42,8 @@ from toolrunner.testing import (
     disconnect,
     fault,
     message_reply,
+    stream_cut,
+    text_reply,
 )
 
 MODEL = "claude-sonnet-4-6"
@@ -48,8 +51,8 @@ FIRST = {"role": "user", "content": "Do the things."}
 MAX_REQUESTS = 40  # a loop that sends more than this never ends: fail instead of hanging
 
 Mode: TypeAlias = Literal["ok", "fail", "refuse", "pause", "bad"]
-Name: TypeAlias = Literal["act", "act_sync", "missing"]
-RUNNABLE = ("act", "act_sync")
+Name: TypeAlias = Literal["act", "act_sync", "act_alone", "missing"]
+RUNNABLE = ("act", "act_sync", "act_alone")
 
 
 # -- the tools: they record every start and every finish by tool_use id ------------------------------
@@ -114,6 +117,17 @@ def act_sync(key: str, mode: str, ctx: ToolContext) -> str:
         anyio.from_thread.run_sync(ledger.scope.cancel)
     ledger.finished[ctx.call.id] += 1
     return _outcome(key, mode)
+
+
+@tool(sequential=True)
+async def act_alone(key: str, mode: str, ctx: ToolContext) -> str:
+    """The same, as a tool that runs alone (``sequential=True``).
+
+    Args:
+        key: What to act on.
+        mode: How the call behaves.
+    """
+    return await act.function(key, mode, ctx)
 
 
 # -- what is generated -------------------------------------------------------------------------------
@@ -216,7 +230,7 @@ STOP_REASONS = [
 
 def calls_strategy(prefix: str, min_size: int, max_size: int) -> st.SearchStrategy[tuple[Call, ...]]:
     one = st.tuples(
-        st.sampled_from(["act", "act", "act_sync", "missing"]),
+        st.sampled_from(["act", "act", "act_sync", "act_alone", "missing"]),
         st.sampled_from(["ok", "ok", "fail", "refuse", "pause", "bad"]),
     )
     return st.lists(one, min_size=min_size, max_size=max_size).map(
@@ -262,6 +276,7 @@ class Scenario:
     script: list[Reply]
     plan: list[Turn]
     max_iterations: int | None
+    max_concurrency: int | None
     start_with_until_done: bool
     backend: str
 
@@ -273,6 +288,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         script=script,
         plan=draw(turns(len(script) + 2)),
         max_iterations=draw(st.sampled_from([None, None, None, 1, 2, 3, 5, 8])),
+        max_concurrency=draw(st.sampled_from([None, None, 1, 2])),
         start_with_until_done=draw(st.integers(0, 9)) == 0,
         backend=draw(st.sampled_from(["asyncio", "trio"])),
     )
@@ -509,14 +525,23 @@ def all_calls(script: Sequence[Reply], plan: Sequence[Turn]) -> dict[str, Call]:
     return calls
 
 
-def make_runner(client: anthropic.AsyncAnthropic, max_iterations: int | None) -> ToolRunner:
+def make_runner(
+    client: anthropic.AsyncAnthropic,
+    max_iterations: int | None,
+    max_concurrency: int | None = None,
+    *,
+    stream: bool = False,
+) -> ToolRunner:
+    options: dict[str, Any] = {"stream": True} if stream else {}
     return ToolRunner(
         client,
+        **options,
         model=MODEL,
         max_tokens=256,
         messages=[FIRST],
-        tools=[act, act_sync],
+        tools=[act, act_sync, act_alone],
         max_iterations=max_iterations,
+        max_concurrency=max_concurrency,
     )
 
 
@@ -577,7 +602,7 @@ def test_generated_loops_keep_every_invariant_of_the_lifecycle(scenario: Scenari
 
     async def main() -> None:
         async with fake.async_client() as client:
-            runner = make_runner(client, scenario.max_iterations)
+            runner = make_runner(client, scenario.max_iterations, scenario.max_concurrency)
             with anyio.fail_after(30):
                 await drive(runner, scenario, observed)
             assert len(fake.requests) <= MAX_REQUESTS
@@ -645,6 +670,7 @@ class FaultyScenario:
     faults_before: list[list[ScriptEntry]]  # faults answering the requests before reply n
     max_retries: int
     max_iterations: int | None
+    stream: bool
     backend: str
 
     def entries(self) -> tuple[list[ScriptEntry], list[bool]]:
@@ -661,8 +687,9 @@ def faulty_scenarios(draw: st.DrawFn) -> FaultyScenario:
     max_retries = draw(st.integers(0, 2))
     # Without SDK retries the loop itself is resumed after each error, so any fault will do; with
     # them, faults carry retry-after so that the SDK's backoff stays short.
+    cuts = [stream_cut(text_reply("Cut short."), after_events=n) for n in (0, 3)]
     kinds: list[ScriptEntry] = (
-        [*RETRYABLE] if max_retries else [*RETRYABLE, fault(500), fault(400), disconnect()]
+        [*RETRYABLE] if max_retries else [*RETRYABLE, fault(500), fault(400), disconnect(), *cuts]
     )
     faults = draw(
         st.lists(st.lists(st.sampled_from(kinds), max_size=3), min_size=len(script), max_size=len(script))
@@ -672,6 +699,7 @@ def faulty_scenarios(draw: st.DrawFn) -> FaultyScenario:
         faults,
         max_retries,
         draw(st.one_of(st.none(), st.integers(1, 6))),
+        draw(st.booleans()),
         draw(st.sampled_from(["asyncio", "trio"])),
     )
 
@@ -689,7 +717,7 @@ def test_service_faults_never_rerun_tools_and_resuming_reaches_the_same_end(scen
 
     async def main() -> None:
         async with fake.async_client(max_retries=scenario.max_retries) as client:
-            runner = make_runner(client, scenario.max_iterations)
+            runner = make_runner(client, scenario.max_iterations, stream=scenario.stream)
             with anyio.fail_after(30):
                 while True:
                     try:
@@ -698,7 +726,8 @@ def test_service_faults_never_rerun_tools_and_resuming_reaches_the_same_end(scen
                     except UnansweredToolUseError as error:
                         refused.append(error)
                         break
-                    except anthropic.APIError as error:
+                    except (anthropic.APIError, httpx2.ReadError) as error:
+                        # a stream cut mid-way surfaces as httpx2's ReadError: the SDK does not wrap it
                         errors.append(error)
                         # the state is intact: a history the service takes, waiting at most for results
                         assert not pairing_problems(runner.messages, allow_trailing=True)
@@ -715,7 +744,10 @@ def test_service_faults_never_rerun_tools_and_resuming_reaches_the_same_end(scen
     assert distinct(fake.requests) == expected.requests
     assert skeleton(final) == expected.history
     assert bool(refused) == expected.error
-    assert all(isinstance(error, anthropic.APIStatusError | anthropic.APIConnectionError) for error in errors)
+    assert all(
+        isinstance(error, anthropic.APIStatusError | anthropic.APIConnectionError | httpx2.ReadError)
+        for error in errors
+    )
 
 
 # -- cancellation at a generated await point -------------------------------------------------------------
