@@ -92,7 +92,9 @@ def main() -> None:
                 if response is not None:
                     elapsed = time.perf_counter() - started
                     print(f"  <- {len(response['content'])} result(s) in {elapsed:.2f} s")
-        print(f"Done; the history holds {len(runner.messages)} messages.")
+        print(
+            f"Done after {runner.requests_sent} requests; the history holds {len(runner.messages)} messages."
+        )
 
 
 if __name__ == "__main__":
