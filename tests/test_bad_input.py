@@ -22,8 +22,16 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from tests.reliability_helpers import plain
-from toolrunner import HistoryError, ParamsError, ToolRunner, UnansweredToolUseError, tool
+from tests.reliability_helpers import pairing_problems, plain
+from toolrunner import (
+    HistoryError,
+    ParamsError,
+    ToolContext,
+    ToolRunner,
+    ToolRunnerError,
+    UnansweredToolUseError,
+    tool,
+)
 from toolrunner.testing import FakeMessagesAPI, message_reply, text_reply, tool_call, tool_reply
 
 MODEL = "claude-sonnet-4-6"
@@ -117,21 +125,11 @@ def test_invalid_messages_at_construction_name_the_message(
         build(**overrides)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: tool_timeout=True is taken as 1 second (bool is an int), while max_iterations=True "
-    "and @tool(timeout=True) are refused",
-)
 def test_a_boolean_tool_timeout_is_refused() -> None:
     with pytest.raises(ParamsError, match="tool_timeout"):
         build(tool_timeout=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: result_adapter is not checked; a wrong one is only found when a tool returns, as "
-    "an AttributeError turned into an is_error result for the model",
-)
 def test_a_result_adapter_that_is_not_one_is_refused() -> None:
     with pytest.raises(ParamsError, match="result_adapter"):
         build(result_adapter="json")
@@ -167,11 +165,6 @@ async def test_a_result_that_cannot_be_serialised_tells_the_model_and_the_loop_g
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: an OSError from reading a returned Path is reported with repr(), which drops the "
-    "file name, so the result does not say which file could not be read",
-)
 async def test_a_returned_path_that_cannot_be_read_names_the_file(tmp_path: Path) -> None:
     missing = tmp_path / "report.pdf"
 
@@ -190,11 +183,6 @@ async def test_a_returned_path_that_cannot_be_read_names_the_file(tmp_path: Path
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a sync tool that returns a coroutine (a missing await or async def) gets a TypeError "
-    "result, but the coroutine is never closed, so Python warns 'coroutine ... was never awaited'",
-)
 async def test_a_sync_tool_returning_a_coroutine_is_told_to_be_async_without_a_warning() -> None:
     created: list[CoroutineType[Any, Any, str]] = []
 
@@ -287,12 +275,6 @@ async def test_system_exit_from_a_sync_tool_propagates_and_the_runner_resumes() 
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a BaseException from one of several concurrent calls arrives wrapped in a "
-    "BaseExceptionGroup (anyio task group), so `except Abort`/`except KeyboardInterrupt` miss it; "
-    "with a single call it arrives as itself",
-)
 async def test_a_base_exception_from_one_of_several_calls_propagates_as_itself() -> None:
     @tool
     async def abort(n: int) -> str:
@@ -554,3 +536,49 @@ async def test_after_a_refused_change_the_loop_goes_on_as_before() -> None:
 def test_a_sync_client_error_names_the_async_runner() -> None:
     with pytest.raises(ParamsError, match=r"not 'module'; create one with anthropic\.AsyncAnthropic\(\)"):
         ToolRunner(anthropic, model=MODEL, max_tokens=1, messages=[USER])  # type: ignore[arg-type]
+
+
+# -- histories the service would reject, made by the program ---------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: a pushed tool_result that answers no tool_use of the message before it is sent, so "
+    "the service answers 400 and every later request fails the same way; it is not refused locally "
+    "like an unanswered tool_use",
+)
+async def test_a_pushed_tool_result_without_its_tool_use_is_refused_before_sending() -> None:
+    fake = FakeMessagesAPI([tool_reply(tool_call("ping", {}, id="p")), text_reply("Pong.")])
+    runner = build(fake)
+    with pytest.raises(HistoryError, match="'p'"):
+        async for _ in runner:
+            response = await runner.generate_tool_response()
+            if response is not None:
+                runner.push_messages(response)  # forgot to push the reply first
+    assert len(fake.requests) == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: a tool that calls ctx.runner.push_messages() while the loop runs it makes the runner "
+    "drop the reply it answers and append the results after the tool's message: the history has "
+    "results for no tool_use, the service answers 400, and every later request fails the same way",
+)
+async def test_a_tool_that_pushes_messages_while_it_runs_cannot_break_the_history() -> None:
+    @tool
+    async def take_note(ctx: ToolContext) -> str:
+        """Take a note (and, by mistake, push it into the history)."""
+        ctx.runner.push_messages({"role": "user", "content": "a note from the tool"})
+        return "noted"
+
+    fake = FakeMessagesAPI([tool_reply(tool_call("take_note", {}, id="n")), text_reply("Noted.")])
+    runner = build(fake, tools=[take_note])
+    try:
+        await runner.until_done()
+    except ToolRunnerError:
+        pass  # refusing the push is a fix too: then the history must still be whole
+    assert not pairing_problems(runner.messages, allow_trailing=True)
+    for request in fake.requests:
+        assert not pairing_problems(request.messages), request.messages

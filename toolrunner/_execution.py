@@ -11,6 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
+import inspect
 import logging
 import math
 import time
@@ -92,9 +93,16 @@ async def _run_batch(
     async def run(call: ToolCall) -> None:
         on_result(call.id, await run_one(call, options, runner))
 
-    async with anyio.create_task_group() as group:
-        for call in calls:
-            group.start_soon(run, call)
+    try:
+        async with anyio.create_task_group() as group:
+            for call in calls:
+                group.start_soon(run, call)
+    except BaseExceptionGroup as error:
+        # Exceptions are results, so only a BaseException (KeyboardInterrupt, ...) gets here: raise
+        # it as itself, as a single call would, so that `except KeyboardInterrupt` still works.
+        if len(error.exceptions) == 1:
+            raise error.exceptions[0] from None
+        raise
 
 
 async def run_one(
@@ -131,12 +139,29 @@ async def _run_one(call: ToolCall, options: ExecutionOptions, runner: ToolRunner
         async with options.limiter:
             return await _invoke(tool, call, kwargs, adapter, time_limit)
     except ToolError as error:
-        return await _convert(call.id, error, adapter, is_error=True)
-    except ResultTooLargeError as error:  # the adapter's message is written for the model
-        return tool_result_block(call.id, str(error), is_error=True)
+        raised = error
     except Exception as error:
-        logger.exception("Tool %r raised while answering tool_use %r", call.name, call.id)
-        return tool_result_block(call.id, repr(error), is_error=True)
+        return _failure(call, error)
+    try:  # the ToolError's content goes through the same adapter
+        return await _convert(call.id, raised, adapter, is_error=True)
+    except Exception as error:
+        return _failure(call, error)
+
+
+def _failure(call: ToolCall, error: Exception) -> ResultBlock:
+    """The is_error result for a call that raised, or whose value could not be converted."""
+    if isinstance(error, ResultTooLargeError):  # the adapter's message is written for the model
+        return tool_result_block(call.id, str(error), is_error=True)
+    logger.exception("Tool %r raised while answering tool_use %r", call.name, call.id)
+    return tool_result_block(call.id, _describe(error), is_error=True)
+
+
+def _describe(error: Exception) -> str:
+    """The exception's type and message, as ``repr`` gives them; an OSError's ``repr`` drops the
+    file name, so it is built from ``str`` instead."""
+    if isinstance(error, OSError):
+        return f"{type(error).__name__}({str(error)!r})"
+    return repr(error)
 
 
 async def _invoke(
@@ -167,7 +192,14 @@ async def _call_and_convert(
 
     # A sync tool runs, and its value is converted, in one worker-thread hop.
     def call_sync() -> ResultBlock:
-        return tool_result_block(call.id, adapter.to_content(tool.function(**kwargs)))
+        value = tool.function(**kwargs)
+        if inspect.iscoroutine(value):
+            value.close()  # never awaited, and never to warn so
+            raise TypeError(
+                f"tool {call.name!r} is a sync function that returned a coroutine; declare it `async def` "
+                "so the runner awaits it, or await the coroutine inside it."
+            )
+        return tool_result_block(call.id, adapter.to_content(value))
 
     return await anyio.to_thread.run_sync(call_sync, abandon_on_cancel=abandon_on_cancel)
 

@@ -169,9 +169,20 @@ class ToolRunner(Generic[ItemT]):
         check_positive_int("max_iterations", max_iterations)
         check_positive_int("max_total_tokens", max_total_tokens)
         check_positive_int("max_concurrency", max_concurrency)
-        if tool_timeout is not None and not (isinstance(tool_timeout, int | float) and tool_timeout > 0):
+        if tool_timeout is not None and (
+            isinstance(tool_timeout, bool)
+            or not isinstance(tool_timeout, int | float)
+            or not tool_timeout > 0
+        ):
             raise ParamsError(
                 f"tool_timeout must be a positive number of seconds or None, not {tool_timeout!r}."
+            )
+        if not all(
+            callable(getattr(result_adapter, name, None))
+            for name in ("to_content", "error_content", "needs_thread")
+        ):
+            raise ParamsError(
+                f"result_adapter must be a ToolResultAdapter (or a subclass of it), not {type(result_adapter).__name__!r}."
             )
         if on_limit not in ("stop", "final_answer"):
             raise ParamsError(f"on_limit must be 'stop' or 'final_answer', not {on_limit!r}.")
