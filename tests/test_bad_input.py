@@ -9,6 +9,7 @@ these extend them.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Generator
@@ -575,10 +576,9 @@ async def test_a_tool_that_pushes_messages_while_it_runs_cannot_break_the_histor
 
     fake = FakeMessagesAPI([tool_reply(tool_call("take_note", {}, id="n")), text_reply("Noted.")])
     runner = build(fake, tools=[take_note])
-    try:
+    # Refusing the push is a fix too; either way no request may break the pairing.
+    with contextlib.suppress(ToolRunnerError, anthropic.BadRequestError):
         await runner.until_done()
-    except ToolRunnerError:
-        pass  # refusing the push is a fix too: then the history must still be whole
     assert not pairing_problems(runner.messages, allow_trailing=True)
     for request in fake.requests:
         assert not pairing_problems(request.messages), request.messages
