@@ -25,6 +25,7 @@ def main() -> None:
     parser.add_argument("--contender", choices=CONTENDERS, default="toolrunner")
     parser.add_argument("--turns", type=int, default=400)
     parser.add_argument("--html", type=Path, help="write an HTML report here instead of printing text")
+    parser.add_argument("--show-all", action="store_true", help="show library frames too (the SDK's)")
     parser.add_argument("--interval", type=float, default=0.0005, help="sampling interval in seconds")
     args = parser.parse_args()
 
@@ -40,7 +41,7 @@ def main() -> None:
         args.html.write_text(profiler.output_html())
         print(f"Wrote {args.html}")
     else:
-        print(profiler.output_text(unicode=True, color=False, show_all=False))
+        print(profiler.output_text(unicode=True, color=False, show_all=args.show_all))
     print(
         f"{args.contender}, {args.turns} turns: {run.seconds:.3f} s wall, {run.cpu_seconds:.3f} s CPU (profiled)"
     )
