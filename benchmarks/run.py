@@ -461,7 +461,7 @@ def run_suite(config: Config, *, quick: bool) -> list[Row]:
     if quick:
         for row in rows:
             row.result = "quick: sizes too small to judge" if row.passed is not None else row.result
-    return rows  # fmt: skip
+    return rows
 
 
 def main() -> int:
