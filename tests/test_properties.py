@@ -32,7 +32,15 @@ import httpx2
 from hypothesis import event, given, strategies as st
 
 from tests._hypothesis_profiles import property_settings
-from tests.reliability_helpers import Block, Skeleton, pairing_problems, plain, skeleton, worker_threads_idle
+from tests.reliability_helpers import (
+    Block,
+    LeakCheck,
+    Skeleton,
+    pairing_problems,
+    plain,
+    skeleton,
+    worker_threads_idle,
+)
 from toolrunner import ToolContext, ToolError, ToolRunner, UnansweredToolUseError, tool
 from toolrunner.testing import (
     FakeMessagesAPI,
@@ -531,8 +539,11 @@ def make_runner(
     max_concurrency: int | None = None,
     *,
     stream: bool = False,
+    eager: bool = False,
 ) -> ToolRunner:
     options: dict[str, Any] = {"stream": True} if stream else {}
+    if eager:
+        options["run_tools_eagerly"] = True
     return ToolRunner(
         client,
         **options,
@@ -758,6 +769,7 @@ class CancelScenario:
     script: list[Reply]
     cancel_at: int
     generate_in_body: bool
+    stream: Literal["no", "yes", "eager"]  # eager: tools start while the reply streams
     backend: str
 
 
@@ -767,8 +779,12 @@ def cancel_scenarios(draw: st.DrawFn) -> CancelScenario:
         draw(replies(max_replies=4)),
         draw(st.integers(1, 10)),
         draw(st.booleans()),
+        draw(st.sampled_from(STREAM_MODES)),
         draw(st.sampled_from(["asyncio", "trio"])),
     )
+
+
+STREAM_MODES: list[Literal["no", "yes", "eager"]] = ["no", "yes", "eager"]
 
 
 @given(cancel_scenarios())
@@ -793,30 +809,44 @@ def test_cancelling_at_any_await_point_leaves_a_whole_history_and_resumes_to_the
 
     async def main() -> None:
         async with fake.async_client() as client:
-            runner = make_runner(client, None)
-            with anyio.CancelScope() as scope:
-                ledger.scope = scope
-                try:
-                    async for _ in runner:
-                        await _point_async()
-                        if scenario.generate_in_body:
-                            await runner.generate_tool_response()
-                except UnansweredToolUseError:
-                    pass  # the model predicts it (expected.error); resuming raises it again
-            ledger.scope = None
-            event("cancelled" if scope.cancel_called else "ran to the end uncancelled")
-            # Nothing half-appended: the history is one the lifecycle passes through.
-            assert skeleton(runner.messages) in states, skeleton(runner.messages)
-            # Nothing of the runner still runs: no sync call in a thread, no busy worker thread.
-            assert all(i in ledger.finished for i in ledger.started if calls[i].name == "act_sync")
-            assert worker_threads_idle()
-            await anyio.lowlevel.checkpoint()
-            with anyio.fail_after(30):
-                try:
-                    await runner.until_done()
-                except UnansweredToolUseError:
-                    refused.append(True)
-            final.extend(runner.messages)
+            leaks = await LeakCheck.start()
+            runner = make_runner(
+                client, None, stream=scenario.stream != "no", eager=scenario.stream == "eager"
+            )
+            async with runner:
+                await cancel_and_resume(runner, leaks)
+
+    async def cancel_and_resume(runner: ToolRunner, leaks: LeakCheck) -> None:
+        with anyio.CancelScope() as scope:
+            ledger.scope = scope
+            try:
+                async for _ in runner:
+                    await _point_async()
+                    if scenario.generate_in_body:
+                        await runner.generate_tool_response()
+            except UnansweredToolUseError:
+                pass  # the model predicts it (expected.error); resuming raises it again
+        ledger.scope = None
+        event("cancelled" if scope.cancel_called else "ran to the end uncancelled")
+        # Nothing half-appended: the history is one the lifecycle passes through.
+        assert skeleton(runner.messages) in states, skeleton(runner.messages)
+        # Nothing of the runner still runs: no sync call in a thread, no busy worker thread, no task.
+        # (Calls started early, while a reply streamed, run on in the runner's task group by design:
+        # resuming takes their results. They are checked once the loop has ended.)
+        if scenario.stream != "eager":
+            await assert_nothing_runs(leaks)
+        with anyio.fail_after(30):
+            try:
+                await runner.until_done()
+            except UnansweredToolUseError:
+                refused.append(True)
+        await assert_nothing_runs(leaks)
+        final.extend(runner.messages)
+
+    async def assert_nothing_runs(leaks: LeakCheck) -> None:
+        assert all(i in ledger.finished for i in ledger.started if calls[i].name == "act_sync")
+        assert worker_threads_idle()
+        await leaks.assert_none_new()
 
     refused: list[bool] = []
     with quiet_tool_failures():
