@@ -543,12 +543,6 @@ def test_a_sync_client_error_names_the_async_runner() -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a pushed tool_result that answers no tool_use of the message before it is sent, so "
-    "the service answers 400 and every later request fails the same way; it is not refused locally "
-    "like an unanswered tool_use",
-)
 async def test_a_pushed_tool_result_without_its_tool_use_is_refused_before_sending() -> None:
     fake = FakeMessagesAPI([tool_reply(tool_call("ping", {}, id="p")), text_reply("Pong.")])
     runner = build(fake)
@@ -561,12 +555,6 @@ async def test_a_pushed_tool_result_without_its_tool_use_is_refused_before_sendi
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a tool that calls ctx.runner.push_messages() while the loop runs it makes the runner "
-    "drop the reply it answers and append the results after the tool's message: the history has "
-    "results for no tool_use, the service answers 400, and every later request fails the same way",
-)
 async def test_a_tool_that_pushes_messages_while_it_runs_cannot_break_the_history() -> None:
     @tool
     async def take_note(ctx: ToolContext) -> str:

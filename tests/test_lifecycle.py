@@ -10,7 +10,7 @@ from anthropic.types import Message, StopReason, TextBlock, ToolUseBlock, Usage
 from anthropic.types.beta import BetaStopReason
 from hypothesis import given, strategies as st
 
-from toolrunner import UnansweredToolUseError
+from toolrunner import HistoryError, UnansweredToolUseError
 from toolrunner._lifecycle import (
     STOP_REASON_STEPS,
     Step,
@@ -170,13 +170,21 @@ ids = st.lists(st.text("abc", min_size=1, max_size=3), min_size=1, max_size=4, u
 
 
 @given(ids, ids)
-def test_check_answered_iff_every_id_is_answered(used: list[str], answered: list[str]) -> None:
+def test_check_answered_iff_the_ids_pair_up(used: list[str], answered: list[str]) -> None:
     history = [user(), assistant(*map(use, used)), user(*map(result, answered))]
-    if set(used) <= set(answered):
+    if set(used) == set(answered):
         check_answered(history)
-    else:
+    elif not set(used) <= set(answered):
         with pytest.raises(UnansweredToolUseError):
             check_answered(history)
+    else:
+        with pytest.raises(HistoryError, match=r"tool_result block\(s\) for .* messages\[1\] has no tool_use"):
+            check_answered(history)
+
+
+def test_a_tool_result_first_in_the_history_has_nothing_to_answer() -> None:
+    with pytest.raises(HistoryError, match=r"messages\[0\].*no message comes before it"):
+        check_answered([user(result("a"))])
 
 
 @given(ids, st.sampled_from([*STOP_REASON_STEPS, "unknown", None]), st.booleans())

@@ -16,6 +16,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -33,11 +34,18 @@ from ._tools import Tool, ToolContext
 if TYPE_CHECKING:
     from ._runner import ToolRunner
 
-__all__ = ["ExecutionOptions", "run_one", "run_tool_calls"]
+__all__ = ["ExecutionOptions", "current_call", "run_one", "run_tool_calls"]
 
 logger = logging.getLogger("toolrunner")
 
 ResultBlock = ToolResultBlockParam
+
+_current_call: ContextVar[ToolCall | None] = ContextVar("toolrunner_current_call", default=None)
+
+
+def current_call() -> ToolCall | None:
+    """The tool call whose tool is running in this context (task or worker thread), if any."""
+    return _current_call.get()
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +141,7 @@ async def _run_one(call: ToolCall, options: ExecutionOptions, runner: ToolRunner
     kwargs = tool.call_kwargs(arguments, ToolContext(call=call, runner=runner))
     time_limit = tool.timeout if tool.timeout is not None else options.timeout
     adapter = options.adapter
+    token = _current_call.set(call)  # worker threads get a copy of the context
     try:
         if options.limiter is None:
             return await _invoke(tool, call, kwargs, adapter, time_limit)
@@ -142,6 +151,8 @@ async def _run_one(call: ToolCall, options: ExecutionOptions, runner: ToolRunner
         raised = error
     except Exception as error:
         return _failure(call, error)
+    finally:
+        _current_call.reset(token)
     try:  # the ToolError's content goes through the same adapter
         return await _convert(call.id, raised, adapter, is_error=True)
     except Exception as error:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ._errors import UnansweredToolUseError
+from ._errors import HistoryError, UnansweredToolUseError
 
 __all__ = [
     "STOP_REASON_STEPS",
@@ -144,33 +144,49 @@ def calls_to_answer(last_message: object | None, last_reply: object | None) -> t
 
 
 def check_answered(messages: Sequence[object], start: int = 0) -> None:
-    """Raise ``UnansweredToolUseError`` if an assistant message from index ``start`` on has a client
-    tool_use that the message after it does not answer (the last message has none after it).
+    """Check the tool pairs of a history from index ``start`` on, as the service does.
 
-    The runner checks only what changed since its last check (``start``), so a long history adds
-    nothing to the cost of a request.
+    Raises ``UnansweredToolUseError`` if an assistant message has a client tool_use that the
+    message after it does not answer (the last message has none after it), and ``HistoryError``
+    if a user message has a tool_result for no tool_use of the message before it. The runner checks
+    only what changed since its last check, so a long history adds nothing to a request's cost.
     """
     for index in range(max(start, 0), len(messages)):
-        calls = client_tool_calls(messages[index])
-        if not calls:
-            continue
-        answered = tool_result_ids(messages[index + 1]) if index + 1 < len(messages) else set[str]()
-        missing = [call.id for call in calls if call.id not in answered]
-        if missing:
-            where = (
-                f"messages[{index + 1}] does not answer"
-                if index + 1 < len(messages)
-                else "no message answers"
-            )
-            raise UnansweredToolUseError(
-                f"messages[{index}] has tool_use block(s) {missing!r} that {where}; the service would reject "
-                "this history with a 400. Follow that assistant message with a user message that starts with a "
-                "tool_result for each of those ids, or remove the tool_use blocks. For the latest reply, "
-                "`await runner.generate_tool_response()` gives the results; the calls of a reply that stopped "
-                "for another reason than tool_use (max_tokens may have cut an input) are never run, so answer "
-                'them yourself, for example {"type": "tool_result", "tool_use_id": ..., "is_error": True, '
-                '"content": "The input was cut off; call the tool again."}.'
-            )
+        message = messages[index]
+        calls = client_tool_calls(message)
+        if calls:
+            answered = tool_result_ids(messages[index + 1]) if index + 1 < len(messages) else set[str]()
+            missing = [call.id for call in calls if call.id not in answered]
+            if missing:
+                where = (
+                    f"messages[{index + 1}] does not answer"
+                    if index + 1 < len(messages)
+                    else "no message answers"
+                )
+                raise UnansweredToolUseError(
+                    f"messages[{index}] has tool_use block(s) {missing!r} that {where}; the service would reject "
+                    "this history with a 400. Follow that assistant message with a user message that starts with "
+                    "a tool_result for each of those ids, or remove the tool_use blocks. For the latest reply, "
+                    "`await runner.generate_tool_response()` gives the results; the calls of a reply that stopped "
+                    "for another reason than tool_use (max_tokens may have cut an input) are never run, so answer "
+                    'them yourself, for example {"type": "tool_result", "tool_use_id": ..., "is_error": True, '
+                    '"content": "The input was cut off; call the tool again."}.'
+                )
+        results = tool_result_ids(message)
+        if results:
+            asked = {call.id for call in client_tool_calls(messages[index - 1])} if index > 0 else set[str]()
+            stray = sorted(results - asked)
+            if stray:
+                raise HistoryError(
+                    f"messages[{index}] has tool_result block(s) for {stray!r}, but "
+                    + (
+                        f"messages[{index - 1}] has no tool_use with those ids"
+                        if index > 0
+                        else "no message comes before it"
+                    )
+                    + "; the service would reject this history with a 400. Put each tool_result right after the "
+                    "assistant message whose tool_use it answers, or remove it."
+                )
 
 
 def container_param(current: object, reply_container_id: str | None) -> object:

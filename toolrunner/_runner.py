@@ -35,7 +35,7 @@ from typing_extensions import TypeVar
 from ._calls import CallResults
 from ._errors import MalformedReplyError, ParamsError, ToolRunnerError
 from ._events import EndReason, LoopFinished, MessageFinished, RunnerEvent, TextDelta
-from ._execution import ExecutionOptions, run_one, run_tool_calls
+from ._execution import ExecutionOptions, current_call, run_one, run_tool_calls
 from ._lifecycle import (
     Step,
     ToolCall,
@@ -283,6 +283,7 @@ class ToolRunner(Generic[ItemT]):
 
         From the loop body, this means the runner will not append the yielded reply itself.
         """
+        self._check_can_steer("push_messages")
         params = [message_param(message, index) for index, message in enumerate(messages)]
         history: list[Any] = self._params["messages"]
         self._check_from = min(self._check_from, max(len(history) - 1, 0))
@@ -297,6 +298,7 @@ class ToolRunner(Generic[ItemT]):
         ``fn`` gets a shallow copy of the current params. From the loop body, this means the
         runner will not append the yielded reply itself: the new history stands.
         """
+        self._check_can_steer("set_messages_params")
         if callable(params):
             new = params(dict(self._params))
             if not isinstance(new, Mapping):
@@ -313,6 +315,21 @@ class ToolRunner(Generic[ItemT]):
         self._install_params(dict(new))
         self._check_from = 0
         self._history_changed = True
+
+    def _check_can_steer(self, method: str) -> None:
+        """Steering belongs to the loop body: from a tool, or while the runner is between replies,
+        the history would change under the turn being finished."""
+        call = current_call()
+        if call is not None or self._advancing:
+            source = (
+                f"inside the tool {call.name!r}"
+                if call is not None
+                else "while the runner was finishing a turn (from a callback or another task)"
+            )
+            raise ToolRunnerError(
+                f"{method}() was called {source}; change the history from the loop body instead, between "
+                "receiving a reply and asking for the next."
+            )
 
     def close(self) -> None:
         """End the loop now. A complete reply that the body holds is appended if the body left
