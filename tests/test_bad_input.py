@@ -570,3 +570,27 @@ async def test_a_tool_that_pushes_messages_while_it_runs_cannot_break_the_histor
     assert not pairing_problems(runner.messages, allow_trailing=True)
     for request in fake.requests:
         assert not pairing_problems(request.messages), request.messages
+
+
+@pytest.mark.anyio
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: a tool that calls ctx.runner.close() while the loop runs it gets the reply appended "
+    "twice (by close() and by the end of the turn), and the loop goes on to a request that "
+    "fails with UnansweredToolUseError instead of ending",
+)
+async def test_a_tool_that_closes_the_runner_while_it_runs_ends_the_loop_with_a_whole_history() -> None:
+    @tool
+    async def stop_here(ctx: ToolContext) -> str:
+        """Stop the loop after this call."""
+        ctx.runner.close()
+        return "stopping"
+
+    fake = FakeMessagesAPI([tool_reply(tool_call("stop_here", {}, id="s")), text_reply("never sent")])
+    runner = build(fake, tools=[stop_here])
+    await runner.until_done()
+    assert len(fake.requests) == 1
+    assert runner.finished
+    assert [m["role"] for m in plain(runner.messages)][:2] == ["user", "assistant"]
+    assert sum(m["role"] == "assistant" for m in plain(runner.messages)) == 1
+    assert not pairing_problems(runner.messages, allow_trailing=True)
