@@ -41,7 +41,7 @@ from tests.reliability_helpers import (
     skeleton,
     worker_threads_idle,
 )
-from toolrunner import ToolContext, ToolError, ToolRunner, UnansweredToolUseError, tool
+from toolrunner import SyncToolRunner, ToolContext, ToolError, ToolRunner, UnansweredToolUseError, tool
 from toolrunner.testing import (
     FakeMessagesAPI,
     RecordedRequest,
@@ -625,6 +625,12 @@ def test_generated_loops_keep_every_invariant_of_the_lifecycle(scenario: Scenari
     with quiet_tool_failures():
         anyio.run(main, backend=scenario.backend)
 
+    check_against_the_model(scenario, calls, fake, observed)
+
+
+def check_against_the_model(
+    scenario: Scenario, calls: dict[str, Call], fake: FakeMessagesAPI, observed: Observed
+) -> None:
     model = LifecycleModel(scenario.script, calls)
     expected = model.run(scenario.plan, scenario.max_iterations, body=not scenario.start_with_until_done)
     event("refused an unanswered tool_use" if expected.error else f"{len(expected.requests)} requests")
@@ -641,6 +647,84 @@ def test_generated_loops_keep_every_invariant_of_the_lifecycle(scenario: Scenari
             [None if g is None else skeleton([g])[0] for g in outputs] for outputs in observed.generated
         ]
         assert generated == expected.generated[: len(generated)]
+
+
+# -- the sync front end ---------------------------------------------------------------------------------
+
+
+def _apply_sync(runner: SyncToolRunner, message: Any, action: Action, outputs: list[Any]) -> bool:
+    """``_apply`` for the blocking front end (``generate_tool_response()`` calls run in turn)."""
+    if isinstance(action, Generate):
+        outputs.extend(plain(runner.generate_tool_response()) for _ in range(action.times))
+        return False
+    if isinstance(action, Push):
+        results = runner.generate_tool_response() if action.with_results else None
+        runner.push_messages(message, *([results] if results is not None else []))
+        return True
+    new = _replacement(runner.messages, plain(runner.messages[-1])["role"], action.calls)
+    if action.as_function:
+        runner.set_messages_params(lambda params: {**params, "messages": new})
+    else:
+        runner.set_messages_params({**runner.params, "messages": new})
+    return True
+
+
+def drive_sync(runner: SyncToolRunner, scenario: Scenario, observed: Observed) -> None:
+    number = 0
+    body = not scenario.start_with_until_done
+    try:
+        while True:
+            if not body:
+                observed.final = runner.until_done()
+                return
+            left = False
+            for message in runner:
+                turn = scenario.plan[number] if number < len(scenario.plan) else NOTHING
+                number += 1
+                observed.replies.append(plain(message.to_param()))
+                outputs: list[Any] = []
+                changed = False
+                for action in turn.actions:
+                    changed = _apply_sync(runner, message, action, outputs) or changed
+                observed.generated.append(outputs)
+                observed.body_history.append(plain(runner.messages))
+                observed.changed.append(changed)
+                if turn.then == "close":
+                    runner.close()
+                elif turn.then != "next":
+                    body = turn.then == "break"
+                    left = True
+                    break
+            if not left:
+                return
+    except UnansweredToolUseError as error:
+        observed.error = error
+
+
+@given(scenarios())
+@property_settings
+def test_the_sync_front_end_keeps_the_same_invariants(scenario: Scenario) -> None:
+    """The same generated loops through ``SyncToolRunner`` (one event loop per ``for`` loop)."""
+    fresh_ledger()
+    calls = all_calls(scenario.script, scenario.plan)
+    fake = FakeMessagesAPI([reply.entry() for reply in scenario.script], responder=fallback)
+    observed = Observed()
+    with quiet_tool_failures(), fake.client() as client:
+        runner = SyncToolRunner(
+            client,
+            model=MODEL,
+            max_tokens=256,
+            messages=[FIRST],
+            tools=[act, act_sync, act_alone],
+            max_iterations=scenario.max_iterations,
+            max_concurrency=scenario.max_concurrency,
+        )
+        drive_sync(runner, scenario, observed)
+        if observed.error is None:
+            assert runner.runner.finished
+            assert list(runner) == []
+        observed.final = runner.messages
+    check_against_the_model(scenario, calls, fake, observed)
 
 
 def distinct(requests: Sequence[RecordedRequest]) -> list[list[Skeleton]]:
