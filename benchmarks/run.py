@@ -235,18 +235,24 @@ def wall_row(scenario: str, runs: dict[Contender, list[Run]], limit: float) -> R
 
 
 def measure_memory(config: Config, port: int) -> dict[Contender, dict[str, Any]]:
-    """One child process per contender, one after the other."""
-    results: dict[Contender, dict[str, Any]] = {}
+    """One child process per contender, all at once: memory figures do not depend on the CPU
+    the children share (their times do, and are only recorded)."""
+    children: dict[Contender, subprocess.Popen[str]] = {}
     for contender in CONTENDERS:
         command = [
             sys.executable, str(Path(__file__).resolve()), "--memory-child", contender, "--port", str(port),
             "--turns", str(config.memory_turns), "--repeat-turns", str(config.repeat_turns),
             "--repeats", str(config.repeats),
         ]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"the memory run of {contender!r} failed:\n{done.stderr}")
-        results[contender] = json.loads(done.stdout.strip().splitlines()[-1])
+        children[contender] = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+    results: dict[Contender, dict[str, Any]] = {}
+    for contender, child in children.items():
+        stdout, stderr = child.communicate()
+        if child.returncode != 0:
+            raise RuntimeError(f"the memory run of {contender!r} failed:\n{stderr}")
+        results[contender] = json.loads(stdout.strip().splitlines()[-1])
     return results
 
 
@@ -445,7 +451,7 @@ def run_suite(config: Config, *, quick: bool) -> list[Row]:
         )
         rows.append(wall_row(f"{label}, each `time.sleep({config.sleep:g})` (sync)", runs, ideal * 1.5))
         memory = step(
-            f"memory: {config.memory_turns} turns, then {config.repeats} x {config.repeat_turns} turns, one process per contender",
+            f"memory: {config.memory_turns} turns, then {config.repeats} x {config.repeat_turns} turns, one process per contender, at once",
             lambda: measure_memory(config, port),
         )
         rows.extend(memory_rows(config, memory))
