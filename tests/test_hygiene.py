@@ -116,7 +116,8 @@ async def test_the_loop_watch_catches_file_reads_on_the_loop(tmp_path: Path) -> 
 
 
 @pytest.mark.anyio
-async def test_sync_tools_and_file_results_never_block_the_loop(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["whole", "stream", "eager"])
+async def test_sync_tools_and_file_results_never_block_the_loop(tmp_path: Path, mode: str) -> None:
     report = tmp_path / "report.txt"
     report.write_text("All in stock.")
 
@@ -128,12 +129,21 @@ async def test_sync_tools_and_file_results_never_block_the_loop(tmp_path: Path) 
     script = stock_script()
     script[0] = tool_reply(*[tool_call(**c) for c in _calls(script[0])], tool_call("get_report", {}, id="r"))
     fake = FakeMessagesAPI(script)
+    options: dict[str, Any] = {"whole": {}, "stream": {"stream": True}}.get(
+        mode, {"stream": True, "run_tools_eagerly": True}
+    )
     async with fake.async_client() as client:
         runner = ToolRunner(
-            client, model=MODEL, max_tokens=64, messages=[USER], tools=[count_stock, check_price, get_report]
+            client,
+            model=MODEL,
+            max_tokens=64,
+            messages=[USER],
+            tools=[count_stock, check_price, get_report],
+            **options,
         )
         watch = LoopWatch()
-        await watch.watching(runner.until_done)
+        async with runner:
+            await watch.watching(runner.until_done)
     assert watch.blocking == []
     assert watch.max_lag < LAG_LIMIT, f"the loop ran {watch.max_lag:.3f} s late"
     assert "All in stock." in str(runner.messages[2]["content"][-1])
