@@ -27,8 +27,10 @@ from toolrunner.testing import FakeMessagesAPI, fault, text_reply, tool_call, to
 MODEL = "claude-sonnet-4-6"
 USER = {"role": "user", "content": "Check the stock."}
 GUARD = 10
-BLOCK = 0.3  # seconds a blocking call takes in these tests
-LAG_LIMIT = 0.2  # a loop running later than this was blocked (a blocking call takes BLOCK)
+BLOCK = 0.3  # seconds a sync tool blocks its worker thread
+CONTROL_BLOCK = 0.8  # seconds the deliberately broken tool blocks the loop
+# A loop that runs later than this was blocked; generous, so that a busy CI machine does not trip it.
+LAG_LIMIT = 0.5
 
 
 @tool
@@ -81,7 +83,7 @@ async def test_the_loop_watch_catches_a_tool_that_blocks_the_loop() -> None:
     @tool
     async def blocks_the_loop() -> str:
         """Sleep without awaiting (a bug in a tool)."""
-        time.sleep(BLOCK)  # noqa: ASYNC251 - the bug the watch must catch
+        time.sleep(CONTROL_BLOCK)  # noqa: ASYNC251 - the bug the watch must catch
         return "done"
 
     fake = FakeMessagesAPI([tool_reply(tool_call("blocks_the_loop", {}, id="x")), text_reply("ok")])
@@ -89,7 +91,7 @@ async def test_the_loop_watch_catches_a_tool_that_blocks_the_loop() -> None:
         runner = ToolRunner(client, model=MODEL, max_tokens=64, messages=[USER], tools=[blocks_the_loop])
         watch = LoopWatch()
         await watch.watching(runner.until_done)
-    assert watch.blocking == [f"time.sleep({BLOCK!r})"]
+    assert watch.blocking == [f"time.sleep({CONTROL_BLOCK!r})"]
     assert watch.max_lag > LAG_LIMIT
 
 
