@@ -398,3 +398,46 @@ async def test_a_cancelled_caller_does_not_cancel_the_others_sharing_its_run() -
         assert answers[0] == answers[1]
         await runner.until_done()
     assert charges == {"A": 1, "B": 1}
+
+
+# -- close() from another task ----------------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: close() called from another task while a request is in flight is lost: __anext__ "
+    "sets the phase back to 'with body' when the reply arrives, so the loop runs the reply's tools "
+    "and goes on to the end",
+)
+async def test_close_from_another_task_during_the_request_ends_the_loop_with_that_reply() -> None:
+    arrived = anyio.Event()
+    gate = anyio.Event()
+    script = [
+        tool_reply(tool_call("pay", {"invoice": "A"}, id="tu_a")),
+        tool_reply(tool_call("pay", {"invoice": "B"}, id="tu_b")),
+        text_reply("Both paid."),
+    ]
+
+    async def respond(request: RecordedRequest) -> ScriptEntry:
+        if request.index == 0:
+            arrived.set()
+            await gate.wait()
+        return script.pop(0)
+
+    fake = FakeMessagesAPI(responder=respond)
+    async with fake.async_client() as client:
+        runner = runner_for(client)
+        async with anyio.create_task_group() as group:
+
+            async def stop_button() -> None:
+                await arrived.wait()
+                runner.close()
+                gate.set()
+
+            group.start_soon(stop_button)
+            with anyio.fail_after(GUARD):
+                await runner.until_done()
+    assert len(fake.requests) == 1
+    assert charges == {}
+    assert runner.finished
+    assert not pairing_problems(runner.messages, allow_trailing=True)
