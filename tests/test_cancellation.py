@@ -441,3 +441,40 @@ async def test_close_from_another_task_during_the_request_ends_the_loop_with_tha
     assert charges == {}
     assert runner.finished
     assert not pairing_problems(runner.messages, allow_trailing=True)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: close() called from another task while the turn's tools run appends the reply, and "
+    "the end of the turn appends it again with the results: the history holds the reply twice, "
+    "the runner is not finished, and the next request is refused (UnansweredToolUseError)",
+)
+async def test_close_from_another_task_while_tools_run_ends_the_loop_with_a_whole_history() -> None:
+    started = anyio.Event()
+    gate = anyio.Event()
+
+    @tool(name="pay")
+    async def pay_gated(invoice: str) -> str:
+        """Pay once the gate opens."""
+        started.set()
+        await gate.wait()
+        charges[invoice] += 1
+        return f"paid {invoice}"
+
+    fake = FakeMessagesAPI(pay_both())
+    async with fake.async_client() as client:
+        runner = runner_for(client, pay_gated)
+        async with anyio.create_task_group() as group:
+
+            async def stop_button() -> None:
+                await started.wait()
+                runner.close()
+                gate.set()
+
+            group.start_soon(stop_button)
+            with anyio.fail_after(GUARD):
+                await runner.until_done()
+    assert len(fake.requests) == 1
+    assert runner.finished
+    assert sum(role == "assistant" for role, _ in skeleton(runner.messages)) == 1
+    assert not pairing_problems(runner.messages, allow_trailing=True)
