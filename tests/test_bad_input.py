@@ -594,3 +594,34 @@ async def test_a_tool_that_closes_the_runner_while_it_runs_ends_the_loop_with_a_
     assert [m["role"] for m in plain(runner.messages)][:2] == ["user", "assistant"]
     assert sum(m["role"] == "assistant" for m in plain(runner.messages)) == 1
     assert not pairing_problems(runner.messages, allow_trailing=True)
+
+
+@pytest.mark.anyio
+async def test_iterating_one_runner_from_two_tasks_is_refused_and_the_first_goes_on() -> None:
+    gate = anyio.Event()
+    runs: list[str] = []
+
+    @tool
+    async def slow_ping() -> str:
+        """Answer pong, once the gate opens."""
+        runs.append("ping")
+        await gate.wait()
+        return "pong"
+
+    fake = FakeMessagesAPI([tool_reply(tool_call("slow_ping", {}, id="p")), text_reply("Pong.")])
+    runner = build(fake, tools=[slow_ping])
+    async for _ in runner:
+        break  # the body holds a reply whose call is pending
+    async with anyio.create_task_group() as group:
+        group.start_soon(runner.until_done)
+        await anyio.sleep(0.01)  # the first task now runs the tool
+        with pytest.raises(
+            ToolRunnerError, match="already advancing in another task; iterate a runner from one"
+        ):
+            await runner.until_done()
+        with pytest.raises(ToolRunnerError, match="change the history from the loop body"):
+            runner.push_messages({"role": "user", "content": "and now?"})
+        gate.set()
+    assert runs == ["ping"]
+    assert len(fake.requests) == 2
+    assert runner.finished
