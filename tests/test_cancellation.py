@@ -478,3 +478,28 @@ async def test_close_from_another_task_while_tools_run_ends_the_loop_with_a_whol
     assert runner.finished
     assert sum(role == "assistant" for role, _ in skeleton(runner.messages)) == 1
     assert not pairing_problems(runner.messages, allow_trailing=True)
+
+
+# -- leaving runner.events() early ----------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: leaving `runner.events()` early closes the event stream before the loop is "
+    "cancelled; tool calls that start in between emit into the closed stream, and the block raises "
+    "ExceptionGroup[BrokenResourceError] instead of cancelling the loop",
+)
+async def test_leaving_the_events_block_early_cancels_the_loop_and_it_resumes() -> None:
+    expected = await reference_history(pay_both())
+    fake = FakeMessagesAPI(pay_both())
+    async with fake.async_client() as client:
+        runner = runner_for(client)
+        leaks = await LeakCheck.start()
+        async with runner.events() as events:
+            async for event in events:
+                if type(event).__name__ == "MessageFinished":
+                    break  # leave while the reply's calls are about to run
+        await assert_clean(runner, leaks)
+        await runner.until_done()
+    assert skeleton(runner.messages) == expected
+    assert all(count == 1 for count in charges.values())
