@@ -11,9 +11,13 @@ here.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import anthropic
@@ -503,3 +507,60 @@ async def test_leaving_the_events_block_early_cancels_the_loop_and_it_resumes() 
         await runner.until_done()
     assert skeleton(runner.messages) == expected
     assert all(count == 1 for count in charges.values())
+
+
+# -- Ctrl-C in the blocking front end -----------------------------------------------------------------
+
+CTRL_C_SCRIPT = """
+import _thread, json, threading, time
+from toolrunner import SyncToolRunner, tool
+from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
+
+runs = []
+
+@tool
+def charge(invoice: str) -> str:
+    '''Charge an invoice; the first call is interrupted by Ctrl-C while it runs.'''
+    runs.append(invoice)
+    if len(runs) == 1:
+        _thread.interrupt_main()  # what Ctrl-C does
+        time.sleep(0.2)
+    return "charged " + invoice
+
+fake = FakeMessagesAPI([tool_reply(tool_call("charge", {"invoice": "A"}, id="tu_a")), text_reply("Done.")])
+runner = SyncToolRunner(fake.client(), model="claude-sonnet-4-6", max_tokens=64,
+                        messages=[{"role": "user", "content": "Pay."}], tools=[charge])
+before = set(threading.enumerate())
+interrupted = False
+try:
+    for _ in runner:
+        pass
+except KeyboardInterrupt:
+    interrupted = True
+roles_after = [m["role"] for m in runner.messages]
+left = [t.name for t in threading.enumerate() if t not in before and not t.name.startswith("AnyIO worker")]
+runner.until_done()
+print(json.dumps({"interrupted": interrupted, "roles_after": roles_after, "left": left, "runs": runs,
+                  "requests": len(fake.requests), "roles_end": [m["role"] for m in runner.messages]}))
+"""
+
+
+def test_ctrl_c_in_a_sync_runner_loop_leaves_a_whole_history_and_it_resumes() -> None:
+    """Run in a subprocess: a KeyboardInterrupt that escaped would stop the whole test session."""
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", CTRL_C_SCRIPT],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome["interrupted"]
+    assert outcome["roles_after"] in (["user"], ["user", "assistant", "user"])  # whole turns only
+    assert outcome["left"] == []  # the portal's thread ended with the loop
+    assert outcome["runs"] == ["A"]  # the call finished, so resuming did not run it again
+    assert outcome["requests"] == 2
+    assert outcome["roles_end"] == ["user", "assistant", "user", "assistant"]
