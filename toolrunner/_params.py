@@ -21,7 +21,15 @@ from anthropic.types.beta import BetaMessage
 from ._errors import HistoryError, ParamsError, ToolDefinitionError
 from ._tools import Tool, as_tool
 
-__all__ = ["ToolIndex", "check_params", "check_positive_int", "dollars", "index_tools", "message_param"]
+__all__ = [
+    "ToolIndex",
+    "check_params",
+    "check_positive_int",
+    "dollars",
+    "index_tools",
+    "message_param",
+    "reply_param",
+]
 
 REQUIRED = ("model", "max_tokens", "messages")
 
@@ -97,10 +105,34 @@ def index_tools(entries: object) -> ToolIndex:
     return ToolIndex(tools=tools, wire=wire, runnable=runnable, unrunnable=frozenset(unrunnable))
 
 
+def reply_param(reply: Message | BetaMessage) -> dict[str, Any]:
+    """A reply as the history keeps it: plain data, dumped once, the way the SDK dumps a model.
+
+    ``Message.to_param()`` keeps the content blocks as SDK models, and the SDK dumps every model in
+    the params again on every request: with a long history, most of a request's cost. The dump is
+    the SDK's (JSON mode, aliases, the fields the service sent, less ``__api_exclude__``), so the
+    request bytes are the same; thinking blocks keep their signatures exactly. ``warnings=False``:
+    a malformed block (a tool_use input that is not an object) gets an error result, not a warning.
+    """
+    return {
+        "role": reply.role,
+        "content": [
+            block.model_dump(
+                mode="json",
+                by_alias=True,
+                exclude_unset=True,
+                exclude=getattr(type(block), "__api_exclude__", None),
+                warnings=False,
+            )
+            for block in reply.content
+        ],
+    }
+
+
 def message_param(message: object, index: int) -> Any:
-    """A message as the history keeps it: SDK messages become params; dicts are checked, not copied."""
+    """A message as the history keeps it: SDK messages become plain params; dicts are checked, not copied."""
     if isinstance(message, Message | BetaMessage):
-        return message.to_param()
+        return reply_param(message)
     if not isinstance(message, Mapping):
         raise HistoryError(
             f"message {index} is a {type(message).__name__!r}; a message is a dict like "

@@ -44,7 +44,7 @@ from ._lifecycle import (
     container_param,
     step_for,
 )
-from ._params import check_params, check_positive_int, dollars, index_tools, message_param
+from ._params import check_params, check_positive_int, dollars, index_tools, message_param, reply_param
 from ._results import DEFAULT_ADAPTER, ToolResultAdapter
 from ._streaming import ReplyStream, StreamWatch, watch_stream
 from ._tools import Tool
@@ -337,7 +337,7 @@ class ToolRunner(Generic[ItemT]):
         ``async with`` or ``aclose()`` to close it at once). Idempotent."""
         if self._phase is _Phase.WITH_BODY and not self._history_changed and self._open is None:
             assert self._reply is not None
-            self._params["messages"].append(self._reply.to_param())
+            self._params["messages"].append(reply_param(self._reply))
         self._finish("closed")
 
     async def aclose(self) -> None:
@@ -501,7 +501,7 @@ class ToolRunner(Generic[ItemT]):
         results = await self.generate_tool_response()
         history: list[Any] = self._params["messages"]
         if not self._history_changed:
-            history.append(reply.to_param())
+            history.append(reply_param(reply))
         if results is not None:
             history.append(results)
         if reply.container is not None:
