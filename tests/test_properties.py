@@ -766,6 +766,7 @@ class FaultyScenario:
     max_retries: int
     max_iterations: int | None
     stream: bool
+    with_events: bool  # drive the loop through ``runner.events()`` instead of ``until_done()``
     backend: str
 
     def entries(self) -> tuple[list[ScriptEntry], list[bool]]:
@@ -795,6 +796,7 @@ def faulty_scenarios(draw: st.DrawFn) -> FaultyScenario:
         max_retries,
         draw(st.one_of(st.none(), st.integers(1, 6))),
         draw(st.booleans()),
+        draw(st.booleans()),
         draw(st.sampled_from(["asyncio", "trio"])),
     )
 
@@ -816,7 +818,7 @@ def test_service_faults_never_rerun_tools_and_resuming_reaches_the_same_end(scen
             with anyio.fail_after(30):
                 while True:
                     try:
-                        await runner.until_done()
+                        await run_to_the_end(runner, with_events=scenario.with_events)
                         break
                     except UnansweredToolUseError as error:
                         refused.append(error)
@@ -843,6 +845,15 @@ def test_service_faults_never_rerun_tools_and_resuming_reaches_the_same_end(scen
         isinstance(error, anthropic.APIStatusError | anthropic.APIConnectionError | httpx2.ReadError)
         for error in errors
     )
+
+
+async def run_to_the_end(runner: ToolRunner, *, with_events: bool) -> None:
+    if not with_events:
+        await runner.until_done()
+        return
+    async with runner.events() as events:
+        async for _ in events:
+            pass
 
 
 # -- cancellation at a generated await point -------------------------------------------------------------
