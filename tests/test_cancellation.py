@@ -407,12 +407,6 @@ async def test_a_cancelled_caller_does_not_cancel_the_others_sharing_its_run() -
 # -- close() from another task ----------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: close() called from another task while a request is in flight is lost: __anext__ "
-    "sets the phase back to 'with body' when the reply arrives, so the loop runs the reply's tools "
-    "and goes on to the end",
-)
 async def test_close_from_another_task_during_the_request_ends_the_loop_with_that_reply() -> None:
     arrived = anyio.Event()
     gate = anyio.Event()
@@ -447,12 +441,6 @@ async def test_close_from_another_task_during_the_request_ends_the_loop_with_tha
     assert not pairing_problems(runner.messages, allow_trailing=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: close() called from another task while the turn's tools run appends the reply, and "
-    "the end of the turn appends it again with the results: the history holds the reply twice, "
-    "the runner is not finished, and the next request is refused (UnansweredToolUseError)",
-)
 async def test_close_from_another_task_while_tools_run_ends_the_loop_with_a_whole_history() -> None:
     started = anyio.Event()
     gate = anyio.Event()
@@ -487,12 +475,6 @@ async def test_close_from_another_task_while_tools_run_ends_the_loop_with_a_whol
 # -- leaving runner.events() early ----------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: leaving `runner.events()` early closes the event stream before the loop is "
-    "cancelled; tool calls that start in between emit into the closed stream, and the block raises "
-    "ExceptionGroup[BrokenResourceError] instead of cancelling the loop",
-)
 async def test_leaving_the_events_block_early_cancels_the_loop_and_it_resumes() -> None:
     expected = await reference_history(pay_both())
     fake = FakeMessagesAPI(pay_both())

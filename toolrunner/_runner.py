@@ -14,6 +14,7 @@ The decisions are the pure functions of ``_lifecycle``; this module does the I/O
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import logging
@@ -218,7 +219,8 @@ class ToolRunner(Generic[ItemT]):
         # The limit that made the request out the last one, sent with tool_choice none.
         self._final_answer: EndReason | None = None
         self._requests_sent = 0
-        self._advancing = False
+        self._advancing = False  # inside __anext__
+        self._closing = False  # close() came from another task while advancing
         self._task_group: anyio.abc.TaskGroup | None = None
         # The history is known to be valid before this index (see ``check_answered``).
         self._check_from = 0
@@ -334,7 +336,15 @@ class ToolRunner(Generic[ItemT]):
     def close(self) -> None:
         """End the loop now. A complete reply that the body holds is appended if the body left
         the history unchanged, but its tool calls are not run. An unread stream is dropped (use
-        ``async with`` or ``aclose()`` to close it at once). Idempotent."""
+        ``async with`` or ``aclose()`` to close it at once). Idempotent.
+
+        Called from another task while the runner is busy, it lets the step under way finish
+        whole (a request's reply is appended, without running its tools; a turn's tools finish and
+        their results are appended), then ends the loop.
+        """
+        if self._advancing:
+            self._closing = True
+            return
         if self._phase is _Phase.WITH_BODY and not self._history_changed and self._open is None:
             assert self._reply is not None
             self._params["messages"].append(reply_param(self._reply))
@@ -421,18 +431,26 @@ class ToolRunner(Generic[ItemT]):
                     self._final_answer = limit
                 else:
                     self._finish(limit)
+            if self._closing:
+                self._finish("closed")
             if self._phase is _Phase.DONE:
                 raise StopAsyncIteration
             item = await self._send()
+            if self._open is None:
+                _check_reply(item)
+            self._requests_sent += 1
+            self._history_changed = False
+            self._phase = _Phase.WITH_BODY
+            if self._open is None:
+                self._accept(cast(Reply, item))
+            if self._closing:  # closed while the request was out: keep the reply, run nothing
+                with anyio.CancelScope(shield=True):
+                    await self._abandon_stream()
+                self._advancing = False
+                self.close()
+                raise StopAsyncIteration
         finally:
             self._advancing = False
-        if self._open is None:
-            _check_reply(item)
-        self._requests_sent += 1
-        self._history_changed = False
-        self._phase = _Phase.WITH_BODY
-        if self._open is None:
-            self._accept(cast(Reply, item))
         return cast(ItemT, item)
 
     async def until_done(self) -> Reply:
@@ -464,7 +482,8 @@ class ToolRunner(Generic[ItemT]):
         def emit(event: RunnerEvent) -> None:
             if previous is not None:
                 previous(event)
-            send.send_nowait(event)
+            with contextlib.suppress(anyio.BrokenResourceError):  # the block was left: nobody listens
+                send.send_nowait(event)
 
         async def drive() -> None:
             with send:
