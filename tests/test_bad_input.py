@@ -573,12 +573,6 @@ async def test_a_tool_that_pushes_messages_while_it_runs_cannot_break_the_histor
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a tool that calls ctx.runner.close() while the loop runs it gets the reply appended "
-    "twice (by close() and by the end of the turn), and the loop goes on to a request that "
-    "fails with UnansweredToolUseError instead of ending",
-)
 async def test_a_tool_that_closes_the_runner_while_it_runs_ends_the_loop_with_a_whole_history() -> None:
     @tool
     async def stop_here(ctx: ToolContext) -> str:
