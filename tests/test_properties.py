@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
@@ -70,10 +70,11 @@ RUNNABLE = ("act", "act_sync", "act_alone")
 class Ledger:
     started: Counter[str] = field(default_factory=Counter[str])
     finished: Counter[str] = field(default_factory=Counter[str])
-    # Set by the cancellation property: the await point (counted across the run) that cancels.
+    # Set by the cancellation and close properties: the await point (counted across the run) that
+    # stops the loop, and how (cancel a scope, or close the runner).
     cancel_at: int | None = None
     points: int = 0
-    scope: anyio.CancelScope | None = None
+    stop: Callable[[], None] | None = None
 
 
 ledger = Ledger()
@@ -82,8 +83,8 @@ ledger = Ledger()
 async def _point_async() -> None:
     """An await point of the run: cancels the scope when it is the chosen one."""
     ledger.points += 1
-    if ledger.points == ledger.cancel_at and ledger.scope is not None:
-        ledger.scope.cancel()
+    if ledger.points == ledger.cancel_at and ledger.stop is not None:
+        ledger.stop()
     await anyio.lowlevel.checkpoint()
 
 
@@ -121,8 +122,8 @@ def act_sync(key: str, mode: str, ctx: ToolContext) -> str:
     """
     ledger.started[ctx.call.id] += 1
     ledger.points += 1
-    if ledger.points == ledger.cancel_at and ledger.scope is not None:
-        anyio.from_thread.run_sync(ledger.scope.cancel)
+    if ledger.points == ledger.cancel_at and ledger.stop is not None:
+        anyio.from_thread.run_sync(ledger.stop)
     ledger.finished[ctx.call.id] += 1
     return _outcome(key, mode)
 
@@ -913,7 +914,7 @@ def test_cancelling_at_any_await_point_leaves_a_whole_history_and_resumes_to_the
 
     async def cancel_and_resume(runner: ToolRunner, leaks: LeakCheck) -> None:
         with anyio.CancelScope() as scope:
-            ledger.scope = scope
+            ledger.stop = scope.cancel
             try:
                 async for _ in runner:
                     await _point_async()
@@ -921,7 +922,7 @@ def test_cancelling_at_any_await_point_leaves_a_whole_history_and_resumes_to_the
                         await runner.generate_tool_response()
             except UnansweredToolUseError:
                 pass  # the model predicts it (expected.error); resuming raises it again
-        ledger.scope = None
+        ledger.stop = None
         event("cancelled" if scope.cancel_called else "ran to the end uncancelled")
         # Nothing half-appended: the history is one the lifecycle passes through.
         assert skeleton(runner.messages) in states, skeleton(runner.messages)
@@ -952,3 +953,69 @@ def test_cancelling_at_any_await_point_leaves_a_whole_history_and_resumes_to_the
     check_once_finished(calls)
     assert distinct(fake.requests) == expected.requests
     assert skeleton(final) == expected.history
+
+
+@given(cancel_scenarios())
+@property_settings
+def test_closing_at_any_point_ends_the_loop_with_whole_turns_and_sends_nothing_more(
+    scenario: CancelScenario,
+) -> None:
+    """``close()`` at a generated point: from the request (the responder), a tool (async, or from
+    its worker thread), or the body. The step under way finishes whole, then the loop ends."""
+    fresh_ledger()
+    ledger.cancel_at = scenario.cancel_at
+    calls = all_calls(scenario.script, [])
+    entries = [reply.entry() for reply in scenario.script]
+
+    async def respond(_: RecordedRequest) -> ScriptEntry:
+        await _point_async()
+        return entries.pop(0) if entries else FALLBACK.entry()
+
+    fake = FakeMessagesAPI(responder=respond)
+    expected = LifecycleModel(scenario.script, calls).run([], None, body=False)
+    replies = [*scenario.script, *[FALLBACK] * len(expected.requests)]
+    whole = [*expected.requests, expected.history]
+    whole += [[*sent, replies[n].skeleton()] for n, sent in enumerate(expected.requests)]
+    sent_at_close: list[int] = []
+
+    async def main() -> None:
+        async with fake.async_client() as client:
+            leaks = await LeakCheck.start()
+            runner = make_runner(
+                client, None, stream=scenario.stream != "no", eager=scenario.stream == "eager"
+            )
+
+            def close() -> None:
+                sent_at_close.append(len(fake.requests))
+                runner.close()
+
+            async with runner:
+                ledger.stop = close
+                with anyio.fail_after(30):
+                    try:
+                        async for _ in runner:
+                            await _point_async()
+                            if scenario.generate_in_body:
+                                await runner.generate_tool_response()
+                    except UnansweredToolUseError:
+                        assert expected.error
+                ledger.stop = None
+                if sent_at_close:
+                    event("closed")
+                    assert runner.finished
+                    assert [m async for m in runner] == []
+                    assert len(fake.requests) == sent_at_close[0], "a request was sent after close()"
+                    assert skeleton(runner.messages) in whole, skeleton(runner.messages)
+                    assert not pairing_problems(runner.messages, allow_trailing=True)
+                else:
+                    event("ran to the end unclosed")
+                    assert expected.error or skeleton(runner.messages) == expected.history
+            assert all(i in ledger.finished for i in ledger.started if calls[i].name == "act_sync")
+            assert worker_threads_idle()
+            await leaks.assert_none_new()
+
+    with quiet_tool_failures():
+        anyio.run(main, backend=scenario.backend)
+
+    check_requests(fake.requests, calls)
+    check_once_finished(calls)
