@@ -26,6 +26,7 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema
 from typing_extensions import ParamSpec, TypeVar
 
+from ._docstrings import parse_docstring
 from ._errors import ToolDefinitionError, ToolInputError
 from ._lifecycle import ToolCall
 
@@ -39,13 +40,6 @@ R = TypeVar("R", default=Any)
 
 # What the Messages API accepts as a tool name.
 _NAME = re.compile(r"[a-zA-Z0-9_-]{1,128}")
-# Google-style section headers; the tool description is the text before the first one.
-_SECTION = re.compile(
-    r"(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters|Returns?|"
-    r"Yields?|Raises|Examples?|Notes?|Warnings?|See Also|References|Todo|Attributes):\s*"
-)
-_ARGS_SECTIONS = {"Args", "Arguments", "Parameters", "Params", "Keyword Args", "Keyword Arguments"}
-_ARG_ENTRY = re.compile(r"\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:(.*)")
 _JSON_TYPES: dict[type, str] = {
     list: "array",
     str: "string",
@@ -128,7 +122,7 @@ class Tool(Generic[P, R]):
         # Partials and callable objects have no __name__ for update_wrapper to copy.
         self.__dict__.setdefault("__name__", self.name)
         self.__dict__.setdefault("__qualname__", self.name)
-        summary, arg_docs = _parse_docstring(getattr(source, "__doc__", None))
+        summary, arg_docs = parse_docstring(getattr(source, "__doc__", None))
         self.description = _check_description(self.name, description, summary)
         self.function = function
         self.is_async = _is_async(function)
@@ -500,65 +494,6 @@ def _json_schema(name: str, model: type[BaseModel]) -> dict[str, Any]:
     return {key: schema[key] for key in first if key in schema} | {
         key: value for key, value in schema.items() if key not in first
     }
-
-
-# Docstrings ------------------------------------------------------------------------------------
-
-
-def _parse_docstring(docstring: object) -> tuple[str, dict[str, str]]:
-    """The summary (text before the first section) and the ``Args:`` entries of a Google-style
-    docstring."""
-    if not isinstance(docstring, str):
-        return "", {}
-    lines = inspect.cleandoc(docstring).splitlines()
-    summary: list[str] = []
-    args: dict[str, str] = {}
-    index = 0
-    while index < len(lines) and not _SECTION.fullmatch(lines[index]):
-        summary.append(lines[index])
-        index += 1
-    while index < len(lines):
-        header = _SECTION.fullmatch(lines[index])
-        index += 1
-        body: list[str] = []
-        # A section's body is indented; it ends at the next line that is not.
-        while index < len(lines) and (not lines[index].strip() or lines[index][0].isspace()):
-            body.append(lines[index])
-            index += 1
-        if header is not None and header.group(1) in _ARGS_SECTIONS:
-            args.update(_parse_args(body))
-    return "\n".join(summary).strip(), args
-
-
-def _parse_args(body: list[str]) -> dict[str, str]:
-    entries: dict[str, list[str]] = {}
-    indent: int | None = None
-    current: list[str] | None = None
-    for line in body:
-        if not line.strip():
-            if current is not None:
-                current.append("")
-            continue
-        width = len(line) - len(line.lstrip())
-        if indent is None:
-            indent = width
-        entry = _ARG_ENTRY.fullmatch(line.strip()) if width <= indent else None
-        if entry is not None:
-            current = entries[entry.group(1)] = [entry.group(2).strip()]
-        elif current is not None:
-            current.append(line.strip())
-    return {name: _join(parts) for name, parts in entries.items()}
-
-
-def _join(parts: list[str]) -> str:
-    """Continuation lines joined with spaces; blank lines kept as paragraph breaks."""
-    paragraphs: list[list[str]] = [[]]
-    for part in parts:
-        if part:
-            paragraphs[-1].append(part)
-        elif paragraphs[-1]:
-            paragraphs.append([])
-    return "\n\n".join(" ".join(p) for p in paragraphs if p)
 
 
 def _short_repr(value: object) -> str:
