@@ -10,7 +10,6 @@ Each check is independent of the runner's own code, so a bug there cannot hide i
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -23,6 +22,8 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 import httpx2
+
+from tests.helpers import plain
 
 __all__ = [
     "Block",
@@ -41,18 +42,6 @@ Block = tuple[Any, ...]
 ("tool_result", tool_use_id, is_error), or (type,) for any other block."""
 Skeleton = tuple[str, tuple[Block, ...]]
 """One message reduced to its role and blocks."""
-
-
-def plain(value: object) -> Any:
-    """A history, message or block as plain JSON data (SDK models dumped as the SDK sends them)."""
-    return json.loads(json.dumps(value, default=_dump))
-
-
-def _dump(value: object) -> Any:
-    model_dump = getattr(value, "model_dump", None)
-    if model_dump is None:
-        raise TypeError(f"cannot dump {type(value).__name__}")
-    return model_dump(mode="json", exclude_none=True)
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
