@@ -19,7 +19,6 @@ from toolrunner._lifecycle import (
     check_answered,
     client_tool_calls,
     container_param,
-    pending_tool_calls,
     step_for,
     tool_result_ids,
 )
@@ -107,12 +106,6 @@ def test_user_messages_and_string_content_have_no_tool_calls() -> None:
     assert tool_result_ids(user(result("a"), {"type": "text", "text": "x"}, result("b"))) == {"a", "b"}
 
 
-def test_pending_tool_calls_are_those_of_the_last_message() -> None:
-    assert pending_tool_calls([]) == ()
-    assert pending_tool_calls([user(), assistant(use("a"))]) == (ToolCall("a", "t", {}),)
-    assert pending_tool_calls([assistant(use("a")), user(result("a"))]) == ()
-
-
 # -- which calls the runner answers ---------------------------------------------------------------
 
 
@@ -178,7 +171,9 @@ def test_check_answered_iff_the_ids_pair_up(used: list[str], answered: list[str]
         with pytest.raises(UnansweredToolUseError):
             check_answered(history)
     else:
-        with pytest.raises(HistoryError, match=r"tool_result block\(s\) for .* messages\[1\] has no tool_use"):
+        with pytest.raises(
+            HistoryError, match=r"tool_result block\(s\) for .* messages\[1\] has no tool_use"
+        ):
             check_answered(history)
 
 

@@ -25,7 +25,6 @@ __all__ = [
     "client_tool_calls",
     "container_param",
     "field",
-    "pending_tool_calls",
     "step_for",
     "tool_result_ids",
 ]
@@ -116,14 +115,6 @@ def tool_result_ids(message: object) -> set[str]:
     return {
         field(block, "tool_use_id") for block in _blocks(message) if field(block, "type") == "tool_result"
     }
-
-
-def pending_tool_calls(messages: Sequence[object]) -> tuple[ToolCall, ...]:
-    """The tool calls a history waits on: those of its last message, when that is an assistant
-    message with client tool_use blocks (nothing follows it, so none has a result yet)."""
-    if not messages:
-        return ()
-    return client_tool_calls(messages[-1])
 
 
 def calls_to_answer(last_message: object | None, last_reply: object | None) -> tuple[ToolCall, ...]:
