@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import typing
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -194,3 +196,14 @@ def test_calls_to_answer_never_runs_a_stopped_replys_calls(
     else:
         # the same ids are the same message: keyed on ids, not identity
         assert calls == ()
+
+
+def test_every_test_that_docs_lifecycle_cites_exists() -> None:
+    """docs/lifecycle.md names the test behind each rule; a renamed test must not leave it stale."""
+    root = Path(__file__).parent
+    cited = set(re.findall(r"`(test_\w+)`", (root.parent / "docs" / "lifecycle.md").read_text()))
+    defined = {
+        name for path in root.rglob("test_*.py") for name in re.findall(r"def (test_\w+)", path.read_text())
+    }
+    assert len(cited) > 20
+    assert cited <= defined, sorted(cited - defined)
