@@ -67,7 +67,9 @@ async def main() -> None:
         client,
         model="claude-sonnet-4-6",
         max_tokens=1024,
-        messages=[{"role": "user", "content": "What's the weather in Paris and in Berlin, and the time in Berlin?"}],
+        messages=[
+            {"role": "user", "content": "What's the weather in Paris and in Berlin, and the time in Berlin?"}
+        ],
         tools=[get_weather, get_local_time],
         max_iterations=10,
     )

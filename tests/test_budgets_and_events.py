@@ -134,7 +134,9 @@ def kinds(events: list[RunnerEvent]) -> list[str]:
 
 async def test_on_event_reports_text_messages_tools_and_the_end() -> None:
     events: list[RunnerEvent] = []
-    fake = FakeMessagesAPI([tool_reply(tool_call("step", {"n": 1}, id="a"), text="Stepping."), text_reply("done")])
+    fake = FakeMessagesAPI(
+        [tool_reply(tool_call("step", {"n": 1}, id="a"), text="Stepping."), text_reply("done")]
+    )
     await runner_for(fake, on_event=events.append).until_done()
     assert kinds(events) == [
         "TextDelta",
@@ -163,11 +165,22 @@ async def test_on_event_reports_text_messages_tools_and_the_end() -> None:
 async def test_streamed_text_arrives_in_pieces_and_eager_calls_say_so() -> None:
     events: list[RunnerEvent] = []
     fake = FakeMessagesAPI(
-        [tool_reply(tool_call("step", {"n": 1}, id="a"), text="A longer text that streams in pieces.", delay=0.002), text_reply("ok")]
+        [
+            tool_reply(
+                tool_call("step", {"n": 1}, id="a"), text="A longer text that streams in pieces.", delay=0.002
+            ),
+            text_reply("ok"),
+        ]
     )
     async with ToolRunner(
-        fake.async_client(), stream=True, run_tools_eagerly=True, on_event=events.append,
-        model=MODEL, max_tokens=64, messages=[USER], tools=[step],
+        fake.async_client(),
+        stream=True,
+        run_tools_eagerly=True,
+        on_event=events.append,
+        model=MODEL,
+        max_tokens=64,
+        messages=[USER],
+        tools=[step],
     ) as runner:
         await runner.until_done()
     deltas = [e.text for e in events if isinstance(e, TextDelta)]

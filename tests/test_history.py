@@ -293,7 +293,10 @@ def test_empty_messages_are_dropped_and_same_roles_merge() -> None:
             ],
             "base64",
         ),
-        ([{"role": "user", "content": [{"type": "image_url", "image_url": {"detail": "low"}}]}], "without a URL"),
+        (
+            [{"role": "user", "content": [{"type": "image_url", "image_url": {"detail": "low"}}]}],
+            "without a URL",
+        ),
         ([{"role": "user", "content": [{"type": "file", "file": {"file_id": "file-1"}}]}], "file_data"),
         (
             [

@@ -83,7 +83,9 @@ async def test_yields_the_sdks_stream_and_follows_the_same_lifecycle() -> None:
     assert runner.last_message.content[0].type == "text"
 
     plain_fake = FakeMessagesAPI(script())
-    await ToolRunner(plain_fake.async_client(), model=MODEL, max_tokens=64, messages=[USER], tools=[get_weather]).until_done()
+    await ToolRunner(
+        plain_fake.async_client(), model=MODEL, max_tokens=64, messages=[USER], tools=[get_weather]
+    ).until_done()
     assert sent_messages(fake) == sent_messages(plain_fake)  # the same requests as without streaming
 
 
@@ -129,7 +131,9 @@ async def test_a_tool_marked_start_early_false_waits_for_the_end_of_the_reply() 
         log.append("charge")
         return "charged"
 
-    fake = FakeMessagesAPI([tool_reply(tool_call("charge", {"amount": 5}), delay=PACE), text_reply("ok", delay=PACE)])
+    fake = FakeMessagesAPI(
+        [tool_reply(tool_call("charge", {"amount": 5}), delay=PACE), text_reply("ok", delay=PACE)]
+    )
     async with streaming(fake, tools=[charge], run_tools_eagerly=True) as runner:
         async for stream in runner:
             async for event in stream:
@@ -176,8 +180,12 @@ async def test_eager_tools_need_the_runner_entered() -> None:
 
 
 @pytest.mark.parametrize("body_reads", [True, False])
-async def test_a_stream_cut_midway_raises_the_sdk_error_and_the_request_is_sent_again(body_reads: bool) -> None:
-    cut = stream_cut(tool_reply(tool_call("get_weather", {"city": "Paris"}, id="p"), text="Checking."), after_events=4)
+async def test_a_stream_cut_midway_raises_the_sdk_error_and_the_request_is_sent_again(
+    body_reads: bool,
+) -> None:
+    cut = stream_cut(
+        tool_reply(tool_call("get_weather", {"city": "Paris"}, id="p"), text="Checking."), after_events=4
+    )
     fake = FakeMessagesAPI([cut, *script()])
     runner = streaming(fake)
     # A connection dropped mid-stream surfaces as httpx2's ReadError: the SDK does not wrap it.
@@ -205,7 +213,9 @@ async def test_a_stream_cut_cancels_tools_started_early() -> None:
             cancelled.append(name)
         return name
 
-    reply = tool_reply(tool_call("slow", {"name": "a"}, id="a"), tool_call("slow", {"name": "b"}, id="b"), delay=PACE)
+    reply = tool_reply(
+        tool_call("slow", {"name": "a"}, id="a"), tool_call("slow", {"name": "b"}, id="b"), delay=PACE
+    )
     fake = FakeMessagesAPI([stream_cut(reply, after_events=8)])
     with anyio.fail_after(GUARD):
         async with streaming(fake, tools=[slow], run_tools_eagerly=True) as runner:
@@ -241,8 +251,12 @@ async def test_recorded_streams_replay(name: str) -> None:
     ) as client:
         first = exchanges[0]["request"]["body"]
         runner = ToolRunner(
-            client, stream=True, model=first["model"], max_tokens=first["max_tokens"],
-            messages=first["messages"], tools=[recorded_weather],
+            client,
+            stream=True,
+            model=first["model"],
+            max_tokens=first["max_tokens"],
+            messages=first["messages"],
+            tools=[recorded_weather],
         )
         await runner.until_done()
     assert [plain(body["messages"]) for body in sent] == [e["request"]["body"]["messages"] for e in exchanges]

@@ -105,7 +105,17 @@ def test_the_guard_is_off_unless_a_project_asks_for_it(tmp_path: Path) -> None:
         "    assert httpx2.HTTPTransport.handle_request.__qualname__ != 'HTTPTransport.handle_request'\n"
     )
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:toolrunner", "-p", "no:cacheprovider", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:toolrunner",
+            "-p",
+            "no:cacheprovider",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
