@@ -10,10 +10,8 @@ these extend them.
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
-from collections.abc import Callable, Generator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from types import CoroutineType
 from typing import Any, cast
@@ -23,7 +21,7 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
-from tests.reliability_helpers import pairing_problems, plain
+from tests.reliability_helpers import pairing_problems, plain, quiet_tool_failures
 from toolrunner import (
     HistoryError,
     ParamsError,
@@ -57,18 +55,6 @@ def results(runner: ToolRunner, index: int = 2) -> list[tuple[str, Any, bool]]:
         (block["tool_use_id"], block.get("content"), bool(block.get("is_error")))
         for block in plain(runner.messages[index])["content"]
     ]
-
-
-@contextmanager
-def quiet_tool_failures() -> Generator[None]:
-    """The runner logs tools that raise; these tests check the results instead."""
-    logger = logging.getLogger("toolrunner")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 # -- constructor arguments -------------------------------------------------------------------------------

@@ -17,10 +17,8 @@ end, no finished call run again). See docs/reliability.md.
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
-from collections.abc import Callable, Generator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -38,6 +36,7 @@ from tests.reliability_helpers import (
     Skeleton,
     pairing_problems,
     plain,
+    quiet_tool_failures,
     skeleton,
     worker_threads_idle,
 )
@@ -506,18 +505,6 @@ async def drive(runner: ToolRunner, scenario: Scenario, observed: Observed) -> N
                 return
     except UnansweredToolUseError as error:
         observed.error = error
-
-
-@contextmanager
-def quiet_tool_failures() -> Generator[None]:
-    """Tools that raise are logged by the runner; 500 examples of that are noise here."""
-    logger = logging.getLogger("toolrunner")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def fresh_ledger() -> None:
