@@ -99,7 +99,7 @@ def test_invalid_numbers_and_params_are_refused_with_what_to_pass(
         (
             {"messages": [{"content": "hi"}]},
             HistoryError,
-            "message 0 has role None; the Messages API takes 'user'",
+            "message 0 has role None; a message's role is 'user', 'assistant' or 'system'",
         ),
         ({"messages": [USER, "and more"]}, HistoryError, "message 1 is a 'str'; a message is a dict like"),
         ({"messages": [{"role": "user"}]}, HistoryError, "message 0 has content of type 'NoneType'"),
@@ -432,14 +432,14 @@ async def test_a_pushed_tool_use_as_the_last_message_is_answered_not_refused() -
         (([USER, USER],), "message 0 is a 'list'; a message is a dict like"),
         ((None,), "message 0 is a 'NoneType'"),
         (
-            ({"role": "system", "content": "Be brief."},),
-            "role 'system'.*put system text in the system= param",
+            ({"role": "model", "content": "Be brief."},),
+            "role 'model'.*for the system prompt, use the system= param",
         ),
         (({"role": "user"},), "message 0 has content of type 'NoneType'; content is a string or a list"),
         (({"role": "user", "content": {"type": "text", "text": "hi"}},), "content of type 'dict'"),
         ((USER, {"content": "no role"}), "message 1 has role None"),
     ],
-    ids=["string", "list not unpacked", "None", "system role", "no content", "content a block", "no role"],
+    ids=["string", "list not unpacked", "None", "unknown role", "no content", "content a block", "no role"],
 )
 def test_push_messages_refuses_wrong_shapes_and_appends_nothing(
     messages: tuple[Any, ...], match: str

@@ -52,7 +52,7 @@ def test_missing_required_params(missing: str) -> None:
     [
         ({"messages": "hello"}, ParamsError, "messages must be a list"),
         ({"messages": {"role": "user"}}, ParamsError, "messages must be a list"),
-        ({"messages": [{"role": "system", "content": "x"}]}, HistoryError, "role 'system'.*system= param"),
+        ({"messages": [{"role": "bot", "content": "x"}]}, HistoryError, "role 'bot'.*system= param"),
         ({"messages": [42]}, HistoryError, "message 0 is a 'int'"),
         ({"messages": [{"role": "user", "content": 3}]}, HistoryError, "content is a string or a list"),
         ({"tools": [ping, ping]}, ToolDefinitionError, "two tools are named 'ping'"),

@@ -294,10 +294,14 @@ def _documented_parts(obj: object) -> list[str]:
     """The parameter names and public members that the API entry of ``obj`` must mention."""
     if not (inspect.isclass(obj) or inspect.isfunction(obj)):
         return []  # constants and type aliases
-    if inspect.isclass(obj) and (issubclass(obj, BaseException | enum.Enum) or is_typeddict(obj)):
+    if inspect.isclass(obj) and is_typeddict(obj):
+        return list(obj.__annotations__)  # every key
+    if inspect.isclass(obj) and issubclass(obj, BaseException | enum.Enum):
         return []
     try:
-        parameters = list(inspect.signature(obj).parameters)
+        # A Protocol's signature is a placeholder (*args, **kwargs): only its members count.
+        protocol = inspect.isclass(obj) and getattr(obj, "_is_protocol", False)
+        parameters = [] if protocol else list(inspect.signature(obj).parameters)
     except (TypeError, ValueError):
         parameters = []
     members = [

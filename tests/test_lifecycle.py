@@ -13,17 +13,9 @@ from anthropic.types.beta import BetaStopReason
 from hypothesis import given, strategies as st
 
 from toolrunner import HistoryError, UnansweredToolUseError
-from toolrunner._lifecycle import (
-    STOP_REASON_STEPS,
-    Step,
-    ToolCall,
-    calls_to_answer,
-    check_answered,
-    client_tool_calls,
-    container_param,
-    step_for,
-    tool_result_ids,
-)
+from toolrunner._lifecycle import STOP_REASON_STEPS, Step, calls_to_answer, container_param, step_for
+from toolrunner._messages import check_history as check_answered, client_tool_calls, tool_result_ids
+from toolrunner._types import ToolCall
 
 
 def use(id: str, name: str = "t") -> dict[str, Any]:
@@ -42,7 +34,7 @@ def assistant(*blocks: dict[str, Any], stop_reason: str | None = None) -> dict[s
 
 
 def user(*blocks: dict[str, Any]) -> dict[str, Any]:
-    return {"role": "user", "content": list(blocks)}
+    return {"role": "user", "content": list(blocks) or "Go on."}
 
 
 # -- the stop-reason table ------------------------------------------------------------------------

@@ -19,8 +19,8 @@ from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from toolrunner._errors import ToolDefinitionError, ToolInputError
-from toolrunner._lifecycle import ToolCall
 from toolrunner._tools import Tool, ToolContext, as_tool, tool
+from toolrunner._types import ToolCall
 
 
 class Unit(enum.Enum):

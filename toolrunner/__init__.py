@@ -9,6 +9,7 @@ from ._errors import (
     MalformedReplyError as MalformedReplyError,
     ParamsError as ParamsError,
     ResultTooLargeError as ResultTooLargeError,
+    StateError as StateError,
     ToolDefinitionError as ToolDefinitionError,
     ToolError as ToolError,
     ToolInputError as ToolInputError,
@@ -16,7 +17,6 @@ from ._errors import (
     UnansweredToolUseError as UnansweredToolUseError,
 )
 from ._events import (
-    EndReason as EndReason,
     LoopFinished as LoopFinished,
     MessageFinished as MessageFinished,
     RunnerEvent as RunnerEvent,
@@ -32,7 +32,8 @@ from ._history import (
     thinking_text as thinking_text,
     to_openai as to_openai,
 )
-from ._lifecycle import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step, ToolCall as ToolCall
+from ._lifecycle import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step
+from ._options import RunnerOptions as RunnerOptions
 from ._results import (
     DEFAULT_ADAPTER as DEFAULT_ADAPTER,
     File as File,
@@ -42,14 +43,24 @@ from ._results import (
     ToolResultContent as ToolResultContent,
     tool_result_block as tool_result_block,
 )
-from ._runner import (
-    Reply as Reply,
-    ReplyStream as ReplyStream,
-    ToolResultMessage as ToolResultMessage,
-    ToolRunner as ToolRunner,
+from ._runner import ToolRunner as ToolRunner
+from ._state import (
+    STATE_VERSION as STATE_VERSION,
+    CallRecord as CallRecord,
+    CallStatus as CallStatus,
+    Phase as Phase,
+    RunState as RunState,
 )
 from ._sync import SyncToolRunner as SyncToolRunner
 from ._tools import Tool as Tool, ToolContext as ToolContext, tool as tool
+from ._types import (
+    EndReason as EndReason,
+    Reply as Reply,
+    ReplyStream as ReplyStream,
+    RunnerView as RunnerView,
+    ToolCall as ToolCall,
+    ToolResultMessage as ToolResultMessage,
+)
 from ._usage import (
     DEFAULT_PRICES as DEFAULT_PRICES,
     PRICES_AS_OF as PRICES_AS_OF,
@@ -63,7 +74,10 @@ __all__ = [
     "DEFAULT_ADAPTER",
     "DEFAULT_PRICES",
     "PRICES_AS_OF",
+    "STATE_VERSION",
     "STOP_REASON_STEPS",
+    "CallRecord",
+    "CallStatus",
     "EndReason",
     "File",
     "HistoryError",
@@ -74,12 +88,17 @@ __all__ = [
     "MalformedReplyError",
     "MessageFinished",
     "ParamsError",
+    "Phase",
     "Price",
     "Reply",
     "ReplyStream",
     "RequestUsage",
     "ResultTooLargeError",
+    "RunState",
     "RunnerEvent",
+    "RunnerOptions",
+    "RunnerView",
+    "StateError",
     "Step",
     "SyncToolRunner",
     "TextDelta",

@@ -9,7 +9,8 @@ Exceptions that user code raises on purpose are kept apart from failures of the 
         ├── ToolInputError           (also ValueError) the model's input does not fit a tool's schema
         ├── ResultTooLargeError      (also ValueError) a tool's result is over the adapter's limits
         ├── ParamsError              (also ValueError) runner arguments or params that cannot be sent
-        ├── MalformedReplyError      a 200 from the service that is not a message (nothing is appended)
+        ├── MalformedReplyError      a reply the history must not take (nothing is appended)
+        ├── StateError               (also ValueError) a saved state that cannot be loaded or saved
         └── HistoryError             (also ValueError) a history the service would reject
             └── UnansweredToolUseError   a client tool_use with no tool_result in the next message
 
@@ -27,6 +28,7 @@ __all__ = [
     "MalformedReplyError",
     "ParamsError",
     "ResultTooLargeError",
+    "StateError",
     "ToolDefinitionError",
     "ToolError",
     "ToolInputError",
@@ -76,10 +78,16 @@ class ParamsError(ToolRunnerError, ValueError):
 
 
 class MalformedReplyError(ToolRunnerError):
-    """The service answered a request with something that is not a message.
+    """The service answered a request with something the history must not take: not a message,
+    or a message that calls one tool_use id twice.
 
-    Nothing is appended; iterating the runner again sends the same request again.
+    Nothing is run or appended; iterating the runner again sends the same request again.
     """
+
+
+class StateError(ToolRunnerError, ValueError):
+    """A run's state cannot be saved (a value JSON cannot carry) or loaded (damaged, foreign, or
+    written by a newer toolrunner)."""
 
 
 class HistoryError(ToolRunnerError, ValueError):

@@ -9,12 +9,9 @@ Events are plain frozen data; the runner emits them in this order for each reque
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TypeAlias
 
-from ._lifecycle import ToolCall
-
-if TYPE_CHECKING:
-    from ._runner import Reply
+from ._types import EndReason, Reply, ToolCall
 
 __all__ = [
     "EndReason",
@@ -25,10 +22,6 @@ __all__ = [
     "ToolCallFinished",
     "ToolCallStarted",
 ]
-
-EndReason: TypeAlias = Literal["model", "max_iterations", "token_budget", "cost_budget", "closed"]
-"""Why a loop ended: the model stopped (see the stop-reason table), ``max_iterations`` requests
-got a reply, the token or cost budget was reached, or the runner was closed."""
 
 
 @dataclass(frozen=True, slots=True)

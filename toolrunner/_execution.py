@@ -3,38 +3,40 @@
 Invariants:
 
 - every call gets exactly one tool_result, whatever its siblings do;
-- a result is stored (``on_result``) only once its call has finished, so a cancelled run leaves
+- a result is reported (``hooks.finished``) only once its call has finished, so a cancelled run leaves
   behind the finished calls and nothing half-done;
 - ``Exception`` from a tool becomes an ``is_error`` result; cancellation and other
-  ``BaseException``s propagate.
+  ``BaseException``s propagate. A ``CancelledError`` that a tool raises from inside itself (it
+  awaited a future someone else cancelled) is an ``Exception`` in effect: the call's own task was
+  not cancelled, so it becomes the call's ``is_error`` result.
+
+The runner learns of each call through ``CallHooks``: ``started`` before the tool runs (the
+journal records it, a checkpoint may be saved), ``finished`` once its result exists.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, NoReturn
 
 import anyio
 import anyio.to_thread
 from anthropic.types import ToolResultBlockParam
 
 from ._errors import ToolError, ToolInputError
-from ._events import RunnerEvent, ToolCallFinished, ToolCallStarted
-from ._lifecycle import ToolCall
 from ._results import ResultTooLargeError, ToolResultAdapter, tool_result_block
 from ._tools import Tool, ToolContext
+from ._types import ToolCall
 
-if TYPE_CHECKING:
-    from ._runner import ToolRunner
-
-__all__ = ["ExecutionOptions", "current_call", "run_one", "run_tool_calls"]
+__all__ = ["CallHooks", "ExecutionOptions", "current_call", "run_one", "run_tool_calls"]
 
 logger = logging.getLogger("toolrunner")
 
@@ -61,17 +63,22 @@ class ExecutionOptions:
     """Default per-call timeout in seconds; a tool's own ``timeout`` wins."""
     unrunnable: frozenset[str] = frozenset()
     """Names of tools sent as raw definitions: the runner never runs them."""
-    emit: Callable[[RunnerEvent], None] | None = None
-    """Receives ToolCallStarted and ToolCallFinished events."""
 
 
-async def run_tool_calls(
-    calls: Sequence[ToolCall],
-    options: ExecutionOptions,
-    runner: ToolRunner[Any],
-    on_result: Callable[[str, ResultBlock], None],
-) -> None:
-    """Run ``calls`` and hand each finished call's tool_result block to ``on_result``.
+@dataclass(frozen=True, slots=True)
+class CallHooks:
+    """What the runner does around each call."""
+
+    context: Callable[[ToolCall], ToolContext]
+    """The context a tool that asks for one gets."""
+    started: Callable[[ToolCall, bool], Awaitable[None]]
+    """The call is about to run (the flag: early, while its reply still streams)."""
+    finished: Callable[[ToolCall, ResultBlock, float], Awaitable[None]]
+    """The call finished with this block after so many seconds (a cancelled call never does)."""
+
+
+async def run_tool_calls(calls: Sequence[ToolCall], options: ExecutionOptions, hooks: CallHooks) -> None:
+    """Run ``calls``, handing each finished call's tool_result block to ``hooks.finished``.
 
     Consecutive calls to ordinary tools run concurrently in one task group; a call to a
     ``sequential`` tool runs alone, after the calls before it and before the calls after it.
@@ -80,31 +87,22 @@ async def run_tool_calls(
     for call in calls:
         tool = options.tools.get(call.name)
         if tool is not None and tool.sequential:
-            await _run_batch(batch, options, runner, on_result)
+            await _run_batch(batch, options, hooks)
             batch = []
-            await _run_batch([call], options, runner, on_result)
+            await _run_batch([call], options, hooks)
         else:
             batch.append(call)
-    await _run_batch(batch, options, runner, on_result)
+    await _run_batch(batch, options, hooks)
 
 
-async def _run_batch(
-    calls: Sequence[ToolCall],
-    options: ExecutionOptions,
-    runner: ToolRunner[Any],
-    on_result: Callable[[str, ResultBlock], None],
-) -> None:
+async def _run_batch(calls: Sequence[ToolCall], options: ExecutionOptions, hooks: CallHooks) -> None:
     if len(calls) == 1:  # no task group needed: saves a task per iteration on the common path
-        on_result(calls[0].id, await run_one(calls[0], options, runner))
+        await run_one(calls[0], options, hooks)
         return
-
-    async def run(call: ToolCall) -> None:
-        on_result(call.id, await run_one(call, options, runner))
-
     try:
         async with anyio.create_task_group() as group:
             for call in calls:
-                group.start_soon(run, call)
+                group.start_soon(run_one, call, options, hooks)
     except BaseExceptionGroup as error:
         # Exceptions are results, so only a BaseException (KeyboardInterrupt, ...) gets here: raise
         # it as itself, as a single call would, so that `except KeyboardInterrupt` still works.
@@ -114,23 +112,16 @@ async def _run_batch(
 
 
 async def run_one(
-    call: ToolCall, options: ExecutionOptions, runner: ToolRunner[Any], *, early: bool = False
-) -> ResultBlock:
-    """Run one call, reporting it to ``options.emit``; a cancelled call reports nothing."""
-    if options.emit is None:
-        return await _run_one(call, options, runner)
-    options.emit(ToolCallStarted(call=call, early=early))
+    call: ToolCall, options: ExecutionOptions, hooks: CallHooks, *, early: bool = False
+) -> None:
+    """Run one call between ``hooks.started`` and ``hooks.finished``; a cancelled call never finishes."""
+    await hooks.started(call, early)
     started = time.perf_counter()
-    block = await _run_one(call, options, runner)
-    options.emit(
-        ToolCallFinished(
-            call=call, duration=time.perf_counter() - started, is_error=bool(block.get("is_error"))
-        )
-    )
-    return block
+    block = await _run_one(call, options, hooks)
+    await hooks.finished(call, block, time.perf_counter() - started)
 
 
-async def _run_one(call: ToolCall, options: ExecutionOptions, runner: ToolRunner[Any]) -> ResultBlock:
+async def _run_one(call: ToolCall, options: ExecutionOptions, hooks: CallHooks) -> ResultBlock:
     tool = options.tools.get(call.name)
     if tool is None:
         return tool_result_block(call.id, _unknown_tool_message(call.name, options), is_error=True)
@@ -138,7 +129,7 @@ async def _run_one(call: ToolCall, options: ExecutionOptions, runner: ToolRunner
         arguments = tool.parse_input(call.input)
     except ToolInputError as error:
         return tool_result_block(call.id, str(error), is_error=True)
-    kwargs = tool.call_kwargs(arguments, ToolContext(call=call, runner=runner))
+    kwargs = tool.call_kwargs(arguments, hooks.context(call))
     time_limit = tool.timeout if tool.timeout is not None else options.timeout
     adapter = options.adapter
     token = _current_call.set(call)  # worker threads get a copy of the context
@@ -161,7 +152,7 @@ async def _run_one(call: ToolCall, options: ExecutionOptions, runner: ToolRunner
 
 def _failure(call: ToolCall, error: Exception) -> ResultBlock:
     """The is_error result for a call that raised, or whose value could not be converted."""
-    if isinstance(error, ResultTooLargeError):  # the adapter's message is written for the model
+    if isinstance(error, ResultTooLargeError | ToolCancelledError):  # messages written for the model
         return tool_result_block(call.id, str(error), is_error=True)
     logger.exception("Tool %r raised while answering tool_use %r", call.name, call.id)
     return tool_result_block(call.id, _describe(error), is_error=True)
@@ -198,7 +189,10 @@ async def _call_and_convert(
     tool: Tool, call: ToolCall, kwargs: dict[str, Any], adapter: ToolResultAdapter, *, abandon_on_cancel: bool
 ) -> ResultBlock:
     if tool.is_async:
-        value = await tool.function(**kwargs)
+        try:
+            value = await tool.function(**kwargs)
+        except asyncio.CancelledError as error:
+            _raise_unless_cancelled_inside(call, error)
         return await _convert(call.id, value, adapter)
 
     # A sync tool runs, and its value is converted, in one worker-thread hop.
@@ -225,6 +219,25 @@ async def _convert(
     else:
         content = convert(value)  # pyright: ignore[reportArgumentType]
     return tool_result_block(tool_use_id, content, is_error=is_error)
+
+
+class ToolCancelledError(Exception):
+    """A tool raised ``CancelledError`` although its task was not cancelled."""
+
+
+def _raise_unless_cancelled_inside(call: ToolCall, error: asyncio.CancelledError) -> NoReturn:
+    """Re-raise a cancellation of the call's task; turn one that came from inside the tool (it
+    awaited a future someone else cancelled) into an exception, so the call gets a result instead
+    of ending without one. On asyncio, a task that was cancelled has ``cancelling() > 0``; on trio,
+    asyncio's ``CancelledError`` is never a cancellation."""
+    if anyio.get_cancelled_exc_class() is asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            raise error
+    raise ToolCancelledError(
+        f"Tool {call.name!r} was cancelled from inside the tool (it awaited something that was cancelled); "
+        "it did not finish, and its result is unknown."
+    ) from error
 
 
 def _unknown_tool_message(name: str, options: ExecutionOptions) -> str:

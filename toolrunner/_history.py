@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, TypeAlias, cast
 from anthropic.types import MessageParam
 
 from ._errors import HistoryError
-from ._lifecycle import field
+from ._messages import field
 
 __all__ = [
     "TOOL_ID_PATTERN",

@@ -1,10 +1,19 @@
-"""The tool loop's decisions, with no I/O.
+"""The tool loop's lifecycle as pure functions over ``RunState``, with no I/O.
 
-Everything here is a pure function of messages and stop reasons, so the property tests can drive it
-directly. The async driver in ``_runner.py`` calls these functions and does the I/O around them.
+A driver (``_runner.py``, and the Temporal workflow) keeps the current state and does the I/O that
+these functions ask for: it sends the request that ``request_params`` gives, hands replies to
+``reply_received``, runs the calls that ``pending_calls`` names, and ends the turn with
+``turn_finished``. Each function returns a new state and never changes its argument, so the
+property tests drive the whole lifecycle directly.
 
-Messages may hold content blocks as dicts (what users write) or as SDK models (what the SDK
-returns and ``Message.to_param()`` keeps); ``field()`` reads either.
+One iteration, as the driver goes through it::
+
+    READY --limit_reached--> DONE (or one last request with tool_choice none: final_answer)
+    READY --stream_opened--> STREAMING --reply_received--> WITH_BODY
+    READY --reply_received-------------------------------> WITH_BODY
+    WITH_BODY --(call_started, call_finished)*, turn_finished--> READY or DONE
+    STREAMING --stream_abandoned--> READY (the request is sent again)
+    any --closed--> DONE;  DONE --steered--> READY (a follow-up opens the loop again)
 """
 
 from __future__ import annotations
@@ -12,37 +21,37 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from decimal import Decimal
+from typing import Any, Literal, cast
 
-from ._errors import HistoryError, UnansweredToolUseError
+from anthropic.types import ToolResultBlockParam
+
+from ._messages import client_tool_calls, field, reply_param
+from ._state import CallRecord, CallStatus, Phase, RunState
+from ._types import EndReason, Reply, ToolCall, ToolResultMessage
+from ._usage import RequestUsage
 
 __all__ = [
     "STOP_REASON_STEPS",
+    "Limits",
     "Step",
-    "ToolCall",
+    "call_finished",
+    "call_started",
+    "calls_dropped",
     "calls_to_answer",
-    "check_answered",
-    "client_tool_calls",
+    "closed",
     "container_param",
-    "field",
+    "limit_reached",
+    "pending_calls",
+    "ready_to_send",
+    "reply_received",
+    "request_params",
+    "steered",
     "step_for",
-    "tool_result_ids",
+    "stream_abandoned",
+    "stream_opened",
+    "turn_finished",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """One client ``tool_use`` block, read from a message.
-
-    Attributes:
-        id: The tool_use id that the tool_result must carry.
-        name: The tool's name.
-        input: The input as the model sent it (normally a dict; anything, when the model erred).
-    """
-
-    id: str
-    name: str
-    input: object
 
 
 class Step(enum.Enum):
@@ -79,42 +88,17 @@ def step_for(stop_reason: str | None) -> Step:
     return STOP_REASON_STEPS.get(stop_reason, Step.STOP)
 
 
-def field(item: object, name: str) -> Any:
-    """Read ``name`` from a dict or from an SDK model; ``None`` when absent."""
-    if isinstance(item, Mapping):
-        return item.get(name)  # type: ignore[union-attr]
-    return getattr(item, name, None)
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The limits a run checks before each request (from the runner's options)."""
+
+    max_iterations: int | None = None
+    max_total_tokens: int | None = None
+    max_cost: Decimal | None = None
+    on_limit: Literal["stop", "final_answer"] = "stop"
 
 
-def _blocks(message: object) -> Sequence[object]:
-    content = field(message, "content")
-    if isinstance(content, str) or content is None:
-        return ()
-    return content  # type: ignore[no-any-return]
-
-
-def client_tool_calls(message: object) -> tuple[ToolCall, ...]:
-    """The client ``tool_use`` blocks of a message, in order.
-
-    Server tool calls (``server_tool_use``, ``mcp_tool_use``, ...) are the service's to answer and
-    are not included.
-    """
-    if field(message, "role") != "assistant":
-        return ()
-    return tuple(
-        ToolCall(id=field(block, "id"), name=field(block, "name"), input=field(block, "input"))
-        for block in _blocks(message)
-        if field(block, "type") == "tool_use"
-    )
-
-
-def tool_result_ids(message: object) -> set[str]:
-    """The tool_use ids that a (user) message answers with tool_result blocks."""
-    if field(message, "role") != "user":
-        return set()
-    return {
-        field(block, "tool_use_id") for block in _blocks(message) if field(block, "type") == "tool_result"
-    }
+# -- decisions ------------------------------------------------------------------------------------
 
 
 def calls_to_answer(last_message: object | None, last_reply: object | None) -> tuple[ToolCall, ...]:
@@ -134,50 +118,25 @@ def calls_to_answer(last_message: object | None, last_reply: object | None) -> t
     return () if [call.id for call in calls] == reply_ids else calls
 
 
-def check_answered(messages: Sequence[object], start: int = 0) -> None:
-    """Check the tool pairs of a history from index ``start`` on, as the service does.
+def pending_calls(state: RunState) -> tuple[ToolCall, ...]:
+    """The calls the current turn answers: those of the reply the body holds (unless it changed
+    the history), or else those of the history's last message."""
+    if state.phase is Phase.WITH_BODY and not state.steered:
+        return calls_to_answer(state.reply, state.reply)
+    if state.phase is Phase.STREAMING:
+        return ()
+    return calls_to_answer(state.messages[-1] if state.messages else None, state.reply)
 
-    Raises ``UnansweredToolUseError`` if an assistant message has a client tool_use that the
-    message after it does not answer (the last message has none after it), and ``HistoryError``
-    if a user message has a tool_result for no tool_use of the message before it. The runner checks
-    only what changed since its last check, so a long history adds nothing to a request's cost.
-    """
-    for index in range(max(start, 0), len(messages)):
-        message = messages[index]
-        calls = client_tool_calls(message)
-        if calls:
-            answered = tool_result_ids(messages[index + 1]) if index + 1 < len(messages) else set[str]()
-            missing = [call.id for call in calls if call.id not in answered]
-            if missing:
-                where = (
-                    f"messages[{index + 1}] does not answer"
-                    if index + 1 < len(messages)
-                    else "no message answers"
-                )
-                raise UnansweredToolUseError(
-                    f"messages[{index}] has tool_use block(s) {missing!r} that {where}; the service would reject "
-                    "this history with a 400. Follow that assistant message with a user message that starts with "
-                    "a tool_result for each of those ids, or remove the tool_use blocks. For the latest reply, "
-                    "`await runner.generate_tool_response()` gives the results; the calls of a reply that stopped "
-                    "for another reason than tool_use (max_tokens may have cut an input) are never run, so answer "
-                    'them yourself, for example {"type": "tool_result", "tool_use_id": ..., "is_error": True, '
-                    '"content": "The input was cut off; call the tool again."}.'
-                )
-        results = tool_result_ids(message)
-        if results:
-            asked = {call.id for call in client_tool_calls(messages[index - 1])} if index > 0 else set[str]()
-            stray = sorted(results - asked)
-            if stray:
-                raise HistoryError(
-                    f"messages[{index}] has tool_result block(s) for {stray!r}, but "
-                    + (
-                        f"messages[{index - 1}] has no tool_use with those ids"
-                        if index > 0
-                        else "no message comes before it"
-                    )
-                    + "; the service would reject this history with a 400. Put each tool_result right after the "
-                    "assistant message whose tool_use it answers, or remove it."
-                )
+
+def limit_reached(state: RunState, limits: Limits) -> EndReason | None:
+    """The limit that stops the next request, if one is reached."""
+    if limits.max_iterations is not None and state.requests_sent - state.opened_at >= limits.max_iterations:
+        return "max_iterations"
+    if limits.max_total_tokens is not None and state.total.total_tokens >= limits.max_total_tokens:
+        return "token_budget"
+    if limits.max_cost is not None and (state.cost or 0) >= limits.max_cost:
+        return "cost_budget"
+    return None
 
 
 def container_param(current: object, reply_container_id: str | None) -> object:
@@ -196,3 +155,133 @@ def container_param(current: object, reply_container_id: str | None) -> object:
             return {**mapping, "id": reply_container_id}
         return mapping
     return current
+
+
+def request_params(state: RunState, wire_tools: Sequence[Any]) -> dict[str, Any]:
+    """The keyword arguments of the next request: the params, the history and the tools' definitions;
+    a request made the last one by a limit may not call tools."""
+    kwargs = dict(state.params)
+    kwargs["messages"] = list(state.messages)
+    if wire_tools:
+        kwargs["tools"] = wire_tools
+        if state.final_answer is not None:
+            kwargs["tool_choice"] = {"type": "none"}
+    return kwargs
+
+
+# -- transitions ----------------------------------------------------------------------------------
+
+
+def ready_to_send(state: RunState, limits: Limits) -> RunState:
+    """In ``READY``: the state to send the next request from, or ``DONE`` at a limit (with
+    ``on_limit="final_answer"``, first one last request that may not call tools)."""
+    limit = limit_reached(state, limits)
+    if limit is None:
+        return state
+    if limits.on_limit == "final_answer" and state.final_answer is None:
+        return state.replace(final_answer=limit)
+    return _finish(state, limit)
+
+
+def stream_opened(state: RunState) -> RunState:
+    """A request's reply starts streaming; the body may steer while it holds the stream."""
+    return state.replace(phase=Phase.STREAMING, steered=False, calls={})
+
+
+def stream_abandoned(state: RunState) -> RunState:
+    """The stream failed or was dropped before its reply was complete: send the request again
+    (what its calls started early gave is dropped with it)."""
+    if state.phase is not Phase.STREAMING:
+        return state
+    return state.replace(phase=Phase.READY, calls={})
+
+
+def reply_received(state: RunState, reply: Reply, usage: RequestUsage) -> RunState:
+    """A complete reply (checked with ``check_reply``): the body gets it, its usage counts. A
+    reply whose stream the body closed the loop on counts, but the loop stays closed."""
+    streamed = state.phase is Phase.STREAMING
+    return state.replace(
+        phase=Phase.DONE if state.phase is Phase.DONE else Phase.WITH_BODY,
+        reply=reply,
+        steered=state.steered if streamed else False,
+        calls=state.calls if streamed else {},
+        usage=(*state.usage, usage),
+        total=state.total + usage.usage,
+        cost=None if usage.cost is None or state.cost is None else state.cost + usage.cost,
+    )
+
+
+def steered(state: RunState, **changes: Any) -> RunState:
+    """The body changed the history or the params (``changes``): the reply it holds is not
+    appended. A loop that had ended opens again, so the follow-up is answered."""
+    if state.phase is Phase.DONE:
+        changes |= {
+            "phase": Phase.READY,
+            "end_reason": None,
+            "final_answer": None,
+            "opened_at": state.requests_sent,
+        }
+    return state.replace(steered=True, **changes)
+
+
+def call_started(state: RunState, call: ToolCall) -> RunState:
+    """A call of the current turn starts running."""
+    return state.replace(calls={**state.calls, call.id: CallRecord(call, CallStatus.STARTED)})
+
+
+def call_finished(state: RunState, call: ToolCall, result: ToolResultBlockParam) -> RunState:
+    """A call finished: its result is kept, and the call never runs again."""
+    return state.replace(calls={**state.calls, call.id: CallRecord(call, CallStatus.FINISHED, result)})
+
+
+def calls_dropped(state: RunState, ids: Sequence[str]) -> RunState:
+    """Forget calls (started early for a reply whose stop reason forbids tools)."""
+    if not any(tool_use_id in state.calls for tool_use_id in ids):
+        return state
+    return state.replace(calls={key: record for key, record in state.calls.items() if key not in ids})
+
+
+def turn_finished(state: RunState, results: ToolResultMessage | None) -> RunState:
+    """End the turn of the reply the body held: append the reply unless the body changed the
+    history (and unless it is empty: the service accepts no empty message but the last), then the
+    results, and decide whether the loop goes on."""
+    reply = state.reply
+    assert state.phase is Phase.WITH_BODY
+    assert reply is not None
+    messages = state.messages
+    if not state.steered and reply.content:
+        messages = (*messages, reply_param(reply))
+    if results is not None:
+        messages = (*messages, results)
+    params = state.params
+    if reply.container is not None:
+        container = container_param(params.get("container"), reply.container.id)
+        if container is not params.get("container"):
+            params = {**params, "container": container}
+    state = state.replace(messages=messages, params=params, calls={}, phase=Phase.READY)
+    if state.final_answer is not None:
+        return _finish(state, state.final_answer)
+    if results is not None or state.steered or step_for(reply.stop_reason) is Step.RESUME:
+        return state
+    return _finish(state, "model")
+
+
+def closed(state: RunState) -> RunState:
+    """End the loop now: a complete reply the body holds is appended if the body left the history
+    unchanged, but its calls are not run; a reply still streaming is dropped."""
+    if state.phase is Phase.DONE:
+        return state
+    if (
+        state.phase is Phase.WITH_BODY
+        and not state.steered
+        and state.reply is not None
+        and state.reply.content
+    ):
+        state = state.replace(messages=(*state.messages, reply_param(state.reply)))
+    return _finish(state, "closed")
+
+
+def _finish(state: RunState, reason: EndReason) -> RunState:
+    # The journal stays: calls the body started may still be running (a tool that closes the
+    # runner, say); it is emptied when the next request is sent.
+    return state.replace(phase=Phase.DONE, end_reason=reason)

@@ -1,83 +1,65 @@
-"""The async driver: the whole lifecycle of a tool loop, top to bottom.
+"""The async driver: the I/O of a tool loop, around the pure lifecycle of ``_lifecycle``.
 
-One iteration (``__anext__``):
+The run's state is one value, ``self._state`` (a ``RunState``); every change to it goes through a
+transition of ``_lifecycle`` and ``_set``. One iteration (``__anext__``):
 
 1. finish the previous turn if a reply is out with the loop body (``_finish_turn``): read the
-   rest of its stream, append the reply unless the body changed the history, answer the calls
-   that ``calls_to_answer`` picks, and decide whether the loop goes on;
-2. stop if the loop is over, or a limit is reached (``max_iterations``, token or cost budget);
-   with ``on_limit="final_answer"``, send one last request that may not call tools first;
+   rest of its stream, answer the calls ``pending_calls`` names, and let ``turn_finished`` append
+   what belongs in the history and decide whether the loop goes on;
+2. stop if the loop is over, or a limit is reached (``ready_to_send``);
 3. check the history, send the request, hand the reply (or its stream) to the body.
 
-The decisions are the pure functions of ``_lifecycle``; this module does the I/O around them.
+What lives here and not in the state cannot be saved: the client, the tools, open streams, the
+events of calls running now, and the guard that one task advances the runner at a time.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import enum
-import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from decimal import Decimal
-from functools import partial
 from types import MappingProxyType, TracebackType
-from typing import Any, Generic, Literal, Self, TypeAlias, TypedDict, cast, overload
+from typing import Any, Generic, Literal, NoReturn, Self, cast, overload
 
 import anthropic
 import anyio
 import anyio.abc
-import anyio.to_thread
-from anthropic.types import Message, ToolResultBlockParam
-from anthropic.types.beta import BetaMessage
-from typing_extensions import TypeVar
+from anthropic.types import ToolResultBlockParam
+from typing_extensions import TypeVar, Unpack
 
-from ._calls import CallResults
-from ._errors import MalformedReplyError, ParamsError, ToolRunnerError
-from ._events import EndReason, LoopFinished, MessageFinished, RunnerEvent, TextDelta
-from ._execution import ExecutionOptions, current_call, run_one, run_tool_calls
+from ._calls import RunningCalls
+from ._errors import ParamsError, ToolRunnerError
+from ._events import LoopFinished, MessageFinished, RunnerEvent, TextDelta, ToolCallFinished, ToolCallStarted
+from ._execution import CallHooks, ExecutionOptions, current_call, run_one, run_tool_calls
 from ._lifecycle import (
     Step,
-    ToolCall,
-    calls_to_answer,
-    check_answered,
-    container_param,
+    call_finished,
+    call_started,
+    calls_dropped,
+    closed,
+    pending_calls,
+    ready_to_send,
+    reply_received,
+    request_params,
+    steered,
     step_for,
+    stream_abandoned,
+    stream_opened,
+    turn_finished,
 )
-from ._params import check_params, check_positive_int, dollars, index_tools, message_param, reply_param
-from ._results import DEFAULT_ADAPTER, ToolResultAdapter
-from ._streaming import ReplyStream, StreamWatch, watch_stream
-from ._tools import Tool
-from ._usage import Price, UsageTracker, find_price
+from ._messages import check_history, check_reply, message_param
+from ._options import RunnerOptions, read_options
+from ._params import ToolIndex, check_params, index_tools
+from ._requests import Client, send_request
+from ._state import Phase, RunState
+from ._streaming import StreamWatch
+from ._tools import Tool, ToolContext
+from ._types import EndReason, Reply, ReplyStream, ToolCall, ToolResultMessage
+from ._usage import DEFAULT_PRICES, UsageTracker, find_price, request_usage
 
-__all__ = ["Reply", "ReplyStream", "ToolResultMessage", "ToolRunner"]
-
-logger = logging.getLogger("toolrunner")
-
-Reply: TypeAlias = Message | BetaMessage
-"""A reply: a ``Message``, or a ``BetaMessage`` when ``betas`` is set."""
+__all__ = ["ToolRunner"]
 
 ItemT = TypeVar("ItemT", default=Reply)
-
-Client: TypeAlias = anthropic.AsyncAnthropic | anthropic.Anthropic
-ToolLike: TypeAlias = Tool | Callable[..., Any] | Mapping[str, Any]
-
-
-class ToolResultMessage(TypedDict):
-    """The user message that answers tool calls: one tool_result block per call, in tool_use order."""
-
-    role: Literal["user"]
-    content: list[ToolResultBlockParam]
-
-
-class _Phase(enum.Enum):
-    READY = "ready"
-    """The next step is to send a request."""
-    WITH_BODY = "with_body"
-    """A reply (or its stream) was yielded; the loop body may steer until it asks for more."""
-    DONE = "done"
-    """The loop is over; ``_end_reason`` says why."""
 
 
 class ToolRunner(Generic[ItemT]):
@@ -86,24 +68,10 @@ class ToolRunner(Generic[ItemT]):
     Args:
         client: An ``anthropic.AsyncAnthropic`` (or ``anthropic.Anthropic``, whose requests then
             run in a worker thread).
-        tools: Tools made with ``@tool``, plain functions (made into tools), or raw tool
-            definitions (dicts such as server tools), which are sent as given and never run.
         stream: Yield the SDK's ``AsyncMessageStream`` of each reply instead of the message.
-        run_tools_eagerly: With ``stream=True``, start each tool call as soon as its tool_use
-            block is complete; needs ``async with runner:``.
-        max_iterations: The most requests to send; ``None`` for no limit.
-        max_total_tokens: Stop once the replies' usage adds up to this many tokens.
-        max_cost: Stop once the requests cost this many US dollars (needs prices for the model).
-        on_limit: ``"stop"`` ends the loop at a limit; ``"final_answer"`` first sends one last
-            request with ``tool_choice={"type": "none"}`` so that the model answers.
-        max_concurrency: The most tool calls to run at once; ``None`` for no limit.
-        tool_timeout: Seconds a tool call may take (a tool's own ``timeout`` wins); a call that
-            takes longer becomes an ``is_error`` result that says so.
-        result_adapter: Turns what tools return into tool_result content.
-        prices: Model id to ``Price`` for ``runner.usage``; the dated defaults when ``None``.
-        on_event: Called with each ``RunnerEvent`` (text deltas, tool calls, ...), for UIs.
-        **params: Any parameter of ``client.messages.create`` (``model``, ``max_tokens`` and
-            ``messages`` are required). ``betas=[...]`` sends through ``client.beta.messages``.
+        **options: The options of ``RunnerOptions`` (``tools``, ``max_iterations``, ...) and any
+            parameter of ``client.messages.create`` (``model``, ``max_tokens`` and ``messages`` are
+            required). ``betas=[...]`` sends through ``client.beta.messages``.
     """
 
     @overload
@@ -111,133 +79,56 @@ class ToolRunner(Generic[ItemT]):
         self: ToolRunner[Reply],
         client: Client,
         *,
-        tools: Iterable[ToolLike] = (),
         stream: Literal[False] = False,
-        run_tools_eagerly: Literal[False] = False,
-        max_iterations: int | None = None,
-        max_total_tokens: int | None = None,
-        max_cost: Decimal | float | str | None = None,
-        on_limit: Literal["stop", "final_answer"] = "stop",
-        max_concurrency: int | None = None,
-        tool_timeout: float | None = None,
-        result_adapter: ToolResultAdapter = DEFAULT_ADAPTER,
-        prices: Mapping[str, Price] | None = None,
-        on_event: Callable[[RunnerEvent], None] | None = None,
-        **params: Any,
+        **options: Unpack[RunnerOptions],
     ) -> None: ...
     @overload
     def __init__(
         self: ToolRunner[ReplyStream],
         client: anthropic.AsyncAnthropic,
         *,
-        tools: Iterable[ToolLike] = (),
         stream: Literal[True],
-        run_tools_eagerly: bool = False,
-        max_iterations: int | None = None,
-        max_total_tokens: int | None = None,
-        max_cost: Decimal | float | str | None = None,
-        on_limit: Literal["stop", "final_answer"] = "stop",
-        max_concurrency: int | None = None,
-        tool_timeout: float | None = None,
-        result_adapter: ToolResultAdapter = DEFAULT_ADAPTER,
-        prices: Mapping[str, Price] | None = None,
-        on_event: Callable[[RunnerEvent], None] | None = None,
-        **params: Any,
+        **options: Unpack[RunnerOptions],
     ) -> None: ...
-    def __init__(
-        self,
-        client: Client,
-        *,
-        tools: Iterable[ToolLike] = (),
-        stream: bool = False,
-        run_tools_eagerly: bool = False,
-        max_iterations: int | None = None,
-        max_total_tokens: int | None = None,
-        max_cost: Decimal | float | str | None = None,
-        on_limit: Literal["stop", "final_answer"] = "stop",
-        max_concurrency: int | None = None,
-        tool_timeout: float | None = None,
-        result_adapter: ToolResultAdapter = DEFAULT_ADAPTER,
-        prices: Mapping[str, Price] | None = None,
-        on_event: Callable[[RunnerEvent], None] | None = None,
-        **params: Any,
-    ) -> None:
+    def __init__(self, client: Client, *, stream: bool = False, **options: Unpack[RunnerOptions]) -> None:
         if not isinstance(client, anthropic.AsyncAnthropic | anthropic.Anthropic):
             raise ParamsError(
                 f"client must be an anthropic.AsyncAnthropic or anthropic.Anthropic, not {type(client).__name__!r}; "
                 "create one with anthropic.AsyncAnthropic()."
             )
-        check_positive_int("max_iterations", max_iterations)
-        check_positive_int("max_total_tokens", max_total_tokens)
-        check_positive_int("max_concurrency", max_concurrency)
-        if tool_timeout is not None and (
-            isinstance(tool_timeout, bool)
-            or not isinstance(tool_timeout, int | float)
-            or not tool_timeout > 0
-        ):
-            raise ParamsError(
-                f"tool_timeout must be a positive number of seconds or None, not {tool_timeout!r}."
-            )
-        if not all(
-            callable(getattr(result_adapter, name, None))
-            for name in ("to_content", "error_content", "needs_thread")
-        ):
-            raise ParamsError(
-                f"result_adapter must be a ToolResultAdapter (or a subclass of it), not {type(result_adapter).__name__!r}."
-            )
-        if on_limit not in ("stop", "final_answer"):
-            raise ParamsError(f"on_limit must be 'stop' or 'final_answer', not {on_limit!r}.")
-        if stream and not isinstance(client, anthropic.AsyncAnthropic):
-            raise ParamsError(
-                "stream=True needs an anthropic.AsyncAnthropic client; SyncToolRunner does not stream."
-            )
-        if run_tools_eagerly and not stream:
-            raise ParamsError(
-                "run_tools_eagerly=True needs stream=True: tools start while the reply streams."
-            )
+        self._options, params = read_options(
+            options, stream=stream, is_async=isinstance(client, anthropic.AsyncAnthropic)
+        )
         self._client = client
-        self._stream = stream
-        self._eager = run_tools_eagerly
-        self._max_iterations = max_iterations
-        self._max_total_tokens = max_total_tokens
-        self._max_cost = None if max_cost is None else dollars(max_cost)
-        self._on_limit = on_limit
-        self._max_concurrency = max_concurrency
-        self._tool_timeout = tool_timeout
-        self._adapter = result_adapter
-        self._emit = on_event
-        self._usage = UsageTracker(prices=prices)
-
-        # State. Invariants: ``_reply`` is the latest complete reply. In WITH_BODY the body holds
-        # ``_reply`` (or ``_open`` while its stream is unread) and ``_history_changed`` says whether
-        # it called push_messages/set_messages_params. ``_end_reason`` is set exactly in DONE.
-        self._phase = _Phase.READY
-        self._end_reason: EndReason | None = None
-        self._reply: Reply | None = None
-        self._open: StreamWatch | None = None
-        self._history_changed = False
-        # The limit that made the request out the last one, sent with tool_choice none.
-        self._final_answer: EndReason | None = None
-        self._requests_sent = 0
+        self._emit = self._options.on_event
+        self._prices = DEFAULT_PRICES if self._options.prices is None else self._options.prices
+        self._running = RunningCalls()
+        self._hooks = CallHooks(
+            context=self._call_context, started=self._call_started, finished=self._call_finished
+        )
+        self._open: StreamWatch | None = None  # the stream of the reply being received
         self._advancing = False  # inside __anext__
         self._closing = False  # close() came from another task while advancing
         self._task_group: anyio.abc.TaskGroup | None = None
-        # The history is known to be valid before this index (see ``check_answered``).
-        self._check_from = 0
-        # Tool results by tool_use id: a call that finished is never run again.
-        self._calls = CallResults()
-
-        self._params: dict[str, Any] = {}
-        self._wire_tools: list[Any] = []
-        self._execution = ExecutionOptions(tools={}, adapter=result_adapter)
-        self._install_params({**params, "tools": tools})
-        if self._max_cost is not None and find_price(self._usage.prices, self._params["model"]) is None:
+        self._checked = 0  # the history is known to be valid before this index (see check_history)
+        self._index = ToolIndex(tools=[], wire=[], runnable={}, unrunnable=frozenset())
+        self._execution = ExecutionOptions(tools={}, adapter=self._options.result_adapter)
+        self._usage: tuple[tuple[object, ...], UsageTracker] | None = None
+        self._state = RunState(params={})
+        self._install({**params, "tools": self._options.tools}, steer=False)
+        max_cost = self._options.limits.max_cost
+        if max_cost is not None and find_price(self._prices, self._state.params["model"]) is None:
             raise ParamsError(
-                f"max_cost needs a price for model {self._params['model']!r}, and the price table has none; "
+                f"max_cost needs a price for model {self._state.params['model']!r}, and the price table has none; "
                 "pass prices={model: Price(...)}."
             )
 
     # -- public state ---------------------------------------------------------------------------
+
+    @property
+    def state(self) -> RunState:
+        """The run's state: one immutable value, serialisable with ``to_json()``."""
+        return self._state
 
     @property
     def params(self) -> Mapping[str, Any]:
@@ -245,52 +136,59 @@ class ToolRunner(Generic[ItemT]):
 
         Change them with ``push_messages()`` and ``set_messages_params()``.
         """
-        return MappingProxyType(self._params)
+        return MappingProxyType(
+            {**self._state.params, "messages": list(self._state.messages), "tools": self._index.tools}
+        )
 
     @property
     def messages(self) -> Sequence[Any]:
-        """The history: ``params["messages"]``."""
-        return self._params["messages"]  # type: ignore[no-any-return]
+        """The history (a copy: change it with ``push_messages()`` and ``set_messages_params()``)."""
+        return list(self._state.messages)
 
     @property
     def last_message(self) -> Reply | None:
         """The latest complete reply, or ``None`` before the first."""
-        return self._reply
+        return self._state.reply
 
     @property
     def requests_sent(self) -> int:
         """How many requests got a reply."""
-        return self._requests_sent
+        return self._state.requests_sent
 
     @property
     def usage(self) -> UsageTracker:
         """Token usage per request and in total, and the cost when the model has a price."""
-        return self._usage
+        if self._usage is None or self._usage[0] is not self._state.usage:
+            self._usage = (
+                self._state.usage,
+                UsageTracker.of_requests(self._state.usage, prices=self._prices),
+            )
+        return self._usage[1]
 
     @property
     def finished(self) -> bool:
-        """Whether the loop has ended."""
-        return self._phase is _Phase.DONE
+        """Whether the loop has ended (steering opens it again)."""
+        return self._state.finished
 
     @property
     def end_reason(self) -> EndReason | None:
         """Why the loop ended (``"model"``, ``"max_iterations"``, ``"token_budget"``,
         ``"cost_budget"`` or ``"closed"``), or ``None`` while it goes on."""
-        return self._end_reason
+        return self._state.end_reason
 
     # -- steering ---------------------------------------------------------------------------------
 
     def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None:
         """Append messages to the history: MessageParam dicts or SDK ``Message`` objects.
 
-        From the loop body, this means the runner will not append the yielded reply itself.
+        From the loop body, this means the runner will not append the yielded reply itself. After
+        the loop ended, it opens the loop again: the next iteration sends a request.
         """
         self._check_can_steer("push_messages")
         params = [message_param(message, index) for index, message in enumerate(messages)]
-        history: list[Any] = self._params["messages"]
-        self._check_from = min(self._check_from, max(len(history) - 1, 0))
-        history.extend(params)
-        self._history_changed = True
+        history = self._state.messages
+        self._checked = min(self._checked, max(len(history) - 1, 0))
+        self._set(steered(self._state, messages=(*history, *params)))
 
     def set_messages_params(
         self, params: Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any]]
@@ -298,11 +196,12 @@ class ToolRunner(Generic[ItemT]):
         """Replace the request params, or map them with ``fn(params) -> params``.
 
         ``fn`` gets a shallow copy of the current params. From the loop body, this means the
-        runner will not append the yielded reply itself: the new history stands.
+        runner will not append the yielded reply itself: the new history stands. After the loop
+        ended, it opens the loop again.
         """
         self._check_can_steer("set_messages_params")
         if callable(params):
-            new = params(dict(self._params))
+            new = params(dict(self.params))
             if not isinstance(new, Mapping):
                 raise ParamsError(
                     f"the function given to set_messages_params returned {type(new).__name__!r}, not a mapping; "
@@ -314,9 +213,8 @@ class ToolRunner(Generic[ItemT]):
             raise ParamsError(
                 f"set_messages_params takes a mapping of params or a function of them, not {type(params).__name__!r}."
             )
-        self._install_params(dict(new))
-        self._check_from = 0
-        self._history_changed = True
+        self._install(dict(new), steer=True)
+        self._checked = 0
 
     def _check_can_steer(self, method: str) -> None:
         """Steering belongs to the loop body: from a tool, or while the runner is between replies,
@@ -345,10 +243,7 @@ class ToolRunner(Generic[ItemT]):
         if self._advancing:
             self._closing = True
             return
-        if self._phase is _Phase.WITH_BODY and not self._history_changed and self._open is None:
-            assert self._reply is not None
-            self._params["messages"].append(reply_param(self._reply))
-        self._finish("closed")
+        self._set(closed(self._state))
 
     async def aclose(self) -> None:
         """``close()``, and also close an unread stream and cancel tools started early."""
@@ -386,82 +281,97 @@ class ToolRunner(Generic[ItemT]):
         ``stream=True`` it first reads the rest of the reply's stream.
         """
         await self._read_stream()
-        calls = self._calls_to_answer()
+        calls = pending_calls(self._state)
         if not calls:
             return None
-        return {"role": "user", "content": await self._calls.complete(calls, self._execute)}
+        results = await self._running.complete(calls, self._state_result, self._execute)
+        return {"role": "user", "content": results}
 
-    def _calls_to_answer(self) -> tuple[ToolCall, ...]:
-        if self._phase is _Phase.WITH_BODY and not self._history_changed:
-            return calls_to_answer(self._reply, self._reply)
-        history: list[Any] = self._params["messages"]
-        return calls_to_answer(history[-1] if history else None, self._reply)
+    def _state_result(self, tool_use_id: str) -> ToolResultBlockParam | None:
+        return self._state.result_of(tool_use_id)
 
-    async def _execute(
-        self, calls: Sequence[ToolCall], on_result: Callable[[str, ToolResultBlockParam], None]
-    ) -> None:
-        await run_tool_calls(calls, self._execution, self, on_result)
+    async def _execute(self, calls: Sequence[ToolCall]) -> None:
+        await run_tool_calls(calls, self._execution, self._hooks)
 
     def _start_early(self, call: ToolCall) -> None:
         """Start a call while the reply streams (``run_tools_eagerly``), if its tool allows."""
         tool = self._execution.tools.get(call.name)
-        if tool is not None and tool.start_early:
+        if tool is not None and tool.start_early and call.id not in self._state.calls:
             assert self._task_group is not None
-            self._calls.start_early(call, self._task_group, self._run_early)
+            self._running.start_early(call, self._task_group, self._run_early)
 
-    async def _run_early(self, call: ToolCall) -> ToolResultBlockParam:
-        return await run_one(call, self._execution, self, early=True)
+    async def _run_early(self, call: ToolCall) -> None:
+        await run_one(call, self._execution, self._hooks, early=True)
+
+    def _call_context(self, call: ToolCall) -> ToolContext:
+        return ToolContext(call=call, runner=self)
+
+    async def _call_started(self, call: ToolCall, early: bool) -> None:
+        """A call starts: the journal records it before the tool runs."""
+        self._set(call_started(self._state, call))
+        if self._emit is not None:
+            self._emit(ToolCallStarted(call=call, early=early))
+
+    async def _call_finished(self, call: ToolCall, block: ToolResultBlockParam, duration: float) -> None:
+        """A call finished: the journal keeps its result, so it never runs again."""
+        self._set(call_finished(self._state, call, block))
+        if self._emit is not None:
+            self._emit(ToolCallFinished(call=call, duration=duration, is_error=bool(block.get("is_error"))))
 
     # -- iteration --------------------------------------------------------------------------------
 
     def __aiter__(self) -> AsyncIterator[ItemT]:
         return self
 
+    def __iter__(self) -> NoReturn:
+        raise TypeError(
+            "ToolRunner is an async iterator: use `async for message in runner` inside a coroutine, or "
+            "SyncToolRunner with an anthropic.Anthropic client for a plain `for` loop."
+        )
+
     async def __anext__(self) -> ItemT:
+        with self._advance():
+            if self._state.phase in (Phase.STREAMING, Phase.WITH_BODY):
+                await self._finish_turn()
+            if self._state.phase is Phase.READY:
+                self._set(ready_to_send(self._state, self._options.limits))
+            if self._closing:
+                self._close_now()
+            if self._state.finished:
+                raise StopAsyncIteration
+            item = await self._send()
+            if self._closing:  # closed while the request was out: keep the reply, run nothing
+                with anyio.CancelScope(shield=True):
+                    await self._abandon_stream()
+                self._close_now()
+                raise StopAsyncIteration
+        return cast(ItemT, item)
+
+    @contextlib.contextmanager
+    def _advance(self) -> Generator[None]:
         if self._advancing:
             raise ToolRunnerError(
                 "this runner is already advancing in another task; iterate a runner from one task at a time."
             )
         self._advancing = True
         try:
-            if self._phase is _Phase.WITH_BODY:
-                await self._finish_turn()
-            if self._phase is _Phase.READY and (limit := self._limit_reached()) is not None:
-                if self._on_limit == "final_answer" and self._final_answer is None:
-                    self._final_answer = limit
-                else:
-                    self._finish(limit)
-            if self._closing:
-                self._finish("closed")
-            if self._phase is _Phase.DONE:
-                raise StopAsyncIteration
-            item = await self._send()
-            if self._open is None:
-                _check_reply(item)
-            self._requests_sent += 1
-            self._history_changed = False
-            self._phase = _Phase.WITH_BODY
-            if self._open is None:
-                self._accept(cast(Reply, item))
-            if self._closing:  # closed while the request was out: keep the reply, run nothing
-                with anyio.CancelScope(shield=True):
-                    await self._abandon_stream()
-                self._advancing = False
-                self.close()
-                raise StopAsyncIteration
+            yield
         finally:
             self._advancing = False
-        return cast(ItemT, item)
+
+    def _close_now(self) -> None:
+        self._closing = False
+        self._set(closed(self._state))
 
     async def until_done(self) -> Reply:
         """Run the loop to its end and return the final reply; resumes a loop left by ``break``."""
         async for _ in self:
             pass
-        if self._reply is None:
+        if self._state.reply is None:
             raise ToolRunnerError(
                 "the runner ended before any request got a reply, so there is no final message."
             )
-        return self._reply
+        return self._state.reply
 
     @asynccontextmanager
     async def events(self) -> AsyncGenerator[AsyncIterator[RunnerEvent]]:
@@ -493,7 +403,6 @@ class ToolRunner(Generic[ItemT]):
                     failure.append(error)
 
         self._emit = emit
-        self._execution = _with_emit(self._execution, emit)
         try:
             async with anyio.create_task_group() as group, receive:
                 group.start_soon(drive)
@@ -505,54 +414,30 @@ class ToolRunner(Generic[ItemT]):
             raise
         finally:
             self._emit = previous
-            self._execution = _with_emit(self._execution, previous)
         if failure:
             raise failure[0]
 
     async def _finish_turn(self) -> None:
-        """Steps 3 to 5 for the reply the body held. Appends happen together, after the tools ran,
-        so a cancelled turn leaves the history as it was and can be finished again."""
+        """Steps 3 to 5 for the reply the body held. The history changes in one transition, after
+        the tools ran, so a cancelled turn leaves it as it was and can be finished again."""
         await self._read_stream()
-        if self._phase is not _Phase.WITH_BODY:
+        if self._state.phase is not Phase.WITH_BODY:
             return  # the stream failed and was dropped: the request is sent again
-        reply = self._reply
-        assert reply is not None
         results = await self.generate_tool_response()
-        history: list[Any] = self._params["messages"]
-        if not self._history_changed:
-            history.append(reply_param(reply))
-        if results is not None:
-            history.append(results)
-        if reply.container is not None:
-            self._params["container"] = container_param(self._params.get("container"), reply.container.id)
-        if self._final_answer is not None:
-            self._finish(self._final_answer)
-        elif results is not None or self._history_changed or step_for(reply.stop_reason) is Step.RESUME:
-            self._phase = _Phase.READY
-        else:
-            self._finish("model")
+        self._set(turn_finished(self._state, results))
 
-    def _limit_reached(self) -> EndReason | None:
-        if self._max_iterations is not None and self._requests_sent >= self._max_iterations:
-            return "max_iterations"
-        if self._max_total_tokens is not None and self._usage.total.total_tokens >= self._max_total_tokens:
-            return "token_budget"
-        if self._max_cost is not None and (self._usage.cost or 0) >= self._max_cost:
-            return "cost_budget"
-        return None
-
-    def _finish(self, reason: EndReason) -> None:
-        if self._phase is _Phase.DONE:
-            return
-        self._phase = _Phase.DONE
-        self._end_reason = reason
-        if self._emit is not None:
-            self._emit(LoopFinished(message=self._reply, reason=reason))
+    def _set(self, state: RunState) -> None:
+        """Make ``state`` current; the one place the state changes, and where the end is reported."""
+        ended = state.finished and not self._state.finished
+        self._state = state
+        if ended and self._emit is not None:
+            assert state.end_reason is not None
+            self._emit(LoopFinished(message=state.reply, reason=state.end_reason))
 
     def _accept(self, reply: Reply) -> None:
         """Take a complete reply: it is the latest, its usage counts, listeners hear of it."""
-        self._reply = reply
-        self._usage.record(reply)
+        check_reply(reply)
+        self._set(reply_received(self._state, reply, request_usage(reply, self._prices)))
         if self._emit is not None:
             if self._open is None:  # a streamed reply's text was reported as it arrived
                 for index, block in enumerate(reply.content):
@@ -561,33 +446,30 @@ class ToolRunner(Generic[ItemT]):
             self._emit(MessageFinished(message=reply))
 
     async def _send(self) -> Reply | ReplyStream:
-        if self._eager and self._task_group is None:
+        if self._options.run_tools_eagerly and self._task_group is None:
             raise ToolRunnerError(
                 "run_tools_eagerly=True runs tools in the runner's task group: enter the runner first, "
                 "with `async with ToolRunner(...) as runner:`."
             )
-        history: list[Any] = self._params["messages"]
-        check_answered(history, self._check_from)
-        self._check_from = max(len(history) - 1, 0)
-        kwargs = dict(self._params)  # a handful of keys; the history list itself is not copied
-        del kwargs["tools"]
-        if self._wire_tools:
-            kwargs["tools"] = self._wire_tools
-            if self._final_answer is not None:
-                kwargs["tool_choice"] = {"type": "none"}
-        betas = kwargs.pop("betas", None)
-        messages = self._client.beta.messages if betas else self._client.messages
-        if betas:
-            kwargs["betas"] = betas
-        if not isinstance(self._client, anthropic.AsyncAnthropic):
-            return await anyio.to_thread.run_sync(partial(messages.create, **kwargs))  # type: ignore[no-any-return]
-        if not self._stream:
-            return await messages.create(**kwargs)  # type: ignore[no-any-return]
-        self._open = await watch_stream(
-            messages.stream(**kwargs),  # type: ignore[arg-type]
-            emit=self._emit,
-            on_tool_use=self._start_early if self._eager else None,
+        state = self._state
+        check_history(state.messages, self._checked)
+        self._checked = max(len(state.messages) - 1, 0)
+        kwargs = request_params(state, self._index.wire)
+        if not self._options.stream:
+            reply = await send_request(self._client, kwargs)
+            self._accept(cast(Reply, reply))
+            return cast(Reply, reply)
+        self._open = cast(
+            StreamWatch,
+            await send_request(
+                self._client,
+                kwargs,
+                stream=True,
+                emit=self._emit,
+                on_tool_use=self._start_early if self._options.run_tools_eagerly else None,
+            ),
         )
+        self._set(stream_opened(self._state))
         return self._open.stream
 
     async def _read_stream(self) -> None:
@@ -602,6 +484,7 @@ class ToolRunner(Generic[ItemT]):
             return
         try:
             reply = await watch.final_message()
+            check_reply(reply)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._abandon_stream()
@@ -609,57 +492,38 @@ class ToolRunner(Generic[ItemT]):
         await watch.close()
         self._accept(reply)
         self._open = None
-        await self._calls.settle_early(watch.tool_use_ids, keep=step_for(reply.stop_reason) is Step.RUN_TOOLS)
+        keep = step_for(reply.stop_reason) is Step.RUN_TOOLS
+        dropped = await self._running.settle_early(watch.tool_use_ids, keep=keep)
+        self._set(calls_dropped(self._state, dropped))
 
     async def _abandon_stream(self) -> None:
         watch, self._open = self._open, None
         if watch is None:
             return
         await watch.close()
-        await self._calls.settle_early(watch.tool_use_ids, keep=False)
-        if self._phase is _Phase.WITH_BODY:
-            self._phase = _Phase.READY  # the request is sent again
-            self._requests_sent -= 1
+        await self._running.settle_early(watch.tool_use_ids, keep=False)
+        self._set(stream_abandoned(self._state))
 
     # -- params -----------------------------------------------------------------------------------
 
-    def _install_params(self, params: dict[str, Any]) -> None:
+    def _install(self, params: dict[str, Any], *, steer: bool) -> None:
         """Check ``params`` and make them current; index the tools when they changed."""
         check_params(params)
-        if "tools" not in self._params or params.get("tools") is not self._params["tools"]:
-            index = index_tools(params.get("tools"))
-            params["tools"] = index.tools
-            self._wire_tools = index.wire
+        tools = params.pop("tools", None)
+        if tools is not self._index.tools:
+            self._index = index_tools(tools)
             self._execution = ExecutionOptions(
-                tools=index.runnable,
-                adapter=self._adapter,
-                limiter=anyio.CapacityLimiter(self._max_concurrency) if self._max_concurrency else None,
-                timeout=self._tool_timeout,
-                unrunnable=index.unrunnable,
-                emit=self._emit,
+                tools=self._index.runnable,
+                adapter=self._options.result_adapter,
+                limiter=anyio.CapacityLimiter(self._options.max_concurrency)
+                if self._options.max_concurrency
+                else None,
+                timeout=self._options.tool_timeout,
+                unrunnable=self._index.unrunnable,
             )
-        self._params = params
-
-
-def _check_reply(reply: object) -> None:
-    """Refuse what is not a whole assistant message (a proxy's page answered with a 200, say): the
-    SDK parses leniently, and such a reply would poison the history."""
-    if not (
-        isinstance(reply, Message | BetaMessage)
-        and getattr(reply, "role", None) == "assistant"
-        and isinstance(getattr(reply, "content", None), list)
-        and hasattr(reply, "stop_reason")
-    ):
-        raise MalformedReplyError(
-            f"the service answered with something that is not a message ({_preview(reply)}); nothing was "
-            "appended, and iterating the runner again sends the same request again."
-        )
-
-
-def _preview(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
-
-
-def _with_emit(options: ExecutionOptions, emit: Callable[[RunnerEvent], None] | None) -> ExecutionOptions:
-    return dataclasses.replace(options, emit=emit)
+        changes: dict[str, Any] = {
+            "messages": tuple(params.pop("messages")),
+            "params": params,
+            "tools": tuple(tool.name if isinstance(tool, Tool) else tool for tool in self._index.tools),
+        }
+        self._set(steered(self._state, **changes) if steer else self._state.replace(**changes))

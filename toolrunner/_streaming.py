@@ -12,23 +12,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeAlias
 
-from anthropic.lib.streaming import (
-    AsyncMessageStream,
-    AsyncMessageStreamManager,
-    BetaAsyncMessageStream,
-    BetaAsyncMessageStreamManager,
-)
+from anthropic.lib.streaming import AsyncMessageStreamManager, BetaAsyncMessageStreamManager
 from anthropic.types import Message
 from anthropic.types.beta import BetaMessage
 
 from ._errors import ToolRunnerError
 from ._events import RunnerEvent, TextDelta
-from ._lifecycle import ToolCall
+from ._types import ReplyStream, ToolCall
 
-__all__ = ["ReplyStream", "StreamWatch", "watch_stream"]
-
-ReplyStream: TypeAlias = AsyncMessageStream[Any] | BetaAsyncMessageStream[Any]
-"""What a streaming runner yields: the SDK's stream of one reply."""
+__all__ = ["StreamManager", "StreamWatch", "watch_stream"]
 
 StreamManager: TypeAlias = AsyncMessageStreamManager[Any] | BetaAsyncMessageStreamManager[Any]
 

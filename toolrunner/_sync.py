@@ -9,21 +9,23 @@ by ``break`` can be resumed later.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator, Iterable, Iterator, Mapping, Sequence
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from decimal import Decimal
 from types import TracebackType
-from typing import Any, Literal, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import anthropic
 from anyio.from_thread import BlockingPortal, start_blocking_portal
+from typing_extensions import Unpack
 
-from ._errors import ParamsError
-from ._events import EndReason, RunnerEvent
-from ._results import DEFAULT_ADAPTER, ToolResultAdapter
-from ._runner import Reply, ToolResultMessage, ToolRunner
-from ._tools import Tool
-from ._usage import Price, UsageTracker
+from ._errors import ParamsError, ToolRunnerError
+from ._options import RunnerOptions
+from ._runner import ToolRunner
+from ._state import RunState
+from ._types import EndReason, Reply, ToolResultMessage
+from ._usage import UsageTracker
 
 __all__ = ["SyncToolRunner"]
 
@@ -33,52 +35,29 @@ T = TypeVar("T")
 class SyncToolRunner:
     """``ToolRunner`` for synchronous code: ``for message in runner`` and blocking methods.
 
-    Takes the same arguments as ``ToolRunner``, with a sync ``anthropic.Anthropic`` client. Tools may
-    be sync or async; they still run concurrently. Do not use it from inside an event loop: use
-    ``ToolRunner`` there.
+    Takes the same options as ``ToolRunner``, with a sync ``anthropic.Anthropic`` client. Tools may
+    be sync or async; they still run concurrently. It refuses to run inside an event loop (it
+    would block it): use ``ToolRunner`` there.
     """
 
-    def __init__(
-        self,
-        client: anthropic.Anthropic,
-        *,
-        tools: Iterable[Tool | Callable[..., Any] | Mapping[str, Any]] = (),
-        max_iterations: int | None = None,
-        max_total_tokens: int | None = None,
-        max_cost: Decimal | float | str | None = None,
-        on_limit: Literal["stop", "final_answer"] = "stop",
-        max_concurrency: int | None = None,
-        tool_timeout: float | None = None,
-        result_adapter: ToolResultAdapter = DEFAULT_ADAPTER,
-        prices: Mapping[str, Price] | None = None,
-        on_event: Callable[[RunnerEvent], None] | None = None,
-        **params: Any,
-    ) -> None:
+    def __init__(self, client: anthropic.Anthropic, **options: Unpack[RunnerOptions]) -> None:
         if not isinstance(client, anthropic.Anthropic):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ParamsError(
                 f"SyncToolRunner needs a sync anthropic.Anthropic client, not {type(client).__name__!r}; "
                 "with anthropic.AsyncAnthropic use ToolRunner and `async for`."
             )
-        self._runner = ToolRunner(
-            client,
-            tools=tools,
-            max_iterations=max_iterations,
-            max_total_tokens=max_total_tokens,
-            max_cost=max_cost,
-            on_limit=on_limit,
-            max_concurrency=max_concurrency,
-            tool_timeout=tool_timeout,
-            result_adapter=result_adapter,
-            prices=prices,
-            on_event=on_event,
-            **params,
-        )
+        self._runner = ToolRunner(client, **options)
         self._portal: BlockingPortal | None = None
 
     @property
     def runner(self) -> ToolRunner:
         """The async runner underneath."""
         return self._runner
+
+    @property
+    def state(self) -> RunState:
+        """The run's state (see ``ToolRunner.state``)."""
+        return self._runner.state
 
     @property
     def params(self) -> Mapping[str, Any]:
@@ -170,9 +149,26 @@ class SyncToolRunner:
     def _open_portal(self) -> Generator[BlockingPortal]:
         if self._portal is not None:
             raise RuntimeError("this runner is already being iterated; finish or break that loop first.")
+        _refuse_inside_an_event_loop()
         with start_blocking_portal() as portal:
             self._portal = portal
             try:
                 yield portal
             finally:
                 self._portal = None
+
+
+def _refuse_inside_an_event_loop() -> None:
+    """A blocking runner would stall the event loop it is called from (and every task on it)."""
+    try:
+        asyncio.get_running_loop()
+        inside = "asyncio"
+    except RuntimeError:
+        trio = sys.modules.get("trio")
+        inside = "trio" if trio is not None and trio.lowlevel.in_trio_run() else None
+    if inside is not None:
+        raise ToolRunnerError(
+            f"SyncToolRunner was used inside a running {inside} event loop, which it would block; use "
+            "ToolRunner with `async for` there (an anthropic.AsyncAnthropic client is best), or run the sync "
+            "code in a worker thread."
+        )

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Generic, get_args, get_origin, overload
+from typing import Annotated, Any, Generic, get_args, get_origin, overload
 
 import pydantic
 from anthropic.types import ToolParam
@@ -28,10 +28,7 @@ from typing_extensions import ParamSpec, TypeVar
 
 from ._docstrings import parse_docstring
 from ._errors import ToolDefinitionError, ToolInputError
-from ._lifecycle import ToolCall
-
-if TYPE_CHECKING:
-    from ._runner import ToolRunner
+from ._types import RunnerView, ToolCall
 
 __all__ = ["Tool", "ToolContext", "as_tool", "tool"]
 
@@ -63,7 +60,7 @@ class ToolContext:
     """
 
     call: ToolCall
-    runner: ToolRunner
+    runner: RunnerView
 
 
 class Tool(Generic[P, R]):

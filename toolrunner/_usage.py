@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from types import MappingProxyType
-from typing import Protocol
+from typing import Protocol, Self
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -23,6 +23,7 @@ __all__ = [
     "Usage",
     "UsageTracker",
     "find_price",
+    "request_usage",
 ]
 
 _MILLION = Decimal(1_000_000)
@@ -193,6 +194,14 @@ def find_price(prices: Mapping[str, Price], model: str) -> Price | None:
     return prices.get(base)
 
 
+def request_usage(message: SDKMessage, prices: Mapping[str, Price]) -> RequestUsage:
+    """The usage of one reply, priced with ``prices`` (``cost`` is ``None`` without a price)."""
+    price = find_price(prices, message.model)
+    return RequestUsage(
+        message.model, Usage.of(message.usage), None if price is None else price.cost(message.usage)
+    )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class RequestUsage:
     """The usage of one request.
@@ -231,16 +240,28 @@ class UsageTracker:
         sum that leaves requests out would look complete but be too low."""
         return self._cost
 
+    @classmethod
+    def of_requests(
+        cls, requests: Iterable[RequestUsage], *, prices: Mapping[str, Price] | None = None
+    ) -> Self:
+        """A tracker that has recorded ``requests`` (a saved run's, say)."""
+        tracker = cls(prices=prices)
+        for request in requests:
+            tracker.add(request)
+        return tracker
+
     def record(self, message: SDKMessage) -> RequestUsage:
         """Add the usage of a reply (an SDK ``Message`` or ``BetaMessage``) and return it."""
-        usage = Usage.of(message.usage)
-        price = find_price(self.prices, message.model)
-        cost = None if price is None else price.cost(message.usage)
-        request = RequestUsage(message.model, usage, cost)
-        self.requests.append(request)
-        self.total += usage
-        self._cost = None if cost is None or self._cost is None else self._cost + cost
+        request = request_usage(message, self.prices)
+        self.add(request)
         return request
+
+    def add(self, request: RequestUsage) -> None:
+        """Add one request's usage, as ``record`` worked it out."""
+        self.requests.append(request)
+        self.total += request.usage
+        cost = request.cost
+        self._cost = None if cost is None or self._cost is None else self._cost + cost
 
     def __repr__(self) -> str:
         return f"UsageTracker(requests={len(self.requests)}, total={self.total!r}, cost={self._cost!r})"

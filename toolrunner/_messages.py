@@ -1,0 +1,278 @@
+"""Reading, checking and keeping messages: pure functions with no I/O.
+
+Messages may hold content blocks as dicts (what users write) or as SDK models (what the SDK
+returns and ``Message.to_param()`` keeps); ``field()`` reads either. The history keeps replies as
+plain data (``reply_param``), dumped once, the way the SDK dumps them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from anthropic.types import Message
+from anthropic.types.beta import BetaMessage
+from pydantic import BaseModel
+
+from ._errors import HistoryError, MalformedReplyError, UnansweredToolUseError
+from ._types import Reply, ToolCall
+
+__all__ = [
+    "ROLES",
+    "check_history",
+    "check_reply",
+    "client_tool_calls",
+    "field",
+    "message_param",
+    "repair_text",
+    "reply_param",
+    "tool_result_ids",
+]
+
+logger = logging.getLogger("toolrunner")
+
+ROLES = ("user", "assistant", "system")
+"""The roles a history message may have (anthropic 2.12's ``MessageParam`` has ``system`` too)."""
+
+
+def field(item: object, name: str) -> Any:
+    """Read ``name`` from a dict or from an SDK model; ``None`` when absent."""
+    if isinstance(item, Mapping):
+        return item.get(name)  # type: ignore[union-attr]
+    return getattr(item, name, None)
+
+
+def _blocks(message: object) -> Sequence[object]:
+    content = field(message, "content")
+    if isinstance(content, str) or content is None:
+        return ()
+    return content  # type: ignore[no-any-return]
+
+
+def client_tool_calls(message: object) -> tuple[ToolCall, ...]:
+    """The client ``tool_use`` blocks of a message, in order.
+
+    Server tool calls (``server_tool_use``, ``mcp_tool_use``, ...) are the service's to answer and
+    are not included.
+    """
+    if field(message, "role") != "assistant":
+        return ()
+    return tuple(
+        ToolCall(id=field(block, "id"), name=field(block, "name"), input=field(block, "input"))
+        for block in _blocks(message)
+        if field(block, "type") == "tool_use"
+    )
+
+
+def tool_result_ids(message: object) -> set[str]:
+    """The tool_use ids that a (user) message answers with tool_result blocks."""
+    if field(message, "role") != "user":
+        return set()
+    return {
+        field(block, "tool_use_id") for block in _blocks(message) if field(block, "type") == "tool_result"
+    }
+
+
+def _duplicate(ids: Sequence[str]) -> str | None:
+    seen: set[str] = set()
+    for tool_use_id in ids:
+        if tool_use_id in seen:
+            return tool_use_id
+        seen.add(tool_use_id)
+    return None
+
+
+def check_reply(reply: object) -> None:
+    """Refuse a reply the history must not take: what is not a whole assistant message (a proxy's
+    page answered with a 200, say), or a message that calls one tool_use id twice, which the
+    service would never accept back.
+
+    Raises:
+        MalformedReplyError: Nothing of the reply is kept; the request can be sent again.
+    """
+    if not (
+        isinstance(reply, Message | BetaMessage)
+        and getattr(reply, "role", None) == "assistant"
+        and isinstance(getattr(reply, "content", None), list)
+        and hasattr(reply, "stop_reason")
+    ):
+        raise MalformedReplyError(
+            f"the service answered with something that is not a message ({_preview(reply)}); nothing was "
+            "appended, and iterating the runner again sends the same request again."
+        )
+    duplicate = _duplicate([call.id for call in client_tool_calls(reply)])
+    if duplicate is not None:
+        raise MalformedReplyError(
+            f"the reply has two tool_use blocks with the id {duplicate!r}, which the service would reject if "
+            "it were sent back; nothing was run or appended, and iterating the runner again sends the same "
+            "request again."
+        )
+
+
+def check_history(messages: Sequence[object], start: int = 0) -> None:
+    """Check a history from index ``start`` on, as the service would, before it is sent.
+
+    Raises ``UnansweredToolUseError`` if an assistant message has a client tool_use that the
+    message after it does not answer (the last message has none after it), and ``HistoryError``
+    if a user message has a tool_result for no tool_use of the message before it, if a message's
+    content is empty (only a final assistant message may be), or if one message calls a tool_use
+    id twice. The runner checks only what changed since its last check, so a long history adds
+    nothing to a request's cost.
+    """
+    last = len(messages) - 1
+    for index in range(max(start, 0), len(messages)):
+        message = messages[index]
+        content = field(message, "content")
+        if not content and not (index == last and field(message, "role") == "assistant"):
+            raise HistoryError(
+                f"messages[{index}] has empty content; the service accepts that only for a final assistant "
+                "message and would reject this history with a 400. Remove that message or give it content."
+            )
+        calls = client_tool_calls(message)
+        if calls:
+            duplicate = _duplicate([call.id for call in calls])
+            if duplicate is not None:
+                raise HistoryError(
+                    f"messages[{index}] has two tool_use blocks with the id {duplicate!r}; the service would "
+                    "reject this history with a 400. Give each tool_use its own id."
+                )
+            answered = tool_result_ids(messages[index + 1]) if index < last else set[str]()
+            missing = [call.id for call in calls if call.id not in answered]
+            if missing:
+                where = f"messages[{index + 1}] does not answer" if index < last else "no message answers"
+                raise UnansweredToolUseError(
+                    f"messages[{index}] has tool_use block(s) {missing!r} that {where}; the service would reject "
+                    "this history with a 400. Follow that assistant message with a user message that starts with "
+                    "a tool_result for each of those ids, or remove the tool_use blocks. For the latest reply, "
+                    "`await runner.generate_tool_response()` gives the results; the calls of a reply that stopped "
+                    "for another reason than tool_use (max_tokens may have cut an input) are never run, so answer "
+                    'them yourself, for example {"type": "tool_result", "tool_use_id": ..., "is_error": True, '
+                    '"content": "The input was cut off; call the tool again."}.'
+                )
+        results = tool_result_ids(message)
+        if results:
+            asked = {call.id for call in client_tool_calls(messages[index - 1])} if index > 0 else set[str]()
+            stray = sorted(results - asked)
+            if stray:
+                raise HistoryError(
+                    f"messages[{index}] has tool_result block(s) for {stray!r}, but "
+                    + (
+                        f"messages[{index - 1}] has no tool_use with those ids"
+                        if index > 0
+                        else "no message comes before it"
+                    )
+                    + "; the service would reject this history with a 400. Put each tool_result right after the "
+                    "assistant message whose tool_use it answers, or remove it."
+                )
+
+
+def reply_param(reply: Reply) -> dict[str, Any]:
+    """A reply as the history keeps it: plain data, dumped once, the way the SDK dumps a model.
+
+    ``Message.to_param()`` keeps the content blocks as SDK models, and the SDK dumps every model in
+    the params again on every request: with a long history, most of a request's cost. The dump is
+    the SDK's (JSON mode, aliases, the fields the service sent, less ``__api_exclude__``), so the
+    request bytes are the same; thinking blocks keep their signatures exactly. An input nested
+    deeper than pydantic's serializer goes is taken as parsed. Text that is not valid Unicode (lone
+    surrogates) is kept as U+FFFD, so the history can always be encoded. ``warnings=False``: a
+    malformed block (a tool_use input that is not an object) gets an error result, not a warning.
+    """
+    content = [_block_param(block) for block in reply.content]
+    repaired = repair_text(content)
+    if repaired is not content:
+        logger.warning(
+            "Reply %r holds lone surrogates (text that is not valid Unicode); the history keeps them as U+FFFD "
+            "so that the next request can be encoded.",
+            reply.id,
+        )
+    return {"role": reply.role, "content": repaired}
+
+
+def _block_param(block: BaseModel) -> dict[str, Any]:
+    exclude = getattr(type(block), "__api_exclude__", None)
+    try:
+        return block.model_dump(
+            mode="json", by_alias=True, exclude_unset=True, exclude=exclude, warnings=False
+        )
+    except ValueError:  # "Maximum serialization depth exceeded": a deeply nested input
+        if "input" not in block.model_fields_set:
+            raise
+    # The input is the model's JSON as parsed: take it as it is, in its place among the fields.
+    rest = block.model_dump(
+        mode="json", by_alias=True, exclude_unset=True, exclude={*(exclude or ()), "input"}, warnings=False
+    )
+    order = list(type(block).model_fields)
+    data = {key: value for key, value in rest.items() if order.index(key) < order.index("input")}
+    data["input"] = getattr(block, "input")  # noqa: B009  # the attribute every block with an input has
+    return data | rest
+
+
+def repair_text(value: Any) -> Any:
+    """``value`` with every lone surrogate (``"caf\\udce9"``, as ``os.listdir`` gives for names that are
+    not UTF-8) in its strings and keys replaced by U+FFFD, so that it can be sent as UTF-8 JSON.
+
+    Returns ``value`` itself when nothing needs repair, which costs one walk without copying.
+    """
+    if not _has_lone_surrogate(value):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(value, Mapping):
+        return {repair_text(key): repair_text(item) for key, item in cast("Mapping[Any, Any]", value).items()}
+    return [repair_text(item) for item in cast("Sequence[Any]", value)]
+
+
+def _has_lone_surrogate(value: object) -> bool:
+    if isinstance(value, str):
+        if value.isascii():
+            return False
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, Mapping):
+        return any(
+            _has_lone_surrogate(key) or _has_lone_surrogate(item)
+            for key, item in cast("Mapping[object, object]", value).items()
+        )
+    if isinstance(value, list | tuple):
+        return any(_has_lone_surrogate(item) for item in cast("Sequence[object]", value))
+    return False
+
+
+def message_param(message: object, index: int) -> Any:
+    """A message as the history keeps it: SDK messages become plain params; dicts are checked, not copied."""
+    if isinstance(message, Message | BetaMessage):
+        return reply_param(message)
+    if not isinstance(message, Mapping):
+        raise HistoryError(
+            f"message {index} is a {type(message).__name__!r}; a message is a dict like "
+            "{'role': 'user', 'content': '...'} or an SDK Message."
+        )
+    message = cast("Mapping[str, Any]", message)
+    role = message.get("role")
+    if role not in ROLES:
+        raise HistoryError(
+            f"message {index} has role {role!r}; a message's role is 'user', 'assistant' or 'system' "
+            "(for the system prompt, use the system= param)."
+        )
+    content = message.get("content")
+    if not isinstance(content, str | list | tuple):
+        raise HistoryError(
+            f"message {index} has content of type {type(content).__name__!r}; content is a string or a list of "
+            "content blocks."
+        )
+    if _has_lone_surrogate(cast(object, content)):
+        raise HistoryError(
+            f"message {index} holds text with lone surrogates (as os.listdir gives for names that are not UTF-8), "
+            "which cannot be sent as UTF-8; repair it first, for example with "
+            "text.encode('utf-8', 'surrogatepass').decode('utf-8', 'replace')."
+        )
+    return message
+
+
+def _preview(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."

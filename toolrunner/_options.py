@@ -1,0 +1,152 @@
+"""The runner's options, defined once for ``ToolRunner`` and ``SyncToolRunner``.
+
+``RunnerOptions`` is the typed form (``**options: Unpack[RunnerOptions]`` in both signatures); the
+keyword arguments it does not name are request params (``model``, ``max_tokens``, ``messages``,
+``system``, ...). ``read_options`` checks the options and splits them from the params. The options
+are configuration, kept apart from the run's state: they hold code (tools, callbacks, adapters)
+and are given again when a saved run is resumed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, Literal, cast
+
+from typing_extensions import TypedDict
+
+from ._errors import ParamsError
+from ._events import RunnerEvent
+from ._lifecycle import Limits
+from ._results import DEFAULT_ADAPTER, ToolResultAdapter
+from ._tools import Tool
+from ._usage import Price
+
+__all__ = ["Options", "RunnerOptions", "ToolLike", "read_options"]
+
+ToolLike = Tool | Callable[..., Any] | Mapping[str, Any]
+"""What ``tools=[...]`` takes: ``@tool`` tools, plain functions, raw definitions."""
+
+
+class RunnerOptions(TypedDict, total=False, extra_items=Any):
+    """The options of ``ToolRunner`` and ``SyncToolRunner``; every other keyword is a request param."""
+
+    tools: Iterable[ToolLike]
+    """Tools made with ``@tool``, plain functions (made into tools), or raw tool definitions
+    (dicts such as server tools), which are sent as given and never run."""
+    run_tools_eagerly: bool
+    """With ``stream=True``, start each tool call as soon as its tool_use block is complete;
+    needs ``async with runner:``."""
+    max_iterations: int | None
+    """The most requests to send (counted from when the loop last opened); ``None``: no limit."""
+    max_total_tokens: int | None
+    """Stop once the replies' usage adds up to this many tokens."""
+    max_cost: Decimal | float | str | None
+    """Stop once the requests cost this many US dollars (needs prices for the model)."""
+    on_limit: Literal["stop", "final_answer"]
+    """``"stop"`` ends the loop at a limit; ``"final_answer"`` first sends one last request with
+    ``tool_choice={"type": "none"}`` so that the model answers."""
+    max_concurrency: int | None
+    """The most tool calls to run at once; ``None``: no limit."""
+    tool_timeout: float | None
+    """Seconds a tool call may take (a tool's own ``timeout`` wins)."""
+    result_adapter: ToolResultAdapter
+    """Turns what tools return into tool_result content."""
+    prices: Mapping[str, Price] | None
+    """Model id to ``Price`` for ``runner.usage``; the dated defaults when ``None``."""
+    on_event: Callable[[RunnerEvent], None] | None
+    """Called with each ``RunnerEvent`` (text deltas, tool calls, ...), for UIs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The checked options of one runner."""
+
+    tools: Iterable[ToolLike] = ()
+    stream: bool = False
+    run_tools_eagerly: bool = False
+    limits: Limits = field(default_factory=Limits)
+    max_concurrency: int | None = None
+    tool_timeout: float | None = None
+    result_adapter: ToolResultAdapter = DEFAULT_ADAPTER
+    prices: Mapping[str, Price] | None = None
+    on_event: Callable[[RunnerEvent], None] | None = None
+
+
+_NAMES = frozenset(RunnerOptions.__annotations__)
+
+
+def read_options(
+    arguments: Mapping[str, Any], *, stream: bool, is_async: bool
+) -> tuple[Options, dict[str, Any]]:
+    """Check the options among ``arguments`` and split them from the request params.
+
+    Raises:
+        ParamsError: An option has a value it cannot take; the message says which and why.
+    """
+    given = {name: value for name, value in arguments.items() if name in _NAMES}
+    params = {name: value for name, value in arguments.items() if name not in _NAMES}
+    for name in ("max_iterations", "max_total_tokens", "max_concurrency"):
+        _check_positive_int(name, given.get(name))
+    tool_timeout = given.get("tool_timeout")
+    if tool_timeout is not None and (
+        isinstance(tool_timeout, bool) or not isinstance(tool_timeout, int | float) or not tool_timeout > 0
+    ):
+        raise ParamsError(f"tool_timeout must be a positive number of seconds or None, not {tool_timeout!r}.")
+    adapter = given.get("result_adapter", DEFAULT_ADAPTER)
+    if not all(
+        callable(getattr(adapter, name, None)) for name in ("to_content", "error_content", "needs_thread")
+    ):
+        raise ParamsError(
+            f"result_adapter must be a ToolResultAdapter (or a subclass of it), not {type(adapter).__name__!r}."
+        )
+    on_limit = given.get("on_limit", "stop")
+    if on_limit not in ("stop", "final_answer"):
+        raise ParamsError(f"on_limit must be 'stop' or 'final_answer', not {on_limit!r}.")
+    eager = bool(given.get("run_tools_eagerly", False))
+    if stream and not is_async:
+        raise ParamsError(
+            "stream=True needs an anthropic.AsyncAnthropic client; SyncToolRunner does not stream."
+        )
+    if eager and not stream:
+        raise ParamsError("run_tools_eagerly=True needs stream=True: tools start while the reply streams.")
+    on_event = cast("Callable[[RunnerEvent], None] | None", given.get("on_event"))
+    if on_event is not None and not callable(on_event):
+        raise ParamsError(
+            f"on_event must be a function of a RunnerEvent or None, not {type(on_event).__name__!r}."
+        )
+    max_cost = given.get("max_cost")
+    options = Options(
+        tools=given.get("tools", ()),
+        stream=stream,
+        run_tools_eagerly=eager,
+        limits=Limits(
+            max_iterations=given.get("max_iterations"),
+            max_total_tokens=given.get("max_total_tokens"),
+            max_cost=None if max_cost is None else dollars(max_cost),
+            on_limit=on_limit,
+        ),
+        max_concurrency=given.get("max_concurrency"),
+        tool_timeout=tool_timeout,
+        result_adapter=adapter,
+        prices=given.get("prices"),
+        on_event=on_event,
+    )
+    return options, params
+
+
+def _check_positive_int(name: str, value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ParamsError(f"{name} must be a positive int or None, not {value!r}.")
+
+
+def dollars(value: object) -> Decimal:
+    """``max_cost`` as a positive Decimal."""
+    try:
+        amount = Decimal(str(value)) if isinstance(value, Decimal | int | float | str) else Decimal(-1)
+    except InvalidOperation:
+        amount = Decimal(-1)
+    if isinstance(value, bool) or not amount.is_finite() or amount <= 0:
+        raise ParamsError(f"max_cost must be a positive amount of US dollars or None, not {value!r}.")
+    return amount

@@ -1,0 +1,355 @@
+"""The state of a run as one value: ``RunState``, and its JSON form.
+
+A ``RunState`` is everything a run needs to go on that is data, not code: the request params
+(tools by name), the history, where the lifecycle stands, the journal of the current turn's tool
+calls, and the usage so far. It is immutable; the transitions in ``_lifecycle`` return new states,
+and the drivers keep the current one. Tools, clients and callbacks are code, so a run's
+configuration (``_options``) is kept apart from it and given again on resume.
+
+Invariants:
+
+- ``phase`` is ``DONE`` exactly when ``end_reason`` is set;
+- ``reply`` is set in ``WITH_BODY`` (the reply the loop body holds) and is the latest complete reply
+  otherwise; in ``STREAMING`` the newest reply is still arriving and is not ``reply``;
+- ``calls`` holds only calls of the turn being answered: it is emptied when a turn's results are
+  appended or abandoned, so a tool_use id that comes again in a later turn is a new call;
+- a call whose record is ``FINISHED`` is never run again.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any, Self, cast
+
+import pydantic
+from anthropic.types import Message, ToolResultBlockParam
+from anthropic.types.beta import BetaMessage
+
+from ._errors import StateError
+from ._types import EndReason, Reply, ToolCall
+from ._usage import RequestUsage, Usage
+
+__all__ = ["STATE_VERSION", "CallRecord", "CallStatus", "Phase", "RunState", "plain_data"]
+
+STATE_VERSION = 1
+"""The version of ``RunState``'s JSON form that this toolrunner writes."""
+
+
+class Phase(enum.Enum):
+    """Where the lifecycle stands."""
+
+    READY = "ready"
+    """The next step is to send a request."""
+    STREAMING = "streaming"
+    """A request's reply is streaming (to the loop body, or to the runner)."""
+    WITH_BODY = "with_body"
+    """A complete reply was handed to the loop body, which may steer until it asks for more."""
+    DONE = "done"
+    """The loop is over; ``end_reason`` says why. Steering opens it again."""
+
+
+class CallStatus(enum.Enum):
+    """Where one tool call stands in the journal."""
+
+    STARTED = "started"
+    """The tool was started and has not finished (after a crash: it may or may not have acted)."""
+    FINISHED = "finished"
+    """The call has its result; it never runs again."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One tool call of the current turn, as the journal keeps it.
+
+    Attributes:
+        call: The tool_use block being answered.
+        status: Started or finished.
+        result: The tool_result block, once finished.
+    """
+
+    call: ToolCall
+    status: CallStatus
+    result: ToolResultBlockParam | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunState:
+    """A run's state: a value that can be saved, loaded and resumed (see docs/durability.md).
+
+    Attributes:
+        params: The request params other than ``messages`` and ``tools``.
+        tools: The ``tools`` param: a runnable tool by its name, a raw definition as given.
+        messages: The history.
+        phase: Where the lifecycle stands.
+        reply: The reply the loop body holds (``WITH_BODY``), else the latest complete reply.
+        steered: Whether the loop body changed the history since the reply was handed over.
+        calls: The journal of the current turn's tool calls, by tool_use id, in start order.
+        usage: The usage of every request that got a complete reply, in order.
+        total: The sum of ``usage``.
+        cost: The sum of the requests' costs in US dollars; ``None`` once one had no price.
+        opened_at: How many requests had got a reply when the loop last (re)opened;
+            ``max_iterations`` counts from there.
+        final_answer: The limit that made the request under way the last one (sent with
+            ``tool_choice: none``), if any.
+        end_reason: Why the loop ended; set exactly in ``DONE``.
+        run_id: The run's name in a checkpoint store, if it has one.
+    """
+
+    params: Mapping[str, Any]
+    tools: tuple[str | Mapping[str, Any], ...] = ()
+    messages: tuple[Any, ...] = ()
+    phase: Phase = Phase.READY
+    reply: Reply | None = None
+    steered: bool = False
+    calls: Mapping[str, CallRecord] = field(default_factory=dict[str, CallRecord])
+    usage: tuple[RequestUsage, ...] = ()
+    total: Usage = field(default_factory=Usage)
+    cost: Decimal | None = Decimal(0)
+    opened_at: int = 0
+    final_answer: EndReason | None = None
+    end_reason: EndReason | None = None
+    run_id: str | None = None
+
+    @property
+    def requests_sent(self) -> int:
+        """How many requests got a reply (a reply that is still streaming counts)."""
+        return len(self.usage) + (self.phase is Phase.STREAMING)
+
+    @property
+    def finished(self) -> bool:
+        """Whether the loop has ended."""
+        return self.phase is Phase.DONE
+
+    def result_of(self, tool_use_id: str) -> ToolResultBlockParam | None:
+        """The journal's result for a call of the current turn, if it finished."""
+        record = self.calls.get(tool_use_id)
+        return None if record is None else record.result
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes`` (the dataclass's ``replace``)."""
+        return replace(self, **changes)
+
+    # -- JSON ---------------------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        """The state as JSON text; ``RunState.from_json`` reads it back.
+
+        Raises:
+            StateError: A param or message holds a value JSON cannot carry.
+        """
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> RunState:
+        """Read a state written by ``to_json`` of this or an older version.
+
+        Raises:
+            StateError: The text is not a saved state, or a newer toolrunner wrote it.
+        """
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise StateError(f"the saved state is not valid JSON ({error}); it cannot be loaded.") from None
+        return cls.from_dict(data)
+
+    def to_dict(self, *, history: bool = True) -> dict[str, Any]:
+        """The state as JSON-able data. With ``history=False`` the two parts that grow with the
+        run, ``messages`` and the per-request ``usage``, are left out (a store that writes them
+        apart passes them back to ``from_dict``)."""
+        data: dict[str, Any] = {
+            "version": STATE_VERSION,
+            "run_id": self.run_id,
+            "phase": self.phase.value,
+            "params": {key: plain_data(value, f"params[{key!r}]") for key, value in self.params.items()},
+            "tools": [plain_data(tool, "tools") for tool in self.tools],
+            "reply": None if self.reply is None else _reply_data(self.reply),
+            "steered": self.steered,
+            "calls": [_record_data(record) for record in self.calls.values()],
+            "total": _usage_data(self.total),
+            "cost": None if self.cost is None else str(self.cost),
+            "opened_at": self.opened_at,
+            "final_answer": self.final_answer,
+            "end_reason": self.end_reason,
+        }
+        if history:
+            data["messages"] = [message_data(message, index) for index, message in enumerate(self.messages)]
+            data["usage"] = [request_usage_data(request) for request in self.usage]
+        return data
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: object,
+        *,
+        messages: Sequence[Any] | None = None,
+        usage: Sequence[Any] | None = None,
+    ) -> RunState:
+        """Read ``to_dict``'s data (of this or an older version); ``messages`` and ``usage``, when
+        given, stand for the parts ``to_dict(history=False)`` left out.
+
+        Raises:
+            StateError: The data is not a saved state, or a newer toolrunner wrote it.
+        """
+        if not isinstance(data, Mapping) or not isinstance(
+            cast("Mapping[str, Any]", data).get("version"), int
+        ):
+            raise StateError(
+                f"the saved data is not a RunState (no 'version' field: {_preview(cast(object, data))}); load only what "
+                "RunState.to_json() or a checkpointer wrote."
+            )
+        data = cast("Mapping[str, Any]", data)
+        version: int = data["version"]
+        if version > STATE_VERSION:
+            raise StateError(
+                f"the state was saved by a newer toolrunner (state version {version}; this one reads up to "
+                f"{STATE_VERSION}); upgrade toolrunner to resume it."
+            )
+        try:
+            return _read(
+                data,
+                data["messages"] if messages is None else messages,
+                data["usage"] if usage is None else usage,
+            )
+        except (KeyError, TypeError, ValueError, pydantic.ValidationError) as error:
+            raise StateError(
+                f"the saved state (version {version}) is damaged and cannot be loaded: {type(error).__name__}: "
+                f"{_preview(error, 200)}."
+            ) from error
+
+
+def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]) -> RunState:
+    phase = Phase(data["phase"])
+    end_reason = data["end_reason"]
+    if (phase is Phase.DONE) != (end_reason is not None):
+        raise ValueError(f"phase {phase.value!r} with end_reason {end_reason!r}")
+    requests = tuple(_read_request_usage(item) for item in usage)
+    records = [_read_record(item) for item in data["calls"]]
+    cost = data["cost"]
+    return RunState(
+        params=dict(data["params"]),
+        tools=tuple(data["tools"]),
+        messages=tuple(messages),
+        phase=phase,
+        reply=None if data["reply"] is None else _read_reply(data["reply"]),
+        steered=bool(data["steered"]),
+        calls={record.call.id: record for record in records},
+        usage=requests,
+        total=Usage(**data["total"]),
+        cost=None if cost is None else Decimal(cost),
+        opened_at=int(data["opened_at"]),
+        final_answer=data["final_answer"],
+        end_reason=end_reason,
+        run_id=data["run_id"],
+    )
+
+
+# -- the parts ---------------------------------------------------------------------------------
+
+
+def plain_data(value: object, where: str) -> Any:
+    """``value`` as JSON-able data: SDK models are dumped the way the SDK sends them.
+
+    Raises:
+        StateError: Something in it JSON cannot carry; the message says where.
+    """
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value
+    if isinstance(value, Mapping):
+        return {
+            str(key): plain_data(item, f"{where}[{key!r}]")
+            for key, item in cast("Mapping[object, object]", value).items()
+        }
+    if isinstance(value, list | tuple):
+        return [
+            plain_data(item, f"{where}[{index}]")
+            for index, item in enumerate(cast("Sequence[object]", value))
+        ]
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(
+            mode="json",
+            by_alias=True,
+            exclude_unset=True,
+            exclude=getattr(type(value), "__api_exclude__", None),
+            warnings=False,
+        )
+    raise StateError(
+        f"{where} holds a {type(value).__name__!r}, which a saved state cannot carry; use JSON values "
+        "(str, numbers, lists, dicts) there, or set such options on the client instead."
+    )
+
+
+def message_data(message: object, index: int) -> Any:
+    """One history message as JSON-able data."""
+    return plain_data(message, f"messages[{index}]")
+
+
+def request_usage_data(request: RequestUsage) -> dict[str, Any]:
+    """One request's usage as JSON-able data."""
+    return {
+        "model": request.model,
+        **_usage_data(request.usage),
+        "cost": None if request.cost is None else str(request.cost),
+    }
+
+
+def _read_request_usage(data: Mapping[str, Any]) -> RequestUsage:
+    cost = data["cost"]
+    return RequestUsage(
+        model=data["model"],
+        usage=Usage(
+            data["input_tokens"],
+            data["output_tokens"],
+            data["cache_read_input_tokens"],
+            data["cache_creation_input_tokens"],
+        ),
+        cost=None if cost is None else Decimal(cost),
+    )
+
+
+def _usage_data(usage: Usage) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+    }
+
+
+def _reply_data(reply: Reply) -> dict[str, Any]:
+    return {"beta": isinstance(reply, BetaMessage), "message": reply.model_dump(mode="json", warnings=False)}
+
+
+def _read_reply(data: Mapping[str, Any]) -> Reply:
+    model = BetaMessage if data["beta"] else Message
+    return model.model_validate(data["message"])
+
+
+def _record_data(record: CallRecord) -> dict[str, Any]:
+    call = record.call
+    return {
+        "id": call.id,
+        "name": call.name,
+        "input": plain_data(call.input, f"the input of tool_use {call.id!r}"),
+        "status": record.status.value,
+        "result": None if record.result is None else plain_data(record.result, f"the result of {call.id!r}"),
+    }
+
+
+def _read_record(data: Mapping[str, Any]) -> CallRecord:
+    result = data["result"]
+    return CallRecord(
+        call=ToolCall(id=data["id"], name=data["name"], input=data["input"]),
+        status=CallStatus(data["status"]),
+        result=None if result is None else cast(ToolResultBlockParam, dict(result)),
+    )
+
+
+def _preview(value: object, limit: int = 80) -> str:
+    text = repr(value) if not isinstance(value, BaseException) else str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,68 @@
+"""The types that the core and the drivers share; this module imports nothing else of the package.
+
+Keeping them here is what lets the core (``_lifecycle``, ``_state``, ``_execution``, ``_tools``, ...)
+stay free of imports from the drivers (``_runner``, ``_sync``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeAlias, TypedDict
+
+from anthropic.lib.streaming import AsyncMessageStream, BetaAsyncMessageStream
+from anthropic.types import Message, ToolResultBlockParam
+from anthropic.types.beta import BetaMessage
+
+__all__ = ["EndReason", "Reply", "ReplyStream", "RunnerView", "ToolCall", "ToolResultMessage"]
+
+Reply: TypeAlias = Message | BetaMessage
+"""A reply: a ``Message``, or a ``BetaMessage`` when ``betas`` is set."""
+
+ReplyStream: TypeAlias = AsyncMessageStream[Any] | BetaAsyncMessageStream[Any]
+"""What a streaming runner yields: the SDK's stream of one reply."""
+
+EndReason: TypeAlias = Literal["model", "max_iterations", "token_budget", "cost_budget", "closed"]
+"""Why a loop ended: the model stopped (see the stop-reason table), ``max_iterations`` requests
+got a reply, the token or cost budget was reached, or the runner was closed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One client ``tool_use`` block, read from a message.
+
+    Attributes:
+        id: The tool_use id that the tool_result must carry.
+        name: The tool's name.
+        input: The input as the model sent it (normally a dict; anything, when the model erred).
+    """
+
+    id: str
+    name: str
+    input: object
+
+
+class ToolResultMessage(TypedDict):
+    """The user message that answers tool calls: one tool_result block per call, in tool_use order."""
+
+    role: Literal["user"]
+    content: list[ToolResultBlockParam]
+
+
+class RunnerView(Protocol):
+    """The runner as a tool sees it (``ToolContext.runner``): a ``ToolRunner``, typed by what a
+    tool may use, so that the core needs no import of the driver."""
+
+    @property
+    def params(self) -> Mapping[str, Any]: ...
+    @property
+    def messages(self) -> Sequence[Any]: ...
+    @property
+    def last_message(self) -> Reply | None: ...
+    @property
+    def requests_sent(self) -> int: ...
+    @property
+    def finished(self) -> bool: ...
+    def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None: ...
+    def set_messages_params(self, params: Any) -> None: ...
+    def close(self) -> None: ...
