@@ -1,8 +1,10 @@
-"""The tool calls running now in this process: who runs which call, and the calls started early.
+"""Running the current turn's tool calls for one runner (``TurnCalls``).
 
-The results themselves are data and live in the run's state (its journal, ``RunState.calls``);
-what lives here cannot be saved: the events that wake callers waiting for a call that another
-caller runs, and the cancel scopes of calls started while a reply streams.
+A call's run is shared by every caller that asks for its result; calls may start while their reply
+still streams; and the runner hears of each start, before the tool runs, and of each finish, so
+its journal (``RunState.calls``) and its checkpoints follow every call. The results are data and
+live in the run's state; what lives here cannot be saved: the events that wake callers waiting
+for a call that another caller runs, and the cancel scopes of calls started early.
 
 Invariants, for every tool_use id:
 
@@ -14,18 +16,24 @@ Invariants, for every tool_use id:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 import anyio
 import anyio.abc
 from anthropic.types import ToolResultBlockParam
 
 from ._errors import ToolRunnerError
+from ._events import RunnerEvent, ToolCallFinished, ToolCallStarted
+from ._execution import CallHooks, ExecutionOptions, run_one, run_tool_calls
+from ._lifecycle import call_finished, call_started
+from ._state import RunState
+from ._tools import ToolContext
 from ._types import ToolCall
 
-__all__ = ["RunningCalls"]
+__all__ = ["RunnerLink", "RunningCalls", "TurnCalls"]
 
-ResultOf = Callable[[str], ToolResultBlockParam | None]
-"""The journal's result for a tool_use id, if the call finished."""
+ResultOf = Callable[[ToolCall], ToolResultBlockParam | None]
+"""The journal's result for a call, if it finished."""
 
 
 class RunningCalls:
@@ -45,7 +53,7 @@ class RunningCalls:
 
         Returns copies, so a caller may edit them without changing what is kept.
         """
-        while missing := [call for call in calls if result_of(call.id) is None]:
+        while missing := [call for call in calls if result_of(call) is None]:
             mine = [call for call in missing if call.id not in self.running]
             if mine:
                 done = anyio.Event()
@@ -59,7 +67,7 @@ class RunningCalls:
                     done.set()
                 # ``execute`` gives every call a result unless it is cancelled (then it raises): a
                 # call it returned without would run again and again.
-                lost = [call.id for call in mine if result_of(call.id) is None]
+                lost = [call.id for call in mine if result_of(call) is None]
                 if lost:
                     raise ToolRunnerError(
                         f"the tool calls {lost!r} ended without a result; this is a bug in toolrunner, please "
@@ -68,7 +76,7 @@ class RunningCalls:
             for call in missing:
                 if (event := self.running.get(call.id)) is not None:
                     await event.wait()  # run elsewhere; if it was cancelled, the loop runs it here
-        return [_copy(result_of(call.id)) for call in calls]
+        return [_copy(result_of(call)) for call in calls]
 
     def start_early(
         self, call: ToolCall, group: anyio.abc.TaskGroup, run: Callable[[ToolCall], Awaitable[None]]
@@ -106,3 +114,67 @@ class RunningCalls:
 def _copy(block: ToolResultBlockParam | None) -> ToolResultBlockParam:
     assert block is not None
     return ToolResultBlockParam(**block)
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerLink:
+    """How ``TurnCalls`` reaches its runner."""
+
+    state: Callable[[], RunState]
+    """The runner's current state."""
+    update: Callable[[RunState], None]
+    """Make a state current."""
+    emit: Callable[[RunnerEvent], None]
+    """Report an event to the runner's listeners."""
+    save: Callable[[], Awaitable[None]]
+    """Save the current state, if the runner has a checkpointer."""
+    context: Callable[[ToolCall], ToolContext]
+    """The context a tool that asks for one gets."""
+
+
+class TurnCalls:
+    """The current turn's calls for one runner: run once, shared, journaled, reported."""
+
+    def __init__(self, link: RunnerLink, execution: ExecutionOptions) -> None:
+        self.execution = execution
+        """How calls run (the tools, limits, timeouts); replaced when the tools change."""
+        self._link = link
+        self._running = RunningCalls()
+        self._hooks = CallHooks(context=link.context, started=self._started, finished=self._finished)
+
+    async def results(self, calls: Sequence[ToolCall]) -> list[ToolResultBlockParam]:
+        """The results of ``calls``, in order; each call runs once, whoever asks."""
+        return await self._running.complete(calls, self._result_of, self._execute)
+
+    def start_early(self, call: ToolCall, group: anyio.abc.TaskGroup) -> None:
+        """Start a call while its reply streams, if its tool allows and it did not start yet."""
+        tool = self.execution.tools.get(call.name)
+        if tool is not None and tool.start_early and call.id not in self._link.state().calls:
+            self._running.start_early(call, group, self._run_early)
+
+    async def settle_early(self, call_ids: Iterable[str], *, keep: bool) -> list[str]:
+        """See ``RunningCalls.settle_early``."""
+        return await self._running.settle_early(call_ids, keep=keep)
+
+    def _result_of(self, call: ToolCall) -> ToolResultBlockParam | None:
+        return self._link.state().result_of(call)
+
+    async def _execute(self, calls: Sequence[ToolCall]) -> None:
+        await run_tool_calls(calls, self.execution, self._hooks)
+
+    async def _run_early(self, call: ToolCall) -> None:
+        await run_one(call, self.execution, self._hooks, early=True)
+
+    async def _started(self, call: ToolCall, early: bool) -> None:
+        """The journal records the call, and the record is saved, before the tool runs."""
+        link = self._link
+        link.update(call_started(link.state(), call))
+        link.emit(ToolCallStarted(call=call, early=early))
+        await link.save()
+
+    async def _finished(self, call: ToolCall, block: ToolResultBlockParam, duration: float) -> None:
+        """The journal keeps the result, so the call never runs again; then it is saved."""
+        link = self._link
+        link.update(call_finished(link.state(), call, block))
+        link.emit(ToolCallFinished(call=call, duration=duration, is_error=bool(block.get("is_error"))))
+        await link.save()

@@ -11,6 +11,7 @@ Exceptions that user code raises on purpose are kept apart from failures of the 
         ├── ParamsError              (also ValueError) runner arguments or params that cannot be sent
         ├── MalformedReplyError      a reply the history must not take (nothing is appended)
         ├── StateError               (also ValueError) a saved state that cannot be loaded or saved
+        ├── CheckpointError          a run that cannot be saved or resumed (two runners of one run, ...)
         └── HistoryError             (also ValueError) a history the service would reject
             └── UnansweredToolUseError   a client tool_use with no tool_result in the next message
 
@@ -24,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
+    "CheckpointError",
     "HistoryError",
     "MalformedReplyError",
     "ParamsError",
@@ -83,6 +85,12 @@ class MalformedReplyError(ToolRunnerError):
 
     Nothing is run or appended; iterating the runner again sends the same request again.
     """
+
+
+class CheckpointError(ToolRunnerError):
+    """A run cannot be saved or resumed: another runner saved it since this one loaded it, a new run
+    takes a name that is saved already, there is no saved run of that name, or the store cannot be
+    used."""
 
 
 class StateError(ToolRunnerError, ValueError):

@@ -8,8 +8,13 @@ Events are plain frozen data; the runner emits them in this order for each reque
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TypeAlias
+
+import anyio
 
 from ._types import EndReason, Reply, ToolCall
 
@@ -21,6 +26,7 @@ __all__ = [
     "TextDelta",
     "ToolCallFinished",
     "ToolCallStarted",
+    "run_with_events",
 ]
 
 
@@ -69,3 +75,48 @@ class LoopFinished:
 
 
 RunnerEvent: TypeAlias = TextDelta | MessageFinished | ToolCallStarted | ToolCallFinished | LoopFinished
+
+
+Listener: TypeAlias = Callable[[RunnerEvent], None]
+
+
+@asynccontextmanager
+async def run_with_events(
+    run: Callable[[], Awaitable[object]], listen: Callable[[Listener | None], Listener | None]
+) -> AsyncGenerator[AsyncIterator[RunnerEvent]]:
+    """Run ``run()`` in the background and hand over its events as they happen.
+
+    ``listen(listener)`` installs the runner's listener and returns the one it replaces, which
+    keeps hearing every event and is put back at the end. The iteration ends when ``run()`` does;
+    its error is raised as the block exits. Leaving the block early cancels ``run()``.
+    """
+    send, receive = anyio.create_memory_object_stream[RunnerEvent](float("inf"))
+    failure: list[BaseException] = []
+
+    def emit(event: RunnerEvent) -> None:
+        if previous is not None:
+            previous(event)
+        with contextlib.suppress(anyio.BrokenResourceError):  # the block was left: nobody listens
+            send.send_nowait(event)
+
+    async def drive() -> None:
+        with send:
+            try:
+                await run()
+            except Exception as error:
+                failure.append(error)
+
+    previous = listen(emit)
+    try:
+        async with anyio.create_task_group() as group, receive:
+            group.start_soon(drive)
+            yield receive
+            group.cancel_scope.cancel()
+    except BaseExceptionGroup as group_error:  # the body's own error: raise it as it was
+        if len(group_error.exceptions) == 1:
+            raise group_error.exceptions[0] from None
+        raise
+    finally:
+        listen(previous)
+    if failure:
+        raise failure[0]

@@ -14,12 +14,14 @@ One iteration, as the driver goes through it::
     WITH_BODY --(call_started, call_finished)*, turn_finished--> READY or DONE
     STREAMING --stream_abandoned--> READY (the request is sent again)
     any --closed--> DONE;  DONE --steered--> READY (a follow-up opens the loop again)
+
+A saved state goes on in a new process through ``resumed``.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal, cast
@@ -27,6 +29,7 @@ from typing import Any, Literal, cast
 from anthropic.types import ToolResultBlockParam
 
 from ._messages import client_tool_calls, field, reply_param
+from ._results import tool_result_block
 from ._state import CallRecord, CallStatus, Phase, RunState
 from ._types import EndReason, Reply, ToolCall, ToolResultMessage
 from ._usage import RequestUsage
@@ -46,6 +49,7 @@ __all__ = [
     "ready_to_send",
     "reply_received",
     "request_params",
+    "resumed",
     "steered",
     "step_for",
     "stream_abandoned",
@@ -279,6 +283,33 @@ def closed(state: RunState) -> RunState:
     ):
         state = state.replace(messages=(*state.messages, reply_param(state.reply)))
     return _finish(state, "closed")
+
+
+INTERRUPTED = (
+    "The call to {name!r} was interrupted: the program running it stopped before the call finished, so it "
+    "may or may not have taken effect. Check before calling it again."
+)
+"""The is_error result of a call that a crash interrupted (its tool is not idempotent)."""
+
+
+def resumed(state: RunState, *, may_run_again: Callable[[ToolCall], bool]) -> RunState:
+    """A saved state, made ready to go on in a new process. A reply that was still streaming is
+    requested again. A call that had started but not finished runs again if ``may_run_again`` says
+    so (its tool is idempotent); otherwise it gets an ``is_error`` result saying it was interrupted
+    and may or may not have taken effect. Finished calls keep their results and never run again."""
+    if state.phase is Phase.STREAMING:
+        state = state.replace(phase=Phase.READY, calls={})
+    calls: dict[str, CallRecord] = {}
+    for tool_use_id, record in state.calls.items():
+        if record.status is CallStatus.STARTED:
+            if may_run_again(record.call):
+                continue
+            message = INTERRUPTED.format(name=record.call.name)
+            record = CallRecord(
+                record.call, CallStatus.FINISHED, tool_result_block(tool_use_id, message, is_error=True)
+            )
+        calls[tool_use_id] = record
+    return state.replace(calls=calls)
 
 
 def _finish(state: RunState, reason: EndReason) -> RunState:

@@ -8,6 +8,7 @@ plain data (``reply_param``), dumped once, the way the SDK dumps them.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -31,6 +32,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger("toolrunner")
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, every surrogate code point is a lone one
 
 ROLES = ("user", "assistant", "system")
 """The roles a history message may have (anthropic 2.12's ``MessageParam`` has ``system`` too)."""
@@ -217,7 +220,7 @@ def repair_text(value: Any) -> Any:
     if not _has_lone_surrogate(value):
         return value
     if isinstance(value, str):
-        return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return _SURROGATE.sub("\ufffd", value)
     if isinstance(value, Mapping):
         return {repair_text(key): repair_text(item) for key, item in cast("Mapping[Any, Any]", value).items()}
     return [repair_text(item) for item in cast("Sequence[Any]", value)]
@@ -267,8 +270,8 @@ def message_param(message: object, index: int) -> Any:
     if _has_lone_surrogate(cast(object, content)):
         raise HistoryError(
             f"message {index} holds text with lone surrogates (as os.listdir gives for names that are not UTF-8), "
-            "which cannot be sent as UTF-8; repair it first, for example with "
-            "text.encode('utf-8', 'surrogatepass').decode('utf-8', 'replace')."
+            "which cannot be sent as UTF-8; replace them first, for example with "
+            "re.sub('[\\ud800-\\udfff]', '\\ufffd', text)."
         )
     return message
 

@@ -9,6 +9,7 @@ and are given again when a saved run is resumed.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -16,6 +17,7 @@ from typing import Any, Literal, cast
 
 from typing_extensions import TypedDict
 
+from ._checkpoint import Checkpointer
 from ._errors import ParamsError
 from ._events import RunnerEvent
 from ._lifecycle import Limits
@@ -57,6 +59,10 @@ class RunnerOptions(TypedDict, total=False, extra_items=Any):
     """Model id to ``Price`` for ``runner.usage``; the dated defaults when ``None``."""
     on_event: Callable[[RunnerEvent], None] | None
     """Called with each ``RunnerEvent`` (text deltas, tool calls, ...), for UIs."""
+    checkpointer: Checkpointer | None
+    """Save the run's state there at every step (see docs/durability.md)."""
+    run_id: str | None
+    """The run's name in the checkpointer; a new random one when ``None``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +78,8 @@ class Options:
     result_adapter: ToolResultAdapter = DEFAULT_ADAPTER
     prices: Mapping[str, Price] | None = None
     on_event: Callable[[RunnerEvent], None] | None = None
+    checkpointer: Checkpointer | None = None
+    run_id: str | None = None
 
 
 _NAMES = frozenset(RunnerOptions.__annotations__)
@@ -116,6 +124,17 @@ def read_options(
         raise ParamsError(
             f"on_event must be a function of a RunnerEvent or None, not {type(on_event).__name__!r}."
         )
+    checkpointer = given.get("checkpointer")
+    if checkpointer is not None and not isinstance(checkpointer, Checkpointer):
+        raise ParamsError(
+            f"checkpointer must be a Checkpointer (SQLiteCheckpointer, MemoryCheckpointer, or an object with "
+            f"async save() and load()), not {type(checkpointer).__name__!r}."
+        )
+    run_id = given.get("run_id")
+    if run_id is not None and (not isinstance(run_id, str) or not run_id):
+        raise ParamsError(f"run_id must be a non-empty str or None, not {run_id!r}.")
+    if checkpointer is not None and run_id is None:
+        run_id = uuid.uuid4().hex
     max_cost = given.get("max_cost")
     options = Options(
         tools=given.get("tools", ()),
@@ -132,6 +151,8 @@ def read_options(
         result_adapter=adapter,
         prices=given.get("prices"),
         on_event=on_event,
+        checkpointer=checkpointer,
+        run_id=run_id,
     )
     return options, params
 

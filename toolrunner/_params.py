@@ -19,7 +19,7 @@ from ._errors import ParamsError, ToolDefinitionError
 from ._messages import message_param
 from ._tools import Tool, as_tool
 
-__all__ = ["ToolIndex", "check_params", "index_tools"]
+__all__ = ["ToolIndex", "check_params", "index_tools", "resolve_tools"]
 
 REQUIRED = ("model", "max_tokens", "messages")
 
@@ -103,6 +103,31 @@ def index_tools(entries: object) -> ToolIndex:
         tools.append(tool)
     wire = [tool.to_param() if isinstance(tool, Tool) else tool for tool in tools]
     return ToolIndex(tools=tools, wire=wire, runnable=runnable, unrunnable=frozenset(unrunnable))
+
+
+def resolve_tools(
+    saved: Sequence[str | Mapping[str, Any]], given: object, run_id: str
+) -> list[Tool | Mapping[str, Any]]:
+    """A saved run's ``tools`` param with each runnable tool's name replaced by the tool given again.
+
+    Raises:
+        ParamsError: A tool of the saved run is not given, or a given tool is not one of the run's.
+    """
+    index = index_tools(given)
+    names = {entry for entry in saved if isinstance(entry, str)}
+    missing = sorted(names - set(index.runnable))
+    if missing:
+        raise ParamsError(
+            f"the saved run {run_id!r} uses the tool(s) {missing!r}; pass them in tools=[...] to resume it "
+            "(tools are code, so a run saves only their names)."
+        )
+    extra = sorted(set(index.runnable) - names)
+    if extra:
+        raise ParamsError(
+            f"the tool(s) {extra!r} are not tools of the saved run {run_id!r}; resume it with its own tools, "
+            "then change the tools with set_messages_params()."
+        )
+    return [index.runnable[entry] if isinstance(entry, str) else entry for entry in saved]
 
 
 @cache

@@ -24,23 +24,22 @@ from typing import Any, Generic, Literal, NoReturn, Self, cast, overload
 import anthropic
 import anyio
 import anyio.abc
-from anthropic.types import ToolResultBlockParam
 from typing_extensions import TypeVar, Unpack
 
-from ._calls import RunningCalls
-from ._errors import ParamsError, ToolRunnerError
-from ._events import LoopFinished, MessageFinished, RunnerEvent, TextDelta, ToolCallFinished, ToolCallStarted
-from ._execution import CallHooks, ExecutionOptions, current_call, run_one, run_tool_calls
+from ._calls import RunnerLink, TurnCalls
+from ._checkpoint import Saver
+from ._errors import CheckpointError, ParamsError, ToolRunnerError
+from ._events import LoopFinished, MessageFinished, RunnerEvent, TextDelta, run_with_events
+from ._execution import ExecutionOptions, current_call
 from ._lifecycle import (
     Step,
-    call_finished,
-    call_started,
     calls_dropped,
     closed,
     pending_calls,
     ready_to_send,
     reply_received,
     request_params,
+    resumed,
     steered,
     step_for,
     stream_abandoned,
@@ -49,7 +48,7 @@ from ._lifecycle import (
 )
 from ._messages import check_history, check_reply, message_param
 from ._options import RunnerOptions, read_options
-from ._params import ToolIndex, check_params, index_tools
+from ._params import ToolIndex, check_params, index_tools, resolve_tools
 from ._requests import Client, send_request
 from ._state import Phase, RunState
 from ._streaming import StreamWatch
@@ -91,6 +90,63 @@ class ToolRunner(Generic[ItemT]):
         **options: Unpack[RunnerOptions],
     ) -> None: ...
     def __init__(self, client: Client, *, stream: bool = False, **options: Unpack[RunnerOptions]) -> None:
+        params = self._configure(client, stream, options)
+        self._install({**params, "tools": self._options.tools}, steer=False)
+        self._state = self._state.replace(run_id=self._options.run_id)
+        max_cost = self._options.limits.max_cost
+        if max_cost is not None and find_price(self._prices, self._state.params["model"]) is None:
+            raise ParamsError(
+                f"max_cost needs a price for model {self._state.params['model']!r}, and the price table has none; "
+                "pass prices={model: Price(...)}."
+            )
+
+    @overload
+    @classmethod
+    async def resume(
+        cls, client: Client, *, stream: Literal[False] = False, **options: Unpack[RunnerOptions]
+    ) -> ToolRunner[Reply]: ...
+    @overload
+    @classmethod
+    async def resume(
+        cls, client: anthropic.AsyncAnthropic, *, stream: Literal[True], **options: Unpack[RunnerOptions]
+    ) -> ToolRunner[ReplyStream]: ...
+    @classmethod
+    async def resume(
+        cls, client: Client, *, stream: bool = False, **options: Unpack[RunnerOptions]
+    ) -> ToolRunner[Any]:
+        """Go on with a saved run: ``await ToolRunner.resume(client, run_id=..., checkpointer=..., tools=[...])``.
+
+        The request params and the history come from the saved state; the options (tools above
+        all: they are code) are given again. Calls that finished are answered from the journal and
+        never run again; a call that had started but not finished runs again if its tool is
+        ``idempotent``, and otherwise gets an ``is_error`` result saying it was interrupted.
+
+        Raises:
+            CheckpointError: The checkpointer has no run of that name.
+            ParamsError: A tool of the saved run is not given, or request params are given.
+        """
+        checkpointer, run_id = options.get("checkpointer"), options.get("run_id")
+        if checkpointer is None or run_id is None:
+            raise ParamsError("resume needs the checkpointer=... and the run_id=... of the saved run.")
+        runner = cls.__new__(cls)
+        params = runner._configure(client, stream, options)
+        if params:
+            raise ParamsError(
+                f"resume takes the request params from the saved run, so {sorted(params)!r} cannot be given; "
+                "change them after resuming with set_messages_params()."
+            )
+        loaded = await checkpointer.load(run_id)
+        if loaded is None:
+            raise CheckpointError(
+                f"{checkpointer!r} has no saved run named {run_id!r}; start it with ToolRunner(..., run_id={run_id!r})."
+            )
+        runner._index_tools(resolve_tools(loaded.state.tools, runner._options.tools, run_id))
+        runner._saver = Saver(checkpointer, run_id, loaded=loaded)
+        runner._state = resumed(loaded.state, may_run_again=runner._may_run_again)
+        return runner
+
+    def _configure(self, client: Client, stream: bool, options: Mapping[str, Any]) -> dict[str, Any]:
+        """Everything but the state; returns the request params among ``options``."""
         if not isinstance(client, anthropic.AsyncAnthropic | anthropic.Anthropic):
             raise ParamsError(
                 f"client must be an anthropic.AsyncAnthropic or anthropic.Anthropic, not {type(client).__name__!r}; "
@@ -102,26 +158,25 @@ class ToolRunner(Generic[ItemT]):
         self._client = client
         self._emit = self._options.on_event
         self._prices = DEFAULT_PRICES if self._options.prices is None else self._options.prices
-        self._running = RunningCalls()
-        self._hooks = CallHooks(
-            context=self._call_context, started=self._call_started, finished=self._call_finished
+        link = RunnerLink(
+            state=lambda: self._state,
+            update=self._set,
+            emit=self._report,
+            save=self._save,
+            context=lambda call: ToolContext(call=call, runner=self),
         )
+        self._calls = TurnCalls(link, ExecutionOptions(tools={}, adapter=self._options.result_adapter))
+        checkpointer, run_id = self._options.checkpointer, self._options.run_id
+        self._saver = None if checkpointer is None or run_id is None else Saver(checkpointer, run_id)
         self._open: StreamWatch | None = None  # the stream of the reply being received
         self._advancing = False  # inside __anext__
         self._closing = False  # close() came from another task while advancing
         self._task_group: anyio.abc.TaskGroup | None = None
         self._checked = 0  # the history is known to be valid before this index (see check_history)
         self._index = ToolIndex(tools=[], wire=[], runnable={}, unrunnable=frozenset())
-        self._execution = ExecutionOptions(tools={}, adapter=self._options.result_adapter)
         self._usage: tuple[tuple[object, ...], UsageTracker] | None = None
         self._state = RunState(params={})
-        self._install({**params, "tools": self._options.tools}, steer=False)
-        max_cost = self._options.limits.max_cost
-        if max_cost is not None and find_price(self._prices, self._state.params["model"]) is None:
-            raise ParamsError(
-                f"max_cost needs a price for model {self._state.params['model']!r}, and the price table has none; "
-                "pass prices={model: Price(...)}."
-            )
+        return params
 
     # -- public state ---------------------------------------------------------------------------
 
@@ -250,6 +305,7 @@ class ToolRunner(Generic[ItemT]):
         self.close()
         with anyio.CancelScope(shield=True):
             await self._abandon_stream()
+            await self._save()
 
     async def __aenter__(self) -> Self:
         """Enter the runner: tools started early (``run_tools_eagerly``) run in its task group."""
@@ -284,39 +340,7 @@ class ToolRunner(Generic[ItemT]):
         calls = pending_calls(self._state)
         if not calls:
             return None
-        results = await self._running.complete(calls, self._state_result, self._execute)
-        return {"role": "user", "content": results}
-
-    def _state_result(self, tool_use_id: str) -> ToolResultBlockParam | None:
-        return self._state.result_of(tool_use_id)
-
-    async def _execute(self, calls: Sequence[ToolCall]) -> None:
-        await run_tool_calls(calls, self._execution, self._hooks)
-
-    def _start_early(self, call: ToolCall) -> None:
-        """Start a call while the reply streams (``run_tools_eagerly``), if its tool allows."""
-        tool = self._execution.tools.get(call.name)
-        if tool is not None and tool.start_early and call.id not in self._state.calls:
-            assert self._task_group is not None
-            self._running.start_early(call, self._task_group, self._run_early)
-
-    async def _run_early(self, call: ToolCall) -> None:
-        await run_one(call, self._execution, self._hooks, early=True)
-
-    def _call_context(self, call: ToolCall) -> ToolContext:
-        return ToolContext(call=call, runner=self)
-
-    async def _call_started(self, call: ToolCall, early: bool) -> None:
-        """A call starts: the journal records it before the tool runs."""
-        self._set(call_started(self._state, call))
-        if self._emit is not None:
-            self._emit(ToolCallStarted(call=call, early=early))
-
-    async def _call_finished(self, call: ToolCall, block: ToolResultBlockParam, duration: float) -> None:
-        """A call finished: the journal keeps its result, so it never runs again."""
-        self._set(call_finished(self._state, call, block))
-        if self._emit is not None:
-            self._emit(ToolCallFinished(call=call, duration=duration, is_error=bool(block.get("is_error"))))
+        return {"role": "user", "content": await self._calls.results(calls)}
 
     # -- iteration --------------------------------------------------------------------------------
 
@@ -338,12 +362,14 @@ class ToolRunner(Generic[ItemT]):
             if self._closing:
                 self._close_now()
             if self._state.finished:
+                await self._save()
                 raise StopAsyncIteration
             item = await self._send()
             if self._closing:  # closed while the request was out: keep the reply, run nothing
                 with anyio.CancelScope(shield=True):
                     await self._abandon_stream()
                 self._close_now()
+                await self._save()
                 raise StopAsyncIteration
         return cast(ItemT, item)
 
@@ -385,37 +411,12 @@ class ToolRunner(Generic[ItemT]):
         raised as the block exits. Leaving the block early cancels the loop (it can be resumed
         like after ``break``).
         """
-        send, receive = anyio.create_memory_object_stream[RunnerEvent](float("inf"))
-        failure: list[BaseException] = []
-        previous = self._emit
+        async with run_with_events(self.until_done, self._listen) as events:
+            yield events
 
-        def emit(event: RunnerEvent) -> None:
-            if previous is not None:
-                previous(event)
-            with contextlib.suppress(anyio.BrokenResourceError):  # the block was left: nobody listens
-                send.send_nowait(event)
-
-        async def drive() -> None:
-            with send:
-                try:
-                    await self.until_done()
-                except Exception as error:
-                    failure.append(error)
-
-        self._emit = emit
-        try:
-            async with anyio.create_task_group() as group, receive:
-                group.start_soon(drive)
-                yield receive
-                group.cancel_scope.cancel()
-        except BaseExceptionGroup as group_error:  # the body's own error: raise it as it was
-            if len(group_error.exceptions) == 1:
-                raise group_error.exceptions[0] from None
-            raise
-        finally:
-            self._emit = previous
-        if failure:
-            raise failure[0]
+    def _listen(self, emit: Callable[[RunnerEvent], None] | None) -> Callable[[RunnerEvent], None] | None:
+        previous, self._emit = self._emit, emit
+        return previous
 
     async def _finish_turn(self) -> None:
         """Steps 3 to 5 for the reply the body held. The history changes in one transition, after
@@ -426,13 +427,21 @@ class ToolRunner(Generic[ItemT]):
         results = await self.generate_tool_response()
         self._set(turn_finished(self._state, results))
 
+    def _start_early(self, call: ToolCall) -> None:
+        assert self._task_group is not None
+        self._calls.start_early(call, self._task_group)
+
+    def _report(self, event: RunnerEvent) -> None:
+        if self._emit is not None:
+            self._emit(event)
+
     def _set(self, state: RunState) -> None:
         """Make ``state`` current; the one place the state changes, and where the end is reported."""
         ended = state.finished and not self._state.finished
         self._state = state
-        if ended and self._emit is not None:
+        if ended:
             assert state.end_reason is not None
-            self._emit(LoopFinished(message=state.reply, reason=state.end_reason))
+            self._report(LoopFinished(message=state.reply, reason=state.end_reason))
 
     def _accept(self, reply: Reply) -> None:
         """Take a complete reply: it is the latest, its usage counts, listeners hear of it."""
@@ -454,11 +463,13 @@ class ToolRunner(Generic[ItemT]):
         state = self._state
         check_history(state.messages, self._checked)
         self._checked = max(len(state.messages) - 1, 0)
+        await self._save()
         kwargs = request_params(state, self._index.wire)
         if not self._options.stream:
-            reply = await send_request(self._client, kwargs)
-            self._accept(cast(Reply, reply))
-            return cast(Reply, reply)
+            reply = cast(Reply, await send_request(self._client, kwargs))
+            self._accept(reply)
+            await self._save()
+            return reply
         self._open = cast(
             StreamWatch,
             await send_request(
@@ -493,15 +504,16 @@ class ToolRunner(Generic[ItemT]):
         self._accept(reply)
         self._open = None
         keep = step_for(reply.stop_reason) is Step.RUN_TOOLS
-        dropped = await self._running.settle_early(watch.tool_use_ids, keep=keep)
+        dropped = await self._calls.settle_early(watch.tool_use_ids, keep=keep)
         self._set(calls_dropped(self._state, dropped))
+        await self._save()
 
     async def _abandon_stream(self) -> None:
         watch, self._open = self._open, None
         if watch is None:
             return
         await watch.close()
-        await self._running.settle_early(watch.tool_use_ids, keep=False)
+        await self._calls.settle_early(watch.tool_use_ids, keep=False)
         self._set(stream_abandoned(self._state))
 
     # -- params -----------------------------------------------------------------------------------
@@ -511,19 +523,32 @@ class ToolRunner(Generic[ItemT]):
         check_params(params)
         tools = params.pop("tools", None)
         if tools is not self._index.tools:
-            self._index = index_tools(tools)
-            self._execution = ExecutionOptions(
-                tools=self._index.runnable,
-                adapter=self._options.result_adapter,
-                limiter=anyio.CapacityLimiter(self._options.max_concurrency)
-                if self._options.max_concurrency
-                else None,
-                timeout=self._options.tool_timeout,
-                unrunnable=self._index.unrunnable,
-            )
+            self._index_tools(tools)
         changes: dict[str, Any] = {
             "messages": tuple(params.pop("messages")),
             "params": params,
             "tools": tuple(tool.name if isinstance(tool, Tool) else tool for tool in self._index.tools),
         }
+        if steer and self._saver is not None:
+            self._saver.history_replaced()
         self._set(steered(self._state, **changes) if steer else self._state.replace(**changes))
+
+    def _index_tools(self, tools: object) -> None:
+        self._index = index_tools(tools)
+        limit = self._options.max_concurrency
+        self._calls.execution = ExecutionOptions(
+            tools=self._index.runnable,
+            adapter=self._options.result_adapter,
+            limiter=anyio.CapacityLimiter(limit) if limit else None,
+            timeout=self._options.tool_timeout,
+            unrunnable=self._index.unrunnable,
+        )
+
+    def _may_run_again(self, call: ToolCall) -> bool:
+        tool = self._index.runnable.get(call.name)
+        return bool(getattr(tool, "idempotent", False))
+
+    async def _save(self) -> None:
+        """Save the current state to the checkpointer, if there is one and the state changed."""
+        if self._saver is not None:
+            await self._saver.save(lambda: self._state)

@@ -124,10 +124,13 @@ class RunState:
         """Whether the loop has ended."""
         return self.phase is Phase.DONE
 
-    def result_of(self, tool_use_id: str) -> ToolResultBlockParam | None:
-        """The journal's result for a call of the current turn, if it finished."""
-        record = self.calls.get(tool_use_id)
-        return None if record is None else record.result
+    def result_of(self, call: ToolCall) -> ToolResultBlockParam | None:
+        """The journal's result for a call of the current turn, if that very call (id, name and
+        input) finished; a call that only shares its id is another call."""
+        record = self.calls.get(call.id)
+        if record is None or (record.call is not call and record.call != call):
+            return None
+        return record.result
 
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes`` (the dataclass's ``replace``)."""
