@@ -10,6 +10,7 @@ import functools
 import inspect
 import json
 import keyword
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, Optional
 
 import pydantic
@@ -430,17 +431,78 @@ def test_is_async(function: Any, expected: bool) -> None:
     assert list(made.input_schema["properties"]) == ["url"]
 
 
-def test_partial_binds_parameters_and_keeps_the_function_name() -> None:
-    def fetch(url: str, retries: int) -> str:
-        """Fetch a URL."""
-        return url
+def test_partial_keeps_the_function_name() -> None:
+    made = tool(functools.partial(_search, api_key="sk-secret"))
+    assert made.name == made.__name__ == "_search"
+    assert made.description == "Search the index."
 
-    made = tool(functools.partial(fetch, retries=3))
-    assert made.name == "fetch"
-    assert made.input_schema["properties"] == {
-        "url": {"type": "string"},
-        "retries": {"type": "integer", "default": 3},
-    }
+
+def _search(query: str, api_key: str, region: str = "eu") -> str:
+    """Search the index.
+
+    Args:
+        query: What to look for.
+        api_key: The key to the index.
+        region: Where to search.
+    """
+    return f"{api_key}/{region}: {query}"
+
+
+def _keyed_search(api_key: str, query: str, region: str = "eu") -> str:
+    """Search the index."""
+    return f"{api_key}/{region}: {query}"
+
+
+class _Index:
+    """A search index."""
+
+    def search(self, query: str, api_key: str, region: str = "eu") -> str:
+        """Search the index."""
+        return f"{api_key}/{region}: {query}"
+
+    def __call__(self, query: str, api_key: str, region: str = "eu") -> str:
+        """Search the index."""
+        return f"{api_key}/{region}: {query}"
+
+
+class _Partial(functools.partial[str]):
+    """A partial subclass: partial() does not flatten one that carries attributes."""
+
+
+def _unflattened() -> functools.partial[str]:
+    inner = _Partial(_search, api_key="sk-secret")
+    inner.note = "kept apart"  # type: ignore[attr-defined]  # an instance dict stops the flattening
+    outer = functools.partial(inner, region="us")
+    assert outer.func is inner
+    return outer
+
+
+@pytest.mark.parametrize(
+    ("function", "region"),
+    [
+        (functools.partial(_search, api_key="sk-secret"), None),
+        (functools.partial(_keyed_search, "sk-secret"), None),
+        (functools.partial(functools.partial(_search, api_key="sk-secret"), region="us"), "us"),
+        (_unflattened(), "us"),
+        (functools.partial(_Index().search, api_key="sk-secret"), None),
+        (functools.partial(_Index(), api_key="sk-secret"), None),
+    ],
+    ids=["keyword", "positional", "nested", "nested-unflattened", "bound-method", "callable-object"],
+)
+def test_partial_bound_arguments_are_neither_shown_nor_accepted(
+    function: Callable[..., str], region: str | None
+) -> None:
+    made = Tool(function, name="search")
+    assert "sk-secret" not in json.dumps(made.to_param())
+    assert list(made.input_schema["properties"]) == (["query"] if region else ["query", "region"])
+    assert made.input_schema["required"] == ["query"]
+    # A bound name is an unknown field like any other: the model cannot override it.
+    message = input_error(made, {"query": "tea", "api_key": "sk-model"})
+    assert "- api_key: Extra inputs are not permitted (received 'sk-model')" in message
+    if region:
+        message = input_error(made, {"query": "tea", "region": "eu"})
+        assert "- region: Extra inputs are not permitted (received 'eu')" in message
+    assert made.function(**made.parse_input({"query": "tea"})) == f"sk-secret/{region or 'eu'}: tea"
 
 
 def test_callable_object_is_named_after_its_class() -> None:

@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Generic, get_args, get_origin, overload
+from typing import TYPE_CHECKING, Annotated, Any, Generic, cast, get_args, get_origin, overload
 
 import pydantic
 from anthropic.types import ToolParam
@@ -130,7 +130,10 @@ class Tool(Generic[P, R]):
         self.timeout = _check_timeout(self.name, timeout)
         self.start_early = start_early
 
-        parameters = _parameters(self.name, function)
+        # What a partial binds by keyword stays in the signature, with its value as default: it must
+        # neither reach the schema (it may be a secret) nor be accepted from the model.
+        bound = _bound_keywords(function)
+        parameters = [p for p in _parameters(self.name, function) if p.name not in bound]
         self._context_param = _context_param(self.name, parameters)
         inputs = [p for p in parameters if p.name != self._context_param]
         if input_model is not None:
@@ -308,6 +311,19 @@ def _unwrap_partial(function: object) -> object:
     while isinstance(function, functools.partial):
         function = function.func  # type: ignore[assignment]
     return function
+
+
+def _bound_keywords(function: object) -> frozenset[str]:
+    """The names that a ``functools.partial``, or a chain of them, binds by keyword.
+
+    Arguments bound by position are already gone from the partial's signature.
+    """
+    names: set[str] = set()
+    while isinstance(function, functools.partial):
+        partial = cast("functools.partial[object]", function)
+        names.update(partial.keywords)
+        function = partial.func
+    return frozenset(names)
 
 
 def _default_name(function: object) -> str:
