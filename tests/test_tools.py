@@ -210,6 +210,33 @@ def test_annotated_field_description_wins_over_docstring() -> None:
     assert "Field(le=50)" not in str(lookup.input_schema)
 
 
+def test_field_defaults_reach_the_function() -> None:
+    @tool
+    def estimate(
+        *,
+        hours: float = Field(1.5, gt=0),
+        tags: list[str] = Field(default_factory=list),  # noqa: B008 - pydantic reads the Field
+        rate: Annotated[float, Field(gt=0)] = 2.0,
+        margin: Annotated[float, Field(default=0.1, ge=0)],
+    ) -> tuple[float, list[str], float, float]:
+        """Estimate a job."""
+        return hours, tags, rate, margin
+
+    assert estimate.input_schema["properties"] == {
+        "hours": {"type": "number", "exclusiveMinimum": 0, "default": 1.5},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "rate": {"type": "number", "exclusiveMinimum": 0, "default": 2.0},
+        "margin": {"type": "number", "minimum": 0, "default": 0.1},
+    }
+    assert "required" not in estimate.input_schema
+    assert estimate.function(**estimate.parse_input({})) == (1.5, [], 2.0, 0.1)
+    given = {"hours": 3, "tags": ["a"], "rate": 1, "margin": 0}
+    assert estimate.function(**estimate.parse_input(given)) == (3.0, ["a"], 1.0, 0.0)
+    assert "- hours: Input should be greater than 0" in input_error(estimate, {"hours": 0})
+    # A plain default is still the function's own: left out, it is not passed.
+    assert "rate" not in estimate.parse_input({})
+
+
 def test_parameter_names_that_clash_with_pydantic_are_fine() -> None:
     @tool
     def store(json: str, schema: str, model_config: int, copy: bool, _id: int) -> None:

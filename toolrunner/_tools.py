@@ -141,9 +141,11 @@ class Tool(Generic[P, R]):
             self._model = input_model
             # Internal field name -> keyword argument; unused for input_model tools.
             self._fields: dict[str, str] = {}
+            # Fields passed even when the model leaves them out: their default is pydantic's to apply.
+            self._always: frozenset[str] = frozenset()
         else:
             self._model_param = None
-            self._model, self._fields = _signature_model(self.name, inputs, arg_docs)
+            self._model, self._fields, self._always = _signature_model(self.name, inputs, arg_docs)
         self.input_schema = _json_schema(self.name, self._model)
         self._param: ToolParam = {
             "name": self.name,
@@ -171,8 +173,9 @@ class Tool(Generic[P, R]):
         """Validate the model's input and return the keyword arguments for ``function``.
 
         The context argument is not included (``call_kwargs`` adds it). Parameters the model left
-        out are left out here too, so the function's own defaults apply. For an ``input_model``
-        tool the result is ``{param: validated model instance}``.
+        out are left out here too, so the function's own defaults apply; those whose default is a
+        ``pydantic.Field`` get the value pydantic gives them. For an ``input_model`` tool the result
+        is ``{param: validated model instance}``.
 
         Args:
             raw: The tool_use block's input: a dict, or a string holding a JSON object.
@@ -188,8 +191,12 @@ class Tool(Generic[P, R]):
             raise ToolInputError(self._validation_message(error)) from None
         if self._model_param is not None:
             return {self._model_param: validated}
-        given = validated.model_fields_set
-        return {param: getattr(validated, field) for field, param in self._fields.items() if field in given}
+        given, always = validated.model_fields_set, self._always
+        return {
+            param: getattr(validated, field)
+            for field, param in self._fields.items()
+            if field in given or field in always
+        }
 
     def call_kwargs(self, arguments: dict[str, Any], context: ToolContext) -> dict[str, Any]:
         """The keyword arguments to call ``function`` with: ``arguments`` (from ``parse_input``) plus
@@ -441,14 +448,18 @@ def _input_model_param(name: str, input_model: object, inputs: list[inspect.Para
 
 def _signature_model(
     name: str, inputs: list[inspect.Parameter], arg_docs: Mapping[str, str]
-) -> tuple[type[BaseModel], dict[str, str]]:
-    """A pydantic model with one field per parameter, and its field names -> parameter names.
+) -> tuple[type[BaseModel], dict[str, str], frozenset[str]]:
+    """A pydantic model with one field per parameter, its field names -> parameter names, and the
+    fields to pass even when the input leaves them out.
 
     Fields get neutral names (``p0``, ``p1``, ...) and the parameter name as alias, so that parameters
     may be called anything (``json``, ``schema``, ``_id``) without clashing with BaseModel's namespace.
+    A parameter whose default is a ``Field(...)``, or that has none (``Annotated[int, Field(default=1)]``),
+    has no default the function could use: it always gets the value pydantic validated or defaulted.
     """
     definitions: dict[str, Any] = {}
     fields: dict[str, str] = {}
+    always: set[str] = set()
     for index, parameter in enumerate(inputs):
         if parameter.annotation is parameter.empty:
             raise ToolDefinitionError(
@@ -462,9 +473,15 @@ def _signature_model(
         ours = pydantic.Field(alias=alias)
         if parameter.name in arg_docs and not any(f.description for f in user_fields):
             ours = pydantic.Field(alias=alias, description=arg_docs[parameter.name])
-        default = ... if parameter.default is parameter.empty else parameter.default
         field = f"p{index}"
-        definitions[field] = (Annotated[parameter.annotation, ours], default)
+        annotation = Annotated[parameter.annotation, ours]
+        if parameter.default is parameter.empty:
+            definitions[field] = annotation  # required, unless a Field in Annotated gives a default
+            always.add(field)
+        else:
+            definitions[field] = (annotation, parameter.default)
+            if isinstance(parameter.default, FieldInfo):
+                always.add(field)
         fields[field] = parameter.name
     try:
         model = pydantic.create_model(name, __config__=ConfigDict(extra="forbid"), **definitions)
@@ -473,7 +490,7 @@ def _signature_model(
             f"The signature of tool {name!r} cannot be made into a schema ({error}); use types pydantic "
             "can validate (str, int, list[...], Literal, pydantic models, ...)."
         ) from error
-    return model, fields
+    return model, fields, frozenset(always)
 
 
 def _field_infos(parameter: inspect.Parameter) -> Iterator[FieldInfo]:
