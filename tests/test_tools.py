@@ -10,8 +10,8 @@ import functools
 import inspect
 import json
 import keyword
-from collections.abc import Callable
-from typing import Annotated, Any, Literal, Optional
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, Literal, Optional, cast
 
 import pydantic
 import pytest
@@ -49,6 +49,13 @@ class Span(TypedDict):
 @dataclasses.dataclass
 class Point:
     x: int
+
+
+class TreeNode(BaseModel):
+    """A node of a tree."""
+
+    name: str
+    children: list["TreeNode"] = []
 
 
 class Labelled(BaseModel):
@@ -608,6 +615,60 @@ def test_input_model_is_the_whole_schema_and_the_function_gets_an_instance() -> 
     assert kwargs["order"] is arguments["order"]  # validated once, not rebuilt
     assert kwargs["ctx"] is given_context
     assert place_order.function(**kwargs) == "Ada: 1"
+
+
+def _refs(schema: object) -> Iterator[str]:
+    if isinstance(schema, dict):
+        for key, value in cast("dict[str, object]", schema).items():
+            if key == "$ref":
+                yield str(value)
+            else:
+                yield from _refs(value)
+    elif isinstance(schema, list):
+        for item in cast("list[object]", schema):
+            yield from _refs(item)
+
+
+def _count_nodes(tree: TreeNode) -> int:
+    return 1 + sum(_count_nodes(child) for child in tree.children)
+
+
+def test_recursive_input_model_has_an_object_at_the_root() -> None:
+    @tool(input_model=TreeNode)
+    def count(tree: TreeNode) -> int:
+        """Count the nodes of a tree."""
+        return _count_nodes(tree)
+
+    node: dict[str, Any] = {
+        "type": "object",
+        "description": "A node of a tree.",
+        "properties": {
+            "name": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#/$defs/TreeNode"}, "default": []},
+        },
+        "required": ["name"],
+    }
+    assert count.input_schema == {**node, "$defs": {"TreeNode": node}}
+    assert list(count.input_schema)[:3] == ["type", "properties", "required"]
+    assert all(
+        ref.removeprefix("#/$defs/") in count.input_schema["$defs"] for ref in _refs(count.input_schema)
+    )
+    tree = {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}]}
+    assert count(**count.parse_input(tree)) == 3
+
+
+def test_recursive_parameter_type_is_a_def_under_an_object_root() -> None:
+    @tool
+    def count(tree: TreeNode) -> int:
+        """Count the nodes of a tree."""
+        return _count_nodes(tree)
+
+    assert count.input_schema["type"] == "object"
+    assert count.input_schema["properties"] == {"tree": {"$ref": "#/$defs/TreeNode"}}
+    assert all(
+        ref.removeprefix("#/$defs/") in count.input_schema["$defs"] for ref in _refs(count.input_schema)
+    )
+    assert count(**count.parse_input({"tree": {"name": "a", "children": [{"name": "b"}]}})) == 2
 
 
 def test_input_model_validation_errors_use_the_model_paths() -> None:

@@ -523,6 +523,12 @@ def _json_schema(name: str, model: type[BaseModel]) -> dict[str, Any]:
     for key, definition in schema.get("$defs", {}).items():
         if definition.get("title") == key:
             del definition["title"]
+    # A recursive model's schema is a bare "$ref" into $defs, but the API wants an object at the root:
+    # inline the definition there, and keep it in $defs for the references inside it.
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        del schema["$ref"]
+        schema.update(schema["$defs"][ref.removeprefix("#/$defs/")])
     first = ("type", "properties", "required", "additionalProperties")
     return {key: schema[key] for key in first if key in schema} | {
         key: value for key, value in schema.items() if key not in first
