@@ -491,3 +491,76 @@ def test_tool_result_block_repairs_content_from_any_adapter() -> None:
     assert not sendable(content)
     assert tool_result_block("t", content).get("content") == [{"type": "text", "text": REPAIRED}]
     assert tool_result_block("t", LISTED, is_error=True).get("content") == REPAIRED
+
+
+# -- numbers JSON cannot hold: NaN and infinities ---------------------------------------------
+
+NAN, INF = float("nan"), float("inf")
+
+
+class Reading(pydantic.BaseModel):
+    value: float
+
+
+class ReadingAsNull(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(ser_json_inf_nan="null")
+
+    value: float
+
+
+@dataclasses.dataclass
+class Sample:
+    values: list[float]
+
+
+def strict_json(text: object) -> object:
+    """``text`` parsed as JSON, refusing the non-standard NaN and Infinity tokens."""
+
+    def refuse(token: str) -> object:
+        raise ValueError(f"{token} is not JSON")
+
+    assert isinstance(text, str)
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (
+            {"a": NAN, "b": INF, "c": -INF, "d": 1.5},
+            '{"a": "NaN", "b": "Infinity", "c": "-Infinity", "d": 1.5}',
+        ),
+        ([NAN, 2], '["NaN", 2]'),
+        ((INF,), '["Infinity"]'),
+        (NAN, '"NaN"'),
+        (Reading(value=NAN), '{"value": "NaN"}'),
+        (ReadingAsNull(value=INF), '{"value": "Infinity"}'),
+        (Sample([1.0, -INF]), '{"values": [1.0, "-Infinity"]}'),
+        ({"reading": Reading(value=INF)}, '{"reading": {"value": "Infinity"}}'),
+        ({"seen": frozenset({NAN})}, '{"seen": ["NaN"]}'),
+        ([Sample([NAN])], '[{"values": ["NaN"]}]'),
+    ],
+    ids=[
+        "dict",
+        "list",
+        "tuple",
+        "float",
+        "model",
+        "model-null-config",
+        "dataclass",
+        "nested-model",
+        "set",
+        "list-of-dataclasses",
+    ],
+)
+def test_non_finite_floats_become_strings(value: object, text: str) -> None:
+    content = DEFAULT_ADAPTER.to_content(value)
+    assert content == text
+    strict_json(content)
+
+
+def test_non_finite_floats_in_a_mixed_list() -> None:
+    assert blocks(DEFAULT_ADAPTER.to_content([{"score": NAN}, Image(PNG)]))[0] == {
+        "type": "text",
+        "text": '{"score": "NaN"}',
+    }

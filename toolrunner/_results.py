@@ -142,16 +142,19 @@ class ToolResultAdapter:
 
     * ``str`` is sent as is; ``None`` is an empty success (a tool_result without content).
     * dicts, lists and tuples, pydantic models and dataclasses are sent as JSON text; so is a
-      :class:`Link`.
+      :class:`Link`. NaN and infinities, which JSON has no numbers for, become the strings
+      ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``.
     * ``bytes``, a ``pathlib.Path``, :class:`Image` and :class:`File` are sniffed from their bytes:
       PNG, JPEG, GIF and WebP become base64 image blocks, PDFs a PDF document block, UTF-8 text a
       text document; other images and files become a short text note naming them.
     * A content block (a dict whose ``"type"`` is a tool_result block type such as ``"text"`` or
       ``"image"``, which includes the SDK's ``*BlockParam`` dicts, or an SDK model of such a block)
-      is sent as a one-block list. Dicts are passed on unchanged, not copied, and not checked.
+      is sent as a one-block list. Dicts are passed on unchanged and not checked (only copied to
+      repair lone surrogates, below).
     * A list or tuple holding any block, bytes, path, :class:`Image` or :class:`File` becomes
       blocks in order: strings become text blocks, ``None`` is skipped, and other items become
       text blocks of JSON.
+    * Lone surrogates, which UTF-8 cannot encode, become U+FFFD in all of the above.
 
     Contract with the runner: call :meth:`needs_thread` first and, when it is true, call
     :meth:`to_content` in a worker thread (it reads files). :meth:`to_content` raises
@@ -258,7 +261,15 @@ class ToolResultAdapter:
             value = value.model_dump(mode="json")
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             value = dataclasses.asdict(value)
-        return json.dumps(value, ensure_ascii=False, default=_jsonable)
+        try:
+            return json.dumps(value, ensure_ascii=False, allow_nan=False, default=_jsonable)
+        except ValueError:
+            pass
+        # Rare: a NaN or an infinity, which JSON has no numbers for (json writes the non-JSON tokens
+        # NaN and Infinity). Read those tokens back as the strings "NaN", "Infinity", "-Infinity".
+        # (A circular reference raises ValueError again below, as it should.)
+        text = json.dumps(value, ensure_ascii=False, default=_jsonable)
+        return json.dumps(json.loads(text, parse_constant=str), ensure_ascii=False)
 
     def _is_rich(self, value: object) -> bool:
         return isinstance(value, bytes | bytearray | Path | Image | File) or self._is_block(value)
@@ -452,7 +463,8 @@ def _block_text(block: Mapping[str, Any]) -> str:
 def _jsonable(value: object) -> object:
     """``json.dumps`` hook: pydantic's encoders (models, dataclasses, datetimes, UUIDs, sets, ...)."""
     try:
-        return pydantic_core.to_jsonable_python(value)
+        # "constants" keeps NaN and infinities as floats, for _json_text's one rule about them.
+        return pydantic_core.to_jsonable_python(value, inf_nan_mode="constants")
     except pydantic_core.PydanticSerializationError:
         raise TypeError(
             f"Cannot send a {type(value).__qualname__!r} as a tool result; return a str, dict, list, "
