@@ -10,7 +10,7 @@ import functools
 import inspect
 import json
 import keyword
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Annotated, Any, Literal, Optional, cast
 
 import pydantic
@@ -865,6 +865,27 @@ def _unresolvable(x: "NoSuchType") -> None:  # type: ignore[name-defined]  # noq
     """Nothing."""
 
 
+async def _async_lines(path: str) -> AsyncIterator[str]:
+    """Read a file."""
+    yield path
+
+
+def _lines(path: str) -> Iterator[str]:
+    """Read a file."""
+    yield path
+
+
+class _LineReader:
+    """Read a file."""
+
+    async def __call__(self, path: str) -> AsyncIterator[str]:
+        yield path
+
+    def lines(self, path: str) -> Iterator[str]:
+        """Read a file."""
+        yield path
+
+
 class _Opaque:
     pass
 
@@ -908,6 +929,16 @@ _DEFINITION_ERRORS: list[tuple[Any, dict[str, Any], str]] = [
     (_no_inputs, {"input_model": Order}, "must take exactly one parameter .*; it takes: none"),
     (_unresolvable, {}, "The annotations of tool '_unresolvable' cannot be evaluated .*NoSuchType"),
     (_opaque, {}, "The signature of tool '_opaque' cannot be made into a schema"),
+    (
+        _async_lines,
+        {},
+        "The tool '_async_lines' is an async generator function; a tool returns its result once: collect "
+        "what it yields into a list and return the list",
+    ),
+    (_lines, {}, "The tool '_lines' is a generator function; a tool returns its result once"),
+    (functools.partial(_async_lines), {}, "The tool '_async_lines' is an async generator function"),
+    (_LineReader(), {}, "The tool '_LineReader' is an async generator function"),
+    (_LineReader().lines, {}, "The tool 'lines' is a generator function"),
 ]
 
 

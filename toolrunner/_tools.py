@@ -125,7 +125,7 @@ class Tool(Generic[P, R]):
         summary, arg_docs = parse_docstring(getattr(source, "__doc__", None))
         self.description = _check_description(self.name, description, summary)
         self.function = function
-        self.is_async = _is_async(function)
+        self.is_async = _is_async(self.name, function)
         self.sequential = sequential
         self.timeout = _check_timeout(self.name, timeout)
         self.start_early = start_early
@@ -368,14 +368,26 @@ def _check_timeout(name: str, timeout: float | None) -> float | None:
     return float(timeout)
 
 
-def _is_async(function: object) -> bool:
+def _callee(function: object) -> object:
+    """What runs when ``function`` is called: the function under any partials, or, for a callable
+    object, its class's ``__call__``."""
     function = _unwrap_partial(function)
-    if inspect.iscoroutinefunction(function):
-        return True
     if inspect.isroutine(function) or inspect.isclass(function):
-        return False
-    # A callable object: its class's __call__ decides.
-    return inspect.iscoroutinefunction(type(function).__call__)
+        return function
+    return type(function).__call__
+
+
+def _is_async(name: str, function: object) -> bool:
+    callee = _callee(function)
+    if inspect.isasyncgenfunction(callee) or inspect.isgeneratorfunction(callee):
+        # Refused here, not at the first call: an async generator cannot be awaited, and a sync
+        # one's items would only reach the model as whatever pydantic's JSON encoder makes of them.
+        kind = "an async generator" if inspect.isasyncgenfunction(callee) else "a generator"
+        raise ToolDefinitionError(
+            f"The tool {name!r} is {kind} function; a tool returns its result once: collect what it "
+            "yields into a list and return the list."
+        )
+    return inspect.iscoroutinefunction(callee)
 
 
 def _parameters(name: str, function: Callable[..., Any]) -> list[inspect.Parameter]:
