@@ -539,6 +539,53 @@ def test_partial_bound_arguments_are_neither_shown_nor_accepted(
     assert made.function(**made.parse_input({"query": "tea"})) == f"sk-secret/{region or 'eu'}: tea"
 
 
+class _Converter:
+    """Holds the exchange rates; built once at start-up."""
+
+    def __call__(self, amount: float, currency: str) -> float:
+        """Convert an amount to euros.
+
+        Args:
+            amount: How much money.
+            currency: The ISO code of its currency.
+        """
+        return amount
+
+
+class _Documented:
+    """Convert an amount to euros.
+
+    Args:
+        amount: Not used: __call__ documents it.
+        currency: The ISO code of its currency.
+    """
+
+    def __call__(self, amount: float, currency: str) -> float:
+        """
+        Args:
+            amount: How much money.
+        """
+        return amount
+
+
+def test_callable_object_is_described_by_its_call_method() -> None:
+    made = tool(_Converter())
+    assert made.description == "Convert an amount to euros."
+    assert made.input_schema["properties"] == {
+        "amount": {"type": "number", "description": "How much money."},
+        "currency": {"type": "string", "description": "The ISO code of its currency."},
+    }
+
+
+def test_class_docstring_fills_in_what_call_does_not_say() -> None:
+    made = tool(functools.partial(_Documented()))
+    assert made.description == "Convert an amount to euros."
+    assert made.input_schema["properties"] == {
+        "amount": {"type": "number", "description": "How much money."},
+        "currency": {"type": "string", "description": "The ISO code of its currency."},
+    }
+
+
 def test_callable_object_is_named_after_its_class() -> None:
     made = tool(SyncFetcher())
     assert made.name == made.__name__ == "SyncFetcher"

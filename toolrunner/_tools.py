@@ -26,7 +26,7 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema
 from typing_extensions import ParamSpec, TypeVar
 
-from ._docstrings import parse_docstring
+from ._docstrings import parse_docstrings
 from ._errors import ToolDefinitionError, ToolInputError
 from ._lifecycle import ToolCall
 
@@ -117,12 +117,11 @@ class Tool(Generic[P, R]):
         functools.update_wrapper(
             self, function, updated=("__dict__",) if inspect.isfunction(function) else ()
         )
-        source = _unwrap_partial(function)
         self.name = _check_name(name if name is not None else _default_name(function))
         # Partials and callable objects have no __name__ for update_wrapper to copy.
         self.__dict__.setdefault("__name__", self.name)
         self.__dict__.setdefault("__qualname__", self.name)
-        summary, arg_docs = parse_docstring(getattr(source, "__doc__", None))
+        summary, arg_docs = parse_docstrings(_docstrings(function))
         self.description = _check_description(self.name, description, summary)
         self.function = function
         self.is_async = _is_async(self.name, function)
@@ -375,6 +374,15 @@ def _callee(function: object) -> object:
     if inspect.isroutine(function) or inspect.isclass(function):
         return function
     return type(function).__call__
+
+
+def _docstrings(function: object) -> list[object]:
+    """The docstrings that describe ``function``, most preferred first."""
+    source, callee = _unwrap_partial(function), _callee(function)
+    if callee is source:
+        return [getattr(source, "__doc__", None)]
+    # A callable object: __call__ says what calling it does; the class docstring fills in the rest.
+    return [getattr(callee, "__doc__", None), getattr(source, "__doc__", None)]
 
 
 def _is_async(name: str, function: object) -> bool:
