@@ -15,13 +15,15 @@ from typing import Annotated, Any, Literal, Optional, cast
 
 import pydantic
 import pytest
+from anthropic.types import ToolParam
+from anthropic.types.beta import BetaToolParam
 from hypothesis import given, strategies as st
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from toolrunner._errors import ToolDefinitionError, ToolInputError
 from toolrunner._lifecycle import ToolCall
-from toolrunner._tools import Tool, ToolContext, as_tool, tool
+from toolrunner._tools import DEFINITION_FIELDS, Tool, ToolContext, as_tool, tool
 
 
 class Unit(enum.Enum):
@@ -364,6 +366,66 @@ def test_options_and_defaults() -> None:
     assert lookup.name == "lookup"
     assert (lookup.sequential, lookup.timeout, lookup.start_early) == (True, 5.0, False)
     assert isinstance(lookup.timeout, float)
+
+
+def _sdk_fields(typed_dict: Any) -> set[str]:
+    return set(typed_dict.__required_keys__ | typed_dict.__optional_keys__)
+
+
+def test_definition_fields_are_the_sdks() -> None:
+    sdk = _sdk_fields(ToolParam) | _sdk_fields(BetaToolParam)
+    assert sdk - {"name", "description", "input_schema"} == DEFINITION_FIELDS
+    assert {
+        "strict",
+        "cache_control",
+        "defer_loading",
+        "input_examples",
+        "allowed_callers",
+    } <= DEFINITION_FIELDS
+
+
+def test_definition_fields_are_sent_in_to_param() -> None:
+    definition: dict[str, object] = {
+        "strict": True,
+        "cache_control": {"type": "ephemeral"},
+        "defer_loading": True,
+        "input_examples": [{"city": "Paris"}, {"city": "Berlin", "unit": "fahrenheit"}],
+        "allowed_callers": ["direct"],
+        "eager_input_streaming": True,
+        "type": "custom",
+    }
+
+    @tool(definition=definition)
+    async def weather(city: str, unit: Literal["celsius", "fahrenheit"] = "celsius") -> str:
+        """Get the weather."""
+        return city
+
+    assert weather.to_param() == {
+        "name": "weather",
+        "description": "Get the weather.",
+        "input_schema": weather.input_schema,
+        **definition,
+    }
+    assert weather.to_param() is weather.to_param()
+    definition["strict"] = False  # the tool keeps what it was given
+    assert weather.to_param().get("strict") is True
+
+
+def test_input_examples_are_kept_as_a_list() -> None:
+    examples = ({"url": f"https://example.com/{n}"} for n in range(2))
+    made = Tool(_sync_fetch, definition={"input_examples": examples})
+    assert made.to_param().get("input_examples") == [
+        {"url": "https://example.com/0"},
+        {"url": "https://example.com/1"},
+    ]
+
+
+def test_definition_of_an_input_model_tool() -> None:
+    @tool(input_model=Order, definition={"input_examples": [{"customer": "Ada", "items": []}]})
+    def place_order(order: Order) -> None:
+        """Place an order."""
+
+    assert place_order.to_param().get("input_examples") == [{"customer": "Ada", "items": []}]
 
 
 def test_to_param_is_built_once() -> None:
@@ -986,6 +1048,49 @@ _DEFINITION_ERRORS: list[tuple[Any, dict[str, Any], str]] = [
     (functools.partial(_async_lines), {}, "The tool '_async_lines' is an async generator function"),
     (_LineReader(), {}, "The tool '_LineReader' is an async generator function"),
     (_LineReader().lines, {}, "The tool 'lines' is a generator function"),
+    (
+        _sync_fetch,
+        {"definition": {"strcit": True}},
+        r"The definition field 'strcit' of tool '_sync_fetch' is not a field of a custom tool in the installed "
+        r"anthropic SDK; the fields are: allowed_callers, cache_control, .*, strict, type\.",
+    ),
+    (
+        _sync_fetch,
+        {"definition": {"name": "x"}},
+        "The definition field 'name' .* is set by @tool; pass name=... to @tool",
+    ),
+    (
+        _sync_fetch,
+        {"definition": {"description": "x"}},
+        "The definition field 'description' .* is set by @tool; pass description=... to @tool",
+    ),
+    (
+        _sync_fetch,
+        {"definition": {"input_schema": {}}},
+        "The definition field 'input_schema' .* is set by @tool; it comes from the signature, or from input_model=...",
+    ),
+    (
+        _sync_fetch,
+        {"definition": [("strict", True)]},
+        r"The definition \[\('strict', True\)\] of tool '_sync_fetch' is not a dict",
+    ),
+    (
+        _sync_fetch,
+        {"definition": {"strict": "yes"}},
+        r"The definition field 'strict' of tool '_sync_fetch' is invalid: Input should be a valid boolean "
+        r"\(received 'yes'\); give it a value of the type the SDK's ToolParam declares for it\.",
+    ),
+    (
+        _sync_fetch,
+        {"definition": {"cache_control": {"type": "forever"}}},
+        "The definition field 'cache_control.type' of tool '_sync_fetch' is invalid: Input should be 'ephemeral'",
+    ),
+    (
+        _sync_fetch,
+        {"definition": {"input_examples": [{"url": "u"}, {"link": "u"}]}},
+        r"The input example 1 of tool '_sync_fetch' does not match its input_schema \(url: Field required; "
+        r"link: Extra inputs are not permitted\); correct it or leave it out\.",
+    ),
 ]
 
 

@@ -15,12 +15,13 @@ import functools
 import inspect
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Generic, cast, get_args, get_origin, overload
 
 import pydantic
 from anthropic.types import ToolParam
+from anthropic.types.beta import BetaToolParam
 from pydantic import BaseModel, ConfigDict
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema
@@ -33,7 +34,7 @@ from ._lifecycle import ToolCall
 if TYPE_CHECKING:
     from ._runner import ToolRunner
 
-__all__ = ["Tool", "ToolContext", "as_tool", "tool"]
+__all__ = ["DEFINITION_FIELDS", "Tool", "ToolContext", "as_tool", "tool"]
 
 P = ParamSpec("P", default=...)
 R = TypeVar("R", default=Any)
@@ -105,6 +106,7 @@ class Tool(Generic[P, R]):
         sequential: bool = False,
         timeout: float | None = None,
         start_early: bool = True,
+        definition: Mapping[str, Any] | None = None,
     ) -> None:
         if isinstance(function, Tool):
             function = function.function  # type: ignore[assignment]  # re-decorating: start from the source
@@ -146,11 +148,15 @@ class Tool(Generic[P, R]):
             self._model_param = None
             self._model, self._fields, self._always = _signature_model(self.name, inputs, arg_docs)
         self.input_schema = _json_schema(self.name, self._model)
-        self._param: ToolParam = {
+        param: dict[str, object] = {
             "name": self.name,
             "description": self.description,
             "input_schema": self.input_schema,
         }
+        if definition is not None:
+            param.update(_definition(self.name, definition, self._model))
+            _check_param(self.name, param)
+        self._param = cast("ToolParam", param)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.function(*args, **kwargs)
@@ -162,9 +168,10 @@ class Tool(Generic[P, R]):
         )
 
     def to_param(self) -> ToolParam:
-        """The tool's definition for the ``tools`` request param.
+        """The tool's definition for the ``tools`` request param, with the ``definition`` fields.
 
-        Built once; every call returns the same dict, so copy it before changing anything.
+        Built once; every call returns the same dict: treat it as read-only. To send more fields,
+        pass ``definition=`` to ``@tool``.
         """
         return self._param
 
@@ -227,8 +234,7 @@ class Tool(Generic[P, R]):
         count = f"{len(errors)} error" if len(errors) == 1 else f"{len(errors)} errors"
         lines = [f"The input for tool {self.name!r} is invalid ({count}):"]
         for item in errors[:_MAX_ERRORS]:
-            path = ".".join(str(part) for part in item["loc"]) or "(input)"
-            line = f"- {path}: {item['msg']}"
+            line = f"- {_path(item['loc'])}: {item['msg']}"
             # For a missing field, pydantic's "input" is the enclosing object: not worth repeating.
             if item["type"] != "missing":
                 line += f" (received {_short_repr(item['input'])})"
@@ -250,6 +256,9 @@ def tool(
     sequential: bool = False,
     timeout: float | None = None,
     start_early: bool = True,
+    # Any, not object: the values are wire data that the SDK's TypedDicts type and that are checked
+    # against them at decoration; with object, pyright strict rejects literals such as [] in them.
+    definition: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 def tool(
     function: Callable[P, R] | None = None,
@@ -261,6 +270,7 @@ def tool(
     sequential: bool = False,
     timeout: float | None = None,
     start_early: bool = True,
+    definition: Mapping[str, Any] | None = None,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Make a function into a tool; use as ``@tool`` or ``@tool(...)``.
 
@@ -273,6 +283,11 @@ def tool(
         timeout: Seconds one call may take; the runner stops it after that.
         start_early: Whether streaming may start the tool before the reply ends; pass False for
             tools with side effects.
+        definition: More fields of the tool's definition, sent with it on every request:
+            ``{"strict": True, "cache_control": {"type": "ephemeral"}}``, ... Any field the installed
+            SDK's ``ToolParam`` (or ``BetaToolParam``) has, except the three ``@tool`` sets (name,
+            description, input_schema); values are checked against the SDK's types, and
+            ``input_examples`` against the tool's schema.
 
     Raises:
         ToolDefinitionError: The function cannot be made into a tool; the message says why.
@@ -287,6 +302,7 @@ def tool(
             sequential=sequential,
             timeout=timeout,
             start_early=start_early,
+            definition=definition,
         )
 
     if function is not None:
@@ -308,6 +324,81 @@ def as_tool(obj: object) -> Tool:
             "ToolParam dict."
         )
     return Tool(obj)
+
+
+# Definition fields -----------------------------------------------------------------------------
+
+# Set by @tool itself, from its options, the signature and the docstring.
+_OWNED_FIELDS = {
+    "name": "pass name=... to @tool",
+    "description": "pass description=... to @tool",
+    "input_schema": "it comes from the signature, or from input_model=...",
+}
+
+
+def _definition(name: str, definition: object, model: type[BaseModel]) -> dict[str, object]:
+    """The ``definition`` fields, their names checked; ``input_examples`` checked against the tool's
+    own input model, and made a list (it may be any iterable)."""
+    if not isinstance(definition, Mapping):
+        raise ToolDefinitionError(
+            f"The definition {definition!r} of tool {name!r} is not a dict; pass the extra fields of the "
+            'tool definition as one, such as definition={"strict": True}.'
+        )
+    fields = {str(key): value for key, value in cast("Mapping[object, object]", definition).items()}
+    for key in fields:
+        if key in _OWNED_FIELDS:
+            raise ToolDefinitionError(
+                f"The definition field {key!r} of tool {name!r} is set by @tool; {_OWNED_FIELDS[key]}."
+            )
+        if key not in DEFINITION_FIELDS:
+            raise ToolDefinitionError(
+                f"The definition field {key!r} of tool {name!r} is not a field of a custom tool in the "
+                f"installed anthropic SDK; the fields are: {', '.join(sorted(DEFINITION_FIELDS))}."
+            )
+    if "input_examples" in fields:
+        examples = list(cast("Iterable[object]", fields["input_examples"]))
+        for index, example in enumerate(examples):
+            try:
+                model.model_validate(example)
+            except pydantic.ValidationError as error:
+                problems = "; ".join(
+                    f"{_path(item['loc'])}: {item['msg']}" for item in error.errors(include_url=False)
+                )
+                raise ToolDefinitionError(
+                    f"The input example {index} of tool {name!r} does not match its input_schema "
+                    f"({problems}); correct it or leave it out."
+                ) from None
+        fields["input_examples"] = examples
+    return fields
+
+
+def _check_param(name: str, param: dict[str, object]) -> None:
+    """Check a definition's values against the SDK's type for it, so a wrong one fails here rather
+    than in every request."""
+    sdk_type = ToolParam if param.keys() <= _fields_of(ToolParam) else BetaToolParam
+    try:
+        _adapter(sdk_type).validate_python(param, strict=True)
+    except pydantic.ValidationError as error:
+        item = error.errors(include_url=False)[0]
+        raise ToolDefinitionError(
+            f"The definition field {_path(item['loc'])!r} of tool {name!r} is invalid: {item['msg']} "
+            f"(received {_short_repr(item['input'])}); give it a value of the type the SDK's "
+            f"{sdk_type.__name__} declares for it."
+        ) from None
+
+
+def _fields_of(typed_dict: Any) -> frozenset[str]:
+    return frozenset(typed_dict.__required_keys__ | typed_dict.__optional_keys__)
+
+
+@functools.cache
+def _adapter(sdk_type: Any) -> pydantic.TypeAdapter[Any]:
+    return pydantic.TypeAdapter(sdk_type)
+
+
+DEFINITION_FIELDS: frozenset[str] = (_fields_of(ToolParam) | _fields_of(BetaToolParam)) - _OWNED_FIELDS.keys()
+"""The fields ``definition=`` may set: those the installed SDK's ``ToolParam`` and ``BetaToolParam``
+declare, less the three ``@tool`` owns. Read from the SDK, so a field a newer SDK adds is known."""
 
 
 # Signature -------------------------------------------------------------------------------------
@@ -553,6 +644,11 @@ def _json_schema(name: str, model: type[BaseModel]) -> dict[str, Any]:
     return {key: schema[key] for key in first if key in schema} | {
         key: value for key, value in schema.items() if key not in first
     }
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    """Where in the input a validation error is, as ``items.0.quantity``."""
+    return ".".join(str(part) for part in loc) or "(input)"
 
 
 def _short_repr(value: object) -> str:
