@@ -22,6 +22,7 @@ import pydantic_core
 from anthropic.types import ToolResultBlockParam
 
 from ._errors import ResultTooLargeError, ToolError
+from ._text import sendable, sendable_text
 
 __all__ = [
     "CONTENT_BLOCK_TYPES",
@@ -193,14 +194,14 @@ class ToolResultAdapter:
     def to_content(self, value: object) -> ToolResultContent | None:
         """The tool_result content for ``value``; ``None`` means an empty success (omit ``content``).
 
-        Text that UTF-8 cannot encode (lone surrogates) is repaired: see :func:`sendable_content`.
+        Text that UTF-8 cannot encode (lone surrogates) is repaired, as :func:`sendable` says.
 
         Raises:
             ResultTooLargeError: ``value`` exceeds one of the adapter's size limits.
             TypeError: ``value`` (or something inside it) cannot be sent.
             OSError: a path in ``value`` cannot be read.
         """
-        return sendable_content(self._content(value))
+        return sendable(self._content(value))
 
     def error_content(self, error: ToolError) -> ToolResultContent:
         """The content of the ``is_error`` tool_result for a :class:`ToolError` a tool raised."""
@@ -227,7 +228,7 @@ class ToolResultAdapter:
         limit = self.plain_text_chars
         if limit is not None and len(text) > limit:
             text = f"{text[:limit]}{_ELLIPSIS} ({len(text) - limit:,} more characters)"
-        return _sendable_text(text)
+        return sendable_text(text)
 
     # -- internals (subclasses override the public methods above) -------------------------------
 
@@ -473,66 +474,6 @@ def _jsonable(value: object) -> object:
         ) from None
 
 
-def sendable_content(content: ToolResultContent | None) -> ToolResultContent | None:
-    """``content`` with every lone surrogate in its text replaced by U+FFFD (the replacement
-    character), so that it can be encoded as UTF-8 JSON.
-
-    Python strings may hold lone surrogates (``os.listdir`` gives them for names that are not UTF-8,
-    ``"caf\\udce9.txt"``); UTF-8 cannot encode them, and one in the history would make every later
-    request fail. Content without any is returned as it is, not copied: the check costs nothing for
-    ASCII text and one encoding pass for other text.
-    """
-    if isinstance(content, str):
-        return _sendable_text(content)
-    if content is None or _is_sendable(content):
-        return content
-    return cast("list[ContentBlock]", _repaired(content))
-
-
-def _is_sendable(value: object) -> bool:
-    # Loops rather than all(...): this runs on every result, and generators cost more than the check.
-    if isinstance(value, str):
-        return _is_sendable_text(value)
-    if isinstance(value, dict):
-        for key, item in cast("dict[object, object]", value).items():
-            if not (_is_sendable(key) and _is_sendable(item)):
-                return False
-    elif isinstance(value, list | tuple):
-        for item in cast("Sequence[object]", value):
-            if not _is_sendable(item):
-                return False
-    return True
-
-
-def _is_sendable_text(text: str) -> bool:
-    if text.isascii():  # O(1) on CPython: a string knows whether it is ASCII
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _sendable_text(text: str) -> str:
-    if _is_sendable_text(text):
-        return text
-    # Through UTF-16, a surrogate pair becomes the character it stands for, and a lone one U+FFFD.
-    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-
-
-def _repaired(value: object) -> object:
-    """A copy of ``value`` with its text made sendable; only called when some of it is not."""
-    if isinstance(value, str):
-        return _sendable_text(value)
-    if isinstance(value, dict):
-        items = cast("dict[object, object]", value).items()
-        return {_repaired(key): _repaired(item) for key, item in items}
-    if isinstance(value, list | tuple):
-        return [_repaired(item) for item in cast("Sequence[object]", value)]
-    return value
-
-
 DEFAULT_ADAPTER = ToolResultAdapter()
 """The adapter the runner uses when it is given none."""
 
@@ -543,11 +484,11 @@ def tool_result_block(
     """A ``tool_result`` block answering ``tool_use_id``.
 
     ``content=None`` (the empty success) leaves out the ``content`` key; ``is_error`` is only set
-    when true. The content is made sendable (:func:`sendable_content`) whichever adapter made it.
+    when true. The content is made sendable (:func:`sendable`) whichever adapter made it.
     """
     block: dict[str, object] = {"type": "tool_result", "tool_use_id": tool_use_id}
     if content is not None:
-        block["content"] = sendable_content(content)
+        block["content"] = sendable(content)
     if is_error:
         block["is_error"] = True
     return cast("ToolResultBlockParam", block)
