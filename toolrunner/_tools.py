@@ -123,10 +123,12 @@ class Tool(Generic[P, R]):
         # Partials and callable objects have no __name__ for update_wrapper to copy.
         self.__dict__.setdefault("__name__", self.name)
         self.__dict__.setdefault("__qualname__", self.name)
-        summary, arg_docs = parse_docstrings(_docstrings(function))
+        callee = _callee(function)
+        summary, arg_docs = parse_docstrings(_docstrings(function, callee))
         self.description = _check_description(self.name, description, summary)
         self.function = function
-        self.is_async = _is_async(self.name, function)
+        _refuse_generator(self.name, callee)
+        self.is_async = inspect.iscoroutinefunction(callee)
         self.sequential = sequential
         self.timeout = _check_timeout(self.name, timeout)
         self.start_early = start_early
@@ -467,26 +469,24 @@ def _callee(function: object) -> object:
     return type(function).__call__
 
 
-def _docstrings(function: object) -> list[object]:
+def _docstrings(function: object, callee: object) -> list[object]:
     """The docstrings that describe ``function``, most preferred first."""
-    source, callee = _unwrap_partial(function), _callee(function)
+    source = _unwrap_partial(function)
     if callee is source:
         return [getattr(source, "__doc__", None)]
     # A callable object: __call__ says what calling it does; the class docstring fills in the rest.
     return [getattr(callee, "__doc__", None), getattr(source, "__doc__", None)]
 
 
-def _is_async(name: str, function: object) -> bool:
-    callee = _callee(function)
+def _refuse_generator(name: str, callee: object) -> None:
+    # Refused here, not at the first call: an async generator cannot be awaited, and a sync one's
+    # items would only reach the model as whatever pydantic's JSON encoder makes of them.
     if inspect.isasyncgenfunction(callee) or inspect.isgeneratorfunction(callee):
-        # Refused here, not at the first call: an async generator cannot be awaited, and a sync
-        # one's items would only reach the model as whatever pydantic's JSON encoder makes of them.
         kind = "an async generator" if inspect.isasyncgenfunction(callee) else "a generator"
         raise ToolDefinitionError(
             f"The tool {name!r} is {kind} function; a tool returns its result once: collect what it "
             "yields into a list and return the list."
         )
-    return inspect.iscoroutinefunction(callee)
 
 
 def _context_param(name: str, parameters: list[inspect.Parameter]) -> str | None:
