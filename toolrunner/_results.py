@@ -266,9 +266,9 @@ class ToolResultAdapter:
             return json.dumps(value, ensure_ascii=False, allow_nan=False, default=_jsonable)
         except ValueError:
             pass
-        # Rare: a NaN or an infinity, which JSON has no numbers for (json writes the non-JSON tokens
-        # NaN and Infinity). Read those tokens back as the strings "NaN", "Infinity", "-Infinity".
-        # (A circular reference raises ValueError again below, as it should.)
+        # Rare: a NaN or an infinity, for which JSON has no number (json writes the non-JSON tokens
+        # NaN and Infinity). Read those back as the strings "NaN", "Infinity" and "-Infinity". A
+        # circular reference, the other ValueError, raises again here.
         text = json.dumps(value, ensure_ascii=False, default=_jsonable)
         return json.dumps(json.loads(text, parse_constant=str), ensure_ascii=False)
 
