@@ -201,7 +201,10 @@ async def replace_the_history() -> None:
             runner.set_messages_params({**runner.params, "messages": history})
             sent = sum(chars(shortened(results)) for _, results in turns[:-1]) + chars(response)
             full = sum(chars(results) for _, results in turns)
-            print(f"  the next request sends {sent} characters of tool results instead of {full}")
+            print(
+                f"  the next request sends {sent} characters of tool results",
+                f"instead of {full}" if sent < full else "(none shortened yet)",
+            )
     print(f"  {runner.requests_sent} requests.\n")
 
 

@@ -175,7 +175,7 @@ async def test_a_history_set_by_the_body_with_a_used_id_runs_its_call() -> None:
     async for _ in runner:
         await runner.generate_tool_response()  # call_1 ran for "a"
         imported = {"role": "assistant", "content": [_use("call_1", {"q": "b"})]}
-        runner.set_messages_params(lambda params: {**params, "messages": [USER, imported]})
+        runner.set_messages_params({**runner.params, "messages": [USER, imported]})
         break
     await runner.until_done()
     assert runs == {"a": 1, "b": 1}
@@ -215,7 +215,7 @@ async def test_lone_surrogates_in_a_reply_are_kept_as_replacement_characters(
     )
 
     @tool
-    async def look(q: str) -> int:  # noqa: RUF029  # no echo: a tool's own results are the adapter's to repair
+    async def look(q: str) -> int:  # no echo: a tool's own results are the adapter's to repair
         """Measure a name."""
         return len(q)
 
@@ -252,7 +252,7 @@ async def test_an_empty_reply_is_not_appended_so_a_follow_up_makes_a_valid_histo
 
 async def test_a_history_with_an_empty_message_is_refused_before_sending() -> None:
     fake = FakeMessagesAPI([text_reply("never")])
-    empty = {"role": "assistant", "content": []}
+    empty: dict[str, Any] = {"role": "assistant", "content": []}
     runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=64, messages=[USER, empty, USER])
     with pytest.raises(HistoryError, match=r"messages\[1\] has empty content"):
         await runner.until_done()
@@ -330,15 +330,14 @@ async def test_params_that_cannot_be_sent_are_refused_before_anything_is_sent(
 
 def test_a_plain_for_loop_over_a_tool_runner_says_what_to_use() -> None:
     runner = build(FakeMessagesAPI([]))
-    with pytest.raises(TypeError, match="use `async for message in runner`.*SyncToolRunner"):
-        for _ in runner:
-            pass
+    with pytest.raises(TypeError, match=r"use `async for message in runner`.*SyncToolRunner"):
+        iter(runner)  # pyright: ignore[reportUnusedCallResult]  # what a `for` loop calls first
 
 
 async def test_a_sync_runner_inside_an_event_loop_is_refused() -> None:
     fake = FakeMessagesAPI([text_reply("never")])
     runner = SyncToolRunner(fake.client(), model=MODEL, max_tokens=64, messages=[USER])
-    with pytest.raises(ToolRunnerError, match="inside a running (asyncio|trio) event loop"):
+    with pytest.raises(ToolRunnerError, match=r"inside a running (asyncio|trio) event loop"):
         for _ in runner:
             pass
     with pytest.raises(ToolRunnerError, match="inside a running"):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import dataclasses
 import datetime
+import json
+import re
 import typing
 from pathlib import Path
 
@@ -200,8 +202,12 @@ def test_an_image_that_is_not_an_image() -> None:
     assert "unnamed image" in str(DEFAULT_ADAPTER.to_content(Image(PDF)))
 
 
+def pdf_source(data: bytes) -> dict[str, object]:
+    return {"type": "base64", "media_type": "application/pdf", "data": base64.b64encode(data).decode()}
+
+
 def test_pdf_becomes_a_document_block() -> None:
-    pdf = {"type": "base64", "media_type": "application/pdf", "data": base64.b64encode(PDF).decode()}
+    pdf = pdf_source(PDF)
     assert DEFAULT_ADAPTER.to_content(PDF) == [{"type": "document", "source": pdf}]
     assert DEFAULT_ADAPTER.to_content(File(PDF, name="r.pdf")) == [
         {"type": "document", "source": pdf, "title": "r.pdf"}
@@ -394,3 +400,178 @@ def test_plain_text_survives_a_failing_repr() -> None:
             raise RuntimeError("no")
 
     assert DEFAULT_ADAPTER.to_plain_text(Broken()).startswith("<")
+
+
+# -- text that cannot be sent: lone surrogates --------------------------------------------------
+
+# What os.listdir returns for the file name b"caf\xe9.txt" (Latin-1) on a UTF-8 system.
+LISTED = "caf\udce9.txt"
+REPAIRED = "caf\ufffd.txt"
+
+
+class Named(pydantic.BaseModel):
+    name: str
+
+
+@dataclasses.dataclass
+class Entry:
+    name: str
+
+
+def sendable(content: object) -> bool:
+    """Whether content can go into a request: the SDK encodes the body as UTF-8 JSON."""
+    try:
+        json.dumps(content, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (LISTED, REPAIRED),
+        ([LISTED, "notes.txt"], f'["{REPAIRED}", "notes.txt"]'),
+        ({LISTED: 12}, f'{{"{REPAIRED}": 12}}'),
+        (Named(name=LISTED), f'{{"name": "{REPAIRED}"}}'),
+        (Entry(LISTED), f'{{"name": "{REPAIRED}"}}'),
+        ({"type": "text", "text": LISTED}, [{"type": "text", "text": REPAIRED}]),
+        ([LISTED, Image(PNG)], [{"type": "text", "text": REPAIRED}, image_block(PNG, "image/png")]),
+        (
+            File(b"hello", name=LISTED),
+            [
+                {
+                    "type": "document",
+                    "source": {"type": "text", "media_type": "text/plain", "data": "hello"},
+                    "title": REPAIRED,
+                }
+            ],
+        ),
+        (File(PDF, name=LISTED), [{"type": "document", "source": pdf_source(PDF), "title": REPAIRED}]),
+    ],
+    ids=["str", "list", "dict-key", "model", "dataclass", "block", "mixed-list", "text-file", "pdf"],
+)
+def test_lone_surrogates_become_replacement_characters(value: object, expected: object) -> None:
+    content = DEFAULT_ADAPTER.to_content(value)
+    assert content == expected
+    assert sendable(content)
+
+
+def test_a_path_with_a_surrogate_in_its_name(tmp_path: Path) -> None:
+    path = tmp_path / LISTED  # a name that is not UTF-8 on disk
+    path.write_bytes(b"hello")
+    assert blocks(DEFAULT_ADAPTER.to_content(path))[0]["title"] == REPAIRED
+    path.write_bytes(BINARY)
+    assert sendable(DEFAULT_ADAPTER.to_content(path))
+
+
+def test_a_surrogate_pair_becomes_its_character() -> None:
+    assert DEFAULT_ADAPTER.to_content("smile \ud83d\ude00") == "smile \U0001f600"
+    assert DEFAULT_ADAPTER.to_content("\ude00\ud83d") == "\ufffd\ufffd"
+
+
+def test_a_block_with_a_surrogate_is_repaired_in_a_copy() -> None:
+    block = {"type": "text", "text": LISTED}
+    assert DEFAULT_ADAPTER.to_content(block) == [{"type": "text", "text": REPAIRED}]
+    assert block == {"type": "text", "text": LISTED}  # the tool's own dict is left alone
+
+
+def test_error_content_and_plain_text_are_repaired() -> None:
+    assert DEFAULT_ADAPTER.error_content(ToolError(f"No access to {LISTED}.")) == f"No access to {REPAIRED}."
+    assert DEFAULT_ADAPTER.to_plain_text([LISTED, Image(PNG, name=LISTED)]) == (
+        f"{REPAIRED}\n[image {REPAIRED}]"
+    )
+
+
+def test_tool_result_block_repairs_content_from_any_adapter() -> None:
+    class RawAdapter(ToolResultAdapter):
+        def to_content(self, value: object) -> ToolResultContent | None:
+            return [{"type": "text", "text": str(value)}]
+
+    content = RawAdapter().to_content(LISTED)
+    assert not sendable(content)
+    assert tool_result_block("t", content).get("content") == [{"type": "text", "text": REPAIRED}]
+    assert tool_result_block("t", LISTED, is_error=True).get("content") == REPAIRED
+
+
+# -- numbers JSON cannot hold: NaN and infinities ---------------------------------------------
+
+NAN, INF = float("nan"), float("inf")
+
+
+class Reading(pydantic.BaseModel):
+    value: float
+
+
+class ReadingAsNull(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(ser_json_inf_nan="null")
+
+    value: float
+
+
+@dataclasses.dataclass
+class Sample:
+    values: list[float]
+
+
+def strict_json(text: object) -> object:
+    """``text`` parsed as JSON, refusing the non-standard NaN and Infinity tokens."""
+
+    def refuse(token: str) -> object:
+        raise ValueError(f"{token} is not JSON")
+
+    assert isinstance(text, str)
+    return json.loads(text, parse_constant=refuse)
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (
+            {"a": NAN, "b": INF, "c": -INF, "d": 1.5},
+            '{"a": "NaN", "b": "Infinity", "c": "-Infinity", "d": 1.5}',
+        ),
+        ([NAN, 2], '["NaN", 2]'),
+        ((INF,), '["Infinity"]'),
+        (NAN, '"NaN"'),
+        (Reading(value=NAN), '{"value": "NaN"}'),
+        (ReadingAsNull(value=INF), '{"value": "Infinity"}'),
+        (Sample([1.0, -INF]), '{"values": [1.0, "-Infinity"]}'),
+        ({"reading": Reading(value=INF)}, '{"reading": {"value": "Infinity"}}'),
+        ({"seen": frozenset({NAN})}, '{"seen": ["NaN"]}'),
+        ([Sample([NAN])], '[{"values": ["NaN"]}]'),
+    ],
+    ids=[
+        "dict",
+        "list",
+        "tuple",
+        "float",
+        "model",
+        "model-null-config",
+        "dataclass",
+        "nested-model",
+        "set",
+        "list-of-dataclasses",
+    ],
+)
+def test_non_finite_floats_become_strings(value: object, text: str) -> None:
+    content = DEFAULT_ADAPTER.to_content(value)
+    assert content == text
+    strict_json(content)
+
+
+def test_non_finite_floats_in_a_mixed_list() -> None:
+    assert blocks(DEFAULT_ADAPTER.to_content([{"score": NAN}, Image(PNG)]))[0] == {
+        "type": "text",
+        "text": '{"score": "NaN"}',
+    }
+
+
+# -- the docs -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", ["results.md", "tools.md"])
+def test_the_docs_import_public_names_only(page: str) -> None:
+    text = (Path(__file__).parent.parent / "docs" / page).read_text(encoding="utf-8")
+    private = sorted(set(re.findall(r"^\s*from (toolrunner\._\w+) import", text, flags=re.MULTILINE)))
+    assert not private, f"docs/{page} imports from {private}; import the public names from toolrunner."

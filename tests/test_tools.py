@@ -10,16 +10,19 @@ import functools
 import inspect
 import json
 import keyword
-from typing import Annotated, Any, Literal, Optional
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Annotated, Any, Literal, Optional, cast
 
 import pydantic
 import pytest
+from anthropic.types import ToolParam
+from anthropic.types.beta import BetaToolParam
 from hypothesis import given, strategies as st
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
 from toolrunner._errors import ToolDefinitionError, ToolInputError
-from toolrunner._tools import Tool, ToolContext, as_tool, tool
+from toolrunner._tools import DEFINITION_FIELDS, Tool, ToolContext, as_tool, tool
 from toolrunner._types import ToolCall
 
 
@@ -48,6 +51,13 @@ class Span(TypedDict):
 @dataclasses.dataclass
 class Point:
     x: int
+
+
+class TreeNode(BaseModel):
+    """A node of a tree."""
+
+    name: str
+    children: list["TreeNode"] = []
 
 
 class Labelled(BaseModel):
@@ -209,6 +219,33 @@ def test_annotated_field_description_wins_over_docstring() -> None:
     assert "Field(le=50)" not in str(lookup.input_schema)
 
 
+def test_field_defaults_reach_the_function() -> None:
+    @tool
+    def estimate(
+        *,
+        hours: float = Field(1.5, gt=0),
+        tags: list[str] = Field(default_factory=list),  # noqa: B008 - pydantic reads the Field
+        rate: Annotated[float, Field(gt=0)] = 2.0,
+        margin: Annotated[float, Field(default=0.1, ge=0)],
+    ) -> tuple[float, list[str], float, float]:
+        """Estimate a job."""
+        return hours, tags, rate, margin
+
+    assert estimate.input_schema["properties"] == {
+        "hours": {"type": "number", "exclusiveMinimum": 0, "default": 1.5},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "rate": {"type": "number", "exclusiveMinimum": 0, "default": 2.0},
+        "margin": {"type": "number", "minimum": 0, "default": 0.1},
+    }
+    assert "required" not in estimate.input_schema
+    assert estimate.function(**estimate.parse_input({})) == (1.5, [], 2.0, 0.1)
+    given = {"hours": 3, "tags": ["a"], "rate": 1, "margin": 0}
+    assert estimate.function(**estimate.parse_input(given)) == (3.0, ["a"], 1.0, 0.0)
+    assert "- hours: Input should be greater than 0" in input_error(estimate, {"hours": 0})
+    # A plain default is still the function's own: left out, it is not passed.
+    assert "rate" not in estimate.parse_input({})
+
+
 def test_parameter_names_that_clash_with_pydantic_are_fine() -> None:
     @tool
     def store(json: str, schema: str, model_config: int, copy: bool, _id: int) -> None:
@@ -331,6 +368,66 @@ def test_options_and_defaults() -> None:
     assert isinstance(lookup.timeout, float)
 
 
+def _sdk_fields(typed_dict: Any) -> set[str]:
+    return set(typed_dict.__required_keys__ | typed_dict.__optional_keys__)
+
+
+def test_definition_fields_are_the_sdks() -> None:
+    sdk = _sdk_fields(ToolParam) | _sdk_fields(BetaToolParam)
+    assert sdk - {"name", "description", "input_schema"} == DEFINITION_FIELDS
+    assert {
+        "strict",
+        "cache_control",
+        "defer_loading",
+        "input_examples",
+        "allowed_callers",
+    } <= DEFINITION_FIELDS
+
+
+def test_definition_fields_are_sent_in_to_param() -> None:
+    definition: dict[str, object] = {
+        "strict": True,
+        "cache_control": {"type": "ephemeral"},
+        "defer_loading": True,
+        "input_examples": [{"city": "Paris"}, {"city": "Berlin", "unit": "fahrenheit"}],
+        "allowed_callers": ["direct"],
+        "eager_input_streaming": True,
+        "type": "custom",
+    }
+
+    @tool(definition=definition)
+    async def weather(city: str, unit: Literal["celsius", "fahrenheit"] = "celsius") -> str:
+        """Get the weather."""
+        return city
+
+    assert weather.to_param() == {
+        "name": "weather",
+        "description": "Get the weather.",
+        "input_schema": weather.input_schema,
+        **definition,
+    }
+    assert weather.to_param() is weather.to_param()
+    definition["strict"] = False  # the tool keeps what it was given
+    assert weather.to_param().get("strict") is True
+
+
+def test_input_examples_are_kept_as_a_list() -> None:
+    examples = ({"url": f"https://example.com/{n}"} for n in range(2))
+    made = Tool(_sync_fetch, definition={"input_examples": examples})
+    assert made.to_param().get("input_examples") == [
+        {"url": "https://example.com/0"},
+        {"url": "https://example.com/1"},
+    ]
+
+
+def test_definition_of_an_input_model_tool() -> None:
+    @tool(input_model=Order, definition={"input_examples": [{"customer": "Ada", "items": []}]})
+    def place_order(order: Order) -> None:
+        """Place an order."""
+
+    assert place_order.to_param().get("input_examples") == [{"customer": "Ada", "items": []}]
+
+
 def test_to_param_is_built_once() -> None:
     assert get_weather.to_param() is get_weather.to_param()
     assert get_weather.to_param()["input_schema"] is get_weather.input_schema
@@ -430,16 +527,124 @@ def test_is_async(function: Any, expected: bool) -> None:
     assert list(made.input_schema["properties"]) == ["url"]
 
 
-def test_partial_binds_parameters_and_keeps_the_function_name() -> None:
-    def fetch(url: str, retries: int) -> str:
-        """Fetch a URL."""
-        return url
+def test_partial_keeps_the_function_name() -> None:
+    made = tool(functools.partial(_search, api_key="sk-secret"))
+    assert made.name == made.__name__ == "_search"
+    assert made.description == "Search the index."
 
-    made = tool(functools.partial(fetch, retries=3))
-    assert made.name == "fetch"
+
+def _search(query: str, api_key: str, region: str = "eu") -> str:
+    """Search the index.
+
+    Args:
+        query: What to look for.
+        api_key: The key to the index.
+        region: Where to search.
+    """
+    return f"{api_key}/{region}: {query}"
+
+
+def _keyed_search(api_key: str, query: str, region: str = "eu") -> str:
+    """Search the index."""
+    return f"{api_key}/{region}: {query}"
+
+
+class _Index:
+    """A search index."""
+
+    def search(self, query: str, api_key: str, region: str = "eu") -> str:
+        """Search the index."""
+        return f"{api_key}/{region}: {query}"
+
+    def __call__(self, query: str, api_key: str, region: str = "eu") -> str:
+        """Search the index."""
+        return f"{api_key}/{region}: {query}"
+
+
+class _Partial(functools.partial[str]):
+    """A partial subclass: partial() does not flatten one that carries attributes."""
+
+
+def _unflattened() -> functools.partial[str]:
+    inner = _Partial(_search, api_key="sk-secret")
+    inner.note = "kept apart"  # type: ignore[attr-defined]  # an instance dict stops the flattening
+    outer = functools.partial(inner, region="us")
+    assert outer.func is inner
+    return outer
+
+
+@pytest.mark.parametrize(
+    ("function", "region"),
+    [
+        (functools.partial(_search, api_key="sk-secret"), None),
+        (functools.partial(_keyed_search, "sk-secret"), None),
+        (functools.partial(functools.partial(_search, api_key="sk-secret"), region="us"), "us"),
+        (_unflattened(), "us"),
+        (functools.partial(_Index().search, api_key="sk-secret"), None),
+        (functools.partial(_Index(), api_key="sk-secret"), None),
+    ],
+    ids=["keyword", "positional", "nested", "nested-unflattened", "bound-method", "callable-object"],
+)
+def test_partial_bound_arguments_are_neither_shown_nor_accepted(
+    function: Callable[..., str], region: str | None
+) -> None:
+    made = Tool(function, name="search")
+    assert "sk-secret" not in json.dumps(made.to_param())
+    assert list(made.input_schema["properties"]) == (["query"] if region else ["query", "region"])
+    assert made.input_schema["required"] == ["query"]
+    # A bound name is an unknown field like any other: the model cannot override it.
+    message = input_error(made, {"query": "tea", "api_key": "sk-model"})
+    assert "- api_key: Extra inputs are not permitted (received 'sk-model')" in message
+    if region:
+        message = input_error(made, {"query": "tea", "region": "eu"})
+        assert "- region: Extra inputs are not permitted (received 'eu')" in message
+    assert made.function(**made.parse_input({"query": "tea"})) == f"sk-secret/{region or 'eu'}: tea"
+
+
+class _Converter:
+    """Holds the exchange rates; built once at start-up."""
+
+    def __call__(self, amount: float, currency: str) -> float:
+        """Convert an amount to euros.
+
+        Args:
+            amount: How much money.
+            currency: The ISO code of its currency.
+        """
+        return amount
+
+
+class _Documented:
+    """Convert an amount to euros.
+
+    Args:
+        amount: Not used: __call__ documents it.
+        currency: The ISO code of its currency.
+    """
+
+    def __call__(self, amount: float, currency: str) -> float:
+        """
+        Args:
+            amount: How much money.
+        """
+        return amount
+
+
+def test_callable_object_is_described_by_its_call_method() -> None:
+    made = tool(_Converter())
+    assert made.description == "Convert an amount to euros."
     assert made.input_schema["properties"] == {
-        "url": {"type": "string"},
-        "retries": {"type": "integer", "default": 3},
+        "amount": {"type": "number", "description": "How much money."},
+        "currency": {"type": "string", "description": "The ISO code of its currency."},
+    }
+
+
+def test_class_docstring_fills_in_what_call_does_not_say() -> None:
+    made = tool(functools.partial(_Documented()))
+    assert made.description == "Convert an amount to euros."
+    assert made.input_schema["properties"] == {
+        "amount": {"type": "number", "description": "How much money."},
+        "currency": {"type": "string", "description": "The ISO code of its currency."},
     }
 
 
@@ -519,6 +724,60 @@ def test_input_model_is_the_whole_schema_and_the_function_gets_an_instance() -> 
     assert kwargs["order"] is arguments["order"]  # validated once, not rebuilt
     assert kwargs["ctx"] is given_context
     assert place_order.function(**kwargs) == "Ada: 1"
+
+
+def _refs(schema: object) -> Iterator[str]:
+    if isinstance(schema, dict):
+        for key, value in cast("dict[str, object]", schema).items():
+            if key == "$ref":
+                yield str(value)
+            else:
+                yield from _refs(value)
+    elif isinstance(schema, list):
+        for item in cast("list[object]", schema):
+            yield from _refs(item)
+
+
+def _count_nodes(tree: TreeNode) -> int:
+    return 1 + sum(_count_nodes(child) for child in tree.children)
+
+
+def test_recursive_input_model_has_an_object_at_the_root() -> None:
+    @tool(input_model=TreeNode)
+    def count(tree: TreeNode) -> int:
+        """Count the nodes of a tree."""
+        return _count_nodes(tree)
+
+    node: dict[str, Any] = {
+        "type": "object",
+        "description": "A node of a tree.",
+        "properties": {
+            "name": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#/$defs/TreeNode"}, "default": []},
+        },
+        "required": ["name"],
+    }
+    assert count.input_schema == {**node, "$defs": {"TreeNode": node}}
+    assert list(count.input_schema)[:3] == ["type", "properties", "required"]
+    assert all(
+        ref.removeprefix("#/$defs/") in count.input_schema["$defs"] for ref in _refs(count.input_schema)
+    )
+    tree = {"name": "a", "children": [{"name": "b", "children": [{"name": "c"}]}]}
+    assert count(**count.parse_input(tree)) == 3
+
+
+def test_recursive_parameter_type_is_a_def_under_an_object_root() -> None:
+    @tool
+    def count(tree: TreeNode) -> int:
+        """Count the nodes of a tree."""
+        return _count_nodes(tree)
+
+    assert count.input_schema["type"] == "object"
+    assert count.input_schema["properties"] == {"tree": {"$ref": "#/$defs/TreeNode"}}
+    assert all(
+        ref.removeprefix("#/$defs/") in count.input_schema["$defs"] for ref in _refs(count.input_schema)
+    )
+    assert count(**count.parse_input({"tree": {"name": "a", "children": [{"name": "b"}]}})) == 2
 
 
 def test_input_model_validation_errors_use_the_model_paths() -> None:
@@ -715,6 +974,27 @@ def _unresolvable(x: "NoSuchType") -> None:  # type: ignore[name-defined]  # noq
     """Nothing."""
 
 
+async def _async_lines(path: str) -> AsyncIterator[str]:
+    """Read a file."""
+    yield path
+
+
+def _lines(path: str) -> Iterator[str]:
+    """Read a file."""
+    yield path
+
+
+class _LineReader:
+    """Read a file."""
+
+    async def __call__(self, path: str) -> AsyncIterator[str]:
+        yield path
+
+    def lines(self, path: str) -> Iterator[str]:
+        """Read a file."""
+        yield path
+
+
 class _Opaque:
     pass
 
@@ -758,6 +1038,59 @@ _DEFINITION_ERRORS: list[tuple[Any, dict[str, Any], str]] = [
     (_no_inputs, {"input_model": Order}, "must take exactly one parameter .*; it takes: none"),
     (_unresolvable, {}, "The annotations of tool '_unresolvable' cannot be evaluated .*NoSuchType"),
     (_opaque, {}, "The signature of tool '_opaque' cannot be made into a schema"),
+    (
+        _async_lines,
+        {},
+        "The tool '_async_lines' is an async generator function; a tool returns its result once: collect "
+        "what it yields into a list and return the list",
+    ),
+    (_lines, {}, "The tool '_lines' is a generator function; a tool returns its result once"),
+    (functools.partial(_async_lines), {}, "The tool '_async_lines' is an async generator function"),
+    (_LineReader(), {}, "The tool '_LineReader' is an async generator function"),
+    (_LineReader().lines, {}, "The tool 'lines' is a generator function"),
+    (
+        _sync_fetch,
+        {"definition": {"strcit": True}},
+        r"The definition field 'strcit' of tool '_sync_fetch' is not a field of a custom tool in the installed "
+        r"anthropic SDK; the fields are: allowed_callers, cache_control, .*, strict, type\.",
+    ),
+    (
+        _sync_fetch,
+        {"definition": {"name": "x"}},
+        "The definition field 'name' .* is set by @tool; pass name=... to @tool",
+    ),
+    (
+        _sync_fetch,
+        {"definition": {"description": "x"}},
+        "The definition field 'description' .* is set by @tool; pass description=... to @tool",
+    ),
+    (
+        _sync_fetch,
+        {"definition": {"input_schema": {}}},
+        "The definition field 'input_schema' .* is set by @tool; it comes from the signature, or from input_model=...",
+    ),
+    (
+        _sync_fetch,
+        {"definition": [("strict", True)]},
+        r"The definition \[\('strict', True\)\] of tool '_sync_fetch' is not a dict",
+    ),
+    (
+        _sync_fetch,
+        {"definition": {"strict": "yes"}},
+        r"The definition field 'strict' of tool '_sync_fetch' is invalid: Input should be a valid boolean "
+        r"\(received 'yes'\); give it a value of the type the SDK's ToolParam declares for it\.",
+    ),
+    (
+        _sync_fetch,
+        {"definition": {"cache_control": {"type": "forever"}}},
+        "The definition field 'cache_control.type' of tool '_sync_fetch' is invalid: Input should be 'ephemeral'",
+    ),
+    (
+        _sync_fetch,
+        {"definition": {"input_examples": [{"url": "u"}, {"link": "u"}]}},
+        r"The input example 1 of tool '_sync_fetch' does not match its input_schema \(url: Field required; "
+        r"link: Extra inputs are not permitted\); correct it or leave it out\.",
+    ),
 ]
 
 

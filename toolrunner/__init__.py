@@ -4,7 +4,14 @@ The public names are re-exported here; the modules behind them are private. The 
 kit is the public subpackage ``toolrunner.testing``.
 """
 
+from ._checkpoint import (
+    Checkpoint as Checkpoint,
+    Checkpointer as Checkpointer,
+    MemoryCheckpointer as MemoryCheckpointer,
+    SQLiteCheckpointer as SQLiteCheckpointer,
+)
 from ._errors import (
+    CheckpointError as CheckpointError,
     HistoryError as HistoryError,
     MalformedReplyError as MalformedReplyError,
     ParamsError as ParamsError,
@@ -78,6 +85,9 @@ __all__ = [
     "STOP_REASON_STEPS",
     "CallRecord",
     "CallStatus",
+    "Checkpoint",
+    "CheckpointError",
+    "Checkpointer",
     "EndReason",
     "File",
     "HistoryError",
@@ -86,6 +96,7 @@ __all__ = [
     "Link",
     "LoopFinished",
     "MalformedReplyError",
+    "MemoryCheckpointer",
     "MessageFinished",
     "ParamsError",
     "Phase",
@@ -98,6 +109,7 @@ __all__ = [
     "RunnerEvent",
     "RunnerOptions",
     "RunnerView",
+    "SQLiteCheckpointer",
     "StateError",
     "Step",
     "SyncToolRunner",

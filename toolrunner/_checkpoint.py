@@ -193,13 +193,7 @@ class SQLiteCheckpointer:
             connection = sqlite3.connect(
                 self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
             )
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute(f"PRAGMA synchronous={self._synchronous}")
-            tables = {
-                row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
-            }
-            if not tables >= _TABLES:
-                connection.executescript(_SCHEMA)
+            self._set_up(connection)
         except sqlite3.DatabaseError as error:
             raise CheckpointError(
                 f"{str(self.path)!r} cannot be used as a checkpoint database ({error}); give SQLiteCheckpointer "
@@ -207,6 +201,32 @@ class SQLiteCheckpointer:
             ) from error
         self._connection = connection
         return connection
+
+    def _set_up(self, connection: sqlite3.Connection) -> None:
+        """WAL mode and the tables. Switching to WAL can find another connection doing the same,
+        and SQLite then answers "locked" without waiting: try again until ``timeout``."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    connection.execute("PRAGMA journal_mode=WAL")
+                connection.execute(f"PRAGMA synchronous={self._synchronous}")
+                tables = {
+                    row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                }
+                if not tables >= _TABLES:
+                    connection.execute("BEGIN IMMEDIATE")  # waits for other writers, unlike executescript
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            connection.execute(statement)
+                    connection.execute("COMMIT")
+                return
+            except sqlite3.OperationalError as error:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
 
     def _write(
         self,
@@ -295,6 +315,7 @@ class Saver:
         # is then no longer a prefix of the state's.
         self._epoch = 0
         self._saved_epoch = 0
+        self._refused: CheckpointError | None = None  # once refused, this runner saves no more
 
     def history_replaced(self) -> None:
         """The history was replaced (``set_messages_params``): the next save writes all of it."""
@@ -303,6 +324,8 @@ class Saver:
     async def save(self, current: Callable[[], RunState]) -> None:
         """Save the state ``current()`` gives once the previous save is done, if it changed."""
         async with self._lock:
+            if self._refused is not None:
+                raise self._refused
             state, epoch = current(), self._epoch
             if state is self._saved:
                 return
@@ -314,6 +337,10 @@ class Saver:
                 kept_messages=min(self._kept_messages, len(state.messages)) if same_history else 0,
                 kept_usage=min(self._kept_usage, len(state.usage)),
             )
-            await self._checkpointer.save(checkpoint)
+            try:
+                await self._checkpointer.save(checkpoint)
+            except CheckpointError as error:
+                self._refused = error
+                raise
             self._saved, self._saved_epoch, self._sequence = state, epoch, self._sequence + 1
             self._kept_messages, self._kept_usage = len(state.messages), len(state.usage)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Iterable
 
-__all__ = ["parse_docstring"]
+__all__ = ["parse_docstring", "parse_docstrings"]
 
 # Google-style section headers; the tool description is the text before the first one.
 _SECTION = re.compile(
@@ -39,6 +40,18 @@ def parse_docstring(docstring: object) -> tuple[str, dict[str, str]]:
         if header is not None and header.group(1) in _ARGS_SECTIONS:
             args.update(_parse_args(body))
     return "\n".join(summary).strip(), args
+
+
+def parse_docstrings(docstrings: Iterable[object]) -> tuple[str, dict[str, str]]:
+    """Several docstrings, most preferred first, read as one: the first summary that is not empty,
+    and for each parameter the first ``Args:`` entry that describes it."""
+    summary = ""
+    args: dict[str, str] = {}
+    for docstring in docstrings:
+        more_summary, more_args = parse_docstring(docstring)
+        summary = summary or more_summary
+        args = more_args | args
+    return summary, args
 
 
 def _parse_args(body: list[str]) -> dict[str, str]:

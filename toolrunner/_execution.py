@@ -104,9 +104,11 @@ async def _run_batch(calls: Sequence[ToolCall], options: ExecutionOptions, hooks
             for call in calls:
                 group.start_soon(run_one, call, options, hooks)
     except BaseExceptionGroup as error:
-        # Exceptions are results, so only a BaseException (KeyboardInterrupt, ...) gets here: raise
-        # it as itself, as a single call would, so that `except KeyboardInterrupt` still works.
-        if len(error.exceptions) == 1:
+        # A tool's exceptions are results, so only what the runner raises around a call (a refused
+        # checkpoint, which every call then raises again) or a BaseException (KeyboardInterrupt, ...)
+        # gets here: raise it as itself, as a single call would, so `except KeyboardInterrupt` works.
+        distinct = {id(exception): exception for exception in error.exceptions}
+        if len(distinct) == 1:
             raise error.exceptions[0] from None
         raise
 

@@ -8,7 +8,6 @@ plain data (``reply_param``), dumped once, the way the SDK dumps them.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -17,6 +16,7 @@ from anthropic.types.beta import BetaMessage
 from pydantic import BaseModel
 
 from ._errors import HistoryError, MalformedReplyError, UnansweredToolUseError
+from ._text import sendable
 from ._types import Reply, ToolCall
 
 __all__ = [
@@ -26,14 +26,11 @@ __all__ = [
     "client_tool_calls",
     "field",
     "message_param",
-    "repair_text",
     "reply_param",
     "tool_result_ids",
 ]
 
 logger = logging.getLogger("toolrunner")
-
-_SURROGATE = re.compile("[\ud800-\udfff]")  # in a str, every surrogate code point is a lone one
 
 ROLES = ("user", "assistant", "system")
 """The roles a history message may have (anthropic 2.12's ``MessageParam`` has ``system`` too)."""
@@ -182,7 +179,7 @@ def reply_param(reply: Reply) -> dict[str, Any]:
     malformed block (a tool_use input that is not an object) gets an error result, not a warning.
     """
     content = [_block_param(block) for block in reply.content]
-    repaired = repair_text(content)
+    repaired = sendable(content)
     if repaired is not content:
         logger.warning(
             "Reply %r holds lone surrogates (text that is not valid Unicode); the history keeps them as U+FFFD "
@@ -211,40 +208,6 @@ def _block_param(block: BaseModel) -> dict[str, Any]:
     return data | rest
 
 
-def repair_text(value: Any) -> Any:
-    """``value`` with every lone surrogate (``"caf\\udce9"``, as ``os.listdir`` gives for names that are
-    not UTF-8) in its strings and keys replaced by U+FFFD, so that it can be sent as UTF-8 JSON.
-
-    Returns ``value`` itself when nothing needs repair, which costs one walk without copying.
-    """
-    if not _has_lone_surrogate(value):
-        return value
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, Mapping):
-        return {repair_text(key): repair_text(item) for key, item in cast("Mapping[Any, Any]", value).items()}
-    return [repair_text(item) for item in cast("Sequence[Any]", value)]
-
-
-def _has_lone_surrogate(value: object) -> bool:
-    if isinstance(value, str):
-        if value.isascii():
-            return False
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return True
-        return False
-    if isinstance(value, Mapping):
-        return any(
-            _has_lone_surrogate(key) or _has_lone_surrogate(item)
-            for key, item in cast("Mapping[object, object]", value).items()
-        )
-    if isinstance(value, list | tuple):
-        return any(_has_lone_surrogate(item) for item in cast("Sequence[object]", value))
-    return False
-
-
 def message_param(message: object, index: int) -> Any:
     """A message as the history keeps it: SDK messages become plain params; dicts are checked, not copied."""
     if isinstance(message, Message | BetaMessage):
@@ -267,11 +230,11 @@ def message_param(message: object, index: int) -> Any:
             f"message {index} has content of type {type(content).__name__!r}; content is a string or a list of "
             "content blocks."
         )
-    if _has_lone_surrogate(cast(object, content)):
+    if sendable(cast(object, content)) is not content:
         raise HistoryError(
             f"message {index} holds text with lone surrogates (as os.listdir gives for names that are not UTF-8), "
             "which cannot be sent as UTF-8; replace them first, for example with "
-            "re.sub('[\\ud800-\\udfff]', '\\ufffd', text)."
+            "text.encode('utf-16-le', 'surrogatepass').decode('utf-16-le', 'replace')."
         )
     return message
 

@@ -22,6 +22,7 @@ import pydantic_core
 from anthropic.types import ToolResultBlockParam
 
 from ._errors import ResultTooLargeError, ToolError
+from ._text import sendable, sendable_text
 
 __all__ = [
     "CONTENT_BLOCK_TYPES",
@@ -142,16 +143,19 @@ class ToolResultAdapter:
 
     * ``str`` is sent as is; ``None`` is an empty success (a tool_result without content).
     * dicts, lists and tuples, pydantic models and dataclasses are sent as JSON text; so is a
-      :class:`Link`.
+      :class:`Link`. NaN and infinities, which JSON has no numbers for, become the strings
+      ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``.
     * ``bytes``, a ``pathlib.Path``, :class:`Image` and :class:`File` are sniffed from their bytes:
       PNG, JPEG, GIF and WebP become base64 image blocks, PDFs a PDF document block, UTF-8 text a
       text document; other images and files become a short text note naming them.
     * A content block (a dict whose ``"type"`` is a tool_result block type such as ``"text"`` or
       ``"image"``, which includes the SDK's ``*BlockParam`` dicts, or an SDK model of such a block)
-      is sent as a one-block list. Dicts are passed on unchanged, not copied, and not checked.
+      is sent as a one-block list. Dicts are passed on unchanged and not checked (only copied to
+      repair lone surrogates, below).
     * A list or tuple holding any block, bytes, path, :class:`Image` or :class:`File` becomes
       blocks in order: strings become text blocks, ``None`` is skipped, and other items become
       text blocks of JSON.
+    * Lone surrogates, which UTF-8 cannot encode, become U+FFFD in all of the above.
 
     Contract with the runner: call :meth:`needs_thread` first and, when it is true, call
     :meth:`to_content` in a worker thread (it reads files). :meth:`to_content` raises
@@ -190,25 +194,14 @@ class ToolResultAdapter:
     def to_content(self, value: object) -> ToolResultContent | None:
         """The tool_result content for ``value``; ``None`` means an empty success (omit ``content``).
 
+        Text that UTF-8 cannot encode (lone surrogates) is repaired, as :func:`sendable` says.
+
         Raises:
             ResultTooLargeError: ``value`` exceeds one of the adapter's size limits.
             TypeError: ``value`` (or something inside it) cannot be sent.
             OSError: a path in ``value`` cannot be read.
         """
-        if isinstance(value, str):
-            return self._text(value)
-        if value is None:
-            return None
-        if isinstance(value, list | tuple):
-            items = cast("Sequence[object]", value)
-            if any(self._is_rich(item) for item in items):
-                return [block for item in items for block in self._blocks(item)]
-            return self._text(self._json_text(items))
-        if self._is_block(value):
-            return [self._block(value)]
-        if isinstance(value, bytes | bytearray | Path | Image | File):
-            return self._file(value)
-        return self._text(self._json_text(value))
+        return sendable(self._content(value))
 
     def error_content(self, error: ToolError) -> ToolResultContent:
         """The content of the ``is_error`` tool_result for a :class:`ToolError` a tool raised."""
@@ -234,10 +227,26 @@ class ToolResultAdapter:
             text = _safe_repr(value)
         limit = self.plain_text_chars
         if limit is not None and len(text) > limit:
-            return f"{text[:limit]}{_ELLIPSIS} ({len(text) - limit:,} more characters)"
-        return text
+            text = f"{text[:limit]}{_ELLIPSIS} ({len(text) - limit:,} more characters)"
+        return sendable_text(text)
 
     # -- internals (subclasses override the public methods above) -------------------------------
+
+    def _content(self, value: object) -> ToolResultContent | None:
+        if isinstance(value, str):
+            return self._text(value)
+        if value is None:
+            return None
+        if isinstance(value, list | tuple):
+            items = cast("Sequence[object]", value)
+            if any(self._is_rich(item) for item in items):
+                return [block for item in items for block in self._blocks(item)]
+            return self._text(self._json_text(items))
+        if self._is_block(value):
+            return [self._block(value)]
+        if isinstance(value, bytes | bytearray | Path | Image | File):
+            return self._file(value)
+        return self._text(self._json_text(value))
 
     def _is_block(self, value: object) -> bool:
         if isinstance(value, Mapping):
@@ -253,7 +262,15 @@ class ToolResultAdapter:
             value = value.model_dump(mode="json")
         elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             value = dataclasses.asdict(value)
-        return json.dumps(value, ensure_ascii=False, default=_jsonable)
+        try:
+            return json.dumps(value, ensure_ascii=False, allow_nan=False, default=_jsonable)
+        except ValueError:
+            pass
+        # Rare: a NaN or an infinity, for which JSON has no number (json writes the non-JSON tokens
+        # NaN and Infinity). Read those back as the strings "NaN", "Infinity" and "-Infinity". A
+        # circular reference, the other ValueError, raises again here.
+        text = json.dumps(value, ensure_ascii=False, default=_jsonable)
+        return json.dumps(json.loads(text, parse_constant=str), ensure_ascii=False)
 
     def _is_rich(self, value: object) -> bool:
         return isinstance(value, bytes | bytearray | Path | Image | File) or self._is_block(value)
@@ -447,7 +464,8 @@ def _block_text(block: Mapping[str, Any]) -> str:
 def _jsonable(value: object) -> object:
     """``json.dumps`` hook: pydantic's encoders (models, dataclasses, datetimes, UUIDs, sets, ...)."""
     try:
-        return pydantic_core.to_jsonable_python(value)
+        # "constants" keeps NaN and infinities as floats, for _json_text's one rule about them.
+        return pydantic_core.to_jsonable_python(value, inf_nan_mode="constants")
     except pydantic_core.PydanticSerializationError:
         raise TypeError(
             f"Cannot send a {type(value).__qualname__!r} as a tool result; return a str, dict, list, "
@@ -466,11 +484,11 @@ def tool_result_block(
     """A ``tool_result`` block answering ``tool_use_id``.
 
     ``content=None`` (the empty success) leaves out the ``content`` key; ``is_error`` is only set
-    when true.
+    when true. The content is made sendable (:func:`sendable`) whichever adapter made it.
     """
     block: dict[str, object] = {"type": "tool_result", "tool_use_id": tool_use_id}
     if content is not None:
-        block["content"] = content
+        block["content"] = sendable(content)
     if is_error:
         block["is_error"] = True
     return cast("ToolResultBlockParam", block)

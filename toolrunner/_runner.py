@@ -546,7 +546,7 @@ class ToolRunner(Generic[ItemT]):
 
     def _may_run_again(self, call: ToolCall) -> bool:
         tool = self._index.runnable.get(call.name)
-        return bool(getattr(tool, "idempotent", False))
+        return tool is not None and tool.idempotent
 
     async def _save(self) -> None:
         """Save the current state to the checkpointer, if there is one and the state changed."""

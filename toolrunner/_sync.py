@@ -13,6 +13,7 @@ import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -48,6 +49,22 @@ class SyncToolRunner:
             )
         self._runner = ToolRunner(client, **options)
         self._portal: BlockingPortal | None = None
+
+    @classmethod
+    def resume(cls, client: anthropic.Anthropic, **options: Unpack[RunnerOptions]) -> Self:
+        """Go on with a saved run (see ``ToolRunner.resume``): ``SyncToolRunner.resume(client,
+        run_id=..., checkpointer=..., tools=[...])``."""
+        if not isinstance(client, anthropic.Anthropic):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ParamsError(
+                f"SyncToolRunner needs a sync anthropic.Anthropic client, not {type(client).__name__!r}."
+            )
+        _refuse_inside_an_event_loop()
+        with start_blocking_portal() as portal:
+            runner = portal.call(partial(ToolRunner.resume, client, **options))
+        sync = cls.__new__(cls)
+        sync._runner = runner
+        sync._portal = None
+        return sync
 
     @property
     def runner(self) -> ToolRunner:

@@ -3,8 +3,9 @@
 A ``Tool`` holds what the runner needs to offer a function to the model and to call it: the
 ``ToolParam`` sent on every request (name, description, JSON schema), the pydantic model that checks
 the model's input, and the options that say how to run it. The schema comes from the signature
-through pydantic, the descriptions from a Google-style docstring. Everything is worked out once, at
-decoration; per call there is only validation.
+through pydantic (``_schema.py``), the descriptions from a Google-style docstring
+(``_docstrings.py``). Everything is worked out once, at decoration; per call there is only
+validation.
 
 Running tools, timeouts and turning return values into tool_result blocks live elsewhere.
 """
@@ -15,22 +16,22 @@ import functools
 import inspect
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, get_args, get_origin, overload
+from typing import Any, Generic, cast, get_args, overload
 
 import pydantic
 from anthropic.types import ToolParam
-from pydantic import BaseModel, ConfigDict
-from pydantic.fields import FieldInfo
-from pydantic.json_schema import GenerateJsonSchema
+from anthropic.types.beta import BetaToolParam
+from pydantic import BaseModel
 from typing_extensions import ParamSpec, TypeVar
 
-from ._docstrings import parse_docstring
+from ._docstrings import parse_docstrings
 from ._errors import ToolDefinitionError, ToolInputError
+from ._schema import input_model_param, json_schema, read_parameters, signature_model
 from ._types import RunnerView, ToolCall
 
-__all__ = ["Tool", "ToolContext", "as_tool", "tool"]
+__all__ = ["DEFINITION_FIELDS", "Tool", "ToolContext", "as_tool", "tool"]
 
 P = ParamSpec("P", default=...)
 R = TypeVar("R", default=Any)
@@ -78,6 +79,7 @@ class Tool(Generic[P, R]):
         sequential: Run this tool alone, never concurrently with other tool calls.
         timeout: Seconds one call may take, or None for no limit.
         start_early: Whether streaming may start the tool before the reply is complete.
+        idempotent: Whether a call that a crash interrupted may simply run again on resume.
     """
 
     __name__: str
@@ -91,6 +93,7 @@ class Tool(Generic[P, R]):
     sequential: bool
     timeout: float | None
     start_early: bool
+    idempotent: bool
 
     def __init__(
         self,
@@ -102,6 +105,8 @@ class Tool(Generic[P, R]):
         sequential: bool = False,
         timeout: float | None = None,
         start_early: bool = True,
+        idempotent: bool = False,
+        definition: Mapping[str, Any] | None = None,
     ) -> None:
         if isinstance(function, Tool):
             function = function.function  # type: ignore[assignment]  # re-decorating: start from the source
@@ -114,36 +119,47 @@ class Tool(Generic[P, R]):
         functools.update_wrapper(
             self, function, updated=("__dict__",) if inspect.isfunction(function) else ()
         )
-        source = _unwrap_partial(function)
         self.name = _check_name(name if name is not None else _default_name(function))
         # Partials and callable objects have no __name__ for update_wrapper to copy.
         self.__dict__.setdefault("__name__", self.name)
         self.__dict__.setdefault("__qualname__", self.name)
-        summary, arg_docs = parse_docstring(getattr(source, "__doc__", None))
+        callee = _callee(function)
+        summary, arg_docs = parse_docstrings(_docstrings(function, callee))
         self.description = _check_description(self.name, description, summary)
         self.function = function
-        self.is_async = _is_async(function)
+        _refuse_generator(self.name, callee)
+        self.is_async = inspect.iscoroutinefunction(callee)
         self.sequential = sequential
         self.timeout = _check_timeout(self.name, timeout)
         self.start_early = start_early
+        self.idempotent = idempotent
 
-        parameters = _parameters(self.name, function)
+        # What a partial binds by keyword stays in the signature, with its value as default: it must
+        # neither reach the schema (it may be a secret) nor be accepted from the model.
+        bound = _bound_keywords(function)
+        parameters = [p for p in read_parameters(self.name, function) if p.name not in bound]
         self._context_param = _context_param(self.name, parameters)
         inputs = [p for p in parameters if p.name != self._context_param]
         if input_model is not None:
-            self._model_param: str | None = _input_model_param(self.name, input_model, inputs)
+            self._model_param: str | None = input_model_param(self.name, input_model, inputs)
             self._model = input_model
             # Internal field name -> keyword argument; unused for input_model tools.
             self._fields: dict[str, str] = {}
+            # Fields passed even when the model leaves them out: their default is pydantic's to apply.
+            self._always: frozenset[str] = frozenset()
         else:
             self._model_param = None
-            self._model, self._fields = _signature_model(self.name, inputs, arg_docs)
-        self.input_schema = _json_schema(self.name, self._model)
-        self._param: ToolParam = {
+            self._model, self._fields, self._always = signature_model(self.name, inputs, arg_docs)
+        self.input_schema = json_schema(self.name, self._model)
+        param: dict[str, object] = {
             "name": self.name,
             "description": self.description,
             "input_schema": self.input_schema,
         }
+        if definition is not None:
+            param.update(_definition(self.name, definition, self._model))
+            _check_param(self.name, param)
+        self._param = cast("ToolParam", param)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.function(*args, **kwargs)
@@ -151,13 +167,14 @@ class Tool(Generic[P, R]):
     def __repr__(self) -> str:
         return (
             f"Tool(name={self.name!r}, is_async={self.is_async}, sequential={self.sequential}, "
-            f"timeout={self.timeout}, start_early={self.start_early})"
+            f"timeout={self.timeout}, start_early={self.start_early}, idempotent={self.idempotent})"
         )
 
     def to_param(self) -> ToolParam:
-        """The tool's definition for the ``tools`` request param.
+        """The tool's definition for the ``tools`` request param, with the ``definition`` fields.
 
-        Built once; every call returns the same dict, so copy it before changing anything.
+        Built once; every call returns the same dict: treat it as read-only. To send more fields,
+        pass ``definition=`` to ``@tool``.
         """
         return self._param
 
@@ -165,8 +182,9 @@ class Tool(Generic[P, R]):
         """Validate the model's input and return the keyword arguments for ``function``.
 
         The context argument is not included (``call_kwargs`` adds it). Parameters the model left
-        out are left out here too, so the function's own defaults apply. For an ``input_model``
-        tool the result is ``{param: validated model instance}``.
+        out are left out here too, so the function's own defaults apply; those whose default is a
+        ``pydantic.Field`` get the value pydantic gives them. For an ``input_model`` tool the result
+        is ``{param: validated model instance}``.
 
         Args:
             raw: The tool_use block's input: a dict, or a string holding a JSON object.
@@ -182,8 +200,12 @@ class Tool(Generic[P, R]):
             raise ToolInputError(self._validation_message(error)) from None
         if self._model_param is not None:
             return {self._model_param: validated}
-        given = validated.model_fields_set
-        return {param: getattr(validated, field) for field, param in self._fields.items() if field in given}
+        given, always = validated.model_fields_set, self._always
+        return {
+            param: getattr(validated, field)
+            for field, param in self._fields.items()
+            if field in given or field in always
+        }
 
     def call_kwargs(self, arguments: dict[str, Any], context: ToolContext) -> dict[str, Any]:
         """The keyword arguments to call ``function`` with: ``arguments`` (from ``parse_input``) plus
@@ -215,8 +237,7 @@ class Tool(Generic[P, R]):
         count = f"{len(errors)} error" if len(errors) == 1 else f"{len(errors)} errors"
         lines = [f"The input for tool {self.name!r} is invalid ({count}):"]
         for item in errors[:_MAX_ERRORS]:
-            path = ".".join(str(part) for part in item["loc"]) or "(input)"
-            line = f"- {path}: {item['msg']}"
+            line = f"- {_path(item['loc'])}: {item['msg']}"
             # For a missing field, pydantic's "input" is the enclosing object: not worth repeating.
             if item["type"] != "missing":
                 line += f" (received {_short_repr(item['input'])})"
@@ -238,6 +259,10 @@ def tool(
     sequential: bool = False,
     timeout: float | None = None,
     start_early: bool = True,
+    idempotent: bool = False,
+    # Any, not object: the values are wire data that the SDK's TypedDicts type and that are checked
+    # against them at decoration; with object, pyright strict rejects literals such as [] in them.
+    definition: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 def tool(
     function: Callable[P, R] | None = None,
@@ -249,6 +274,8 @@ def tool(
     sequential: bool = False,
     timeout: float | None = None,
     start_early: bool = True,
+    idempotent: bool = False,
+    definition: Mapping[str, Any] | None = None,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Make a function into a tool; use as ``@tool`` or ``@tool(...)``.
 
@@ -261,6 +288,13 @@ def tool(
         timeout: Seconds one call may take; the runner stops it after that.
         start_early: Whether streaming may start the tool before the reply ends; pass False for
             tools with side effects.
+        idempotent: Running the tool twice does no harm, so a call that a crash interrupted (see
+            ``ToolRunner.resume``) runs again instead of getting an "interrupted" error result.
+        definition: More fields of the tool's definition, sent with it on every request:
+            ``{"strict": True, "cache_control": {"type": "ephemeral"}}``, ... Any field the installed
+            SDK's ``ToolParam`` (or ``BetaToolParam``) has, except the three ``@tool`` sets (name,
+            description, input_schema); values are checked against the SDK's types, and
+            ``input_examples`` against the tool's schema.
 
     Raises:
         ToolDefinitionError: The function cannot be made into a tool; the message says why.
@@ -275,6 +309,8 @@ def tool(
             sequential=sequential,
             timeout=timeout,
             start_early=start_early,
+            idempotent=idempotent,
+            definition=definition,
         )
 
     if function is not None:
@@ -298,6 +334,81 @@ def as_tool(obj: object) -> Tool:
     return Tool(obj)
 
 
+# Definition fields -----------------------------------------------------------------------------
+
+# Set by @tool itself, from its options, the signature and the docstring.
+_OWNED_FIELDS = {
+    "name": "pass name=... to @tool",
+    "description": "pass description=... to @tool",
+    "input_schema": "it comes from the signature, or from input_model=...",
+}
+
+
+def _definition(name: str, definition: object, model: type[BaseModel]) -> dict[str, object]:
+    """The ``definition`` fields, their names checked; ``input_examples`` checked against the tool's
+    own input model, and made a list (it may be any iterable)."""
+    if not isinstance(definition, Mapping):
+        raise ToolDefinitionError(
+            f"The definition {definition!r} of tool {name!r} is not a dict; pass the extra fields of the "
+            'tool definition as one, such as definition={"strict": True}.'
+        )
+    fields = {str(key): value for key, value in cast("Mapping[object, object]", definition).items()}
+    for key in fields:
+        if key in _OWNED_FIELDS:
+            raise ToolDefinitionError(
+                f"The definition field {key!r} of tool {name!r} is set by @tool; {_OWNED_FIELDS[key]}."
+            )
+        if key not in DEFINITION_FIELDS:
+            raise ToolDefinitionError(
+                f"The definition field {key!r} of tool {name!r} is not a field of a custom tool in the "
+                f"installed anthropic SDK; the fields are: {', '.join(sorted(DEFINITION_FIELDS))}."
+            )
+    if "input_examples" in fields:
+        examples = list(cast("Iterable[object]", fields["input_examples"]))
+        for index, example in enumerate(examples):
+            try:
+                model.model_validate(example)
+            except pydantic.ValidationError as error:
+                problems = "; ".join(
+                    f"{_path(item['loc'])}: {item['msg']}" for item in error.errors(include_url=False)
+                )
+                raise ToolDefinitionError(
+                    f"The input example {index} of tool {name!r} does not match its input_schema "
+                    f"({problems}); correct it or leave it out."
+                ) from None
+        fields["input_examples"] = examples
+    return fields
+
+
+def _check_param(name: str, param: dict[str, object]) -> None:
+    """Check a definition's values against the SDK's type for it, so a wrong one fails here rather
+    than in every request."""
+    sdk_type = ToolParam if param.keys() <= _fields_of(ToolParam) else BetaToolParam
+    try:
+        _adapter(sdk_type).validate_python(param, strict=True)
+    except pydantic.ValidationError as error:
+        item = error.errors(include_url=False)[0]
+        raise ToolDefinitionError(
+            f"The definition field {_path(item['loc'])!r} of tool {name!r} is invalid: {item['msg']} "
+            f"(received {_short_repr(item['input'])}); give it a value of the type the SDK's "
+            f"{sdk_type.__name__} declares for it."
+        ) from None
+
+
+def _fields_of(typed_dict: Any) -> frozenset[str]:
+    return frozenset(typed_dict.__required_keys__ | typed_dict.__optional_keys__)
+
+
+@functools.cache
+def _adapter(sdk_type: Any) -> pydantic.TypeAdapter[Any]:
+    return pydantic.TypeAdapter(sdk_type)
+
+
+DEFINITION_FIELDS: frozenset[str] = (_fields_of(ToolParam) | _fields_of(BetaToolParam)) - _OWNED_FIELDS.keys()
+"""The fields ``definition=`` may set: those the installed SDK's ``ToolParam`` and ``BetaToolParam``
+declare, less the three ``@tool`` owns. Read from the SDK, so a field a newer SDK adds is known."""
+
+
 # Signature -------------------------------------------------------------------------------------
 
 
@@ -305,6 +416,19 @@ def _unwrap_partial(function: object) -> object:
     while isinstance(function, functools.partial):
         function = function.func  # type: ignore[assignment]
     return function
+
+
+def _bound_keywords(function: object) -> frozenset[str]:
+    """The names that a ``functools.partial``, or a chain of them, binds by keyword.
+
+    Arguments bound by position are already gone from the partial's signature.
+    """
+    names: set[str] = set()
+    while isinstance(function, functools.partial):
+        partial = cast("functools.partial[object]", function)
+        names.update(partial.keywords)
+        function = partial.func
+    return frozenset(names)
 
 
 def _default_name(function: object) -> str:
@@ -342,42 +466,33 @@ def _check_timeout(name: str, timeout: float | None) -> float | None:
     return float(timeout)
 
 
-def _is_async(function: object) -> bool:
+def _callee(function: object) -> object:
+    """What runs when ``function`` is called: the function under any partials, or, for a callable
+    object, its class's ``__call__``."""
     function = _unwrap_partial(function)
-    if inspect.iscoroutinefunction(function):
-        return True
     if inspect.isroutine(function) or inspect.isclass(function):
-        return False
-    # A callable object: its class's __call__ decides.
-    return inspect.iscoroutinefunction(type(function).__call__)
+        return function
+    return type(function).__call__
 
 
-def _parameters(name: str, function: Callable[..., Any]) -> list[inspect.Parameter]:
-    try:
-        signature = inspect.signature(function, eval_str=True)
-    except (NameError, AttributeError, SyntaxError, TypeError) as error:
+def _docstrings(function: object, callee: object) -> list[object]:
+    """The docstrings that describe ``function``, most preferred first."""
+    source = _unwrap_partial(function)
+    if callee is source:
+        return [getattr(source, "__doc__", None)]
+    # A callable object: __call__ says what calling it does; the class docstring fills in the rest.
+    return [getattr(callee, "__doc__", None), getattr(source, "__doc__", None)]
+
+
+def _refuse_generator(name: str, callee: object) -> None:
+    # Refused here, not at the first call: an async generator cannot be awaited, and a sync one's
+    # items would only reach the model as whatever pydantic's JSON encoder makes of them.
+    if inspect.isasyncgenfunction(callee) or inspect.isgeneratorfunction(callee):
+        kind = "an async generator" if inspect.isasyncgenfunction(callee) else "a generator"
         raise ToolDefinitionError(
-            f"The annotations of tool {name!r} cannot be evaluated ({error}); define the types they name "
-            "at module level, before the function, where its globals can see them."
-        ) from error
-    except ValueError as error:
-        raise ToolDefinitionError(
-            f"The signature of tool {name!r} cannot be read ({error}); wrap it in a Python function."
-        ) from error
-    parameters = list(signature.parameters.values())
-    for parameter in parameters:
-        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            star = "*" if parameter.kind is parameter.VAR_POSITIONAL else "**"
-            raise ToolDefinitionError(
-                f"The parameter {star}{parameter.name} of tool {name!r} is not supported; the input is a JSON "
-                "object with named fields, so declare each one as a parameter (or use input_model=...)."
-            )
-        if parameter.kind is parameter.POSITIONAL_ONLY:
-            raise ToolDefinitionError(
-                f"The parameter {parameter.name!r} of tool {name!r} is positional-only; tools are called "
-                "with keyword arguments, so remove the '/' from the signature."
-            )
-    return parameters
+            f"The tool {name!r} is {kind} function; a tool returns its result once: collect what it "
+            "yields into a list and return the list."
+        )
 
 
 def _context_param(name: str, parameters: list[inspect.Parameter]) -> str | None:
@@ -399,98 +514,9 @@ def _mentions_context(annotation: object) -> bool:
     return annotation is ToolContext or any(_mentions_context(arg) for arg in get_args(annotation))
 
 
-def _input_model_param(name: str, input_model: object, inputs: list[inspect.Parameter]) -> str:
-    if not (isinstance(input_model, type) and issubclass(input_model, BaseModel)):
-        raise ToolDefinitionError(
-            f"The input_model {input_model!r} of tool {name!r} is not a pydantic model; pass a subclass of "
-            "pydantic.BaseModel."
-        )
-    if issubclass(input_model, pydantic.RootModel):
-        raise ToolDefinitionError(
-            f"The input_model {input_model.__name__} of tool {name!r} is a RootModel; a tool's input is a "
-            "JSON object, so pass a BaseModel with fields."
-        )
-    if len(inputs) != 1:
-        names = ", ".join(p.name for p in inputs) or "none"
-        raise ToolDefinitionError(
-            f"The tool {name!r} has input_model={input_model.__name__}, so its function must take exactly one "
-            f"parameter (besides a ToolContext) to receive the {input_model.__name__} instance; it takes: "
-            f"{names}."
-        )
-    return inputs[0].name
-
-
-def _signature_model(
-    name: str, inputs: list[inspect.Parameter], arg_docs: Mapping[str, str]
-) -> tuple[type[BaseModel], dict[str, str]]:
-    """A pydantic model with one field per parameter, and its field names -> parameter names.
-
-    Fields get neutral names (``p0``, ``p1``, ...) and the parameter name as alias, so that parameters
-    may be called anything (``json``, ``schema``, ``_id``) without clashing with BaseModel's namespace.
-    """
-    definitions: dict[str, Any] = {}
-    fields: dict[str, str] = {}
-    for index, parameter in enumerate(inputs):
-        if parameter.annotation is parameter.empty:
-            raise ToolDefinitionError(
-                f"The parameter {parameter.name!r} of tool {name!r} has no type annotation; add one (for "
-                f"example `{parameter.name}: str`) so the schema can tell the model what to send. For a "
-                "method, decorate the bound method: tool(instance.method)."
-            )
-        user_fields = list(_field_infos(parameter))
-        alias = next((f.alias for f in user_fields if f.alias), parameter.name)
-        # Our FieldInfo comes after the user's in the merge: it must set nothing they set.
-        ours = pydantic.Field(alias=alias)
-        if parameter.name in arg_docs and not any(f.description for f in user_fields):
-            ours = pydantic.Field(alias=alias, description=arg_docs[parameter.name])
-        default = ... if parameter.default is parameter.empty else parameter.default
-        field = f"p{index}"
-        definitions[field] = (Annotated[parameter.annotation, ours], default)
-        fields[field] = parameter.name
-    try:
-        model = pydantic.create_model(name, __config__=ConfigDict(extra="forbid"), **definitions)
-    except (pydantic.PydanticUserError, TypeError, ValueError) as error:
-        raise ToolDefinitionError(
-            f"The signature of tool {name!r} cannot be made into a schema ({error}); use types pydantic "
-            "can validate (str, int, list[...], Literal, pydantic models, ...)."
-        ) from error
-    return model, fields
-
-
-def _field_infos(parameter: inspect.Parameter) -> Iterator[FieldInfo]:
-    if get_origin(parameter.annotation) is Annotated:
-        yield from (m for m in parameter.annotation.__metadata__ if isinstance(m, FieldInfo))
-    if isinstance(parameter.default, FieldInfo):
-        yield parameter.default
-
-
-# Schema ----------------------------------------------------------------------------------------
-
-
-class _SchemaGenerator(GenerateJsonSchema):
-    # No titles made up from field names ("City" for city): they cost tokens and say nothing.
-    # Titles given explicitly with Field(title=...) stay.
-    def field_title_should_be_set(self, schema: Any) -> bool:
-        return False
-
-
-def _json_schema(name: str, model: type[BaseModel]) -> dict[str, Any]:
-    try:
-        schema = model.model_json_schema(schema_generator=_SchemaGenerator)
-    except pydantic.PydanticUserError as error:
-        raise ToolDefinitionError(
-            f"The input of tool {name!r} cannot be described as a JSON schema ({error}); use JSON types."
-        ) from error
-    # Titles that only repeat a class name: the model's own, and those of $defs under that name.
-    if schema.get("title") == model.__name__:
-        del schema["title"]
-    for key, definition in schema.get("$defs", {}).items():
-        if definition.get("title") == key:
-            del definition["title"]
-    first = ("type", "properties", "required", "additionalProperties")
-    return {key: schema[key] for key in first if key in schema} | {
-        key: value for key, value in schema.items() if key not in first
-    }
+def _path(loc: tuple[int | str, ...]) -> str:
+    """Where in the input a validation error is, as ``items.0.quantity``."""
+    return ".".join(str(part) for part in loc) or "(input)"
 
 
 def _short_repr(value: object) -> str:

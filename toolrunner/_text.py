@@ -1,0 +1,75 @@
+"""Text a request can carry: lone surrogates, which UTF-8 cannot encode, replaced.
+
+Python strings may hold lone surrogates: ``os.listdir`` gives them for file names that are not
+UTF-8 (``b"caf\\xe9.txt"`` becomes ``"caf\\udce9.txt"``), as do ``os.environ``, ``sys.argv`` and any
+``decode(errors="surrogateescape")``. The SDK encodes a request as UTF-8 JSON, so one such string in
+the history would make that request, and every later one, fail with ``UnicodeEncodeError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar, cast
+
+__all__ = ["sendable", "sendable_text"]
+
+T = TypeVar("T")
+
+
+def sendable(value: T) -> T:
+    """``value`` (text, or dicts and lists holding text) with every lone surrogate replaced by U+FFFD,
+    the replacement character; a surrogate pair becomes the character it stands for.
+
+    A value without any is returned as it is, not copied: the check costs nothing for ASCII text and
+    one encoding pass for other text. A value with some comes back as a copy (tuples as lists).
+    """
+    if isinstance(value, str):
+        return cast("T", sendable_text(value))
+    if _is_sendable(value):
+        return value
+    return cast("T", _repaired(value))
+
+
+def sendable_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD; ``text`` itself when it has none."""
+    if _is_sendable_text(text):
+        return text
+    # Through UTF-16, a surrogate pair becomes the character it stands for, and a lone one U+FFFD.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _is_sendable(value: object) -> bool:
+    # Loops rather than all(...): this runs on every result, and generators cost more than the check.
+    if isinstance(value, str):
+        return _is_sendable_text(value)
+    if isinstance(value, dict):
+        for key, item in cast("dict[object, object]", value).items():
+            if not (_is_sendable(key) and _is_sendable(item)):
+                return False
+    elif isinstance(value, list | tuple):
+        for item in cast("Sequence[object]", value):
+            if not _is_sendable(item):
+                return False
+    return True
+
+
+def _is_sendable_text(text: str) -> bool:
+    if text.isascii():  # O(1) on CPython: a string knows whether it is ASCII
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _repaired(value: object) -> object:
+    """A copy of ``value`` with its text made sendable; only called when some of it is not."""
+    if isinstance(value, str):
+        return sendable_text(value)
+    if isinstance(value, dict):
+        items = cast("dict[object, object]", value).items()
+        return {_repaired(key): _repaired(item) for key, item in items}
+    if isinstance(value, list | tuple):
+        return [_repaired(item) for item in cast("Sequence[object]", value)]
+    return value
