@@ -16,9 +16,11 @@ from typing import TypeAlias
 
 import anyio
 
-from ._types import EndReason, Reply, ToolCall
+from ._types import Decision, EndReason, Reply, ToolCall
 
 __all__ = [
+    "ApprovalDecided",
+    "ApprovalRequested",
     "EndReason",
     "LoopFinished",
     "MessageFinished",
@@ -66,6 +68,21 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalRequested:
+    """A tool call waits for a person's decision (``runner.pending_approvals`` lists it)."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided:
+    """A call that needed a decision got one (or was denied because deciding failed)."""
+
+    call: ToolCall
+    decision: Decision
+
+
+@dataclass(frozen=True, slots=True)
 class LoopFinished:
     """The loop ended."""
 
@@ -74,7 +91,15 @@ class LoopFinished:
     reason: EndReason
 
 
-RunnerEvent: TypeAlias = TextDelta | MessageFinished | ToolCallStarted | ToolCallFinished | LoopFinished
+RunnerEvent: TypeAlias = (
+    TextDelta
+    | MessageFinished
+    | ToolCallStarted
+    | ToolCallFinished
+    | ApprovalRequested
+    | ApprovalDecided
+    | LoopFinished
+)
 
 
 Listener: TypeAlias = Callable[[RunnerEvent], None]
