@@ -6,6 +6,7 @@ from typing import Any, cast
 
 import anthropic
 import pytest
+from anthropic import beta_tool
 
 from toolrunner.testing import FakeMessagesAPI, text_reply
 
@@ -350,3 +351,47 @@ def test_a_final_assistant_message_before_a_directive_may_be_empty() -> None:
     accept(
         request(QUESTION, {"role": "assistant", "content": ""}, system([], output_config={"effort": "high"}))
     )
+
+
+def test_the_sdks_own_tool_runner_adding_tools_mid_run_is_accepted() -> None:
+    @beta_tool
+    def get_weather(city: str) -> str:
+        """The weather in a city.
+
+        Args:
+            city: The city's name.
+        """
+        return f"{city}: sunny"
+
+    @beta_tool
+    def get_time(city: str) -> str:
+        """The time in a city.
+
+        Args:
+            city: The city's name.
+        """
+        return f"{city}: noon"
+
+    fake = FakeMessagesAPI.automatic()
+    with fake.client() as client:
+        runner = client.beta.messages.tool_runner(
+            model="m",
+            max_tokens=100,
+            messages=[QUESTION],  # pyright: ignore[reportArgumentType]
+            tools=[get_weather],
+            thread=False,
+            betas=["inline-tools-2026-09-15"],
+            max_iterations=5,
+        )
+        for message in runner:
+            if message.content[0].type == "tool_use" and message.content[0].name == "get_weather":
+                runner.add_tools(get_time)
+    # The SDK sends the tool_addition in a system message after the tool results; the fake takes it.
+    assert [message["role"] for message in fake.requests[1].messages] == [
+        "user",
+        "assistant",
+        "user",
+        "system",
+    ]
+    assert [message["role"] for message in fake.requests[2].messages][-2:] == ["assistant", "user"]
+    assert len(fake.requests) == 3
