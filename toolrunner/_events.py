@@ -2,8 +2,11 @@
 
 Events are plain frozen data; the runner emits them in this order for each request:
 ``TextDelta``\\* (as text streams in, or once per text block without streaming),
-``MessageFinished``, then for each tool call ``ToolCallStarted`` ... ``ToolCallFinished``, and
-``LoopFinished`` once at the end.
+``MessageFinished``, ``ApprovalRequested`` for each call that waits for a decision, then for each
+tool call ``ToolCallStarted`` ... ``ToolCallFinished`` (``ApprovalDecided`` when a waiting call is
+decided), and ``LoopFinished`` when the loop ends or pauses. Calls started early
+(``run_tools_eagerly``) report ``ToolCallStarted`` before their reply's ``MessageFinished``. Each
+call is reported once, across a pause and a resume.
 """
 
 from __future__ import annotations
