@@ -8,6 +8,7 @@ plain data (``reply_param``), dumped once, the way the SDK dumps them.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -21,6 +22,7 @@ from ._types import Reply, ToolCall
 
 __all__ = [
     "ROLES",
+    "TOOL_ID_PATTERN",
     "check_history",
     "check_reply",
     "client_tool_calls",
@@ -31,6 +33,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("toolrunner")
+
+TOOL_ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,128}")
+"""What the service accepts as a ``tool_use`` id (use with ``fullmatch``)."""
 
 ROLES = ("user", "assistant", "system")
 """The roles a history message may have (anthropic 2.12's ``MessageParam`` has ``system`` too)."""
@@ -83,6 +88,14 @@ def _duplicate(ids: Sequence[str]) -> str | None:
     return None
 
 
+def _malformed_id(ids: Sequence[object]) -> object | None:
+    return next((tool_use_id for tool_use_id in ids if not _is_tool_id(tool_use_id)), None)
+
+
+def _is_tool_id(tool_use_id: object) -> bool:
+    return isinstance(tool_use_id, str) and TOOL_ID_PATTERN.fullmatch(tool_use_id) is not None
+
+
 def check_reply(reply: object) -> None:
     """Refuse a reply the history must not take: what is not a whole assistant message (a proxy's
     page answered with a 200, say), or a message that calls one tool_use id twice, which the
@@ -101,12 +114,18 @@ def check_reply(reply: object) -> None:
             f"the service answered with something that is not a message ({_preview(reply)}); nothing was "
             "appended, and iterating the runner again sends the same request again."
         )
-    duplicate = _duplicate([call.id for call in client_tool_calls(reply)])
-    if duplicate is not None:
+    ids = [call.id for call in client_tool_calls(reply)]
+    duplicate = _duplicate(ids)
+    malformed = _malformed_id(ids)
+    if duplicate is not None or malformed is not None:
+        problem = (
+            f"two tool_use blocks with the id {duplicate!r}"
+            if duplicate is not None
+            else f"a tool_use id the service does not accept ({malformed!r}; ids match {TOOL_ID_PATTERN.pattern})"
+        )
         raise MalformedReplyError(
-            f"the reply has two tool_use blocks with the id {duplicate!r}, which the service would reject if "
-            "it were sent back; nothing was run or appended, and iterating the runner again sends the same "
-            "request again."
+            f"the reply has {problem}, so the service would reject it if it were sent back; nothing was run or "
+            "appended, and iterating the runner again sends the same request again."
         )
 
 
@@ -136,6 +155,13 @@ def check_history(messages: Sequence[object], start: int = 0) -> None:
                 raise HistoryError(
                     f"messages[{index}] has two tool_use blocks with the id {duplicate!r}; the service would "
                     "reject this history with a 400. Give each tool_use its own id."
+                )
+            malformed = _malformed_id([call.id for call in calls])
+            if malformed is not None:
+                raise HistoryError(
+                    f"messages[{index}] has a tool_use id the service does not accept ({malformed!r}; ids match "
+                    f"{TOOL_ID_PATTERN.pattern}); it would reject this history with a 400. Fix the id with "
+                    "toolrunner.sanitize_tool_id(), in the tool_use and in its tool_result."
                 )
             answered = tool_result_ids(messages[index + 1]) if index < last else set[str]()
             missing = [call.id for call in calls if call.id not in answered]
@@ -195,15 +221,24 @@ def _block_param(block: BaseModel) -> dict[str, Any]:
         return block.model_dump(
             mode="json", by_alias=True, exclude_unset=True, exclude=exclude, warnings=False
         )
-    except ValueError:  # "Maximum serialization depth exceeded": a deeply nested input
-        if "input" not in block.model_fields_set:
-            raise
-    # The input is the model's JSON as parsed: take it as it is, in its place among the fields.
+    except ValueError:  # nested deeper than pydantic's serializer goes, or text JSON cannot encode
+        pass
+    # The block is what the service's JSON parsed into, so its Python form is JSON data already. The
+    # input, which may be nested too deep for the serializer, is taken as parsed, in its place.
+    raw_input = "input" in block.model_fields_set
     rest = block.model_dump(
-        mode="json", by_alias=True, exclude_unset=True, exclude={*(exclude or ()), "input"}, warnings=False
+        mode="python",
+        by_alias=True,
+        exclude_unset=True,
+        exclude={*(exclude or ()), *(("input",) if raw_input else ())},
+        warnings=False,
     )
+    if not raw_input:
+        return rest
     order = list(type(block).model_fields)
-    data = {key: value for key, value in rest.items() if order.index(key) < order.index("input")}
+    data = {
+        key: value for key, value in rest.items() if key in order and order.index(key) < order.index("input")
+    }
     data["input"] = getattr(block, "input")  # noqa: B009  # the attribute every block with an input has
     return data | rest
 
