@@ -10,6 +10,7 @@ from ._checkpoint import (
     MemoryCheckpointer as MemoryCheckpointer,
     SQLiteCheckpointer as SQLiteCheckpointer,
 )
+from ._compaction import CompactionControl as CompactionControl
 from ._errors import (
     CheckpointError as CheckpointError,
     HistoryError as HistoryError,
@@ -60,6 +61,7 @@ from ._state import (
 )
 from ._sync import SyncToolRunner as SyncToolRunner
 from ._tools import Tool as Tool, ToolContext as ToolContext, tool as tool
+from ._toolsets import RunnableTool as RunnableTool, Toolset as Toolset
 from ._types import (
     EndReason as EndReason,
     Reply as Reply,
@@ -88,6 +90,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointError",
     "Checkpointer",
+    "CompactionControl",
     "EndReason",
     "File",
     "HistoryError",
@@ -106,6 +109,7 @@ __all__ = [
     "RequestUsage",
     "ResultTooLargeError",
     "RunState",
+    "RunnableTool",
     "RunnerEvent",
     "RunnerOptions",
     "RunnerView",
@@ -127,6 +131,7 @@ __all__ = [
     "ToolResultMessage",
     "ToolRunner",
     "ToolRunnerError",
+    "Toolset",
     "UnansweredToolUseError",
     "Usage",
     "UsageTracker",

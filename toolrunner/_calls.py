@@ -148,7 +148,7 @@ class TurnCalls:
 
     def start_early(self, call: ToolCall, group: anyio.abc.TaskGroup) -> None:
         """Start a call while its reply streams, if its tool allows and it did not start yet."""
-        tool = self.execution.tools.get(call.name)
+        tool = self.execution.find(call)
         if tool is not None and tool.start_early and call.id not in self._link.state().calls:
             self._running.start_early(call, group, self._run_early)
 

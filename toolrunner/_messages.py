@@ -59,7 +59,12 @@ def client_tool_calls(message: object) -> tuple[ToolCall, ...]:
     if field(message, "role") != "assistant":
         return ()
     return tuple(
-        ToolCall(id=field(block, "id"), name=field(block, "name"), input=field(block, "input"))
+        ToolCall(
+            id=field(block, "id"),
+            name=field(block, "name"),
+            input=field(block, "input"),
+            toolset_name=field(block, "toolset_name"),
+        )
         for block in _blocks(message)
         if field(block, "type") == "tool_use"
     )

@@ -339,6 +339,7 @@ def _record_data(record: CallRecord) -> dict[str, Any]:
         "id": call.id,
         "name": call.name,
         "input": plain_data(call.input, f"the input of tool_use {call.id!r}"),
+        "toolset_name": call.toolset_name,
         "status": record.status.value,
         "result": None if record.result is None else plain_data(record.result, f"the result of {call.id!r}"),
     }
@@ -347,7 +348,9 @@ def _record_data(record: CallRecord) -> dict[str, Any]:
 def _read_record(data: Mapping[str, Any]) -> CallRecord:
     result = data["result"]
     return CallRecord(
-        call=ToolCall(id=data["id"], name=data["name"], input=data["input"]),
+        call=ToolCall(
+            id=data["id"], name=data["name"], input=data["input"], toolset_name=data.get("toolset_name")
+        ),
         status=CallStatus(data["status"]),
         result=None if result is None else cast(ToolResultBlockParam, dict(result)),
     )

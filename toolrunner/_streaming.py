@@ -81,7 +81,14 @@ async def watch_stream(
                     if block.type == "tool_use":
                         watch.tool_use_ids.append(block.id)
                         if on_tool_use is not None:
-                            on_tool_use(ToolCall(id=block.id, name=block.name, input=block.input))
+                            on_tool_use(
+                                ToolCall(
+                                    id=block.id,
+                                    name=block.name,
+                                    input=block.input,
+                                    toolset_name=getattr(block, "toolset_name", None),
+                                )
+                            )
                 elif event.type == "message_stop":
                     watch.complete = True
                 yield event
