@@ -139,7 +139,8 @@ class SyncToolRunner:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        """End the loop, and close the tools (see ``ToolRunner.aclose``)."""
+        self._call(self._runner.aclose)
 
     def __iter__(self) -> Iterator[Reply]:
         return self._iterate()
