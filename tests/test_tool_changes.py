@@ -145,25 +145,25 @@ async def test_system_messages_are_taken_in_histories_push_messages_and_set_mess
     ]
 
 
-@pytest.mark.parametrize(
-    ("messages", "match"),
-    [
-        ([{"role": "system", "content": "Hi."}, USER], r"messages\[0\] is a system message at the start"),
-        (
-            [USER, {"role": "assistant", "content": "Hi."}, {"role": "system", "content": "Be brief."}],
-            r"messages\[2\] is a system message right after an assistant message",
-        ),
-        (
-            [USER, {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Go."}],
-            r"messages\[1\] is a system message followed by a user message",
-        ),
-        (
-            [USER, {"role": "system", "content": [{"type": "image", "source": {}}]}],
-            r"messages\[1\] is a system message with a 'image' block",
-        ),
-        ([USER, {"role": "system", "content": []}], r"messages\[1\] is a system message with no content"),
-    ],
-)
+MISPLACED: list[tuple[list[dict[str, Any]], str]] = [
+    ([{"role": "system", "content": "Hi."}, USER], r"messages\[0\] is a system message at the start"),
+    (
+        [USER, {"role": "assistant", "content": "Hi."}, {"role": "system", "content": "Be brief."}],
+        r"messages\[2\] is a system message right after an assistant message",
+    ),
+    (
+        [USER, {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Go."}],
+        r"messages\[1\] is a system message followed by a user message",
+    ),
+    (
+        [USER, {"role": "system", "content": [{"type": "image", "source": {}}]}],
+        r"messages\[1\] is a system message with a 'image' block",
+    ),
+    ([USER, {"role": "system", "content": []}], r"messages\[1\] is a system message with no content"),
+]
+
+
+@pytest.mark.parametrize(("messages", "match"), MISPLACED)
 async def test_misplaced_system_messages_are_refused_before_they_are_sent(
     messages: list[dict[str, Any]], match: str
 ) -> None:
