@@ -39,6 +39,7 @@ from ._compaction import (
     tokens_used,
 )
 from ._errors import ParamsError, ToolRunnerError
+from ._lifecycle import Step, step_for
 from ._messages import client_tool_calls, field, reply_param
 from ._params import runnable_of
 from ._requests import send_request
@@ -238,7 +239,8 @@ class RunnerExtensions:
             self._pending_changes.clear()
             state = state.replace(messages=(*messages, system))
             self._set(state)
-        if self._pending_compaction is not None and last_role != "assistant":
+        paused = state.reply is not None and step_for(state.reply.stop_reason) is Step.RESUME
+        if self._pending_compaction is not None and not paused:  # a paused turn is resumed first
             self._compacting = (self._pending_compaction, len(state.messages))
             self._pending_compaction = None
 
