@@ -59,7 +59,7 @@ from ._state import (
     Phase as Phase,
     RunState as RunState,
 )
-from ._sync import SyncToolRunner as SyncToolRunner
+from ._sync import SyncReplyStream as SyncReplyStream, SyncToolRunner as SyncToolRunner
 from ._tools import Tool as Tool, ToolContext as ToolContext, tool as tool
 from ._toolsets import RunnableTool as RunnableTool, Toolset as Toolset
 from ._types import (
@@ -116,6 +116,7 @@ __all__ = [
     "SQLiteCheckpointer",
     "StateError",
     "Step",
+    "SyncReplyStream",
     "SyncToolRunner",
     "TextDelta",
     "Tool",

@@ -20,6 +20,7 @@ toolset opened by you (``async with toolset:``) is yours, and so are the tools i
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -90,6 +91,11 @@ class RunnerExtensions:
         """The config of the compaction request under way and the history length it summarizes."""
         self._final_compaction = False  # the loop ends once the compaction request is answered
         self._control = compaction_control
+
+    def _stream_in_sync_code(self) -> None:
+        """Yield the SDK's sync streams (``SyncToolRunner(stream=True)``), which the body reads in its
+        own thread; ``read_options`` refuses ``stream=True`` with a sync client everywhere else."""
+        self._options = dataclasses.replace(self._options, stream=True)
 
     # -- the SDK's names ----------------------------------------------------------------------
 
