@@ -21,8 +21,10 @@ from anthropic.lib.tools import (
     beta_async_tool,
     beta_tool,
 )
-from anthropic.lib.tools._toolsets._runnable import BetaToolsetCallContext, BetaToolsetParam
+from anthropic.tools import BetaToolsetCallContext
 from anthropic.types.beta import (
+    BetaBrowserToolset20260801Param,
+    BetaComputerToolset20260801Param,
     BetaMemoryTool20250818CreateCommand,
     BetaMemoryTool20250818DeleteCommand,
     BetaMemoryTool20250818InsertCommand,
@@ -210,7 +212,7 @@ class Browser(BetaAsyncRunnableToolset):
     def __init__(self) -> None:
         self.calls: list[tuple[str, str | None, Mapping[str, object]]] = []
 
-    def to_dict(self) -> BetaToolsetParam:
+    def to_dict(self) -> BetaBrowserToolset20260801Param:
         return {"type": "browser_toolset_20260801"}
 
     async def call(
@@ -226,7 +228,7 @@ class Browser(BetaAsyncRunnableToolset):
 class SyncBrowser(BetaRunnableToolset):
     toolset_name = "computer"
 
-    def to_dict(self) -> BetaToolsetParam:
+    def to_dict(self) -> BetaComputerToolset20260801Param:
         return {"type": "computer_toolset_20260801"}
 
     def call(self, context: BetaToolsetCallContext, name: str, input: Mapping[str, object]) -> str:

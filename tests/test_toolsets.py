@@ -10,8 +10,9 @@ from typing import Any
 import anyio
 import pytest
 from anthropic.lib.tools import BetaRunnableToolset, beta_tool
-from anthropic.lib.tools._toolsets._runnable import BetaToolsetCallContext, BetaToolsetParam
 from anthropic.lib.tools.agent_toolset import AgentToolContext, beta_bash_tool
+from anthropic.tools import BetaToolsetCallContext
+from anthropic.types.beta import BetaComputerToolset20260801Param
 
 from tests.helpers import MODEL, USER, results_of
 from toolrunner import SyncToolRunner, ToolRunner, ToolRunnerError, Toolset, tool
@@ -119,7 +120,7 @@ class Computer(BetaRunnableToolset):
     def __init__(self) -> None:
         self.closed = 0
 
-    def to_dict(self) -> BetaToolsetParam:
+    def to_dict(self) -> BetaComputerToolset20260801Param:
         return {"type": "computer_toolset_20260801"}
 
     def call(self, context: BetaToolsetCallContext, name: str, input: Mapping[str, object]) -> str:

@@ -30,10 +30,7 @@ from anthropic.lib.tools import (
     BetaFunctionTool,
     BetaRunnableToolset,
 )
-from anthropic.lib.tools._toolsets._runnable import (  # the SDK's own types for a member call
-    BetaToolsetCallContext,
-    unvalidated,
-)
+from anthropic.tools import BetaToolsetCallContext
 from anthropic.types.beta import BetaToolUseBlock
 
 from ._errors import ToolInputError
@@ -167,7 +164,7 @@ class SdkToolsetTool:
             toolset_name=call.toolset_name,
         )
         return {
-            "context": unvalidated(BetaToolsetCallContext, tool_use=block),
+            "context": BetaToolsetCallContext(tool_use=block),
             "member": call.name,
             "input": arguments["input"],
         }
