@@ -386,3 +386,50 @@ def test_the_sync_runner_runs_sdk_tools() -> None:
     )
     runner.until_done()
     assert results_of(runner.messages[2]) == [("a", "Oslo: sunny", False)]
+
+
+async def test_the_sync_mcp_tool_runs_in_a_worker_thread() -> None:
+    import mcp.types
+    from anthropic.lib.tools.mcp import mcp_tool
+
+    class Session:
+        async def call_tool(self, name: str, arguments: dict[str, object]) -> mcp.types.CallToolResult:
+            return mcp.types.CallToolResult(
+                content=[mcp.types.TextContent(type="text", text=f"{name} {arguments}")]
+            )
+
+    definition = mcp.types.Tool(
+        name="find", description="Find.", input_schema={"type": "object", "properties": {}}
+    )
+    find = mcp_tool(definition, cast(Any, Session()))  # calls the session with anyio.from_thread.run
+    fake = FakeMessagesAPI([tool_reply(tool_call("find", {"q": 1}, id="a")), text_reply("Done.")])
+    runner = runner_for(fake, [find])
+    await runner.until_done()
+    assert results_of(runner.messages[2]) == [("a", [{"type": "text", "text": "find {'q': 1}"}], False)]
+
+
+async def test_a_run_with_sdk_tools_and_toolsets_is_saved_by_name_and_resumed() -> None:
+    from toolrunner import MemoryCheckpointer
+
+    store = MemoryCheckpointer()
+    script = [
+        message_reply(
+            [
+                member("navigate", "a"),
+                {"type": "tool_use", "id": "b", "name": "get_weather", "input": {"city": "Rome"}},
+            ],
+            stop_reason="tool_use",
+        ),
+        text_reply("Done."),
+    ]
+    fake = FakeMessagesAPI(script)
+    first = runner_for(fake, [Browser(), get_weather], checkpointer=store, run_id="r")
+    async for _ in first:
+        break
+    browser = Browser()
+    again = await ToolRunner.resume(
+        fake.async_client(), checkpointer=store, run_id="r", tools=[browser, get_weather]
+    )
+    await again.until_done()
+    assert results_of(again.messages[2]) == [("a", "navigate done", False), ("b", "Rome: sunny", False)]
+    assert fake.requests[1].tools == [{"type": "browser_toolset_20260801"}, get_weather.to_dict()]
