@@ -9,6 +9,9 @@ Two kinds, as in the SDK:
   when a reply's usage reaches a threshold, the older turns are replaced with a summary the model
   writes in a separate request (``split_point``, ``summary_request``, ``summarized_history``).
 
+The transitions at the end change a ``RunState`` for compaction, as ``_lifecycle``'s do for the
+rest of the loop.
+
 Invariant of ``split_point``: the messages kept never start with a tool_result whose tool_use was
 replaced, so no tool_use is ever separated from its tool_result; and the kept messages start where a
 ``role: "system"`` message may stand after the summary (which is a user message).
@@ -19,7 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, TypedDict, cast
 
-from ._messages import field
+from ._messages import field, reply_param
+from ._state import Phase, RunState
+from ._usage import RequestUsage
 
 __all__ = [
     "COMPACTION_BETA",
@@ -27,10 +32,13 @@ __all__ = [
     "DEFAULT_THRESHOLD",
     "CompactionControl",
     "compacted_history",
+    "compaction_answered",
     "compaction_request",
     "has_summary",
+    "kept_open_for_compaction",
     "split_point",
     "summarized_history",
+    "summary_counted",
     "summary_request",
     "summary_text",
     "tokens_used",
@@ -219,3 +227,38 @@ def compacted_history(messages: Sequence[Any], compacted: int, reply_param: Any)
     when the turn ended, is not added twice)."""
     added = [message for message in messages[compacted:] if message != reply_param]
     return [reply_param, *added]
+
+
+# -- transitions --------------------------------------------------------------------------------
+
+
+def compaction_answered(state: RunState, compacted: int, *, last: bool) -> RunState:
+    """The turn of a compaction reply ended (``turn_finished`` appended it, unless the body changed
+    the history): with a summary, the reply replaces the ``compacted`` messages it summarizes;
+    without one, the history stays as it was. After the loop's last turn, the loop ends here."""
+    reply = state.reply
+    assert reply is not None
+    param = reply_param(reply)
+    if has_summary(reply):
+        messages = compacted_history(state.messages, compacted, param)
+    else:
+        messages = [message for message in state.messages if message != param]
+    state = state.replace(messages=tuple(messages))
+    return state.replace(phase=Phase.DONE, end_reason="model") if last else state
+
+
+def kept_open_for_compaction(state: RunState) -> RunState:
+    """The loop ended with a compaction pending: it stays open for the compaction request."""
+    return state.replace(phase=Phase.READY, end_reason=None)
+
+
+def summary_counted(state: RunState, messages: Sequence[Any] | None, usage: RequestUsage) -> RunState:
+    """A summary request was answered: its usage counts (it is a request), and, when it gave a
+    summary, ``messages`` is the history."""
+    if messages is not None:
+        state = state.replace(messages=tuple(messages))
+    return state.replace(
+        usage=(*state.usage, usage),
+        total=state.total + usage.usage,
+        cost=None if usage.cost is None or state.cost is None else state.cost + usage.cost,
+    )

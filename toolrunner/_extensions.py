@@ -30,25 +30,27 @@ import anyio
 from ._compaction import (
     DEFAULT_THRESHOLD,
     CompactionControl,
-    compacted_history,
+    compaction_answered,
     compaction_request,
     has_summary,
+    kept_open_for_compaction,
     split_point,
     summarized_history,
+    summary_counted,
     summary_request,
     summary_text,
     tokens_used,
 )
 from ._errors import ParamsError, ToolRunnerError
 from ._lifecycle import Step, step_for
-from ._messages import client_tool_calls, field, reply_param
+from ._messages import client_tool_calls, field
 from ._params import runnable_of
 from ._requests import send_request
 from ._sdk_tools import SDK_TOOLSETS, close_sdk_object
 from ._state import Phase, RunState
 from ._toolsets import Toolset
 from ._types import Reply, ToolResultMessage
-from ._usage import RequestUsage, request_usage
+from ._usage import request_usage
 
 if TYPE_CHECKING:
     from ._checkpoint import Saver
@@ -260,20 +262,12 @@ class RunnerExtensions:
         if self._compacting is not None:
             compacted = self._compacting[1]
             self._compacting = None
-            reply = state.reply
-            assert reply is not None
-            param = reply_param(reply)
-            if has_summary(reply):
-                state = state.replace(messages=tuple(compacted_history(state.messages, compacted, param)))
-            else:
+            if state.reply is not None and not has_summary(state.reply):
                 logger.warning("Compaction produced no summary; keeping the conversation as it is.")
-                state = state.replace(messages=tuple(m for m in state.messages if m != param))
             if self._saver is not None:
                 self._saver.history_replaced()
-            if self._final_compaction:
-                self._final_compaction = False
-                state = state.replace(phase=Phase.DONE, end_reason="model")
-            return state
+            last, self._final_compaction = self._final_compaction, False
+            return compaction_answered(state, compacted, last=last)
         if self._pending_compaction is not None and state.phase is Phase.DONE and state.end_reason == "model":
             reply = state.reply
             if reply is not None and client_tool_calls(reply):
@@ -286,7 +280,7 @@ class RunnerExtensions:
                 self._pending_compaction = None
                 return state
             self._final_compaction = True
-            return state.replace(phase=Phase.READY, end_reason=None)
+            return kept_open_for_compaction(state)
         return state
 
     async def _after_turn(self) -> None:
@@ -312,22 +306,12 @@ class RunnerExtensions:
         state = self._state
         if summary is None:
             logger.warning("The summary request gave no text; keeping the conversation as it is.")
-            self._set(_counted(state, usage))
+            self._set(summary_counted(state, None, usage))
             return
-        messages = summarized_history(state.messages, point, summary)
-        self._set(_counted(state.replace(messages=tuple(messages)), usage))
+        self._set(summary_counted(state, summarized_history(state.messages, point, summary), usage))
         if self._saver is not None:
             self._saver.history_replaced()
         logger.info("Compaction complete: %d messages replaced with a summary.", point)
-
-
-def _counted(state: RunState, usage: RequestUsage) -> RunState:
-    """The usage of a request whose reply is not the loop's (a summary) still counts."""
-    return state.replace(
-        usage=(*state.usage, usage),
-        total=state.total + usage.usage,
-        cost=None if usage.cost is None or state.cost is None else state.cost + usage.cost,
-    )
 
 
 def _check_can_compact(params: Mapping[str, Any]) -> None:
