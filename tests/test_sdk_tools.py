@@ -433,3 +433,15 @@ async def test_a_run_with_sdk_tools_and_toolsets_is_saved_by_name_and_resumed() 
     await again.until_done()
     assert results_of(again.messages[2]) == [("a", "navigate done", False), ("b", "Rome: sunny", False)]
     assert fake.requests[1].tools == [{"type": "browser_toolset_20260801"}, get_weather.to_dict()]
+
+
+async def test_a_value_error_of_the_tools_own_is_not_taken_for_invalid_input() -> None:
+    @beta_tool
+    def parse(text: str) -> str:
+        """Parse."""
+        raise ValueError(f"cannot parse {text!r}")
+
+    fake = FakeMessagesAPI([tool_reply(tool_call("parse", {"text": "x"}, id="a")), text_reply("Done.")])
+    runner = runner_for(fake, [parse])
+    await runner.until_done()
+    assert results_of(runner.messages[2]) == [("a", "ValueError(\"cannot parse 'x'\")", True)]

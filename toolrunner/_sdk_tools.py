@@ -114,13 +114,19 @@ class SdkTool:
         try:
             return _listed(self.tool.call(input))
         except ValueError as error:
-            raise _input_error(self.name, error) from error
+            problem = _input_error(self.name, error)
+            if problem is None:
+                raise
+            raise problem from error
 
     async def _call_async(self, input: dict[str, Any]) -> object:
         try:
             return _listed(await self.tool.call(input))
         except ValueError as error:
-            raise _input_error(self.name, error) from error
+            problem = _input_error(self.name, error)
+            if problem is None:
+                raise
+            raise problem from error
 
     def __repr__(self) -> str:
         return f"SdkTool({self.tool!r})"
@@ -186,12 +192,15 @@ def _listed(value: object) -> object:
     return list(value) if isinstance(value, Iterator) else value  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
 
 
-def _input_error(name: str, error: ValueError) -> Exception:
-    """The SDK wraps pydantic's ``ValidationError`` of the input in a bare ``ValueError``: say what
-    was wrong, for the model. Any other ``ValueError`` is the tool's own and stays as it is."""
+def _input_error(name: str, error: ValueError) -> ToolInputError | None:
+    """The SDK wraps pydantic's ``ValidationError`` of the input in a bare ``ValueError`` ("Invalid
+    arguments for function ..."): say what was wrong, for the model. ``None`` for any other
+    ``ValueError``, which is the tool's own."""
     cause = error.__cause__
-    if not isinstance(cause, pydantic.ValidationError):
-        return error
+    if not isinstance(cause, pydantic.ValidationError) or not str(error).startswith(
+        "Invalid arguments for function"
+    ):
+        return None
     problems = cause.errors(include_url=False)
     lines = [f"The input for tool {name!r} is invalid ({len(problems)} error{'s' * (len(problems) != 1)}):"]
     for problem in problems[:20]:
