@@ -10,6 +10,7 @@ from ._checkpoint import (
     MemoryCheckpointer as MemoryCheckpointer,
     SQLiteCheckpointer as SQLiteCheckpointer,
 )
+from ._compaction import CompactionControl as CompactionControl
 from ._errors import (
     ApprovalError as ApprovalError,
     CheckpointError as CheckpointError,
@@ -61,8 +62,9 @@ from ._state import (
     Phase as Phase,
     RunState as RunState,
 )
-from ._sync import SyncToolRunner as SyncToolRunner
+from ._sync import SyncReplyStream as SyncReplyStream, SyncToolRunner as SyncToolRunner
 from ._tools import ApprovalGate as ApprovalGate, Tool as Tool, ToolContext as ToolContext, tool as tool
+from ._toolsets import RunnableTool as RunnableTool, Toolset as Toolset
 from ._types import (
     Decision as Decision,
     EndReason as EndReason,
@@ -96,6 +98,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointError",
     "Checkpointer",
+    "CompactionControl",
     "Decision",
     "EndReason",
     "File",
@@ -115,12 +118,14 @@ __all__ = [
     "RequestUsage",
     "ResultTooLargeError",
     "RunState",
+    "RunnableTool",
     "RunnerEvent",
     "RunnerOptions",
     "RunnerView",
     "SQLiteCheckpointer",
     "StateError",
     "Step",
+    "SyncReplyStream",
     "SyncToolRunner",
     "TextDelta",
     "Tool",
@@ -136,6 +141,7 @@ __all__ = [
     "ToolResultMessage",
     "ToolRunner",
     "ToolRunnerError",
+    "Toolset",
     "UnansweredToolUseError",
     "Usage",
     "UsageTracker",

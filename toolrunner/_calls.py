@@ -166,7 +166,7 @@ class TurnCalls:
     def start_early(self, call: ToolCall, group: anyio.abc.TaskGroup) -> None:
         """Start a call while its reply streams, if its tool allows (a tool that may need approval
         never does) and it did not start yet."""
-        tool = self.execution.tools.get(call.name)
+        tool = self.execution.find(call)
         if (
             tool is not None
             and tool.start_early

@@ -417,9 +417,10 @@ def resumed(state: RunState, *, may_run_again: Callable[[ToolCall], bool]) -> Ru
             if may_run_again(record.call):
                 continue
             message = INTERRUPTED.format(name=record.call.name)
-            record = CallRecord(
-                record.call, CallStatus.FINISHED, tool_result_block(tool_use_id, message, is_error=True)
-            )
+            block = tool_result_block(tool_use_id, message, is_error=True)
+            if record.call.toolset_name is not None:  # a toolset member's result echoes its family
+                block["toolset_name"] = record.call.toolset_name
+            record = CallRecord(record.call, CallStatus.FINISHED, block)
         calls[tool_use_id] = record
     return state.replace(calls=calls)
 

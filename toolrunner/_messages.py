@@ -25,6 +25,7 @@ __all__ = [
     "TOOL_ID_PATTERN",
     "check_history",
     "check_reply",
+    "check_system_message",
     "client_tool_calls",
     "field",
     "message_param",
@@ -64,7 +65,12 @@ def client_tool_calls(message: object) -> tuple[ToolCall, ...]:
     if field(message, "role") != "assistant":
         return ()
     return tuple(
-        ToolCall(id=field(block, "id"), name=field(block, "name"), input=field(block, "input"))
+        ToolCall(
+            id=field(block, "id"),
+            name=field(block, "name"),
+            input=field(block, "input"),
+            toolset_name=field(block, "toolset_name"),
+        )
         for block in _blocks(message)
         if field(block, "type") == "tool_use"
     )
@@ -142,6 +148,9 @@ def check_history(messages: Sequence[object], start: int = 0) -> None:
     last = len(messages) - 1
     for index in range(max(start, 0), len(messages)):
         message = messages[index]
+        if field(message, "role") == "system":
+            check_system_message(messages, index)
+            continue
         content = field(message, "content")
         if not content and not (index == last and field(message, "role") == "assistant"):
             raise HistoryError(
@@ -260,6 +269,8 @@ def message_param(message: object, index: int) -> Any:
             "(for the system prompt, use the system= param)."
         )
     content = message.get("content")
+    if content is None and role == "system" and message.get("output_config"):
+        return message  # the directive-only form: no content, only per-turn output_config
     if not isinstance(content, str | list | tuple):
         raise HistoryError(
             f"message {index} has content of type {type(content).__name__!r}; content is a string or a list of "
@@ -277,3 +288,54 @@ def message_param(message: object, index: int) -> Any:
 def _preview(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+def check_system_message(messages: Sequence[object], index: int) -> None:
+    """Check a ``role: "system"`` message where it stands, by the service's documented rules: a run
+    of system messages is one section that is never first, follows a user message (or an assistant
+    message ending in a server tool's result), and precedes an assistant message or ends the
+    history; its content is text, tool_addition and tool_removal blocks. A directive-only message
+    (no content, only ``output_config``) may stand anywhere.
+
+    Raises:
+        HistoryError: The service would reject the history with a 400; the message says why.
+    """
+    message = messages[index]
+    content = field(message, "content")
+    if not content:
+        if field(message, "output_config"):
+            return
+        raise HistoryError(
+            f"messages[{index}] is a system message with no content; give it text, tool_addition or tool_removal "
+            "blocks (or only an output_config), or remove it."
+        )
+    if not isinstance(content, str):
+        for block in cast("Sequence[object]", content):
+            kind = field(block, "type")
+            if kind not in ("text", "tool_addition", "tool_removal"):
+                raise HistoryError(
+                    f"messages[{index}] is a system message with a {kind!r} block; system messages hold text, "
+                    "tool_addition and tool_removal blocks only. Move that block to a user message."
+                )
+    if index == 0 or all(field(m, "role") == "system" for m in messages[:index]):
+        raise HistoryError(
+            f"messages[{index}] is a system message at the start of the history, which the service rejects; pass "
+            "the initial system prompt as the system= param instead."
+        )
+    before = messages[index - 1]
+    if field(before, "role") == "assistant" and not _ends_in_server_tool_result(before):
+        raise HistoryError(
+            f"messages[{index}] is a system message right after an assistant message, which the service rejects; "
+            "put it after a user message (the runner sends its tool changes after the tool results)."
+        )
+    if index + 1 < len(messages) and field(messages[index + 1], "role") == "user":
+        raise HistoryError(
+            f"messages[{index}] is a system message followed by a user message, which the service rejects: a system "
+            "message precedes an assistant message or ends the history. Put it after that user message."
+        )
+
+
+def _ends_in_server_tool_result(message: object) -> bool:
+    blocks = _blocks(message)
+    kind = field(blocks[-1], "type") if blocks else None
+    return isinstance(kind, str) and kind.endswith("_tool_result") and kind != "tool_result"

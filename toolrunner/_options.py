@@ -15,21 +15,44 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, cast
 
+from anthropic.lib.tools import (
+    BetaAsyncBuiltinFunctionTool,
+    BetaAsyncFunctionTool,
+    BetaAsyncRunnableToolset,
+    BetaBuiltinFunctionTool,
+    BetaFunctionTool,
+    BetaRunnableToolset,
+)
 from typing_extensions import TypedDict
 
 from ._approvals import ApproveCallback
 from ._checkpoint import Checkpointer
+from ._compaction import CompactionControl
 from ._errors import ParamsError
 from ._events import RunnerEvent
 from ._lifecycle import Limits
 from ._results import DEFAULT_ADAPTER, ToolResultAdapter
 from ._tools import Tool
+from ._toolsets import RunnableTool, Toolset
 from ._usage import Price
 
 __all__ = ["Options", "RunnerOptions", "ToolLike", "read_options"]
 
-ToolLike = Tool | Callable[..., Any] | Mapping[str, Any]
-"""What ``tools=[...]`` takes: ``@tool`` tools, plain functions, raw definitions."""
+ToolLike = (
+    Tool
+    | Callable[..., Any]
+    | Mapping[str, Any]
+    | Toolset
+    | RunnableTool
+    | BetaFunctionTool[Any]
+    | BetaAsyncFunctionTool[Any]
+    | BetaBuiltinFunctionTool
+    | BetaAsyncBuiltinFunctionTool
+    | BetaRunnableToolset
+    | BetaAsyncRunnableToolset
+)
+"""What ``tools=[...]`` takes: ``@tool`` tools, plain functions, raw definitions, ``Toolset`` objects,
+and the SDK's tools and toolsets."""
 
 
 class RunnerOptions(TypedDict, total=False, extra_items=Any):
@@ -67,6 +90,9 @@ class RunnerOptions(TypedDict, total=False, extra_items=Any):
     approve: ApproveCallback | None
     """Decides each call that waits for approval, inline (sync or async): ``True`` approves,
     ``False`` denies, a string denies with that reason. Without it, the loop pauses instead."""
+    compaction_control: CompactionControl | None
+    """Client-side compaction (the SDK's option): replace older turns with a summary once a reply's
+    usage reaches a threshold (see docs/migrating.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +111,7 @@ class Options:
     checkpointer: Checkpointer | None = None
     run_id: str | None = None
     approve: ApproveCallback | None = None
+    compaction_control: CompactionControl | None = None
 
 
 _NAMES = frozenset(RunnerOptions.__annotations__)
@@ -146,6 +173,7 @@ def read_options(
             f"approve must be a function of a ToolCall or None, not {type(approve).__name__!r}."
         )
     max_cost = given.get("max_cost")
+    control = _compaction_control(given.get("compaction_control"))
     options = Options(
         tools=given.get("tools", ()),
         stream=stream,
@@ -164,8 +192,33 @@ def read_options(
         checkpointer=checkpointer,
         run_id=run_id,
         approve=approve,
+        compaction_control=control,
     )
     return options, params
+
+
+def _compaction_control(value: object) -> CompactionControl | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not isinstance(
+        cast("Mapping[str, Any]", value).get("enabled"), bool
+    ):
+        raise ParamsError(
+            f"compaction_control must be a dict with 'enabled': True or False (and 'context_token_threshold', "
+            f"'summary_prompt', 'model', 'keep_turns'), not {value!r}."
+        )
+    control = cast(CompactionControl, dict(cast("Mapping[str, Any]", value)))
+    unknown = sorted(set(control) - set(CompactionControl.__annotations__))
+    if unknown:
+        raise ParamsError(
+            f"compaction_control has the unknown key(s) {unknown!r}; its keys are "
+            f"{sorted(CompactionControl.__annotations__)!r}."
+        )
+    for name in ("context_token_threshold", "keep_turns"):
+        number = control.get(name)
+        if number is not None and (isinstance(number, bool) or not isinstance(number, int) or number < 0):
+            raise ParamsError(f"compaction_control[{name!r}] must be an int of 0 or more, not {number!r}.")
+    return control
 
 
 def _check_positive_int(name: str, value: object) -> None:

@@ -33,6 +33,7 @@ from ._checkpoint import Saver
 from ._errors import ApprovalError, CheckpointError, ParamsError, ToolRunnerError
 from ._events import LoopFinished, MessageFinished, RunnerEvent, TextDelta, run_with_events
 from ._execution import ExecutionOptions, current_call
+from ._extensions import RunnerExtensions
 from ._lifecycle import (
     Step,
     calls_dropped,
@@ -56,7 +57,7 @@ from ._params import ToolIndex, check_params, index_tools, resolve_tools
 from ._requests import Client, send_request
 from ._state import Phase, RunState
 from ._streaming import StreamWatch
-from ._tools import Tool, ToolContext
+from ._tools import ToolContext
 from ._types import EndReason, Reply, ReplyStream, ToolCall, ToolResultMessage
 from ._usage import DEFAULT_PRICES, UsageTracker, find_price, request_usage
 
@@ -65,7 +66,7 @@ __all__ = ["ToolRunner"]
 ItemT = TypeVar("ItemT", default=Reply)
 
 
-class ToolRunner(Generic[ItemT]):
+class ToolRunner(RunnerExtensions, Generic[ItemT]):
     """Runs Claude's tool-use loop: sends requests, yields replies, runs the requested tools.
 
     Args:
@@ -172,7 +173,7 @@ class ToolRunner(Generic[ItemT]):
         self._calls = TurnCalls(link, ExecutionOptions(tools={}, adapter=self._options.result_adapter))
         self._approvals = Approvals(
             link,
-            tools=lambda: self._index.runnable,
+            find=lambda call: self._calls.execution.find(call),
             adapter=self._options.result_adapter,
             callback=self._options.approve,
         )
@@ -186,6 +187,7 @@ class ToolRunner(Generic[ItemT]):
         self._index = ToolIndex(tools=[], wire=[], runnable={}, unrunnable=frozenset())
         self._usage: tuple[tuple[object, ...], UsageTracker] | None = None
         self._state = RunState(params={})
+        self._init_extensions(self._options.compaction_control)
         return params
 
     # -- public state ---------------------------------------------------------------------------
@@ -316,12 +318,19 @@ class ToolRunner(Generic[ItemT]):
         with anyio.CancelScope(shield=True):
             await self._abandon_stream()
             await self._save()
+            await self._at_end()
 
     async def __aenter__(self) -> Self:
         """Enter the runner: tools started early (``run_tools_eagerly``) run in its task group."""
         group = anyio.create_task_group()
         await group.__aenter__()
         self._task_group = group
+        self._entered = True
+        try:
+            await self._open_tools()
+        except BaseException as error:
+            await self.__aexit__(type(error), error, error.__traceback__)
+            raise
         return self
 
     async def __aexit__(
@@ -333,7 +342,11 @@ class ToolRunner(Generic[ItemT]):
             await self.aclose()
         finally:
             group.cancel_scope.cancel()  # tools started early whose results nobody asked for
-            await group.__aexit__(exc_type, exc, tb)
+            try:
+                await group.__aexit__(exc_type, exc, tb)
+            finally:
+                self._entered = False
+                await self._close_tools()
         return None
 
     # -- tools ------------------------------------------------------------------------------------
@@ -417,6 +430,7 @@ class ToolRunner(Generic[ItemT]):
                 self._close_now()
             if self._state.finished:
                 await self._save()
+                await self._at_end()
                 raise StopAsyncIteration
             item = await self._send()
             if self._closing:  # closed while the request was out: keep the reply, run nothing
@@ -424,6 +438,7 @@ class ToolRunner(Generic[ItemT]):
                     await self._abandon_stream()
                 self._close_now()
                 await self._save()
+                await self._at_end()
                 raise StopAsyncIteration
         return cast(ItemT, item)
 
@@ -485,7 +500,8 @@ class ToolRunner(Generic[ItemT]):
             self._set(turn_paused(self._state))
             return
         message: ToolResultMessage | None = {"role": "user", "content": results} if results else None
-        self._set(turn_finished(turn_resumed(self._state), message))
+        self._set(self._turn_ended(turn_finished(turn_resumed(self._state), message)))
+        await self._after_turn()
 
     def _start_early(self, call: ToolCall) -> None:
         assert self._task_group is not None
@@ -520,11 +536,12 @@ class ToolRunner(Generic[ItemT]):
                 "run_tools_eagerly=True runs tools in the runner's task group: enter the runner first, "
                 "with `async with ToolRunner(...) as runner:`."
             )
+        await self._before_send()
         state = self._state
         check_history(state.messages, self._checked)
         self._checked = max(len(state.messages) - 1, 0)
         await self._save()
-        kwargs = request_params(state, self._index.wire)
+        kwargs = self._adjust_request(request_params(state, self._index.wire))
         if not self._options.stream:
             reply = cast(Reply, await send_request(self._client, kwargs))
             self._accept(reply)
@@ -589,14 +606,14 @@ class ToolRunner(Generic[ItemT]):
         changes: dict[str, Any] = {
             "messages": tuple(params.pop("messages")),
             "params": params,
-            "tools": tuple(tool.name if isinstance(tool, Tool) else tool for tool in self._index.tools),
+            "tools": self._index.saved,
         }
         if steer and self._saver is not None:
             self._saver.history_replaced()
         self._set(steered(self._state, **changes) if steer else self._state.replace(**changes))
 
     def _index_tools(self, tools: object) -> None:
-        self._index = index_tools(tools)
+        self._index = index_tools(tools, self._tool_changes)
         limit = self._options.max_concurrency
         self._calls.execution = ExecutionOptions(
             tools=self._index.runnable,
@@ -604,10 +621,11 @@ class ToolRunner(Generic[ItemT]):
             limiter=anyio.CapacityLimiter(limit) if limit else None,
             timeout=self._options.tool_timeout,
             unrunnable=self._index.unrunnable,
+            families=self._index.families,
         )
 
     def _may_run_again(self, call: ToolCall) -> bool:
-        tool = self._index.runnable.get(call.name)
+        tool = self._calls.execution.find(call)
         return tool is not None and tool.idempotent
 
     async def _save(self) -> None:
