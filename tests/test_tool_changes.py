@@ -1,8 +1,7 @@
 """Tools added and removed mid-run (``add_tools``/``remove_tools``), and ``role: "system"`` messages.
 
-The fake runs with ``validate=False`` here: the fake of this branch answers every ``role: "system"``
-message with a 400 (the testing kit's branch teaches it the service's rules for them); what the
-runner sends is compared exactly instead.
+The fake validates every request as the service does, system messages included (their placement
+and blocks; see docs/testing.md); what the runner sends is also compared exactly.
 """
 
 from __future__ import annotations
@@ -38,9 +37,7 @@ def runner_for(fake: FakeMessagesAPI, tools: list[Any], **options: Any) -> ToolR
 
 
 async def test_an_added_tool_runs_at_once_and_reaches_the_model_in_a_system_message() -> None:
-    fake = FakeMessagesAPI(
-        [tool_reply(tool_call("late", {"city": "Oslo"}, id="a")), text_reply("Done.")], validate=False
-    )
+    fake = FakeMessagesAPI([tool_reply(tool_call("late", {"city": "Oslo"}, id="a")), text_reply("Done.")])
     runner = runner_for(fake, [ping])
     async for message in runner:
         if message.stop_reason == "tool_use":
@@ -65,7 +62,6 @@ async def test_a_removed_tool_stops_running_and_the_model_is_told() -> None:
             tool_reply(tool_call("ping", {}, id="b")),
             text_reply("Done."),
         ],
-        validate=False,
     )
     runner = runner_for(fake, [ping, late])
     async for message in runner:
@@ -84,7 +80,7 @@ async def test_a_removed_tool_stops_running_and_the_model_is_told() -> None:
 
 
 async def test_a_raw_definition_added_is_never_run_and_stops_a_tool_of_its_name() -> None:
-    fake = FakeMessagesAPI([tool_reply(tool_call("ping", {}, id="a")), text_reply("Done.")], validate=False)
+    fake = FakeMessagesAPI([tool_reply(tool_call("ping", {}, id="a")), text_reply("Done.")])
     runner = runner_for(fake, [ping])
     search = {"type": "web_search_20250305", "name": "ping"}
     async for message in runner:
@@ -99,7 +95,7 @@ async def test_a_raw_definition_added_is_never_run_and_stops_a_tool_of_its_name(
 async def test_tool_changes_wait_while_a_paused_turn_is_resumed() -> None:
     paused = message_reply([{"type": "text", "text": "Thinking..."}], stop_reason="pause_turn")
     fake = FakeMessagesAPI(
-        [paused, tool_reply(tool_call("late", {"city": "Rome"}, id="a")), text_reply("Done.")], validate=False
+        [paused, tool_reply(tool_call("late", {"city": "Rome"}, id="a")), text_reply("Done.")]
     )
     runner = runner_for(fake, [ping])
     async for message in runner:
@@ -118,7 +114,7 @@ async def test_removing_a_tool_the_runner_does_not_have_is_refused() -> None:
 
 
 async def test_system_messages_are_taken_in_histories_push_messages_and_set_messages_params() -> None:
-    fake = FakeMessagesAPI([text_reply("One."), text_reply("Two."), text_reply("Three.")], validate=False)
+    fake = FakeMessagesAPI([text_reply("One."), text_reply("Two."), text_reply("Three.")])
     system = {"role": "system", "content": "Answer in French."}
     runner = ToolRunner(
         fake.async_client(), model=MODEL, max_tokens=100, messages=[USER, system], tools=[ping]
@@ -167,7 +163,7 @@ MISPLACED: list[tuple[list[dict[str, Any]], str]] = [
 async def test_misplaced_system_messages_are_refused_before_they_are_sent(
     messages: list[dict[str, Any]], match: str
 ) -> None:
-    fake = FakeMessagesAPI([text_reply("unused")], validate=False)
+    fake = FakeMessagesAPI([text_reply("unused")])
     runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=100, messages=messages)
     with pytest.raises(HistoryError, match=match):
         await runner.until_done()
@@ -175,7 +171,7 @@ async def test_misplaced_system_messages_are_refused_before_they_are_sent(
 
 
 async def test_a_directive_only_system_message_may_stand_anywhere() -> None:
-    fake = FakeMessagesAPI([text_reply("Oui.")], validate=False)
+    fake = FakeMessagesAPI([text_reply("Oui.")])
     directive = {"role": "system", "output_config": {"effort": "high"}}
     runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=100, messages=[USER, directive])
     await runner.until_done()
