@@ -42,6 +42,13 @@ EXPECTED: dict[str, list[str]] = {
         "Left in the folder: ['cache.tmp', 'notes.txt']",
     ],
     "sync.py": ["-> read_file({'name': 'app.py'})", "<- 3 result(s) in", "the history holds 6 messages"],
+    "mcp_client.py": [
+        "The server offers: notes_search_notes, notes_add_note",
+        '<- Call Ada about the launch | {"result": ["Call Ada about the launch"]}',
+        "Approve notes_add_note({'text': 'Ask Ada for the launch date'})? yes",
+        "<- Added note 4: Ask Ada for the launch date",
+        "Done after 3 requests; the server has stopped.",
+    ],
 }
 
 
