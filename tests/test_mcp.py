@@ -456,5 +456,5 @@ def test_without_mcp_installed_toolrunner_mcp_says_what_to_install() -> None:
     output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert (
         output
-        == "toolrunner.mcp needs the mcp package, version 2; install it with: pip install 'claude-toolrunner[mcp]'\n"
+        == "toolrunner.mcp needs the mcp package, version 2.3 or later; install it with: pip install 'claude-toolrunner[mcp]'\n"
     )

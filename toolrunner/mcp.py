@@ -43,7 +43,7 @@ try:
     from mcp.types import PaginatedRequestParams, Tool as MCPTool, ToolListChangedNotification
 except ImportError as error:
     raise ImportError(
-        "toolrunner.mcp needs the mcp package, version 2; install it with: pip install 'claude-toolrunner[mcp]'"
+        "toolrunner.mcp needs the mcp package, version 2.3 or later; install it with: pip install 'claude-toolrunner[mcp]'"
     ) from error
 
 from ._errors import ToolDefinitionError, ToolError, ToolRunnerError
