@@ -34,7 +34,7 @@ from ._lifecycle import Limits
 from ._results import DEFAULT_ADAPTER, ToolResultAdapter
 from ._tools import Tool
 from ._toolsets import RunnableTool, Toolset
-from ._usage import Price
+from ._usage import DEFAULT_PRICES, Price, find_price
 
 __all__ = ["Options", "RunnerOptions", "ToolLike", "read_options"]
 
@@ -172,7 +172,17 @@ def read_options(
         raise ParamsError(
             f"approve must be a function of a ToolCall or None, not {type(approve).__name__!r}."
         )
-    max_cost = given.get("max_cost")
+    max_cost = None if given.get("max_cost") is None else dollars(given["max_cost"])
+    prices = given.get("prices")
+    model = params.get("model")
+    if (
+        max_cost is not None
+        and isinstance(model, str)
+        and find_price(prices or DEFAULT_PRICES, model) is None
+    ):
+        raise ParamsError(
+            f"max_cost needs a price for model {model!r}, and the price table has none; pass prices={{model: Price(...)}}."
+        )
     control = _compaction_control(given.get("compaction_control"))
     options = Options(
         tools=given.get("tools", ()),
@@ -181,7 +191,7 @@ def read_options(
         limits=Limits(
             max_iterations=given.get("max_iterations"),
             max_total_tokens=given.get("max_total_tokens"),
-            max_cost=None if max_cost is None else dollars(max_cost),
+            max_cost=max_cost,
             on_limit=on_limit,
         ),
         max_concurrency=given.get("max_concurrency"),
