@@ -18,6 +18,7 @@ from typing import Any, Literal, cast
 from typing_extensions import TypedDict
 
 from ._approvals import ApproveCallback
+from ._caching import CachePolicy, Caching, cache_policy
 from ._checkpoint import Checkpointer
 from ._errors import ParamsError
 from ._events import RunnerEvent
@@ -67,6 +68,10 @@ class RunnerOptions(TypedDict, total=False, extra_items=Any):
     approve: ApproveCallback | None
     """Decides each call that waits for approval, inline (sync or async): ``True`` approves,
     ``False`` denies, a string denies with that reason. Without it, the loop pauses instead."""
+    cache: CachePolicy | bool | Literal["5m", "1h"] | None
+    """Prompt caching: ``True`` (or ``"5m"``, ``"1h"``: the TTL) sends the top-level ``cache_control``;
+    a ``CachePolicy`` can add breakpoints on the system prompt and the tools. Never more than four
+    breakpoints in a request, the caller's own counted first (see docs/caching.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +90,7 @@ class Options:
     checkpointer: Checkpointer | None = None
     run_id: str | None = None
     approve: ApproveCallback | None = None
+    cache: Caching | None = None
 
 
 _NAMES = frozenset(RunnerOptions.__annotations__)
@@ -146,6 +152,7 @@ def read_options(
             f"approve must be a function of a ToolCall or None, not {type(approve).__name__!r}."
         )
     max_cost = given.get("max_cost")
+    policy = cache_policy(given.get("cache"))
     options = Options(
         tools=given.get("tools", ()),
         stream=stream,
@@ -164,6 +171,7 @@ def read_options(
         checkpointer=checkpointer,
         run_id=run_id,
         approve=approve,
+        cache=None if policy is None else Caching(policy),
     )
     return options, params
 

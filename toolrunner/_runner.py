@@ -524,7 +524,7 @@ class ToolRunner(Generic[ItemT]):
         check_history(state.messages, self._checked)
         self._checked = max(len(state.messages) - 1, 0)
         await self._save()
-        kwargs = request_params(state, self._index.wire)
+        kwargs = request_params(state, self._index.wire, self._options.cache)
         if not self._options.stream:
             reply = cast(Reply, await send_request(self._client, kwargs))
             self._accept(reply)
