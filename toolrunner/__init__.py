@@ -4,6 +4,7 @@ The public names are re-exported here; the modules behind them are private. The 
 kit is the public subpackage ``toolrunner.testing``.
 """
 
+from ._caching import CachePolicy as CachePolicy
 from ._checkpoint import (
     Checkpoint as Checkpoint,
     Checkpointer as Checkpointer,
@@ -93,6 +94,7 @@ __all__ = [
     "ApprovalError",
     "ApprovalGate",
     "ApprovalRequested",
+    "CachePolicy",
     "CallRecord",
     "CallStatus",
     "Checkpoint",

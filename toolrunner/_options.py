@@ -26,6 +26,7 @@ from anthropic.lib.tools import (
 from typing_extensions import TypedDict
 
 from ._approvals import ApproveCallback
+from ._caching import CachePolicy, Caching, cache_policy
 from ._checkpoint import Checkpointer
 from ._compaction import CompactionControl
 from ._errors import ParamsError
@@ -93,6 +94,10 @@ class RunnerOptions(TypedDict, total=False, extra_items=Any):
     compaction_control: CompactionControl | None
     """Client-side compaction (the SDK's option): replace older turns with a summary once a reply's
     usage reaches a threshold (see docs/migrating.md)."""
+    cache: CachePolicy | bool | Literal["5m", "1h"] | None
+    """Prompt caching: ``True`` (or ``"5m"``, ``"1h"``: the TTL) sends the top-level ``cache_control``;
+    a ``CachePolicy`` can add breakpoints on the system prompt and the tools. Never more than four
+    breakpoints in a request, the caller's own counted first (see docs/caching.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +117,7 @@ class Options:
     run_id: str | None = None
     approve: ApproveCallback | None = None
     compaction_control: CompactionControl | None = None
+    cache: Caching | None = None
 
 
 _NAMES = frozenset(RunnerOptions.__annotations__)
@@ -184,6 +190,7 @@ def read_options(
             f"max_cost needs a price for model {model!r}, and the price table has none; pass prices={{model: Price(...)}}."
         )
     control = _compaction_control(given.get("compaction_control"))
+    policy = cache_policy(given.get("cache"))
     options = Options(
         tools=given.get("tools", ()),
         stream=stream,
@@ -203,6 +210,7 @@ def read_options(
         run_id=run_id,
         approve=approve,
         compaction_control=control,
+        cache=None if policy is None else Caching(policy),
     )
     return options, params
 

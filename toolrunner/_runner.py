@@ -385,7 +385,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         check_history(state.messages, self._checked)
         self._checked = max(len(state.messages) - 1, 0)
         await self._save()
-        kwargs = self._adjust_request(request_params(state, self._index.wire))
+        kwargs = self._adjust_request(request_params(state, self._index.wire, self._options.cache))
         if not self._options.stream:
             reply = cast(Reply, await send_request(self._client, kwargs))
             self._accept(reply)
