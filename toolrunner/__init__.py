@@ -82,6 +82,7 @@ from ._usage import (
     RequestUsage as RequestUsage,
     Usage as Usage,
     UsageTracker as UsageTracker,
+    find_price as find_price,
 )
 
 __all__ = [
@@ -147,6 +148,7 @@ __all__ = [
     "UnansweredToolUseError",
     "Usage",
     "UsageTracker",
+    "find_price",
     "from_openai",
     "sanitize_tool_id",
     "text_of",
