@@ -66,6 +66,7 @@ from ._state import (
 from ._sync import SyncReplyStream as SyncReplyStream, SyncToolRunner as SyncToolRunner
 from ._tools import ApprovalGate as ApprovalGate, Tool as Tool, ToolContext as ToolContext, tool as tool
 from ._toolsets import RunnableTool as RunnableTool, Toolset as Toolset
+from ._tracing import Tracing as Tracing
 from ._types import (
     Decision as Decision,
     EndReason as EndReason,
@@ -145,6 +146,7 @@ __all__ = [
     "ToolRunner",
     "ToolRunnerError",
     "Toolset",
+    "Tracing",
     "UnansweredToolUseError",
     "Usage",
     "UsageTracker",

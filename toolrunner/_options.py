@@ -35,6 +35,7 @@ from ._lifecycle import Limits
 from ._results import DEFAULT_ADAPTER, ToolResultAdapter
 from ._tools import Tool
 from ._toolsets import RunnableTool, Toolset
+from ._tracing import Tracing
 from ._usage import DEFAULT_PRICES, Price, find_price
 
 __all__ = ["Options", "RunnerOptions", "ToolLike", "read_options"]
@@ -98,6 +99,8 @@ class RunnerOptions(TypedDict, total=False, extra_items=Any):
     """Prompt caching: ``True`` (or ``"5m"``, ``"1h"``: the TTL) sends the top-level ``cache_control``;
     a ``CachePolicy`` can add breakpoints on the system prompt and the tools. Never more than four
     breakpoints in a request, the caller's own counted first (see docs/caching.md)."""
+    tracing: Tracing | None
+    """Trace the runner with OpenTelemetry (see docs/observability.md); ``None``: no tracing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +121,7 @@ class Options:
     approve: ApproveCallback | None = None
     compaction_control: CompactionControl | None = None
     cache: Caching | None = None
+    tracing: Tracing | None = None
 
 
 _NAMES = frozenset(RunnerOptions.__annotations__)
@@ -178,6 +182,9 @@ def read_options(
         raise ParamsError(
             f"approve must be a function of a ToolCall or None, not {type(approve).__name__!r}."
         )
+    tracing = given.get("tracing")
+    if tracing is not None and not isinstance(tracing, Tracing):
+        raise ParamsError(f"tracing must be a Tracing(...) or None, not {type(tracing).__name__!r}.")
     max_cost = None if given.get("max_cost") is None else dollars(given["max_cost"])
     prices = given.get("prices")
     model = params.get("model")
@@ -211,6 +218,7 @@ def read_options(
         approve=approve,
         compaction_control=control,
         cache=None if policy is None else Caching(policy),
+        tracing=tracing,
     )
     return options, params
 

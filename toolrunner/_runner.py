@@ -57,6 +57,7 @@ from ._requests import Client, send_request
 from ._state import Phase, RunState
 from ._streaming import StreamWatch
 from ._tools import ToolContext
+from ._tracing import start_trace
 from ._types import Reply, ReplyStream, ToolCall, ToolResultMessage
 from ._usage import DEFAULT_PRICES, UsageTracker, request_usage
 
@@ -156,12 +157,14 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._client = client
         self._emit = self._options.on_event
         self._prices = DEFAULT_PRICES if self._options.prices is None else self._options.prices
+        self._trace = start_trace(self._options.tracing, client, lambda: self._state)
         link = RunnerLink(
             state=lambda: self._state,
             update=self._set,
             emit=self._report,
             save=self._save,
             context=lambda call: ToolContext(call=call, runner=self),
+            trace=self._trace.tool_call,
         )
         self._calls = TurnCalls(link, ExecutionOptions(tools={}, adapter=self._options.result_adapter))
         self._approvals = Approvals(
@@ -279,7 +282,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         )
 
     async def __anext__(self) -> ItemT:
-        with self._advance():
+        with self._advance(), self._trace.iteration():
             if self._state.phase in (Phase.STREAMING, Phase.WITH_BODY, Phase.AWAITING):
                 await self._finish_turn()
             if self._state.phase is Phase.READY:
@@ -356,6 +359,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._state = state
         if ended:
             assert state.end_reason is not None
+            self._trace.ended(state)
             self._report(LoopFinished(message=state.reply, reason=state.end_reason))
 
     def _accept(self, reply: Reply, *, streamed: bool = False) -> None:
@@ -386,6 +390,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._checked = max(len(state.messages) - 1, 0)
         await self._save()
         kwargs = self._adjust_request(request_params(state, self._index.wire, self._options.cache))
+        self._trace.sending()
         if not self._options.stream:
             reply = cast(Reply, await send_request(self._client, kwargs))
             self._accept(reply)
