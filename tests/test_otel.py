@@ -29,6 +29,7 @@ from opentelemetry.util.types import AttributeValue
 
 from tests.helpers import MODEL, USER
 from toolrunner import (
+    CompactionControl,
     MemoryCheckpointer,
     ParamsError,
     SyncToolRunner,
@@ -316,6 +317,24 @@ async def test_the_run_span_is_a_child_of_the_span_current_where_the_loop_runs(t
     with traces.provider.get_tracer("app").start_as_current_span("handle request"):
         await runner.until_done()
     assert traces.outline()[:2] == ["handle request", "  invoke_agent"]
+
+
+async def test_the_summary_request_of_client_side_compaction_is_a_request_of_the_run(traces: Traces) -> None:
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(
+                tool_call("get_weather", {"city": "Paris"}), usage={"input_tokens": 900, "output_tokens": 200}
+            ),
+            text_reply("<summary>Paris is sunny.</summary>"),  # the summary
+            text_reply("Sunny."),
+        ]
+    )
+    control: CompactionControl = {"enabled": True, "context_token_threshold": 1000}
+    await build(fake, traces, compaction_control=control).until_done()
+    run = traces.run()
+    assert len(fake.requests) == 3
+    assert [parent_id(span) for span in traces.operation("chat")] == [span_id(run)] * 3
+    assert attributes(run)["gen_ai.usage.output_tokens"] == 200 + 5 + 5  # the summary's tokens count
 
 
 def test_a_sync_runner_traces_the_same_tree_under_the_callers_span(traces: Traces) -> None:
