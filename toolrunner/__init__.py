@@ -4,6 +4,7 @@ The public names are re-exported here; the modules behind them are private. The 
 kit is the public subpackage ``toolrunner.testing``.
 """
 
+from ._caching import CachePolicy as CachePolicy
 from ._checkpoint import (
     Checkpoint as Checkpoint,
     Checkpointer as Checkpointer,
@@ -65,6 +66,7 @@ from ._state import (
 from ._sync import SyncReplyStream as SyncReplyStream, SyncToolRunner as SyncToolRunner
 from ._tools import ApprovalGate as ApprovalGate, Tool as Tool, ToolContext as ToolContext, tool as tool
 from ._toolsets import RunnableTool as RunnableTool, Toolset as Toolset
+from ._tracing import Tracing as Tracing
 from ._types import (
     Decision as Decision,
     EndReason as EndReason,
@@ -81,6 +83,7 @@ from ._usage import (
     RequestUsage as RequestUsage,
     Usage as Usage,
     UsageTracker as UsageTracker,
+    find_price as find_price,
 )
 
 __all__ = [
@@ -93,6 +96,7 @@ __all__ = [
     "ApprovalError",
     "ApprovalGate",
     "ApprovalRequested",
+    "CachePolicy",
     "CallRecord",
     "CallStatus",
     "Checkpoint",
@@ -142,9 +146,11 @@ __all__ = [
     "ToolRunner",
     "ToolRunnerError",
     "Toolset",
+    "Tracing",
     "UnansweredToolUseError",
     "Usage",
     "UsageTracker",
+    "find_price",
     "from_openai",
     "sanitize_tool_id",
     "text_of",

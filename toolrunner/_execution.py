@@ -36,6 +36,7 @@ from ._errors import ToolError, ToolInputError
 from ._results import ResultTooLargeError, ToolResultAdapter, tool_result_block
 from ._tools import ToolContext
 from ._toolsets import RunnableTool
+from ._tracing import TracedCall, tool_failed, untraced
 from ._types import ToolCall
 
 __all__ = [
@@ -95,6 +96,8 @@ class CallHooks:
     """The call is about to run (the flag: early, while its reply still streams)."""
     finished: Callable[[ToolCall, ResultBlock, float], Awaitable[None]]
     """The call finished with this block after so many seconds (a cancelled call never does)."""
+    traced: TracedCall = untraced
+    """Runs the call's execution in its tracing span (``tracing=``); as it is without tracing."""
 
 
 async def run_tool_calls(calls: Sequence[ToolCall], options: ExecutionOptions, hooks: CallHooks) -> None:
@@ -175,7 +178,7 @@ async def run_one(
     """Run one call between ``hooks.started`` and ``hooks.finished``; a cancelled call never finishes."""
     await hooks.started(call, early)
     started = time.perf_counter()
-    block = _for_call(await _run_one(call, options, hooks), call)
+    block = _for_call(await hooks.traced(call, _run_one(call, options, hooks)), call)
     await hooks.finished(call, block, time.perf_counter() - started)
     return block
 
@@ -215,6 +218,7 @@ def _failure(call: ToolCall, error: Exception) -> ResultBlock:
     """The is_error result for a call that raised, or whose value could not be converted."""
     if isinstance(error, ResultTooLargeError | ToolCancelledError | ToolInputError):  # written for the model
         return tool_result_block(call.id, str(error), is_error=True)
+    tool_failed(error)
     logger.exception("Tool %r raised while answering tool_use %r", call.name, call.id)
     return tool_result_block(call.id, _describe(error), is_error=True)
 

@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from ._options import Options
     from ._params import ToolIndex
     from ._requests import Client
+    from ._tracing import RunTrace
     from ._usage import Price
 
 __all__ = ["RunnerExtensions"]
@@ -74,6 +75,7 @@ class RunnerExtensions:
         _client: Client
         _saver: Saver | None
         _prices: Mapping[str, Price]
+        _trace: RunTrace
 
         def _set(self, state: RunState) -> None: ...
         def _index_tools(self, tools: object) -> None: ...
@@ -303,6 +305,7 @@ class RunnerExtensions:
             "Token usage %d has exceeded the threshold of %d. Performing compaction.", used, threshold
         )
         kwargs = summary_request(state.params, state.messages[:point], control)
+        self._trace.sending()
         reply = cast(Reply, await send_request(self._client, kwargs))
         summary = summary_text(reply)
         usage = request_usage(reply, self._prices)

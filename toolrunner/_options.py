@@ -26,6 +26,7 @@ from anthropic.lib.tools import (
 from typing_extensions import TypedDict
 
 from ._approvals import ApproveCallback
+from ._caching import CachePolicy, Caching, cache_policy
 from ._checkpoint import Checkpointer
 from ._compaction import CompactionControl
 from ._errors import ParamsError
@@ -34,7 +35,8 @@ from ._lifecycle import Limits
 from ._results import DEFAULT_ADAPTER, ToolResultAdapter
 from ._tools import Tool
 from ._toolsets import RunnableTool, Toolset
-from ._usage import Price
+from ._tracing import Tracing
+from ._usage import DEFAULT_PRICES, Price, find_price
 
 __all__ = ["Options", "RunnerOptions", "ToolLike", "read_options"]
 
@@ -93,6 +95,12 @@ class RunnerOptions(TypedDict, total=False, extra_items=Any):
     compaction_control: CompactionControl | None
     """Client-side compaction (the SDK's option): replace older turns with a summary once a reply's
     usage reaches a threshold (see docs/migrating.md)."""
+    cache: CachePolicy | bool | Literal["5m", "1h"] | None
+    """Prompt caching: ``True`` (or ``"5m"``, ``"1h"``: the TTL) sends the top-level ``cache_control``;
+    a ``CachePolicy`` can add breakpoints on the system prompt and the tools. Never more than four
+    breakpoints in a request, the caller's own counted first (see docs/caching.md)."""
+    tracing: Tracing | None
+    """Trace the runner with OpenTelemetry (see docs/observability.md); ``None``: no tracing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +120,8 @@ class Options:
     run_id: str | None = None
     approve: ApproveCallback | None = None
     compaction_control: CompactionControl | None = None
+    cache: Caching | None = None
+    tracing: Tracing | None = None
 
 
 _NAMES = frozenset(RunnerOptions.__annotations__)
@@ -172,8 +182,22 @@ def read_options(
         raise ParamsError(
             f"approve must be a function of a ToolCall or None, not {type(approve).__name__!r}."
         )
-    max_cost = given.get("max_cost")
+    tracing = given.get("tracing")
+    if tracing is not None and not isinstance(tracing, Tracing):
+        raise ParamsError(f"tracing must be a Tracing(...) or None, not {type(tracing).__name__!r}.")
+    max_cost = None if given.get("max_cost") is None else dollars(given["max_cost"])
+    prices = given.get("prices")
+    model = params.get("model")
+    if (
+        max_cost is not None
+        and isinstance(model, str)
+        and find_price(prices or DEFAULT_PRICES, model) is None
+    ):
+        raise ParamsError(
+            f"max_cost needs a price for model {model!r}, and the price table has none; pass prices={{model: Price(...)}}."
+        )
     control = _compaction_control(given.get("compaction_control"))
+    policy = cache_policy(given.get("cache"))
     options = Options(
         tools=given.get("tools", ()),
         stream=stream,
@@ -181,7 +205,7 @@ def read_options(
         limits=Limits(
             max_iterations=given.get("max_iterations"),
             max_total_tokens=given.get("max_total_tokens"),
-            max_cost=None if max_cost is None else dollars(max_cost),
+            max_cost=max_cost,
             on_limit=on_limit,
         ),
         max_concurrency=given.get("max_concurrency"),
@@ -193,6 +217,8 @@ def read_options(
         run_id=run_id,
         approve=approve,
         compaction_control=control,
+        cache=None if policy is None else Caching(policy),
+        tracing=tracing,
     )
     return options, params
 

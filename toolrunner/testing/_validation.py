@@ -19,6 +19,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, cast
 
+from ._caching import find_invalid_breakpoints
+
 __all__ = ["find_invalid_request"]
 
 _ROLES = ("user", "assistant", "system")
@@ -92,7 +94,7 @@ def find_invalid_request(body: Mapping[str, Any]) -> str | None:
     conversation = [turn for turn in turns if turn[0] != "system"]
     if not conversation or conversation[0][0] != "user":
         return 'messages: first message must use the "user" role'
-    return _find_unpaired_tool_blocks(turns)
+    return _find_unpaired_tool_blocks(turns) or find_invalid_breakpoints(body)
 
 
 # -- system messages ------------------------------------------------------------------------------
