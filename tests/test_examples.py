@@ -36,6 +36,14 @@ EXPECTED: dict[str, list[str]] = {
         "Done after 4 requests.",
     ],
     "sync.py": ["-> read_file({'name': 'app.py'})", "<- 3 result(s) in", "the history holds 6 messages"],
+    "durable.py": [
+        "[child] <- charge_card finished",
+        "the child was killed by SIGKILL; charges.txt has 1 line(s).",
+        "charge_card: answered from the journal, not run again: 'charged 30.00 EUR for order 42'",
+        "book_courier: [is_error] The call to 'book_courier' was interrupted",
+        "may or may not have taken effect",
+        "The card was charged 1 time(s); the run ended (model) after 2 requests.",
+    ],
 }
 
 
