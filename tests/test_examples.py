@@ -49,6 +49,14 @@ EXPECTED: dict[str, list[str]] = {
         "<- Added note 4: Ask Ada for the launch date",
         "Done after 3 requests; the server has stopped.",
     ],
+    "durable.py": [
+        "[child] <- charge_card finished",
+        "the child was killed by SIGKILL; charges.txt has 1 line(s).",
+        "charge_card: answered from the journal, not run again: 'charged 30.00 EUR for order 42'",
+        "book_courier: [is_error] The call to 'book_courier' was interrupted",
+        "may or may not have taken effect",
+        "The card was charged 1 time(s); the run ended (model) after 2 requests.",
+    ],
 }
 
 

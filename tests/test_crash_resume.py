@@ -1,0 +1,480 @@
+"""Crash tests: a worker process SIGKILLs itself at a chosen point, and a new process resumes the run.
+
+The worker (``tests/crash_worker.py``) drives a checkpointed run of a three-turn conversation with
+parallel calls (sync and async tools, idempotent and not) against a fake whose answers follow from
+the request alone, and its tools write ``start``/``finish`` lines to a ledger file. A worker is
+killed during a request, right after a save, before any SQL statement of a save (of one that
+appends a turn's results, say), or inside a call while it runs once some of its siblings have
+finished; a second worker resumes from the SQLite file (and may be killed in turn), and a last one
+finishes the run.
+
+After each crash the test reads what the store holds, and at the end it checks:
+
+- the final history is one the service accepts (tool_use/tool_result pairing), ending the run;
+- no call whose result was saved before a crash ever started again (ledger);
+- a call of a non-idempotent tool never started twice, and one that a crash interrupted (saved as
+  started, not finished) is answered with the "interrupted ... may or may not have taken effect"
+  error;
+- a call of an idempotent tool that a crash interrupted ran again, and has its normal result;
+- every other call has its normal result, and the history has the skeleton of an uninterrupted
+  run (the same messages, blocks and ids), but for the interrupted calls' ``is_error``.
+
+Workers are forked from a server that imported everything once (see ``crash_worker.py``), so a
+crash costs milliseconds; one test starts plain ``python`` subprocesses instead. Nothing waits for
+a time: the test waits for processes to exit and then reads their files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import anyio
+import pytest
+from hypothesis import event, given, settings, strategies as st
+
+from tests._hypothesis_profiles import PROFILE, property_settings
+from tests.crash_worker import CALLS, IDEMPOTENT, RUN_ID, Job, KillPoint, expected_result
+from tests.reliability_helpers import Skeleton, pairing_problems, plain, skeleton
+from toolrunner import CallStatus, Phase, RunState, SQLiteCheckpointer
+
+ROOT = Path(__file__).resolve().parent.parent
+BACKENDS = ["asyncio", "trio"]
+GUARD = 120  # seconds for a plain subprocess; only reached when a worker hangs (it stops itself at 60)
+KILLED = -signal.SIGKILL
+
+# Each example forks two or three workers (tens of milliseconds each): a modest count keeps this file
+# well under a minute in CI; HYPOTHESIS_PROFILE=thorough explores many more kill points.
+EXAMPLES = {"ci": 50, "thorough": 1_000, "dev": 5}[PROFILE]
+crash_settings = settings(property_settings, max_examples=EXAMPLES)
+
+CALL_IDS = sorted(CALLS)
+
+
+def idempotent(call: str) -> bool:
+    return CALLS[call][0] in IDEMPOTENT
+
+
+# -- running workers -----------------------------------------------------------------------------
+
+
+def _env() -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key != "ANTHROPIC_API_KEY"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+class Workers:
+    """The fork server of ``crash_worker.py``: ``run(job)`` forks a worker and returns its exit status."""
+
+    def __init__(self) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-W", "error", "-m", "tests.crash_worker", "serve"],
+            cwd=ROOT,
+            env=_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def run(self, job: Job) -> int:
+        process = self._process
+        assert process.stdin is not None
+        assert process.stdout is not None
+        process.stdin.write(job.to_json() + "\n")
+        process.stdin.flush()
+        line = process.stdout.readline()  # the worker has exited
+        if not line:
+            raise AssertionError(f"the crash-worker server exited with status {process.wait()}")
+        return int(line)
+
+    def close(self) -> None:
+        process = self._process
+        assert process.stdin is not None
+        assert process.stdout is not None
+        process.stdin.close()  # the server ends when its stdin does
+        process.wait(GUARD)
+        process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def workers() -> Iterator[Workers]:
+    server = Workers()
+    yield server
+    server.close()
+
+
+def run_subprocess(job: Job) -> int:
+    """Run a worker as a plain ``python`` process (no fork server); its output goes to its log."""
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-m", "tests.crash_worker", "run", job.to_json()],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=GUARD,
+        check=False,
+    )
+    job.log.write_text(done.stdout + done.stderr)
+    return done.returncode
+
+
+# -- one scenario -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Crash:
+    """What a killed worker left: its kill point, the ledger's length, and the store's state."""
+
+    point: KillPoint
+    ledger: int
+    saved: RunState | None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    crashes: list[Crash]
+    ledger: list[str]
+    final: RunState
+
+
+def read_ledger(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def load(database: Path) -> RunState | None:
+    """The state the store holds, read the way a resuming process reads it."""
+    store = SQLiteCheckpointer(database)
+    try:
+        checkpoint = anyio.run(store.load, RUN_ID)
+    finally:
+        store.close()
+    return None if checkpoint is None else checkpoint.state
+
+
+def crash_and_resume(
+    run: Callable[[Job], int],
+    directory: Path,
+    kills: Sequence[KillPoint | None],
+    backends: Sequence[str],
+) -> Outcome:
+    """Run a worker per kill point (each resuming what the last left), then one to the end; a
+    worker whose kill point is never reached ends the run itself. ``backends`` cycles over workers."""
+    crashes: list[Crash] = []
+    job = Job(backends[0], str(directory), 0)
+    for number, kill in enumerate([*kills, None]):
+        job = Job(backends[number % len(backends)], str(directory), number, kill)
+        before = len(read_ledger(job.ledger))
+        status = run(job)
+        ledger = read_ledger(job.ledger)
+        log = job.log.read_text() if job.log.exists() else "(no log)"
+        killed = [line for line in ledger[before:] if line.startswith("kill ")]
+        if status == KILLED:
+            assert killed == [f"kill {kill}"], (
+                f"worker {number} was killed, but not at {kill}: {killed}\n{log}"
+            )
+            assert kill is not None
+            crashes.append(Crash(kill, len(ledger), load(job.database)))
+            continue
+        assert status == 0, f"worker {number} (kill point {kill}) exited with {status}:\n{log}"
+        assert not killed, f"worker {number} wrote {killed} but was not killed:\n{log}"
+        break
+    final = load(job.database)
+    assert final is not None, "the run was never saved"
+    return Outcome(crashes, read_ledger(job.ledger), final)
+
+
+# -- the checks -------------------------------------------------------------------------------------
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    blocks = cast("list[dict[str, Any]]", content or [])
+    return "".join(str(block.get("text", "")) for block in blocks)
+
+
+def results(messages: Sequence[object]) -> dict[str, tuple[str, bool]]:
+    """(text, is_error) of every tool_result of a history, by tool_use id."""
+    found: dict[str, tuple[str, bool]] = {}
+    for message in cast("list[dict[str, Any]]", plain(list(messages))):
+        content = message["content"]
+        if message["role"] != "user" or isinstance(content, str):
+            continue
+        for block in cast("list[dict[str, Any]]", content):
+            if block["type"] == "tool_result":
+                found[block["tool_use_id"]] = (_text(block.get("content")), bool(block.get("is_error")))
+    return found
+
+
+def saved_calls(state: RunState | None) -> tuple[set[str], set[str]]:
+    """The calls a saved state holds finished (answered in the history or the journal), and those
+    it holds started only."""
+    if state is None:
+        return set(), set()
+    finished = set(results(state.messages))
+    started: set[str] = set()
+    for call, record in state.calls.items():
+        (finished if record.status is CallStatus.FINISHED else started).add(call)
+    return finished, started
+
+
+def starts(lines: Sequence[str]) -> Counter[str]:
+    return Counter(line.split()[1] for line in lines if line.startswith("start "))
+
+
+def check(outcome: Outcome, reference: Sequence[Skeleton]) -> set[str]:
+    """Every check of the module docstring; returns the calls answered as interrupted."""
+    final = outcome.final
+    assert final.phase is Phase.DONE
+    assert final.end_reason == "model"
+    problems = pairing_problems(final.messages)
+    assert not problems, problems
+    ledger = outcome.ledger
+
+    interrupted: set[str] = set()  # calls of non-idempotent tools that a crash interrupted
+    for crash in outcome.crashes:
+        finished, started = saved_calls(crash.saved)
+        later = starts(ledger[crash.ledger :])
+        again = sorted(call for call in finished if later[call])
+        assert not again, (
+            f"after the crash at {crash.point}, {again} started again though their results were saved"
+        )
+        for call in started:
+            if idempotent(call):
+                assert later[call], (
+                    f"{call} (idempotent) was interrupted at {crash.point} and never ran again"
+                )
+            else:
+                assert not later[call], f"{call} was interrupted at {crash.point} and started again"
+                interrupted.add(call)
+
+    twice = sorted(call for call, count in starts(ledger).items() if count > 1 and not idempotent(call))
+    assert not twice, f"calls of non-idempotent tools started more than once: {twice}"
+
+    answered = results(final.messages)
+    assert sorted(answered) == CALL_IDS
+    finishes = {line.split()[1] for line in ledger if line.startswith("finish ")}
+    for call, (text, is_error) in answered.items():
+        if call in interrupted:
+            assert is_error, (call, text)
+            assert "was interrupted" in text, text
+            assert "may or may not have taken effect" in text, text
+        else:
+            assert (text, is_error) == (expected_result(call), False), (call, text)
+            assert call in finishes, f"{call} has a normal result but its tool never finished"
+
+    expected = [
+        (
+            role,
+            tuple(
+                _as_error(block) if block[0] == "tool_result" and block[1] in interrupted else block
+                for block in blocks
+            ),
+        )
+        for role, blocks in reference
+    ]
+    assert skeleton(final.messages) == expected
+    return interrupted
+
+
+def _as_error(block: tuple[Any, ...]) -> tuple[Any, ...]:
+    return (block[0], block[1], True)
+
+
+# -- the reference run ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    skeleton: list[Skeleton]
+    counts: dict[str, int]
+    problems: list[str]
+
+
+@pytest.fixture(scope="module")
+def references(workers: Workers) -> Mapping[str, Reference]:
+    """An uninterrupted run on each backend: its history, and how many events of each kind it had."""
+    found: dict[str, Reference] = {}
+    for backend in BACKENDS:
+        with tempfile.TemporaryDirectory() as name:
+            job = Job(backend, name, 0)
+            status = workers.run(job)
+            assert status == 0, job.log.read_text()
+            final = load(job.database)
+            assert final is not None
+            found[backend] = Reference(
+                skeleton(final.messages), _counts(job), pairing_problems(final.messages)
+            )
+    return found
+
+
+def _counts(job: Job) -> dict[str, int]:
+    return cast("dict[str, int]", json.loads(job.counts.read_text()))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_uninterrupted_run_runs_every_call_once_and_counts_every_kind_of_kill_point(
+    references: Mapping[str, Reference], backend: str
+) -> None:
+    reference = references[backend]
+    assert reference.problems == []
+    counts = reference.counts
+    assert counts["request"] == 4
+    assert counts["append"] == 3  # one save appends each tool turn's results
+    # before and after each request, and around the calls (concurrent calls may share a save)
+    assert counts["write"] == counts["save"] > 2 * counts["request"] + 3
+    assert all(counts[f"tool {call}"] == 1 for call in CALLS)
+    assert all(counts[f"save {call}"] >= 1 for call in CALLS)
+    roles = [role for role, _ in reference.skeleton]
+    assert roles == ["user", "assistant", "user", "assistant", "user", "assistant", "user", "assistant"]
+
+
+# -- named kill points --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_killed_during_a_request_the_next_process_sends_it_again(
+    workers: Workers, references: Mapping[str, Reference], backend: str, tmp_path: Path
+) -> None:
+    outcome = crash_and_resume(workers.run, tmp_path, [KillPoint("request", 1)], [backend])
+    [crash] = outcome.crashes
+    assert crash.saved is not None
+    assert len(crash.saved.messages) == 3  # turn 0 and its results
+    assert check(outcome, references[backend].skeleton) == set()
+    assert set(starts(outcome.ledger).values()) == {1}  # nothing ran twice
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_killed_right_after_a_calls_result_is_saved_it_is_answered_from_the_journal(
+    workers: Workers, references: Mapping[str, Reference], backend: str, tmp_path: Path
+) -> None:
+    outcome = crash_and_resume(workers.run, tmp_path, [KillPoint("save", 0, "t0_charge")], [backend])
+    [crash] = outcome.crashes
+    assert crash.saved is not None
+    assert crash.saved.calls["t0_charge"].status is CallStatus.FINISHED
+    assert check(outcome, references[backend].skeleton) == set()
+    assert starts(outcome.ledger)["t0_charge"] == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("call", "after"),
+    [("t1_charge", 2), ("t1_read", 1), ("t2_email", 0)],
+    ids=["charge-after-email-and-read", "read-after-one-sibling", "email-alone"],
+)
+def test_killed_inside_a_running_call_after_siblings_finished(
+    workers: Workers,
+    references: Mapping[str, Reference],
+    backend: str,
+    call: str,
+    after: int,
+    tmp_path: Path,
+) -> None:
+    outcome = crash_and_resume(workers.run, tmp_path, [KillPoint("tool", call=call, after=after)], [backend])
+    [crash] = outcome.crashes
+    finished, started = saved_calls(crash.saved)
+    assert call in started
+    siblings = {other for other in CALLS if other[:2] == call[:2] and other != call}
+    assert len(finished & siblings) >= after  # "after A finished, while B runs"
+    interrupted = check(outcome, references[backend].skeleton)
+    if idempotent(call):
+        assert call not in interrupted
+        assert starts(outcome.ledger)[call] == 2  # it ran again
+    else:
+        assert call in interrupted
+        assert starts(outcome.ledger)[call] == 1
+    for sibling in finished & siblings:
+        assert starts(outcome.ledger)[sibling] == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_killed_while_a_turns_results_are_appended_the_save_is_all_or_nothing(
+    workers: Workers, references: Mapping[str, Reference], backend: str, tmp_path: Path
+) -> None:
+    outcome = crash_and_resume(workers.run, tmp_path, [KillPoint("append", 0)], [backend])
+    [crash] = outcome.crashes
+    # The save was cut before its COMMIT: the store holds the one before, whose journal has both
+    # results and whose history does not have them yet.
+    assert crash.saved is not None
+    assert len(crash.saved.messages) == 1
+    assert {call for call, record in crash.saved.calls.items() if record.status is CallStatus.FINISHED} == {
+        "t0_charge",
+        "t0_fetch",
+    }
+    assert check(outcome, references[backend].skeleton) == set()
+    assert set(starts(outcome.ledger).values()) == {1}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_killed_again_while_resuming_the_interrupted_call_stays_answered_as_interrupted(
+    workers: Workers, references: Mapping[str, Reference], backend: str, tmp_path: Path
+) -> None:
+    kills = [KillPoint("tool", call="t1_charge", after=2), KillPoint("append", 0)]
+    outcome = crash_and_resume(workers.run, tmp_path, kills, [backend])
+    assert [crash.point for crash in outcome.crashes] == kills
+    assert check(outcome, references[backend].skeleton) == {"t1_charge"}
+    assert starts(outcome.ledger)["t1_charge"] == 1
+
+
+def test_a_plain_subprocess_crashes_on_trio_and_resumes_on_asyncio(
+    references: Mapping[str, Reference], tmp_path: Path
+) -> None:
+    """Without the fork server: every worker starts a new interpreter (and the saved state does not
+    depend on the backend that wrote it)."""
+    kills = [KillPoint("tool", call="t0_charge", after=1)]
+    outcome = crash_and_resume(run_subprocess, tmp_path, kills, ["trio", "asyncio"])
+    assert len(outcome.crashes) == 1
+    assert check(outcome, references["asyncio"].skeleton) == {"t0_charge"}
+
+
+# -- generated kill points --------------------------------------------------------------------------
+
+
+def kill_points(counts: Mapping[str, int]) -> st.SearchStrategy[KillPoint]:
+    """Kill points an uninterrupted run reaches (a resumed run reaches fewer)."""
+
+    def ordinal(kind: str) -> st.SearchStrategy[int]:
+        return st.integers(0, counts[kind] - 1)
+
+    def nth(kind: str) -> st.SearchStrategy[KillPoint]:
+        return st.builds(KillPoint, st.just(kind), ordinal(kind))
+
+    # A save's write has about ten statements (more with many new messages, and the first one
+    # also creates the tables); None: before its COMMIT.
+    statements = st.none() | st.integers(0, 16)
+
+    return st.one_of(
+        nth("request"),
+        nth("save"),
+        st.builds(KillPoint, st.just("write"), ordinal("write"), statement=statements),
+        st.builds(KillPoint, st.just("append"), ordinal("append"), statement=statements),
+        st.builds(KillPoint, st.just("save"), st.just(0), st.sampled_from(CALL_IDS)),
+        st.builds(KillPoint, st.just("tool"), st.just(0), st.sampled_from(CALL_IDS), st.integers(0, 2)),
+    )
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@given(data=st.data())
+@crash_settings
+def test_any_kill_point_then_resume_ends_the_run_as_without_the_crash(
+    workers: Workers, references: Mapping[str, Reference], backend: str, data: st.DataObject
+) -> None:
+    reference = references[backend]
+    first = data.draw(kill_points(reference.counts), label="first kill point")
+    second = data.draw(st.none() | kill_points(reference.counts), label="second kill point, while resuming")
+    kills = [first] if second is None else [first, second]
+    with tempfile.TemporaryDirectory() as name:
+        outcome = crash_and_resume(workers.run, Path(name), kills, [backend])
+        interrupted = check(outcome, reference.skeleton)
+    event(f"crashes: {len(outcome.crashes)}")
+    event(f"interrupted calls: {len(interrupted)}")

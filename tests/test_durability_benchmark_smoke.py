@@ -1,0 +1,51 @@
+"""``benchmarks/durability.py --quick`` runs and prints its table.
+
+A smoke test only: the figures depend on the machine, so no time is asserted. The benchmark's own
+checks make a run that gets its conversation wrong fail.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "durability.py"
+TIMEOUT = 120  # seconds; a hung benchmark fails instead of hanging the suite
+
+ROWS = (
+    "turn loop, SQLite checkpoints vs none (wall)",
+    "turn loop, SQLite checkpoints vs none (CPU)",
+    "turn loop: time in garbage collection",
+    "one save in the loop (CPU): turns",
+    "one save replayed alone (CPU): turns",
+    "turn run (",
+    "at once: toolrunner vs hand loop",
+    "at once: toolrunner + SQLite vs hand loop",
+)
+
+
+def test_quick_run_prints_every_row() -> None:
+    env = {key: value for key, value in os.environ.items() if key != "ANTHROPIC_API_KEY"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(SCRIPT), "--quick"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    lines = [line for line in done.stdout.splitlines() if line.startswith("| ")]
+    assert lines[0].split("|")[1].strip() == "measure", done.stdout
+    for row in ROWS:
+        matching = [line for line in lines if row in line]
+        assert len(matching) == 1, f"no single row with {row!r} in:\n{done.stdout}"
+        assert any(
+            result in matching[0]
+            for result in ("too small to judge", "saves per turn", "loops alike", "one shared file")
+        )
