@@ -127,6 +127,8 @@ class RunnerLink:
     """Make a state current."""
     emit: Callable[[RunnerEvent], None]
     """Report an event to the runner's listeners."""
+    listening: Callable[[], bool]
+    """Whether anyone listens to events (they are made only then)."""
     save: Callable[[], Awaitable[None]]
     """Save the current state, if the runner has a checkpointer."""
     context: Callable[[ToolCall], ToolContext]
@@ -205,12 +207,14 @@ class TurnCalls:
         """The journal records the call, and the record is saved, before the tool runs."""
         link = self._link
         link.update(call_started(link.state(), call))
-        link.emit(ToolCallStarted(call=call, early=early))
+        if link.listening():
+            link.emit(ToolCallStarted(call=call, early=early))
         await link.save()
 
     async def _finished(self, call: ToolCall, block: ToolResultBlockParam, duration: float) -> None:
         """The journal keeps the result, so the call never runs again; then it is saved."""
         link = self._link
         link.update(call_finished(link.state(), call, block))
-        link.emit(ToolCallFinished(call=call, duration=duration, is_error=bool(block.get("is_error"))))
+        if link.listening():
+            link.emit(ToolCallFinished(call=call, duration=duration, is_error=bool(block.get("is_error"))))
         await link.save()

@@ -44,7 +44,8 @@ ROLES = ("user", "assistant", "system")
 
 def field(item: object, name: str) -> Any:
     """Read ``name`` from a dict or from an SDK model; ``None`` when absent."""
-    if isinstance(item, Mapping):
+    # The exact type first: nearly every item is a plain dict, and an ABC check costs more.
+    if type(item) is dict or isinstance(item, Mapping):
         return item.get(name)  # type: ignore[union-attr]
     return getattr(item, name, None)
 
@@ -62,6 +63,17 @@ def client_tool_calls(message: object) -> tuple[ToolCall, ...]:
     Server tool calls (``server_tool_use``, ``mcp_tool_use``, ...) are the service's to answer and
     are not included.
     """
+    if isinstance(message, Message | BetaMessage):  # a reply: typed blocks, read without field()
+        return tuple(
+            ToolCall(
+                id=block.id,
+                name=block.name,
+                input=block.input,
+                toolset_name=getattr(block, "toolset_name", None),
+            )
+            for block in message.content
+            if block.type == "tool_use"
+        )
     if field(message, "role") != "assistant":
         return ()
     return tuple(

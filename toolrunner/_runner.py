@@ -162,6 +162,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             state=lambda: self._state,
             update=self._set,
             emit=self._report,
+            listening=lambda: self._emit is not None,
             save=self._save,
             context=lambda call: ToolContext(call=call, runner=self),
             trace=self._trace.tool_call,
@@ -346,7 +347,13 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             self._set(turn_paused(self._state))
             return
         message: ToolResultMessage | None = {"role": "user", "content": results} if results else None
-        self._set(self._turn_ended(turn_finished(turn_resumed(self._state), message)))
+        steered = self._state.steered
+        finished = turn_finished(turn_resumed(self._state), message)
+        self._set(self._turn_ended(finished))
+        if not steered and self._state.messages is finished.messages:
+            # What the runner appended is valid as made (a checked reply, then a result for each of
+            # its calls in order): the next check starts after it, where the body's changes begin.
+            self._checked = len(finished.messages)
         await self._after_turn()
 
     def _start_early(self, call: ToolCall) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import Any, Self, cast
 
@@ -93,7 +93,7 @@ class CallRecord:
     decision: Decision | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)  # no slots: ``replace`` copies the instance's dict at once
 class RunState:
     """A run's state: a value that can be saved, loaded and resumed (see docs/durability.md).
 
@@ -150,8 +150,15 @@ class RunState:
         return record.result
 
     def replace(self, **changes: Any) -> Self:
-        """A copy with ``changes`` (the dataclass's ``replace``)."""
-        return replace(self, **changes)
+        """A copy with ``changes``, as the dataclass's ``replace`` makes it, but without running
+        ``__init__``: the transitions make several copies a turn, and the fields need no checks."""
+        unknown = changes.keys() - _FIELD_NAMES
+        if unknown:
+            raise TypeError(f"RunState has no field(s) {sorted(unknown)!r}")
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
 
     # -- JSON ---------------------------------------------------------------------------------
 
@@ -251,6 +258,9 @@ def _from_version_1(data: Mapping[str, Any]) -> Mapping[str, Any]:
 
 _MIGRATIONS: dict[int, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {1: _from_version_1}
 """From each older version to the next."""
+
+
+_FIELD_NAMES = tuple(item.name for item in fields(RunState))
 
 
 def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]) -> RunState:

@@ -39,17 +39,24 @@ def sendable_text(text: str) -> str:
 
 
 def _is_sendable(value: object) -> bool:
-    # Loops rather than all(...): this runs on every result, and generators cost more than the check.
-    if isinstance(value, str):
-        return _is_sendable_text(value)
-    if isinstance(value, dict):
-        for key, item in cast("dict[object, object]", value).items():
-            if not (_is_sendable(key) and _is_sendable(item)):
+    # One loop over a stack, with ASCII strings (nearly all) checked inline: this runs on every reply
+    # and every result, where a call per string would cost more than the check.
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if type(value) is str:
+            if not value.isascii() and not _is_sendable_text(value):
                 return False
-    elif isinstance(value, list | tuple):
-        for item in cast("Sequence[object]", value):
-            if not _is_sendable(item):
-                return False
+        elif isinstance(value, dict):
+            for key, item in cast("dict[object, object]", value).items():
+                if type(key) is not str or not key.isascii():
+                    stack.append(key)
+                if type(item) is not str or not item.isascii():
+                    stack.append(item)
+        elif isinstance(value, list | tuple):
+            stack.extend(cast("Sequence[object]", value))
+        elif isinstance(value, str) and not _is_sendable_text(value):  # a str subclass
+            return False
     return True
 
 
