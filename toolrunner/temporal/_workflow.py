@@ -1,0 +1,298 @@
+"""The workflow: toolrunner's lifecycle on Temporal.
+
+``ToolRunnerWorkflow`` is a driver of the pure lifecycle in ``toolrunner._lifecycle``, as
+``ToolRunner`` is: it keeps the run's ``RunState`` and does the I/O the transitions ask for, each
+piece of it an activity. It never runs a tool or sends a request itself. One iteration, as in
+``ToolRunner.__anext__`` with a loop body that does nothing:
+
+1. ``ready_to_send``: stop at a limit (or send one last request that may not call tools);
+2. the ``toolrunner.request`` activity sends the request; ``reply_received`` takes the reply;
+3. the calls ``pending_calls`` names are journaled (``call_started``) and each runs in a
+   ``toolrunner.tool`` activity (``call_finished``); calls Temporal gave up on are answered by
+   ``resumed``: "interrupted", as after a crash of a ``ToolRunner``;
+4. ``turn_finished`` appends the reply and the results, and decides whether the loop goes on.
+
+Workflow code must be deterministic: everything here decides from the workflow's input and the
+activities' results, which Temporal records; the lifecycle is pure, so replaying a recorded
+history gives the same decisions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any, cast
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from anthropic.types import Message, ToolResultBlockParam
+    from anthropic.types.beta import BetaMessage
+
+    from .._errors import ToolRunnerError
+    from .._lifecycle import (
+        Limits,
+        call_finished,
+        call_started,
+        closed,
+        pending_calls,
+        ready_to_send,
+        reply_received,
+        resumed,
+        turn_finished,
+    )
+    from .._messages import check_history
+    from .._state import Phase, RunState
+    from .._types import ToolCall, ToolResultMessage
+    from .._usage import RequestUsage, Usage
+    from ._data import ActivityOptions, RequestInput, RequestOutput, RunInput, RunResult, ToolInput, ToolSpec
+
+__all__ = [
+    "CLOSE_SIGNAL",
+    "REQUEST_ACTIVITY",
+    "STATE_QUERY",
+    "TOOL_ACTIVITY",
+    "TOOL_NOT_REGISTERED",
+    "WORKFLOW",
+    "ToolRunnerWorkflow",
+]
+
+WORKFLOW = "toolrunner.run"
+"""The workflow type's name."""
+REQUEST_ACTIVITY = "toolrunner.request"
+"""The activity that sends one request to the Messages API."""
+TOOL_ACTIVITY = "toolrunner.tool"
+"""The activity that runs one tool call (its summary names the tool)."""
+CLOSE_SIGNAL = "toolrunner.close"
+"""The signal that ends a run as ``ToolRunner.close()`` does."""
+STATE_QUERY = "toolrunner.state"
+"""The query that gives the run's ``RunState`` (``to_dict()``; large blocks as stubs)."""
+TOOL_NOT_REGISTERED = "ToolNotRegistered"
+"""The error type of an activity asked to run a tool its worker does not have."""
+
+_MARGIN = timedelta(minutes=1)  # a tool's own timeout answers before its activity's
+
+
+@workflow.defn(name=WORKFLOW)
+class ToolRunnerWorkflow:
+    """Runs a tool loop: each request and each tool call is an activity; the state lives here."""
+
+    @workflow.init
+    def __init__(self, run: RunInput) -> None:
+        self._state = RunState.from_dict(run.state).replace(run_id=workflow.info().workflow_id)
+        self._specs = {spec.name: spec for spec in run.tools}
+        self._options = ActivityOptions.from_data(run.activities)
+        max_cost = run.limits.get("max_cost")
+        self._limits = Limits(
+            max_iterations=run.limits.get("max_iterations"),
+            max_total_tokens=run.limits.get("max_total_tokens"),
+            max_cost=None if max_cost is None else Decimal(max_cost),
+            on_limit=run.limits.get("on_limit", "stop"),
+        )
+        self._tool_timeout = run.tool_timeout
+        self._max_concurrency = run.max_concurrency
+        self._closing = False
+        # What the store holds: the history node of the last request, and what it was sent with.
+        self._node: str | None = None
+        self._sent = 0  # messages in that node
+        self._sent_params: Mapping[str, Any] | None = None
+        self._sent_tools: tuple[Any, ...] | None = None
+        self._checked = 0  # the history is known to be valid before this index (see check_history)
+
+    @workflow.run
+    async def run(self, run: RunInput) -> RunResult:
+        """Drive the loop to its end."""
+        limiter = asyncio.Semaphore(self._max_concurrency) if self._max_concurrency else None
+        while True:
+            if self._state.phase is Phase.WITH_BODY:
+                await self._finish_turn(limiter)
+            if self._state.phase is Phase.READY:
+                self._state = ready_to_send(self._state, self._limits)
+            if self._closing:
+                self._state = closed(self._state)
+            if self._state.finished:
+                return self._result()
+            await self._send()
+            if self._closing:  # closed while the request was out: keep the reply, run nothing
+                self._state = closed(self._state)
+
+    @workflow.signal(name=CLOSE_SIGNAL)
+    def close(self) -> None:
+        """End the loop as ``ToolRunner.close()`` does: the step under way finishes whole (a
+        reply is kept without running its tools; running tools finish and their results are kept)."""
+        self._closing = True
+
+    @workflow.query(name=STATE_QUERY)
+    def state(self) -> dict[str, Any]:
+        """The run's ``RunState`` as ``to_dict()`` gives it (large blocks as stubs)."""
+        return self._state.to_dict()
+
+    # -- requests -------------------------------------------------------------------------------
+
+    async def _send(self) -> None:
+        state = self._state
+        try:
+            check_history(state.messages, self._checked)
+        except ToolRunnerError as error:
+            raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from None
+        self._checked = max(len(state.messages) - 1, 0)
+        params, tools = dict(state.params), state.tools
+        base, sent = self._node, self._sent
+        if len(state.messages) < sent:  # the history was replaced: start a new chain
+            base, sent = None, 0
+        output: RequestOutput = await workflow.execute_activity(
+            REQUEST_ACTIVITY,
+            RequestInput(
+                run_id=workflow.info().workflow_id,
+                base=base,
+                params=params if base is None or params != self._sent_params else None,
+                tools=list(tools) if base is None or tools != self._sent_tools else None,
+                messages=list(state.messages[sent:]),
+                final_answer=state.final_answer,
+            ),
+            result_type=RequestOutput,
+            start_to_close_timeout=self._options.request_start_to_close,
+            heartbeat_timeout=self._options.heartbeat_timeout,
+            retry_policy=self._options.request_retry,
+            task_queue=self._options.task_queue,
+            summary=str(params.get("model", "")),
+        )
+        self._node, self._sent = output.history, len(state.messages)
+        self._sent_params, self._sent_tools = params, tools
+        reply = (BetaMessage if output.beta else Message).model_validate(output.reply)
+        self._state = reply_received(self._state, reply, _request_usage(output.usage))
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    async def _finish_turn(self, limiter: asyncio.Semaphore | None) -> None:
+        calls = pending_calls(self._state)
+        results = await self._answer(calls, limiter) if calls else None
+        self._state = turn_finished(self._state, results)
+
+    async def _answer(
+        self, calls: Sequence[ToolCall], limiter: asyncio.Semaphore | None
+    ) -> ToolResultMessage:
+        """The results of ``calls``, in order: each call runs in its own activity, consecutive calls
+        to ordinary tools at once, a ``sequential`` tool's call alone."""
+        todo = [call for call in calls if self._state.result_of(call) is None]
+        for batch in _batches(todo, self._specs):
+            await asyncio.gather(*(self._call(call, limiter) for call in batch))
+        # Calls whose activity Temporal gave up on are still STARTED: answer them "interrupted".
+        self._state = resumed(self._state, may_run_again=lambda call: False)
+        return {"role": "user", "content": [_copy(self._state.result_of(call)) for call in calls]}
+
+    async def _call(self, call: ToolCall, limiter: asyncio.Semaphore | None) -> None:
+        if limiter is None:
+            await self._run_call(call)
+            return
+        async with limiter:
+            await self._run_call(call)
+
+    async def _run_call(self, call: ToolCall) -> None:
+        spec = self._specs.get(call.name)
+        raw = [tool["name"] for tool in self._state.tools if isinstance(tool, Mapping)]
+        timeout = self._tool_timeout if spec is None or spec.timeout is None else spec.timeout
+        options = self._options
+        self._state = call_started(self._state, call)
+        try:
+            block: dict[str, Any] = await workflow.execute_activity(
+                TOOL_ACTIVITY,
+                ToolInput(
+                    run_id=workflow.info().workflow_id,
+                    id=call.id,
+                    name=call.name,
+                    input=call.input,
+                    timeout=self._tool_timeout,
+                    available=None if spec is not None else sorted(self._specs),
+                    unrunnable=[] if spec is not None else cast("list[str]", raw),
+                ),
+                result_type=dict,
+                start_to_close_timeout=options.tool_start_to_close
+                if timeout is None
+                else max(options.tool_start_to_close, timedelta(seconds=timeout) + _MARGIN),
+                heartbeat_timeout=options.heartbeat_timeout,
+                # A call that may have acted runs again only if its tool says that does no harm.
+                retry_policy=options.tool_retry
+                if spec is None or spec.idempotent
+                else RetryPolicy(maximum_attempts=1),
+                task_queue=options.task_queue,
+                summary=call.name,
+            )
+        except ActivityError as error:
+            cause = error.cause
+            if isinstance(cause, ApplicationError) and cause.type == TOOL_NOT_REGISTERED:
+                raise ApplicationError(cause.message, type=TOOL_NOT_REGISTERED, non_retryable=True) from None
+            workflow.logger.warning(
+                "Tool call %r (%s) was lost: %s", call.id, call.name, error.cause or error
+            )
+            return  # still STARTED: ``resumed`` answers it
+        self._state = call_finished(self._state, call, cast(ToolResultBlockParam, block))
+
+    # -- the end --------------------------------------------------------------------------------
+
+    def _result(self) -> RunResult:
+        state = self._state
+        assert state.end_reason is not None
+        reply = state.reply
+        return RunResult(
+            run_id=workflow.info().workflow_id,
+            end_reason=state.end_reason,
+            reply=None
+            if reply is None
+            else reply.model_dump(mode="json", by_alias=True, exclude_unset=True, warnings=False),
+            beta=isinstance(reply, BetaMessage),
+            history=self._node,
+            appended=list(state.messages[self._sent :]),
+            requests=state.requests_sent,
+            usage=_usage_data(state.total),
+            cost=None if state.cost is None else str(state.cost),
+        )
+
+
+def _batches(calls: Sequence[ToolCall], specs: Mapping[str, ToolSpec]) -> Iterator[list[ToolCall]]:
+    """Consecutive calls to ordinary tools together; a call to a ``sequential`` tool alone (as
+    ``_execution.run_tool_calls`` runs them)."""
+    batch: list[ToolCall] = []
+    for call in calls:
+        spec = specs.get(call.name)
+        if spec is not None and spec.sequential:
+            if batch:
+                yield batch
+            yield [call]
+            batch = []
+        else:
+            batch.append(call)
+    if batch:
+        yield batch
+
+
+def _copy(block: ToolResultBlockParam | None) -> ToolResultBlockParam:
+    assert block is not None
+    return ToolResultBlockParam(**block)
+
+
+def _request_usage(data: Mapping[str, Any]) -> RequestUsage:
+    cost = data["cost"]
+    return RequestUsage(
+        model=data["model"],
+        usage=Usage(
+            data["input_tokens"],
+            data["output_tokens"],
+            data["cache_read_input_tokens"],
+            data["cache_creation_input_tokens"],
+        ),
+        cost=None if cost is None else Decimal(cost),
+    )
+
+
+def _usage_data(usage: Usage) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+    }
