@@ -494,19 +494,29 @@ async def test_leaving_the_events_block_early_cancels_the_loop_and_it_resumes() 
 # -- Ctrl-C in the blocking front end -----------------------------------------------------------------
 
 CTRL_C_SCRIPT = """
-import _thread, json, threading, time
+import json, signal, threading
 from toolrunner import SyncToolRunner, tool
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 runs = []
+handled = threading.Event()
+
+def on_ctrl_c(signum, frame):
+    handled.set()
+    raise KeyboardInterrupt  # what Python's own SIGINT handler does
+
+signal.signal(signal.SIGINT, on_ctrl_c)
 
 @tool
 def charge(invoice: str) -> str:
     '''Charge an invoice; the first call is interrupted by Ctrl-C while it runs.'''
     runs.append(invoice)
     if len(runs) == 1:
-        _thread.interrupt_main()  # what Ctrl-C does
-        time.sleep(0.2)
+        # Ctrl-C: a real SIGINT to the main thread, which waits in the loop for the next reply and
+        # is interrupted in that wait. The call returns only once the main thread has taken the
+        # interrupt: a state, not a time (the timeout only keeps a broken run from hanging).
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        handled.wait(timeout=30)
     return "charged " + invoice
 
 fake = FakeMessagesAPI([tool_reply(tool_call("charge", {"invoice": "A"}, id="tu_a")), text_reply("Done.")])
@@ -522,11 +532,15 @@ except KeyboardInterrupt:
 roles_after = [m["role"] for m in runner.messages]
 left = [t.name for t in threading.enumerate() if t not in before and not t.name.startswith("AnyIO worker")]
 runner.until_done()
-print(json.dumps({"interrupted": interrupted, "roles_after": roles_after, "left": left, "runs": runs,
-                  "requests": len(fake.requests), "roles_end": [m["role"] for m in runner.messages]}))
+print(json.dumps({"handled": handled.is_set(), "interrupted": interrupted, "roles_after": roles_after,
+                  "left": left, "runs": runs, "requests": len(fake.requests),
+                  "roles_end": [m["role"] for m in runner.messages]}))
 """
 
 
+@pytest.mark.skipif(
+    sys.platform == "win32", reason="signal.pthread_kill, which sends the SIGINT, is POSIX only"
+)
 def test_ctrl_c_in_a_sync_runner_loop_leaves_a_whole_history_and_it_resumes() -> None:
     """Run in a subprocess: a KeyboardInterrupt that escaped would stop the whole test session."""
     root = Path(__file__).resolve().parent.parent
@@ -540,7 +554,8 @@ def test_ctrl_c_in_a_sync_runner_loop_leaves_a_whole_history_and_it_resumes() ->
     )
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
-    assert outcome["interrupted"]
+    assert outcome["handled"]  # the main thread took the SIGINT while the tool ran
+    assert outcome["interrupted"]  # and the for loop ended in a KeyboardInterrupt
     assert outcome["roles_after"] in (["user"], ["user", "assistant", "user"])  # whole turns only
     assert outcome["left"] == []  # the portal's thread ended with the loop
     assert outcome["runs"] == ["A"]  # the call finished, so resuming did not run it again

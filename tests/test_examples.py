@@ -35,6 +35,12 @@ EXPECTED: dict[str, list[str]] = {
         "<- [ok] Booked a table for 4 at Chez Nous at 18:30",
         "Done after 4 requests.",
     ],
+    "approval.py": [
+        "Delete 'build.log'? [y/N] y",
+        "Delete 'notes.txt'? [y/N] n",
+        "Claude: I deleted build.log; notes.txt stays, as you asked.",
+        "Left in the folder: ['cache.tmp', 'notes.txt']",
+    ],
     "sync.py": ["-> read_file({'name': 'app.py'})", "<- 3 result(s) in", "the history holds 6 messages"],
 }
 
@@ -47,13 +53,14 @@ def pytest_files() -> list[str]:
     return sorted(path.name for path in EXAMPLES.glob("test_*.py"))
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
+def run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items() if key != "ANTHROPIC_API_KEY"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, "-W", "error", *args],
         cwd=ROOT,
         env=env,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
@@ -73,6 +80,14 @@ def test_example_runs_offline(name: str) -> None:
     assert result.stdout.strip(), f"examples/{name} printed nothing"
     missing = [line for line in EXPECTED.get(name, []) if line not in result.stdout]
     assert not missing, f"examples/{name} did not print {missing!r}; it printed:\n{result.stdout}"
+
+
+def test_the_approval_example_follows_the_answers_typed_at_its_prompt() -> None:
+    result = run(str(EXAMPLES / "approval.py"), stdin="n\ny\n")
+    assert result.returncode == 0, result.stderr
+    assert "Delete 'build.log'? [y/N] n" in result.stdout
+    assert "Delete 'notes.txt'? [y/N] y" in result.stdout
+    assert "Left in the folder: ['build.log', 'cache.tmp']" in result.stdout
 
 
 @pytest.mark.parametrize("name", pytest_files())

@@ -11,6 +11,7 @@ from ._checkpoint import (
     SQLiteCheckpointer as SQLiteCheckpointer,
 )
 from ._errors import (
+    ApprovalError as ApprovalError,
     CheckpointError as CheckpointError,
     HistoryError as HistoryError,
     MalformedReplyError as MalformedReplyError,
@@ -24,6 +25,8 @@ from ._errors import (
     UnansweredToolUseError as UnansweredToolUseError,
 )
 from ._events import (
+    ApprovalDecided as ApprovalDecided,
+    ApprovalRequested as ApprovalRequested,
     LoopFinished as LoopFinished,
     MessageFinished as MessageFinished,
     RunnerEvent as RunnerEvent,
@@ -59,8 +62,9 @@ from ._state import (
     RunState as RunState,
 )
 from ._sync import SyncToolRunner as SyncToolRunner
-from ._tools import Tool as Tool, ToolContext as ToolContext, tool as tool
+from ._tools import ApprovalGate as ApprovalGate, Tool as Tool, ToolContext as ToolContext, tool as tool
 from ._types import (
+    Decision as Decision,
     EndReason as EndReason,
     Reply as Reply,
     ReplyStream as ReplyStream,
@@ -83,11 +87,16 @@ __all__ = [
     "PRICES_AS_OF",
     "STATE_VERSION",
     "STOP_REASON_STEPS",
+    "ApprovalDecided",
+    "ApprovalError",
+    "ApprovalGate",
+    "ApprovalRequested",
     "CallRecord",
     "CallStatus",
     "Checkpoint",
     "CheckpointError",
     "Checkpointer",
+    "Decision",
     "EndReason",
     "File",
     "HistoryError",

@@ -25,7 +25,7 @@ from anthropic.types import ToolResultBlockParam
 from ._errors import ToolRunnerError
 from ._events import RunnerEvent, ToolCallFinished, ToolCallStarted
 from ._execution import CallHooks, ExecutionOptions, run_one, run_tool_calls
-from ._lifecycle import call_finished, call_started
+from ._lifecycle import awaiting, call_finished, call_started, record_of
 from ._state import RunState
 from ._tools import ToolContext
 from ._types import ToolCall
@@ -140,16 +140,39 @@ class TurnCalls:
         """How calls run (the tools, limits, timeouts); replaced when the tools change."""
         self._link = link
         self._running = RunningCalls()
-        self._hooks = CallHooks(context=link.context, started=self._started, finished=self._finished)
+        self._hooks = CallHooks(
+            context=link.context, input_of=self._input_of, started=self._started, finished=self._finished
+        )
 
     async def results(self, calls: Sequence[ToolCall]) -> list[ToolResultBlockParam]:
         """The results of ``calls``, in order; each call runs once, whoever asks."""
         return await self._running.complete(calls, self._result_of, self._execute)
 
+    async def settle(self, calls: Sequence[ToolCall]) -> list[ToolResultBlockParam] | None:
+        """Run every call of ``calls`` that may run (those that need no decision, and those
+        approved, also while this runs), then return all the results in order, or ``None`` if
+        calls still wait for a decision."""
+        while True:
+            state = self._link.state()
+            waiting = awaiting(state, calls)
+            ready = [call for call in calls if call not in waiting and state.result_of(call) is None]
+            if not ready:
+                break
+            await self.results(ready)
+        if waiting:
+            return None
+        return [_copy(self._result_of(call)) for call in calls]
+
     def start_early(self, call: ToolCall, group: anyio.abc.TaskGroup) -> None:
-        """Start a call while its reply streams, if its tool allows and it did not start yet."""
+        """Start a call while its reply streams, if its tool allows (a tool that may need approval
+        never does) and it did not start yet."""
         tool = self.execution.tools.get(call.name)
-        if tool is not None and tool.start_early and call.id not in self._link.state().calls:
+        if (
+            tool is not None
+            and tool.start_early
+            and tool.requires_approval is False
+            and call.id not in self._link.state().calls
+        ):
             self._running.start_early(call, group, self._run_early)
 
     async def settle_early(self, call_ids: Iterable[str], *, keep: bool) -> list[str]:
@@ -158,6 +181,12 @@ class TurnCalls:
 
     def _result_of(self, call: ToolCall) -> ToolResultBlockParam | None:
         return self._link.state().result_of(call)
+
+    def _input_of(self, call: ToolCall) -> object:
+        record = record_of(self._link.state(), call)
+        if record is not None and record.approved_input is not None:
+            return record.approved_input
+        return call.input
 
     async def _execute(self, calls: Sequence[ToolCall]) -> None:
         await run_tool_calls(calls, self.execution, self._hooks)

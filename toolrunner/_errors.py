@@ -12,6 +12,7 @@ Exceptions that user code raises on purpose are kept apart from failures of the 
         ├── MalformedReplyError      a reply the history must not take (nothing is appended)
         ├── StateError               (also ValueError) a saved state that cannot be loaded or saved
         ├── CheckpointError          a run that cannot be saved or resumed (two runners of one run, ...)
+        ├── ApprovalError            (also ValueError) a decision on a tool call that cannot be taken
         └── HistoryError             (also ValueError) a history the service would reject
             └── UnansweredToolUseError   a client tool_use with no tool_result in the next message
 
@@ -25,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
+    "ApprovalError",
     "CheckpointError",
     "HistoryError",
     "MalformedReplyError",
@@ -85,6 +87,12 @@ class MalformedReplyError(ToolRunnerError):
 
     Nothing is run or appended; iterating the runner again sends the same request again.
     """
+
+
+class ApprovalError(ToolRunnerError, ValueError):
+    """A decision on a tool call that cannot be taken (no pending call has the id; the call is
+    decided, running or done already), or tool results asked for while calls still wait for a
+    decision."""
 
 
 class CheckpointError(ToolRunnerError):

@@ -2,8 +2,11 @@
 
 Events are plain frozen data; the runner emits them in this order for each request:
 ``TextDelta``\\* (as text streams in, or once per text block without streaming),
-``MessageFinished``, then for each tool call ``ToolCallStarted`` ... ``ToolCallFinished``, and
-``LoopFinished`` once at the end.
+``MessageFinished``, ``ApprovalRequested`` for each call that waits for a decision, then for each
+tool call ``ToolCallStarted`` ... ``ToolCallFinished`` (``ApprovalDecided`` when a waiting call is
+decided), and ``LoopFinished`` when the loop ends or pauses. Calls started early
+(``run_tools_eagerly``) report ``ToolCallStarted`` before their reply's ``MessageFinished``. Each
+call is reported once, across a pause and a resume.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from typing import TypeAlias
 
 import anyio
 
-from ._types import EndReason, Reply, ToolCall
+from ._types import Decision, EndReason, Reply, ToolCall
 
 __all__ = [
+    "ApprovalDecided",
+    "ApprovalRequested",
     "EndReason",
     "LoopFinished",
     "MessageFinished",
@@ -66,6 +71,21 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class ApprovalRequested:
+    """A tool call waits for a person's decision (``runner.pending_approvals`` lists it)."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided:
+    """A call that needed a decision got one (or was denied because deciding failed)."""
+
+    call: ToolCall
+    decision: Decision
+
+
+@dataclass(frozen=True, slots=True)
 class LoopFinished:
     """The loop ended."""
 
@@ -74,7 +94,15 @@ class LoopFinished:
     reason: EndReason
 
 
-RunnerEvent: TypeAlias = TextDelta | MessageFinished | ToolCallStarted | ToolCallFinished | LoopFinished
+RunnerEvent: TypeAlias = (
+    TextDelta
+    | MessageFinished
+    | ToolCallStarted
+    | ToolCallFinished
+    | ApprovalRequested
+    | ApprovalDecided
+    | LoopFinished
+)
 
 
 Listener: TypeAlias = Callable[[RunnerEvent], None]

@@ -71,6 +71,8 @@ class CallHooks:
 
     context: Callable[[ToolCall], ToolContext]
     """The context a tool that asks for one gets."""
+    input_of: Callable[[ToolCall], object]
+    """The input the call runs with: the model's, or the one a person approved instead."""
     started: Callable[[ToolCall, bool], Awaitable[None]]
     """The call is about to run (the flag: early, while its reply still streams)."""
     finished: Callable[[ToolCall, ResultBlock, float], Awaitable[None]]
@@ -128,7 +130,7 @@ async def _run_one(call: ToolCall, options: ExecutionOptions, hooks: CallHooks) 
     if tool is None:
         return tool_result_block(call.id, _unknown_tool_message(call.name, options), is_error=True)
     try:
-        arguments = tool.parse_input(call.input)
+        arguments = tool.parse_input(hooks.input_of(call))
     except ToolInputError as error:
         return tool_result_block(call.id, str(error), is_error=True)
     kwargs = tool.call_kwargs(arguments, hooks.context(call))

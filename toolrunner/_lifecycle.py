@@ -11,7 +11,8 @@ One iteration, as the driver goes through it::
     READY --limit_reached--> DONE (or one last request with tool_choice none: final_answer)
     READY --stream_opened--> STREAMING --reply_received--> WITH_BODY
     READY --reply_received-------------------------------> WITH_BODY
-    WITH_BODY --(call_started, call_finished)*, turn_finished--> READY or DONE
+    WITH_BODY --calls_gated, (call_started, call_finished)*, turn_finished--> READY or DONE
+    WITH_BODY --turn_paused--> AWAITING --call_decided*, turn_resumed--> WITH_BODY
     STREAMING --stream_abandoned--> READY (the request is sent again)
     any --closed--> DONE;  DONE --steered--> READY (a follow-up opens the loop again)
 
@@ -28,25 +29,31 @@ from typing import Any, Literal, cast
 
 from anthropic.types import ToolResultBlockParam
 
+from ._errors import ApprovalError
 from ._messages import client_tool_calls, field, reply_param
 from ._results import tool_result_block
-from ._state import CallRecord, CallStatus, Phase, RunState
+from ._state import CallRecord, CallStatus, Decision, Phase, RunState
 from ._types import EndReason, Reply, ToolCall, ToolResultMessage
 from ._usage import RequestUsage
 
 __all__ = [
+    "INTERRUPTED",
     "STOP_REASON_STEPS",
     "Limits",
     "Step",
+    "awaiting",
+    "call_decided",
     "call_finished",
     "call_started",
     "calls_dropped",
+    "calls_gated",
     "calls_to_answer",
     "closed",
     "container_param",
     "limit_reached",
     "pending_calls",
     "ready_to_send",
+    "record_of",
     "reply_received",
     "request_params",
     "resumed",
@@ -55,6 +62,8 @@ __all__ = [
     "stream_abandoned",
     "stream_opened",
     "turn_finished",
+    "turn_paused",
+    "turn_resumed",
 ]
 
 
@@ -125,7 +134,7 @@ def calls_to_answer(last_message: object | None, last_reply: object | None) -> t
 def pending_calls(state: RunState) -> tuple[ToolCall, ...]:
     """The calls the current turn answers: those of the reply the body holds (unless it changed
     the history), or else those of the history's last message."""
-    if state.phase is Phase.WITH_BODY and not state.steered:
+    if state.phase in (Phase.WITH_BODY, Phase.AWAITING) and not state.steered:
         return calls_to_answer(state.reply, state.reply)
     if state.phase is Phase.STREAMING:
         return ()
@@ -228,14 +237,117 @@ def steered(state: RunState, **changes: Any) -> RunState:
     return state.replace(steered=True, **changes)
 
 
+def record_of(state: RunState, call: ToolCall) -> CallRecord | None:
+    """The journal's record of that very call (id, name and input), if any."""
+    record = state.calls.get(call.id)
+    if record is None or (record.call is not call and record.call != call):
+        return None
+    return record
+
+
+def awaiting(state: RunState, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
+    """Those of ``calls`` that wait for a decision."""
+    return tuple(
+        call for call in calls if (record := record_of(state, call)) and record.status is CallStatus.AWAITING
+    )
+
+
+def calls_gated(
+    state: RunState, gated: Sequence[ToolCall], denied: Sequence[tuple[ToolCall, str]] = ()
+) -> RunState:
+    """Calls whose tools require approval wait for a decision; those whose gate failed are denied
+    with the reason given (fail closed)."""
+    if not gated and not denied:
+        return state
+    calls = dict(state.calls)
+    for call in gated:
+        calls[call.id] = CallRecord(call, CallStatus.AWAITING)
+    for call, reason in denied:
+        calls[call.id] = _decided(call, "denied", tool_result_block(call.id, reason, is_error=True))
+    return state.replace(calls=calls)
+
+
+def call_decided(
+    state: RunState,
+    tool_use_id: str,
+    decision: Decision,
+    *,
+    result: ToolResultBlockParam | None = None,
+    approved_input: object = None,
+) -> RunState:
+    """Decide a call of the current turn: approve one that waits (perhaps with an edited input),
+    or deny or answer (with ``result``) one that waits or has not started.
+
+    Raises:
+        ApprovalError: No pending call has that id, or the call is decided, running or done already.
+    """
+    calls = pending_calls(state)
+    call = next((call for call in calls if call.id == tool_use_id), None)
+    if call is None:
+        open_ids = [call.id for call in awaiting(state, calls)]
+        raise ApprovalError(
+            f"no pending tool call has the id {tool_use_id!r}; the calls that wait for a decision are "
+            f"{open_ids!r}. Decide a call of the reply the runner holds (runner.pending_approvals)."
+        )
+    record = record_of(state, call)
+    status = None if record is None else record.status
+    if decision == "approved" and status is not CallStatus.AWAITING:
+        what = "needs no approval" if status is None else _DESCRIBED[status]
+        raise ApprovalError(f"the tool call {tool_use_id!r} {what}, so it cannot be approved.")
+    if status not in (None, CallStatus.AWAITING):
+        raise ApprovalError(
+            f"the tool call {tool_use_id!r} {_DESCRIBED[status]}, so it cannot be {decision} now."
+        )
+    if decision == "approved":
+        new = CallRecord(call, CallStatus.APPROVED, approved_input=approved_input, decision="approved")
+    else:
+        assert result is not None
+        new = _decided(call, decision, result)
+    return state.replace(calls={**state.calls, call.id: new})
+
+
+_DESCRIBED = {
+    CallStatus.AWAITING: "waits for a decision",
+    CallStatus.APPROVED: "was approved already",
+    CallStatus.STARTED: "is running",
+    CallStatus.FINISHED: "has its result already",
+}
+
+
+def _decided(call: ToolCall, decision: Decision, result: ToolResultBlockParam) -> CallRecord:
+    return CallRecord(call, CallStatus.FINISHED, result, decision=decision)
+
+
+def turn_paused(state: RunState) -> RunState:
+    """The body asked for the next reply while calls still wait for decisions: the loop pauses."""
+    return state.replace(phase=Phase.AWAITING, end_reason="awaiting_approval")
+
+
+def turn_resumed(state: RunState) -> RunState:
+    """Every call is decided: the paused turn goes on."""
+    if state.phase is not Phase.AWAITING:
+        return state
+    return state.replace(phase=Phase.WITH_BODY, end_reason=None)
+
+
 def call_started(state: RunState, call: ToolCall) -> RunState:
-    """A call of the current turn starts running."""
-    return state.replace(calls={**state.calls, call.id: CallRecord(call, CallStatus.STARTED)})
+    """A call of the current turn starts running (an approved call keeps its decision)."""
+    record = record_of(state, call)
+    if record is not None and record.status is CallStatus.APPROVED:
+        started = CallRecord(
+            call, CallStatus.STARTED, approved_input=record.approved_input, decision="approved"
+        )
+    else:
+        started = CallRecord(call, CallStatus.STARTED)
+    return state.replace(calls={**state.calls, call.id: started})
 
 
 def call_finished(state: RunState, call: ToolCall, result: ToolResultBlockParam) -> RunState:
     """A call finished: its result is kept, and the call never runs again."""
-    return state.replace(calls={**state.calls, call.id: CallRecord(call, CallStatus.FINISHED, result)})
+    record = record_of(state, call)
+    approved_input, decision = (None, None) if record is None else (record.approved_input, record.decision)
+    finished = CallRecord(call, CallStatus.FINISHED, result, approved_input=approved_input, decision=decision)
+    return state.replace(calls={**state.calls, call.id: finished})
 
 
 def calls_dropped(state: RunState, ids: Sequence[str]) -> RunState:
@@ -250,7 +362,7 @@ def turn_finished(state: RunState, results: ToolResultMessage | None) -> RunStat
     history (and unless it is empty: the service accepts no empty message but the last), then the
     results, and decide whether the loop goes on."""
     reply = state.reply
-    assert state.phase is Phase.WITH_BODY
+    assert state.phase in (Phase.WITH_BODY, Phase.AWAITING)
     assert reply is not None
     messages = state.messages
     if not state.steered and reply.content:
@@ -262,7 +374,7 @@ def turn_finished(state: RunState, results: ToolResultMessage | None) -> RunStat
         container = container_param(params.get("container"), reply.container.id)
         if container is not params.get("container"):
             params = {**params, "container": container}
-    state = state.replace(messages=messages, params=params, calls={}, phase=Phase.READY)
+    state = state.replace(messages=messages, params=params, calls={}, phase=Phase.READY, end_reason=None)
     if state.final_answer is not None:
         return _finish(state, state.final_answer)
     if results is not None or state.steered or step_for(reply.stop_reason) is Step.RESUME:

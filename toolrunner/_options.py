@@ -17,6 +17,7 @@ from typing import Any, Literal, cast
 
 from typing_extensions import TypedDict
 
+from ._approvals import ApproveCallback
 from ._checkpoint import Checkpointer
 from ._errors import ParamsError
 from ._events import RunnerEvent
@@ -63,6 +64,9 @@ class RunnerOptions(TypedDict, total=False, extra_items=Any):
     """Save the run's state there at every step (see docs/durability.md)."""
     run_id: str | None
     """The run's name in the checkpointer; a new random one when ``None``."""
+    approve: ApproveCallback | None
+    """Decides each call that waits for approval, inline (sync or async): ``True`` approves,
+    ``False`` denies, a string denies with that reason. Without it, the loop pauses instead."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +84,7 @@ class Options:
     on_event: Callable[[RunnerEvent], None] | None = None
     checkpointer: Checkpointer | None = None
     run_id: str | None = None
+    approve: ApproveCallback | None = None
 
 
 _NAMES = frozenset(RunnerOptions.__annotations__)
@@ -135,6 +140,11 @@ def read_options(
         raise ParamsError(f"run_id must be a non-empty str or None, not {run_id!r}.")
     if checkpointer is not None and run_id is None:
         run_id = uuid.uuid4().hex
+    approve = cast("ApproveCallback | None", given.get("approve"))
+    if approve is not None and not callable(approve):
+        raise ParamsError(
+            f"approve must be a function of a ToolCall or None, not {type(approve).__name__!r}."
+        )
     max_cost = given.get("max_cost")
     options = Options(
         tools=given.get("tools", ()),
@@ -153,6 +163,7 @@ def read_options(
         on_event=on_event,
         checkpointer=checkpointer,
         run_id=run_id,
+        approve=approve,
     )
     return options, params
 

@@ -24,11 +24,13 @@ from typing import Any, Generic, Literal, NoReturn, Self, cast, overload
 import anthropic
 import anyio
 import anyio.abc
+from anthropic.types import ToolResultBlockParam
 from typing_extensions import TypeVar, Unpack
 
+from ._approvals import Approvals
 from ._calls import RunnerLink, TurnCalls
 from ._checkpoint import Saver
-from ._errors import CheckpointError, ParamsError, ToolRunnerError
+from ._errors import ApprovalError, CheckpointError, ParamsError, ToolRunnerError
 from ._events import LoopFinished, MessageFinished, RunnerEvent, TextDelta, run_with_events
 from ._execution import ExecutionOptions, current_call
 from ._lifecycle import (
@@ -45,6 +47,8 @@ from ._lifecycle import (
     stream_abandoned,
     stream_opened,
     turn_finished,
+    turn_paused,
+    turn_resumed,
 )
 from ._messages import check_history, check_reply, message_param
 from ._options import RunnerOptions, read_options
@@ -166,6 +170,12 @@ class ToolRunner(Generic[ItemT]):
             context=lambda call: ToolContext(call=call, runner=self),
         )
         self._calls = TurnCalls(link, ExecutionOptions(tools={}, adapter=self._options.result_adapter))
+        self._approvals = Approvals(
+            link,
+            tools=lambda: self._index.runnable,
+            adapter=self._options.result_adapter,
+            callback=self._options.approve,
+        )
         checkpointer, run_id = self._options.checkpointer, self._options.run_id
         self._saver = None if checkpointer is None or run_id is None else Saver(checkpointer, run_id)
         self._open: StreamWatch | None = None  # the stream of the reply being received
@@ -335,12 +345,56 @@ class ToolRunner(Generic[ItemT]):
         the history), or else of the last message of the history. Results are computed once per
         tool_use id and shared by concurrent callers; the history is never changed. With
         ``stream=True`` it first reads the rest of the reply's stream.
+
+        Raises:
+            ApprovalError: Calls wait for a decision (the others ran); decide them first.
         """
         await self._read_stream()
         calls = pending_calls(self._state)
         if not calls:
             return None
-        return {"role": "user", "content": await self._calls.results(calls)}
+        results = await self._settle(calls)
+        if results is None:
+            waiting = [call.id for call in self._approvals.waiting()]
+            raise ApprovalError(
+                f"the tool calls {waiting!r} wait for a decision, so there is no complete tool response yet (the "
+                "calls that need none ran); decide them with approve(), deny() or answer() first."
+            )
+        return {"role": "user", "content": results}
+
+    async def _settle(self, calls: Sequence[ToolCall]) -> list[ToolResultBlockParam] | None:
+        """Find the calls that wait, let the ``approve=`` callback decide them, run what may run;
+        the results in order, or ``None`` while calls still wait."""
+        await self._approvals.gate(calls)
+        await self._approvals.ask()
+        return await self._calls.settle(calls)
+
+    # -- decisions --------------------------------------------------------------------------------
+
+    @property
+    def pending_approvals(self) -> list[ToolCall]:
+        """The calls of the current turn that wait for a decision, in tool_use order."""
+        return self._approvals.waiting()
+
+    def approve(self, tool_use_id: str, *, input: object = None) -> None:
+        """Approve a call that waits; with ``input`` it runs with that input (checked like the model's).
+
+        Raises:
+            ApprovalError: No call waits with that id. ToolInputError: ``input`` does not fit the tool.
+        """
+        self._check_can_steer("approve")
+        self._approvals.approve(tool_use_id, input=input)
+
+    def deny(self, tool_use_id: str, reason: str) -> None:
+        """Deny a call that waits (or has not started): the model reads ``reason`` as its error result."""
+        self._check_can_steer("deny")
+        self._approvals.deny(tool_use_id, reason)
+
+    def answer(self, tool_use_id: str, result: object, *, is_error: bool = False) -> None:
+        """Answer a call that waits (or has not started) with a result computed elsewhere, as a
+        tool's return value (or a ``ToolError``) would be."""
+        self._check_can_steer("answer")
+        self._approvals.answer(tool_use_id, result, is_error=is_error)
 
     # -- iteration --------------------------------------------------------------------------------
 
@@ -355,7 +409,7 @@ class ToolRunner(Generic[ItemT]):
 
     async def __anext__(self) -> ItemT:
         with self._advance():
-            if self._state.phase in (Phase.STREAMING, Phase.WITH_BODY):
+            if self._state.phase in (Phase.STREAMING, Phase.WITH_BODY, Phase.AWAITING):
                 await self._finish_turn()
             if self._state.phase is Phase.READY:
                 self._set(ready_to_send(self._state, self._options.limits))
@@ -420,12 +474,18 @@ class ToolRunner(Generic[ItemT]):
 
     async def _finish_turn(self) -> None:
         """Steps 3 to 5 for the reply the body held. The history changes in one transition, after
-        the tools ran, so a cancelled turn leaves it as it was and can be finished again."""
+        the tools ran, so a cancelled turn leaves it as it was and can be finished again. While
+        calls wait for a decision, the loop pauses instead (``AWAITING``)."""
         await self._read_stream()
-        if self._state.phase is not Phase.WITH_BODY:
+        if self._state.phase not in (Phase.WITH_BODY, Phase.AWAITING):
             return  # the stream failed and was dropped: the request is sent again
-        results = await self.generate_tool_response()
-        self._set(turn_finished(self._state, results))
+        calls = pending_calls(self._state)
+        results = await self._settle(calls) if calls else None
+        if calls and results is None:
+            self._set(turn_paused(self._state))
+            return
+        message: ToolResultMessage | None = {"role": "user", "content": results} if results else None
+        self._set(turn_finished(turn_resumed(self._state), message))
 
     def _start_early(self, call: ToolCall) -> None:
         assert self._task_group is not None
@@ -468,6 +528,7 @@ class ToolRunner(Generic[ItemT]):
         if not self._options.stream:
             reply = cast(Reply, await send_request(self._client, kwargs))
             self._accept(reply)
+            await self._approvals.gate(pending_calls(self._state))
             await self._save()
             return reply
         self._open = cast(
@@ -506,6 +567,7 @@ class ToolRunner(Generic[ItemT]):
         keep = step_for(reply.stop_reason) is Step.RUN_TOOLS
         dropped = await self._calls.settle_early(watch.tool_use_ids, keep=keep)
         self._set(calls_dropped(self._state, dropped))
+        await self._approvals.gate(pending_calls(self._state))
         await self._save()
 
     async def _abandon_stream(self) -> None:

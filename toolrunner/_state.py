@@ -8,19 +8,20 @@ configuration (``_options``) is kept apart from it and given again on resume.
 
 Invariants:
 
-- ``phase`` is ``DONE`` exactly when ``end_reason`` is set;
+- ``end_reason`` is set exactly in ``DONE`` and ``AWAITING`` (``"awaiting_approval"``);
 - ``reply`` is set in ``WITH_BODY`` (the reply the loop body holds) and is the latest complete reply
   otherwise; in ``STREAMING`` the newest reply is still arriving and is not ``reply``;
 - ``calls`` holds only calls of the turn being answered: it is emptied when a turn's results are
   appended or abandoned, so a tool_use id that comes again in a later turn is a new call;
-- a call whose record is ``FINISHED`` is never run again.
+- a call whose record is ``FINISHED`` is never run again; a call whose record is ``AWAITING``
+  never runs until a decision makes it ``APPROVED``.
 """
 
 from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Self, cast
@@ -30,13 +31,17 @@ from anthropic.types import Message, ToolResultBlockParam
 from anthropic.types.beta import BetaMessage
 
 from ._errors import StateError
-from ._types import EndReason, Reply, ToolCall
+from ._types import Decision, EndReason, Reply, ToolCall
 from ._usage import RequestUsage, Usage
 
-__all__ = ["STATE_VERSION", "CallRecord", "CallStatus", "Phase", "RunState", "plain_data"]
+__all__ = ["STATE_VERSION", "CallRecord", "CallStatus", "Decision", "Phase", "RunState", "plain_data"]
 
-STATE_VERSION = 1
-"""The version of ``RunState``'s JSON form that this toolrunner writes."""
+STATE_VERSION = 2
+"""The version of ``RunState``'s JSON form that this toolrunner writes.
+
+Version 2 added decisions on tool calls (approvals): the statuses ``awaiting`` and ``approved``,
+and a call record's ``input`` and ``decision``; version 1 states load with none of them.
+"""
 
 
 class Phase(enum.Enum):
@@ -48,6 +53,9 @@ class Phase(enum.Enum):
     """A request's reply is streaming (to the loop body, or to the runner)."""
     WITH_BODY = "with_body"
     """A complete reply was handed to the loop body, which may steer until it asks for more."""
+    AWAITING = "awaiting"
+    """The loop is paused: calls of the reply wait for a decision (``end_reason`` is
+    ``"awaiting_approval"``). Once every call is decided, iterating again goes on."""
     DONE = "done"
     """The loop is over; ``end_reason`` says why. Steering opens it again."""
 
@@ -55,6 +63,10 @@ class Phase(enum.Enum):
 class CallStatus(enum.Enum):
     """Where one tool call stands in the journal."""
 
+    AWAITING = "awaiting"
+    """The call needs a decision (approve, deny, or an answer from elsewhere) before it may run."""
+    APPROVED = "approved"
+    """A person approved the call (perhaps with an edited input); it runs with the turn."""
     STARTED = "started"
     """The tool was started and has not finished (after a crash: it may or may not have acted)."""
     FINISHED = "finished"
@@ -66,14 +78,19 @@ class CallRecord:
     """One tool call of the current turn, as the journal keeps it.
 
     Attributes:
-        call: The tool_use block being answered.
-        status: Started or finished.
+        call: The tool_use block being answered, as the model sent it.
+        status: Where the call stands.
         result: The tool_result block, once finished.
+        approved_input: The input the call runs with, when a person edited it on approval.
+        decision: How a call that needed one was decided: ``"approved"``, ``"denied"`` or
+            ``"answered"`` (its result came from elsewhere).
     """
 
     call: ToolCall
     status: CallStatus
     result: ToolResultBlockParam | None = None
+    approved_input: object = None
+    decision: Decision | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,7 +112,7 @@ class RunState:
             ``max_iterations`` counts from there.
         final_answer: The limit that made the request under way the last one (sent with
             ``tool_choice: none``), if any.
-        end_reason: Why the loop ended; set exactly in ``DONE``.
+        end_reason: Why the loop ended (or paused); set exactly in ``DONE`` and ``AWAITING``.
         run_id: The run's name in a checkpoint store, if it has one.
     """
 
@@ -121,8 +138,8 @@ class RunState:
 
     @property
     def finished(self) -> bool:
-        """Whether the loop has ended."""
-        return self.phase is Phase.DONE
+        """Whether the loop has ended, or is paused for decisions."""
+        return self.phase in (Phase.DONE, Phase.AWAITING)
 
     def result_of(self, call: ToolCall) -> ToolResultBlockParam | None:
         """The journal's result for a call of the current turn, if that very call (id, name and
@@ -211,6 +228,8 @@ class RunState:
                 f"the state was saved by a newer toolrunner (state version {version}; this one reads up to "
                 f"{STATE_VERSION}); upgrade toolrunner to resume it."
             )
+        for old in range(version, STATE_VERSION):
+            data = _MIGRATIONS[old](data)
         try:
             return _read(
                 data,
@@ -224,10 +243,20 @@ class RunState:
             ) from error
 
 
+def _from_version_1(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Version 1 had no decisions: its call records lack ``approved_input`` and ``decision``."""
+    calls = [{"approved_input": None, "decision": None, **record} for record in data.get("calls", ())]
+    return {**data, "version": 2, "calls": calls}
+
+
+_MIGRATIONS: dict[int, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {1: _from_version_1}
+"""From each older version to the next."""
+
+
 def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]) -> RunState:
     phase = Phase(data["phase"])
     end_reason = data["end_reason"]
-    if (phase is Phase.DONE) != (end_reason is not None):
+    if (phase in (Phase.DONE, Phase.AWAITING)) != (end_reason is not None):
         raise ValueError(f"phase {phase.value!r} with end_reason {end_reason!r}")
     requests = tuple(_read_request_usage(item) for item in usage)
     records = [_read_record(item) for item in data["calls"]]
@@ -341,15 +370,22 @@ def _record_data(record: CallRecord) -> dict[str, Any]:
         "input": plain_data(call.input, f"the input of tool_use {call.id!r}"),
         "status": record.status.value,
         "result": None if record.result is None else plain_data(record.result, f"the result of {call.id!r}"),
+        "approved_input": plain_data(record.approved_input, f"the approved input of {call.id!r}"),
+        "decision": record.decision,
     }
 
 
 def _read_record(data: Mapping[str, Any]) -> CallRecord:
     result = data["result"]
+    decision = data["decision"]
+    if decision not in (None, "approved", "denied", "answered"):
+        raise ValueError(f"decision {decision!r}")
     return CallRecord(
         call=ToolCall(id=data["id"], name=data["name"], input=data["input"]),
         status=CallStatus(data["status"]),
         result=None if result is None else cast(ToolResultBlockParam, dict(result)),
+        approved_input=data["approved_input"],
+        decision=decision,
     )
 
 

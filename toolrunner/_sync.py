@@ -25,7 +25,7 @@ from ._errors import ParamsError, ToolRunnerError
 from ._options import RunnerOptions
 from ._runner import ToolRunner
 from ._state import RunState
-from ._types import EndReason, Reply, ToolResultMessage
+from ._types import EndReason, Reply, ToolCall, ToolResultMessage
 from ._usage import UsageTracker
 
 __all__ = ["SyncToolRunner"]
@@ -120,6 +120,23 @@ class SyncToolRunner:
     ) -> None:
         """Replace or map the params (see ``ToolRunner.set_messages_params``)."""
         self._runner.set_messages_params(params)
+
+    @property
+    def pending_approvals(self) -> list[ToolCall]:
+        """The calls of the current turn that wait for a decision (see ``ToolRunner``)."""
+        return self._runner.pending_approvals
+
+    def approve(self, tool_use_id: str, *, input: object = None) -> None:
+        """Approve a call that waits (see ``ToolRunner.approve``)."""
+        self._runner.approve(tool_use_id, input=input)
+
+    def deny(self, tool_use_id: str, reason: str) -> None:
+        """Deny a call (see ``ToolRunner.deny``)."""
+        self._runner.deny(tool_use_id, reason)
+
+    def answer(self, tool_use_id: str, result: object, *, is_error: bool = False) -> None:
+        """Answer a call with a result computed elsewhere (see ``ToolRunner.answer``)."""
+        self._runner.answer(tool_use_id, result, is_error=is_error)
 
     def generate_tool_response(self) -> ToolResultMessage | None:
         """The tool_result message for the pending calls, or ``None`` (cached; see ``ToolRunner``)."""

@@ -16,9 +16,9 @@ import functools
 import inspect
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, cast, get_args, overload
+from typing import Any, Generic, TypeAlias, cast, get_args, overload
 
 import pydantic
 from anthropic.types import ToolParam
@@ -31,7 +31,10 @@ from ._errors import ToolDefinitionError, ToolInputError
 from ._schema import input_model_param, json_schema, read_parameters, signature_model
 from ._types import RunnerView, ToolCall
 
-__all__ = ["DEFINITION_FIELDS", "Tool", "ToolContext", "as_tool", "tool"]
+__all__ = ["DEFINITION_FIELDS", "ApprovalGate", "Tool", "ToolContext", "as_tool", "tool"]
+
+ApprovalGate: TypeAlias = bool | Callable[[ToolCall], bool | Awaitable[bool]]
+"""Whether a tool's calls wait for a decision: always, never, or a function of the call."""
 
 P = ParamSpec("P", default=...)
 R = TypeVar("R", default=Any)
@@ -80,6 +83,8 @@ class Tool(Generic[P, R]):
         timeout: Seconds one call may take, or None for no limit.
         start_early: Whether streaming may start the tool before the reply is complete.
         idempotent: Whether a call that a crash interrupted may simply run again on resume.
+        requires_approval: Whether a call waits for a person's decision before it runs: a bool,
+            or a function of the ``ToolCall`` (sync or async) that says so per call.
     """
 
     __name__: str
@@ -94,6 +99,7 @@ class Tool(Generic[P, R]):
     timeout: float | None
     start_early: bool
     idempotent: bool
+    requires_approval: ApprovalGate
 
     def __init__(
         self,
@@ -106,6 +112,7 @@ class Tool(Generic[P, R]):
         timeout: float | None = None,
         start_early: bool = True,
         idempotent: bool = False,
+        requires_approval: ApprovalGate = False,
         definition: Mapping[str, Any] | None = None,
     ) -> None:
         if isinstance(function, Tool):
@@ -133,6 +140,12 @@ class Tool(Generic[P, R]):
         self.timeout = _check_timeout(self.name, timeout)
         self.start_early = start_early
         self.idempotent = idempotent
+        if not isinstance(requires_approval, bool) and not callable(requires_approval):
+            raise ToolDefinitionError(
+                f"requires_approval of tool {self.name!r} must be a bool or a function of the ToolCall, not "
+                f"{type(requires_approval).__name__!r}."
+            )
+        self.requires_approval = requires_approval
 
         # What a partial binds by keyword stays in the signature, with its value as default: it must
         # neither reach the schema (it may be a secret) nor be accepted from the model.
@@ -260,6 +273,7 @@ def tool(
     timeout: float | None = None,
     start_early: bool = True,
     idempotent: bool = False,
+    requires_approval: ApprovalGate = False,
     # Any, not object: the values are wire data that the SDK's TypedDicts type and that are checked
     # against them at decoration; with object, pyright strict rejects literals such as [] in them.
     definition: Mapping[str, Any] | None = None,
@@ -275,6 +289,7 @@ def tool(
     timeout: float | None = None,
     start_early: bool = True,
     idempotent: bool = False,
+    requires_approval: ApprovalGate = False,
     definition: Mapping[str, Any] | None = None,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Make a function into a tool; use as ``@tool`` or ``@tool(...)``.
@@ -290,6 +305,10 @@ def tool(
             tools with side effects.
         idempotent: Running the tool twice does no harm, so a call that a crash interrupted (see
             ``ToolRunner.resume``) runs again instead of getting an "interrupted" error result.
+        requires_approval: A call waits for a person's decision before it runs
+            (``runner.approve``/``deny``/``answer``, or the runner's ``approve=`` callback). A bool,
+            or a function of the ``ToolCall`` (sync or async) that decides per call; if it raises,
+            the call is denied.
         definition: More fields of the tool's definition, sent with it on every request:
             ``{"strict": True, "cache_control": {"type": "ephemeral"}}``, ... Any field the installed
             SDK's ``ToolParam`` (or ``BetaToolParam``) has, except the three ``@tool`` sets (name,
@@ -310,6 +329,7 @@ def tool(
             timeout=timeout,
             start_early=start_early,
             idempotent=idempotent,
+            requires_approval=requires_approval,
             definition=definition,
         )
 

@@ -14,7 +14,7 @@ from anthropic.lib.streaming import AsyncMessageStream, BetaAsyncMessageStream
 from anthropic.types import Message, ToolResultBlockParam
 from anthropic.types.beta import BetaMessage
 
-__all__ = ["EndReason", "Reply", "ReplyStream", "RunnerView", "ToolCall", "ToolResultMessage"]
+__all__ = ["Decision", "EndReason", "Reply", "ReplyStream", "RunnerView", "ToolCall", "ToolResultMessage"]
 
 Reply: TypeAlias = Message | BetaMessage
 """A reply: a ``Message``, or a ``BetaMessage`` when ``betas`` is set."""
@@ -22,9 +22,16 @@ Reply: TypeAlias = Message | BetaMessage
 ReplyStream: TypeAlias = AsyncMessageStream[Any] | BetaAsyncMessageStream[Any]
 """What a streaming runner yields: the SDK's stream of one reply."""
 
-EndReason: TypeAlias = Literal["model", "max_iterations", "token_budget", "cost_budget", "closed"]
+EndReason: TypeAlias = Literal[
+    "model", "max_iterations", "token_budget", "cost_budget", "closed", "awaiting_approval"
+]
 """Why a loop ended: the model stopped (see the stop-reason table), ``max_iterations`` requests
-got a reply, the token or cost budget was reached, or the runner was closed."""
+got a reply, the token or cost budget was reached, the runner was closed, or (a pause, not an end)
+tool calls wait for a decision."""
+
+
+Decision: TypeAlias = Literal["approved", "denied", "answered"]
+"""How a call that waited for a decision was decided."""
 
 
 @dataclass(frozen=True, slots=True)

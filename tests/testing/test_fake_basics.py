@@ -348,6 +348,47 @@ async def test_automatic_mode_calls_each_tool_then_sums_up() -> None:
     assert no_tools.content[0].type == "text"
 
 
+def test_automatic_mode_follows_the_tool_changes_of_system_messages() -> None:
+    def tool(name: str, **fields: Any) -> dict[str, Any]:
+        return {"name": name, "input_schema": {"type": "object", "properties": {}}, **fields}
+
+    def change(kind: str, name: str) -> dict[str, Any]:
+        return {
+            "role": "system",
+            "content": [{"type": kind, "tool": {"type": "tool_reference", "name": name}}],
+        }
+
+    tools = [tool("get_weather"), tool("get_time"), tool("get_news", defer_loading=True)]
+    fake = FakeMessagesAPI.automatic()
+    with fake.client() as client:
+
+        def ask(*messages: Any) -> Message:
+            body = {"model": "m", "max_tokens": 100, "messages": [*USER, *messages], "tools": tools}
+            return client.post("/v1/messages", body=body, cast_to=Message)
+
+        def called(message: Message) -> list[str]:
+            return [block.name for block in message.content if isinstance(block, ToolUseBlock)]
+
+        # A deferred tool is not offered, a removed one is withdrawn.
+        assert called(ask()) == ["get_weather", "get_time"]
+        first = ask(change("tool_removal", "get_time"))
+        assert called(first) == ["get_weather"]
+        # With the results back, a tool added since is called; without one, the results are summed up.
+        call = first.content[0]
+        assert isinstance(call, ToolUseBlock)
+        history = [
+            change("tool_removal", "get_time"),
+            {"role": "assistant", "content": [call.model_dump()]},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "sunny"}],
+            },
+        ]
+        assert called(ask(*history, change("tool_addition", "get_news"))) == ["get_news"]
+        summed_up = ask(*history, {"role": "system", "content": "Be brief."})
+    assert summed_up.content == [TextBlock(type="text", text="get_weather: sunny")]
+
+
 def test_a_closed_fake_refuses_later_requests() -> None:
     fake = FakeMessagesAPI([text_reply("unused")])
     fake.close()

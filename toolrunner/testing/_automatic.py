@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from ._replies import ScriptedReply, text_reply, tool_call, tool_reply
 
-__all__ = ["answer_automatically", "example_for_schema"]
+__all__ = ["answer_automatically", "example_for_schema", "offered_tools"]
 
 _MAX_DEPTH = 8  # recursive schemas ($ref to itself) stop here with an empty value
 
@@ -15,21 +15,82 @@ _MAX_DEPTH = 8  # recursive schemas ($ref to itself) stop here with an empty val
 def answer_automatically(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> ScriptedReply:
     """The automatic mode's reply to a request with these messages and tools.
 
-    When the last message answers tool calls, the reply is a text naming each tool with its result;
-    otherwise it calls each client tool (a tool with an `input_schema`) once, all in one reply, or
-    says hello in text when no client tool is offered.
+    It calls each offered client tool (one with an `input_schema`) once, all in one reply, or says
+    hello in text when none is offered. When the last message answers tool calls, it calls the
+    tools offered since (by a `tool_addition`) that the conversation has not called yet, or, when
+    there are none, answers with a text naming each tool with its result. System messages are not
+    turns of the conversation here: they only change which tools are offered.
     """
-    results = _tool_results(messages)
+    conversation = [message for message in messages if message.get("role") != "system"]
+    offered = [tool for tool in offered_tools(messages, tools) if isinstance(tool.get("input_schema"), dict)]
+    results = _tool_results(conversation)
     if results is not None:
-        return text_reply("\n".join(results) or "Done.")
-    client_tools = [tool for tool in tools if isinstance(tool.get("input_schema"), dict)]
-    if not client_tools:
+        called = {
+            block.get("name")
+            for message in conversation
+            for block in _blocks(message)
+            if block.get("type") == "tool_use"
+        }
+        offered = [tool for tool in offered if tool.get("name") not in called]
+        if not offered:
+            return text_reply("\n".join(results) or "Done.")
+    if not offered:
         return text_reply("Hello from FakeMessagesAPI.automatic().")
     calls = [
         tool_call(str(tool["name"]), example_for_schema(tool["input_schema"]))  # pyright: ignore[reportArgumentType]
-        for tool in client_tools
+        for tool in offered
     ]
     return tool_reply(*calls)
+
+
+def offered_tools(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool definitions offered to the model after these messages, in the order they were offered.
+
+    Every tool of `tools` except those with `defer_loading: true`, then the `tool_addition` and
+    `tool_removal` blocks of system messages (and of `compaction` blocks' `tool_changes`) in order:
+    a `tool_reference` offers or withdraws a tool by name, a `tool_definition` offers a new one.
+    MCP references are left alone: the fake has no MCP tools to offer.
+    """
+    by_name = {str(tool["name"]): tool for tool in tools if isinstance(tool.get("name"), str)}
+    offered = {name: tool for name, tool in by_name.items() if tool.get("defer_loading") is not True}
+    for message in messages:
+        for block in _blocks(message):
+            changes = [block] if message.get("role") == "system" else _compaction_changes(block)
+            for change in changes:
+                name = _changed_tool_name(change, by_name)
+                if name is None:
+                    continue
+                offered.pop(name, None)
+                if change["type"] == "tool_addition":
+                    offered[name] = by_name[name]
+    return list(offered.values())
+
+
+def _changed_tool_name(change: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> str | None:
+    """The name of the tool a `tool_addition` / `tool_removal` block changes, if it is one the fake knows.
+
+    A `tool_definition` adds its definition to `by_name` first.
+    """
+    tool: Any = change.get("tool")
+    if change.get("type") not in ("tool_addition", "tool_removal") or not isinstance(tool, dict):
+        return None
+    tool = cast(dict[str, Any], tool)
+    if tool.get("type") == "tool_definition":
+        definition: Any = tool.get("definition")
+        name = cast(dict[str, Any], definition).get("name") if isinstance(definition, dict) else None
+        if isinstance(name, str):
+            by_name[name] = cast(dict[str, Any], definition)
+            return name
+        return None
+    name = tool.get("name") if tool.get("type") == "tool_reference" else None
+    return name if isinstance(name, str) and name in by_name else None
+
+
+def _compaction_changes(block: dict[str, Any]) -> list[dict[str, Any]]:
+    changes: Any = block.get("tool_changes") if block.get("type") == "compaction" else None
+    if not isinstance(changes, list):
+        return []
+    return [cast(dict[str, Any], change) for change in cast(list[Any], changes) if isinstance(change, dict)]
 
 
 def _tool_results(messages: list[dict[str, Any]]) -> list[str] | None:

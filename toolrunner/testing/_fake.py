@@ -65,7 +65,7 @@ class RecordedRequest:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        """The request's `messages` (an empty list when there are none)."""
+        """The request's `messages` as sent, `role: "system"` ones included (an empty list when there are none)."""
         return self.body.get("messages") or []
 
     @property

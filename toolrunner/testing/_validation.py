@@ -3,6 +3,14 @@
 Like the service, consecutive messages with the same role are merged into one turn before the
 tool checks, so `messages.N` in those messages counts merged turns (the recorded service answer in
 `missing_assistant_turn_400.json` says `messages.0.content.1` for the second of two user messages).
+
+`role: "system"` messages (mid-conversation system messages, and the `tool_addition` /
+`tool_removal` blocks of mid-conversation tool changes) follow the service's documented rules
+(https://platform.claude.com/docs/en/build-with-claude/mid-conversation-system-messages, "Limitations"):
+a run of consecutive system messages is one section that must follow a user message or an
+assistant message ending in a server tool result, and must precede an assistant message or end
+the array; it is never first. Their errors count positions in the array as sent, not merged turns,
+as the service's answers quoted below do. A section counts as one turn in the tool checks.
 """
 
 from __future__ import annotations
@@ -12,7 +20,19 @@ from typing import Any, cast
 
 __all__ = ["find_invalid_request"]
 
-_ROLES = ("user", "assistant")
+_ROLES = ("user", "assistant", "system")
+_SYSTEM_BLOCKS = ("text", "tool_addition", "tool_removal")
+
+# The service's answers for misplaced and malformed system messages, quoted from 400s that
+# third-party emulators of the API recorded from it (claude-opus-5-5, October 2026); every
+# placement message ends with this note.
+_DIRECTIVE_NOTE = "; the directive-only form (content: [] with output_config) is accepted at any position"
+_FIRST = "use the top-level 'system' parameter for the initial system prompt" + _DIRECTIVE_NOTE
+_MUST_FOLLOW = (
+    "role 'system' must follow a 'user' message or an 'assistant' message ending in a server tool result"
+    + _DIRECTIVE_NOTE
+)
+_MUST_PRECEDE = "role 'system' must precede an 'assistant' message or end the array" + _DIRECTIVE_NOTE
 
 
 def find_invalid_request(body: Mapping[str, Any]) -> str | None:
@@ -26,15 +46,26 @@ def find_invalid_request(body: Mapping[str, Any]) -> str | None:
     messages = cast(list[Any], messages)
     if not messages:
         return "messages: at least one message is required"
+    checked: list[dict[str, Any]] = []
     turns: list[tuple[str, list[Any]]] = []
-    last = len(messages) - 1
+    known_tools = _declared_tool_names(body.get("tools"))
+    last = _last_conversation_index(messages)
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
             return f"messages.{index}: Input should be a valid dictionary"
         message = cast(dict[str, Any], message)
         role = message.get("role")
         if role not in _ROLES:
-            return f"messages.{index}.role: Input should be 'user' or 'assistant'"
+            # pydantic's wording for a literal; the service's own for this case is not recorded.
+            return f"messages.{index}.role: Input should be 'user', 'assistant' or 'system'"
+        checked.append(message)
+        if role == "system":
+            problem = _find_invalid_system_message(index, message, known_tools)
+            if problem is not None:
+                return problem
+            if not (turns and turns[-1][0] == "system"):
+                turns.append(("system", []))
+            continue
         content = message.get("content")
         if isinstance(content, str):
             blocks: list[Any] = [{"type": "text", "text": content}] if content else []
@@ -42,24 +73,168 @@ def find_invalid_request(body: Mapping[str, Any]) -> str | None:
             blocks = cast(list[Any], content)
         else:
             return f"messages.{index}.content: Input should be a valid list"
+        # Lenient where the service's rule is not known: a trailing system message does not stop
+        # the assistant message before it from being "the final assistant message".
         if not blocks and not (index == last and role == "assistant"):
             return f"messages.{index}: all messages must have non-empty content except for the optional final assistant message"
+        known_tools |= _compacted_tool_definitions(blocks)
         if turns and turns[-1][0] == role:
             turns[-1][1].extend(blocks)
         else:
             turns.append((role, list(blocks)))
-    if turns[0][0] != "user":
+    problem = _find_misplaced_system_section(checked)
+    if problem is not None:
+        return problem
+    conversation = [turn for turn in turns if turn[0] != "system"]
+    if not conversation or conversation[0][0] != "user":
         return 'messages: first message must use the "user" role'
     return _find_unpaired_tool_blocks(turns)
 
 
+# -- system messages ------------------------------------------------------------------------------
+
+
+def _find_invalid_system_message(index: int, message: dict[str, Any], known_tools: set[str]) -> str | None:
+    """What is wrong with the content of one system message; adds the tools it defines to `known_tools`."""
+    content = message.get("content")
+    if content is None or isinstance(content, str):
+        blocks: list[Any] = [{"type": "text", "text": content}] if content else []
+    elif isinstance(content, list):
+        blocks = cast(list[Any], content)
+    else:
+        return f"messages.{index}.content: Input should be a valid list"
+    if not blocks:
+        # The directive-only form: no content, only per-turn `output_config` (the SDK's
+        # BetaSystemMessageParam: "a message with neither content nor output_config fields is
+        # rejected"). Lenient: any non-empty output_config object makes it one.
+        if _is_directive_only(message):
+            return None
+        return f"messages.{index}: system content must contain at least one block"
+    for position, block in enumerate(blocks):
+        kind = _field(block, "type")
+        if kind not in _SYSTEM_BLOCKS:
+            return (
+                f"messages.{index}: role 'system' supports text, tool_addition, and tool_removal blocks only"
+            )
+        if kind == "text" and not _field(block, "text"):
+            return "messages: text content blocks must be non-empty"
+        if kind in ("tool_addition", "tool_removal"):
+            problem = _find_unknown_tool_reference(index, position, block, known_tools)
+            if problem is not None:
+                return problem
+    return None
+
+
+def _find_unknown_tool_reference(index: int, position: int, block: Any, known_tools: set[str]) -> str | None:
+    """A `tool_reference` must name a tool of `tools` or one an earlier `tool_definition` defined.
+
+    The docs say "Referencing a name that is not declared in `tools` returns a 400 error"; the
+    SDK's `BetaToolChangeToolReferenceParam` adds tools defined by an earlier `tool_addition`
+    (the inline-tools beta). The service's wording for this error is not known, so the message is
+    the fake's own. MCP references and unknown kinds are accepted: the fake cannot check them.
+    """
+    tool = _field(block, "tool")
+    kind = _field(tool, "type")
+    if kind == "tool_definition":
+        name = _field(_field(tool, "definition"), "name")
+        if isinstance(name, str):
+            known_tools.add(name)
+        return None
+    name = _field(tool, "name")
+    if kind != "tool_reference" or not isinstance(name, str) or name in known_tools:
+        return None
+    return (
+        f"messages.{index}.content.{position}.tool: {_field(block, 'type')} names {name!r}, which is "
+        "neither declared in `tools` nor defined by an earlier `tool_addition`; declare it in `tools` "
+        "(`defer_loading: true` holds it back until a `tool_addition`) or define it in an earlier one."
+    )
+
+
+def _find_misplaced_system_section(messages: list[dict[str, Any]]) -> str | None:
+    """Where a run of consecutive system messages stands against the service's placement rule.
+
+    Docs: "Consecutive system messages are accepted and treated as a single system section, which
+    follows the same placement rule as a whole." The service names the section's first message
+    when what precedes it is wrong and its last when what follows it is wrong (checked in that
+    order). A section of directive-only messages only may stand anywhere.
+    """
+    index = 0
+    while index < len(messages):
+        if messages[index].get("role") != "system":
+            index += 1
+            continue
+        first = index
+        while index < len(messages) and messages[index].get("role") == "system":
+            index += 1
+        if all(_is_directive_only(message) for message in messages[first:index]):
+            continue
+        if first == 0:
+            return f"messages.0: {_FIRST}"
+        before = messages[first - 1]
+        if before.get("role") != "user" and not _ends_in_server_tool_result(before):
+            return f"messages.{first}: {_MUST_FOLLOW}"
+        if index < len(messages) and messages[index].get("role") != "assistant":
+            return f"messages.{index - 1}: {_MUST_PRECEDE}"
+    return None
+
+
+def _ends_in_server_tool_result(message: dict[str, Any]) -> bool:
+    """Whether an assistant message's last block is a server tool's result (`web_search_tool_result`, ...)."""
+    content = message.get("content")
+    if not isinstance(content, list) or not content:
+        return False
+    kind = _field(cast(list[Any], content)[-1], "type")
+    return isinstance(kind, str) and kind.endswith("_tool_result") and kind != "tool_result"
+
+
+def _is_directive_only(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    config = message.get("output_config")
+    return not content and isinstance(config, dict) and len(cast(dict[str, Any], config)) > 0
+
+
+def _declared_tool_names(tools: Any) -> set[str]:
+    if not isinstance(tools, list):
+        return set()
+    names = (_field(tool, "name") for tool in cast(list[Any], tools))
+    return {name for name in names if isinstance(name, str)}
+
+
+def _compacted_tool_definitions(blocks: list[Any]) -> set[str]:
+    """Tools defined by value in the `tool_changes` of `compaction` blocks, which stand for system messages."""
+    names: set[str] = set()
+    for block in blocks:
+        changes = _field(block, "tool_changes") if _field(block, "type") == "compaction" else None
+        for change in cast(list[Any], changes) if isinstance(changes, list) else []:
+            tool = _field(change, "tool")
+            name = _field(_field(tool, "definition"), "name")
+            if _field(tool, "type") == "tool_definition" and isinstance(name, str):
+                names.add(name)
+    return names
+
+
+def _last_conversation_index(messages: list[Any]) -> int:
+    """The index of the last message that is not a system message (or -1)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if _field(messages[index], "role") != "system":
+            return index
+    return -1
+
+
+# -- tool_use / tool_result pairing ---------------------------------------------------------------
+
+
 def _find_unpaired_tool_blocks(turns: list[tuple[str, list[Any]]]) -> str | None:
-    asked: list[str] = []  # tool_use ids of the previous assistant turn, in order
+    asked: list[str] = []  # tool_use ids of the last assistant turn, in order, until answered
+    asked_at = 0
     for index, (role, blocks) in enumerate(turns):
+        if role == "system":
+            continue  # placement keeps system sections from standing between tool_use and tool_result
         if role == "assistant":
+            if asked:
+                return _missing_results(asked_at, asked)
             asked = [_field(block, "id") for block in blocks if _field(block, "type") == "tool_use"]
-            if asked and index == len(turns) - 1:
-                return _missing_results(index, asked)
+            asked_at = index
             continue
         answered: set[str] = set()
         for position, block in enumerate(blocks):
@@ -75,7 +250,7 @@ def _find_unpaired_tool_blocks(turns: list[tuple[str, list[Any]]]) -> str | None
             answered.add(tool_use_id)
         missing = [tool_use_id for tool_use_id in asked if tool_use_id not in answered]
         if missing:
-            return _missing_results(index - 1, missing)
+            return _missing_results(asked_at, missing)
         leading = 0
         while leading < len(blocks) and _field(blocks[leading], "type") == "tool_result":
             leading += 1
@@ -86,6 +261,8 @@ def _find_unpaired_tool_blocks(turns: list[tuple[str, list[Any]]]) -> str | None
                 "`tool_result` blocks."
             )
         asked = []
+    if asked:
+        return _missing_results(asked_at, asked)
     return None
 
 
