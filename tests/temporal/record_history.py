@@ -81,7 +81,7 @@ async def record(env: WorkflowEnvironment) -> tuple[RunResult, WorkflowHistory]:
             max_iterations=10,
         )
         result = await handle.result()
-        return result, await handle.fetch_history()
+        return result, await handle.workflow.fetch_history()
 
 
 async def main() -> None:

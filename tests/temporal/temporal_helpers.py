@@ -8,18 +8,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from toolrunner import ToolRunner
-from toolrunner.temporal import (
-    ActivityOptions,
-    PayloadStore,
-    RunResult,
-    ToolRunnerWorkflow,
-    create_worker,
-    start_run,
-)
+from toolrunner.temporal import ActivityOptions, PayloadStore, RunHandle, create_worker, start_run
 from toolrunner.testing import FakeMessagesAPI
 
 MODEL = "claude-sonnet-4-6"
@@ -55,7 +48,7 @@ async def worker(
 
 async def start(
     client: Client, queue: str, *, run_id: str, tools: Iterable[Any], **options: Any
-) -> WorkflowHandle[ToolRunnerWorkflow, RunResult]:
+) -> RunHandle:
     options.setdefault("model", MODEL)
     options.setdefault("max_tokens", 1024)
     options.setdefault("messages", [{"role": "user", "content": "Go."}])

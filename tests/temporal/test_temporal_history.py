@@ -52,7 +52,7 @@ async def test_300_turns_of_10_kb_results_stay_far_under_temporals_limits(
     async with worker(temporal_env, fake, store, tools=[read_page]) as queue:
         handle = await start(temporal_env.client, queue, run_id="long-run", tools=[read_page])
         result = await handle.result()
-        history = await handle.fetch_history()
+        history = await handle.workflow.fetch_history()
 
     assert result.end_reason == "model"
     assert result.requests == TURNS + 1

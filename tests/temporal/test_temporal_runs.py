@@ -12,8 +12,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.helpers import plain
 from tests.temporal.temporal_helpers import MODEL, Rendezvous, fast_retries, run_plainly, start, worker
-from toolrunner import ToolContext, ToolError, ToolRunnerError, tool
-from toolrunner.temporal import STATE_QUERY, MemoryPayloadStore, ToolRunnerWorkflow
+from toolrunner import Phase, ToolContext, ToolError, ToolRunnerError, tool
+from toolrunner.temporal import MemoryPayloadStore
 from toolrunner.testing import FakeMessagesAPI, ScriptEntry, fault, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -94,12 +94,12 @@ async def test_the_runs_state_and_whole_history_can_be_read(temporal_env: Workfl
     async with worker(temporal_env, fake, store, tools=tools) as queue:
         handle = await start(temporal_env.client, queue, run_id="inspect", tools=tools)
         result = await handle.result()
-        state = await handle.query(STATE_QUERY)
+        state = await handle.state()
     runner = await run_plainly(FakeMessagesAPI(conversation()), tools=make_tools(Rendezvous(3), []))
 
-    assert state["phase"] == "done"
-    assert state["end_reason"] == "model"
-    assert len(state["messages"]) == len(runner.messages)
+    assert state.phase is Phase.DONE
+    assert state.end_reason == "model"
+    assert len(state.messages) == len(runner.messages)
     assert await result.messages(store) == plain(runner.messages)
 
 
@@ -146,7 +146,7 @@ async def test_the_close_signal_keeps_the_reply_and_runs_none_of_its_tools(
     async with worker(temporal_env, fake, store, tools=[note]) as queue:
         handle = await start(temporal_env.client, queue, run_id="close", tools=[note])
         await asked.wait()
-        await handle.signal(ToolRunnerWorkflow.close)
+        await handle.close()
         release.set()
         result = await handle.result()
 
@@ -166,7 +166,7 @@ async def test_a_retryable_error_is_retried_by_temporal_and_not_by_the_sdk(
             temporal_env.client, queue, run_id="retried", tools=[], activity_options=fast_retries()
         )
         result = await handle.result()
-        history = await handle.fetch_history()
+        history = await handle.workflow.fetch_history()
 
     assert result.end_reason == "model"
     assert len(fake.requests) == 3
@@ -227,7 +227,7 @@ async def test_a_tool_cannot_reach_a_runner_from_its_activity(temporal_env: Work
 
 def test_options_that_belong_on_the_workers_are_refused_by_name() -> None:
     from toolrunner import MemoryCheckpointer, ParamsError
-    from toolrunner.temporal._worker import run_input
+    from toolrunner.temporal._client import run_input
 
     base: dict[str, Any] = {"model": MODEL, "max_tokens": 10, "messages": [{"role": "user", "content": "Hi"}]}
     with pytest.raises(ParamsError, match=r"stream= cannot be given to a Temporal run"):

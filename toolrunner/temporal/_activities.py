@@ -25,23 +25,25 @@ from anthropic.types.beta import BetaMessage
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from .._errors import MalformedReplyError, ToolRunnerError
+from .._approvals import Approvals
+from .._calls import RunnerLink
+from .._errors import MalformedReplyError, ToolInputError, ToolRunnerError
 from .._events import MessageFinished, RunnerEvent, TextDelta, ToolCallFinished, ToolCallStarted
 from .._execution import CallHooks, ExecutionOptions, run_one
-from .._lifecycle import request_params
+from .._lifecycle import pending_calls, request_params
 from .._messages import check_reply
 from .._options import ToolLike
 from .._params import index_tools
 from .._requests import send_request
-from .._results import DEFAULT_ADAPTER, ToolResultAdapter
-from .._state import RunState, request_usage_data
+from .._results import DEFAULT_ADAPTER, ToolResultAdapter, tool_result_block
+from .._state import CallStatus, Phase, RunState, request_usage_data
 from .._streaming import StreamWatch
 from .._tools import Tool, ToolContext
 from .._types import Reply, RunnerView, ToolCall
 from .._usage import DEFAULT_PRICES, Price, request_usage
-from ._data import RequestInput, RequestOutput, ToolInput
+from ._data import DecisionInput, RequestInput, RequestOutput, ToolInput
+from ._names import DECISION_ACTIVITY, REQUEST_ACTIVITY, TOOL_ACTIVITY, TOOL_NOT_REGISTERED
 from ._payloads import Payloads, PayloadStore
-from ._workflow import REQUEST_ACTIVITY, TOOL_ACTIVITY, TOOL_NOT_REGISTERED
 
 __all__ = ["Activities", "EventListener"]
 
@@ -96,7 +98,7 @@ class Activities:
 
     def all(self) -> list[Callable[..., Any]]:
         """The activities, to register on a worker."""
-        return [self.request, self.tool]
+        return [self.request, self.tool, self.decision]
 
     # -- toolrunner.request ---------------------------------------------------------------------
 
@@ -118,12 +120,37 @@ class Activities:
         except MalformedReplyError as error:
             raise ApplicationError(str(error), type="MalformedReplyError") from None
         self._emit(input.run_id, MessageFinished(message=reply))
+        gated, denied = await self._gate(input.run_id, reply)
         return RequestOutput(
             reply=await self.payloads.stash_reply(reply),
             beta=isinstance(reply, BetaMessage),
             usage=request_usage_data(request_usage(reply, self.prices)),
             history=key,
+            gated=gated,
+            denied=denied,
         )
+
+    async def _gate(self, run_id: str, reply: Reply) -> tuple[list[str], dict[str, str]]:
+        """Which of the reply's calls wait for a decision, as ``ToolRunner`` finds them (the
+        tools' gates may be functions of the call); a gate that raises denies its call."""
+        holder = [RunState(params={}, phase=Phase.WITH_BODY, reply=reply)]
+        link = RunnerLink(
+            state=lambda: holder[0],
+            update=lambda state: holder.__setitem__(0, state),
+            emit=partial(self._emit, run_id),
+            save=_nothing,
+            context=lambda call: ToolContext(call=call, runner=_NoRunner(run_id)),
+        )
+        approvals = Approvals(link, tools=lambda: self.tools, adapter=self.result_adapter, callback=None)
+        await approvals.gate(pending_calls(holder[0]))
+        records = holder[0].calls.values()
+        gated = [record.call.id for record in records if record.status is CallStatus.AWAITING]
+        denied = {
+            record.call.id: str(record.result.get("content"))
+            for record in records
+            if record.decision == "denied" and record.result is not None
+        }
+        return gated, denied
 
     async def _send(self, run_id: str, kwargs: dict[str, Any]) -> Reply:
         emit: Callable[[RunnerEvent], None] | None = None
@@ -174,8 +201,10 @@ class Activities:
             unrunnable=frozenset(input.unrunnable),
         )
         results: list[ToolResultBlockParam] = []
+        approved = input.approved_input
         hooks = CallHooks(
             context=lambda call: ToolContext(call=call, runner=_NoRunner(input.run_id)),
+            input_of=lambda call: call.input if approved is None else approved,
             started=lambda call, early: self._started(input.run_id, call),
             finished=lambda call, block, duration: self._finished(
                 input.run_id, call, block, duration, results
@@ -183,6 +212,33 @@ class Activities:
         )
         await _heartbeating(run_one(call, options, hooks))
         return dict(await self.payloads.stash_result(results[0]))
+
+    # -- toolrunner.decision --------------------------------------------------------------------
+
+    @activity.defn(name=DECISION_ACTIVITY)
+    async def decision(self, input: DecisionInput) -> dict[str, Any]:
+        """Check an approved input against the tool's schema (``{}`` when it fits), or convert an
+        answer as a tool's return value is converted (its tool_result block)."""
+        if input.kind == "approve":
+            tool = self.tools.get(input.name)
+            if tool is None:
+                _not_registered(input.name, self.tools)
+            try:
+                tool.parse_input(input.value)
+            except ToolInputError as error:
+                raise ApplicationError(str(error), type="ToolInputError", non_retryable=True) from None
+            return {}
+        value, is_error = input.value, input.is_error
+        try:
+            content = self.result_adapter.to_content(value)
+        except (TypeError, ValueError) as error:
+            raise ApplicationError(
+                f"the answer to {input.id!r} cannot be a tool result ({error}); answer with text, or JSON data.",
+                type=type(error).__name__,
+                non_retryable=True,
+            ) from None
+        block = tool_result_block(input.id, content, is_error=is_error)
+        return dict(await self.payloads.stash_result(block))
 
     async def _started(self, run_id: str, call: ToolCall) -> None:
         self._emit(run_id, ToolCallStarted(call=call))
@@ -269,6 +325,10 @@ async def _heartbeating(work: Awaitable[T]) -> T:
     finally:
         beating.cancel()
         await asyncio.wait([beating])
+
+
+async def _nothing() -> None:
+    return None
 
 
 def _raise_for_status(error: anthropic.APIStatusError) -> NoReturn:

@@ -21,6 +21,10 @@ from ._payloads import Payloads, PayloadStore
 
 __all__ = [
     "ActivityOptions",
+    "Answer",
+    "Approval",
+    "DecisionInput",
+    "Denial",
     "RequestInput",
     "RequestOutput",
     "RunInput",
@@ -131,7 +135,6 @@ class ToolSpec:
     idempotent: bool = False
     sequential: bool = False
     timeout: float | None = None
-    requires_approval: bool = False
 
 
 @dataclass
@@ -147,6 +150,8 @@ class RunInput:
     tool_timeout: float | None
     activities: dict[str, Any]
     """``ActivityOptions.to_data()``."""
+    approval_timeout: float | None = None
+    """Seconds a call may wait for a decision before it is denied; ``None``: forever."""
 
 
 @dataclass
@@ -176,6 +181,10 @@ class RequestOutput:
     """``request_usage_data`` of the reply (tokens, and the cost at the worker's prices)."""
     history: str
     """The key of the history node this request stored."""
+    gated: list[str] = field(default_factory=list[str])
+    """The tool_use ids of the calls that wait for a decision (their tools' ``requires_approval``)."""
+    denied: dict[str, str] = field(default_factory=dict[str, str])
+    """Calls denied because deciding whether they need approval failed, with the reason."""
 
 
 @dataclass
@@ -192,6 +201,47 @@ class ToolInput:
     """For a name that is no runnable tool of the run: the run's tools, for the error the model reads."""
     unrunnable: list[str] = field(default_factory=list[str])
     """The names of the run's raw tool definitions (never run)."""
+    approved_input: Any = None
+    """The input a person approved instead of the model's, if any."""
+
+
+@dataclass
+class Approval:
+    """The ``toolrunner.approve`` update's argument: ``{"id": ..., "input": ...}``."""
+
+    id: str
+    input: Any = None
+    """The input to run the call with instead of the model's, if any."""
+
+
+@dataclass
+class Denial:
+    """The ``toolrunner.deny`` update's argument: ``{"id": ..., "reason": ...}``."""
+
+    id: str
+    reason: str
+
+
+@dataclass
+class Answer:
+    """The ``toolrunner.answer`` update's argument: ``{"id": ..., "result": ..., "is_error": false}``."""
+
+    id: str
+    result: Any
+    is_error: bool = False
+
+
+@dataclass
+class DecisionInput:
+    """A decision that needs the worker: an approved input to check, or an answer to convert."""
+
+    run_id: str
+    id: str
+    name: str
+    kind: str
+    """``"approve"`` (``value`` is the input) or ``"answer"`` (``value`` is the result)."""
+    value: Any
+    is_error: bool = False
 
 
 @dataclass
