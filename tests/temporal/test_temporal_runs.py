@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import anyio
@@ -12,11 +13,24 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.helpers import plain
 from tests.temporal.temporal_helpers import MODEL, Rendezvous, fast_retries, run_plainly, start, worker
-from toolrunner import Phase, ToolContext, ToolError, ToolRunnerError, tool
+from toolrunner import Phase, RunnerEvent, ToolContext, ToolError, ToolRunner, ToolRunnerError, tool
 from toolrunner.temporal import MemoryPayloadStore
 from toolrunner.testing import FakeMessagesAPI, ScriptEntry, fault, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
+
+
+class _AnyKey:
+    """Equal to any payload key (a SHA-256 hex digest)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and len(other) == 64
+
+    def __hash__(self) -> int:
+        return 0
+
+
+ANY_KEY = _AnyKey()
 
 
 def cause_of(failure: WorkflowFailureError) -> BaseException | None:
@@ -242,3 +256,78 @@ def test_options_that_belong_on_the_workers_are_refused_by_name() -> None:
         from toolrunner.temporal._activities import Activities
 
         Activities(FakeMessagesAPI().client(), tools=[], store=MemoryPayloadStore())  # type: ignore[arg-type]
+
+
+async def test_workers_stream_replies_and_report_events(temporal_env: WorkflowEnvironment) -> None:
+    def script() -> list[ScriptEntry]:
+        return [tool_reply(tool_call("weather", {"city": "Lima"}), text="Let me look."), text_reply("Sunny.")]
+
+    plain_fake = FakeMessagesAPI(script())
+    runner = ToolRunner(
+        plain_fake.async_client(),
+        stream=True,
+        model=MODEL,
+        max_tokens=1024,
+        messages=[{"role": "user", "content": "Go."}],
+        tools=make_tools(Rendezvous(3), []),
+    )
+    await runner.until_done()
+
+    events: list[tuple[str, str]] = []
+    fake, tools = FakeMessagesAPI(script()), make_tools(Rendezvous(3), [])
+
+    def listen(run_id: str, event: RunnerEvent) -> None:
+        events.append((run_id, type(event).__name__))
+
+    async with worker(
+        temporal_env, fake, MemoryPayloadStore(), tools=tools, stream=True, on_event=listen
+    ) as queue:
+        run = await start(temporal_env.client, queue, run_id="streamed", tools=tools)
+        await run.result()
+
+    assert [request.body for request in fake.requests] == [request.body for request in plain_fake.requests]
+    assert all(request.stream for request in fake.requests)
+    assert {run_id for run_id, _ in events} == {"streamed"}
+    names = [name for _, name in events]
+    assert names[: names.index("MessageFinished")] == ["TextDelta"] * names.index("MessageFinished")
+    assert names.count("MessageFinished") == 2
+    assert names.count("ToolCallStarted") == names.count("ToolCallFinished") == 1
+
+
+async def test_a_large_final_reply_is_a_stub_in_the_result_and_whole_from_the_store(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    essay = "A long answer. " * 500
+    fake, store = FakeMessagesAPI([text_reply(essay)]), MemoryPayloadStore()
+    async with worker(temporal_env, fake, store, tools=[]) as queue:
+        run = await start(temporal_env.client, queue, run_id="essay", tools=[])
+        result = await run.result()
+
+    assert result.reply is not None
+    assert result.reply["content"] == [{"type": "text", "text": "", "toolrunner_ref": ANY_KEY}]
+    final = await result.final_message(store)
+    assert final is not None
+    assert final.content[0].type == "text"
+    assert final.content[0].text == essay
+    assert (await result.messages(store))[-1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": essay}],
+    }
+
+
+async def test_retry_after_sets_the_next_attempts_delay(temporal_env: WorkflowEnvironment) -> None:
+    fake = FakeMessagesAPI([fault(429, retry_after=600), text_reply("Hello.")])
+    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=[]) as queue:
+        run = await start(temporal_env.client, queue, run_id="rate-limited", tools=[])
+        await run.result()  # the test server skips the ten minutes
+        history = await run.workflow.fetch_history()
+
+    [scheduled] = [
+        event for event in history.events if event.HasField("activity_task_scheduled_event_attributes")
+    ]
+    [started] = [
+        event for event in history.events if event.HasField("activity_task_started_event_attributes")
+    ]
+    assert started.activity_task_started_event_attributes.attempt == 2
+    waited = started.event_time.ToDatetime() - scheduled.event_time.ToDatetime()
+    assert waited >= timedelta(minutes=10)
