@@ -4,6 +4,7 @@ started by an earlier toolrunner (the committed history) go on after an upgrade.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowHistory
@@ -11,27 +12,39 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 from temporalio.workflow import NondeterminismError
 
-from tests.temporal.record_history import FIXTURE, RUN_ID, record
+from tests.temporal.record_history import (
+    APPROVAL_FIXTURE,
+    APPROVAL_RUN_ID,
+    FIXTURE,
+    RUN_ID,
+    record,
+    record_approval,
+)
 from toolrunner.temporal import ToolRunnerWorkflow, workflow_runner
 
 pytestmark = pytest.mark.anyio
+
+
+def load(run_id: str, path: Path) -> WorkflowHistory:
+    return WorkflowHistory.from_json(run_id, path.read_text(encoding="utf-8"))
 
 
 def replayer() -> Replayer:
     return Replayer(workflows=[ToolRunnerWorkflow], workflow_runner=workflow_runner())
 
 
-async def test_the_committed_history_replays() -> None:
-    history = WorkflowHistory.from_json(RUN_ID, FIXTURE.read_text(encoding="utf-8"))
-    result = await replayer().replay_workflow(history)
+@pytest.mark.parametrize(("run_id", "path"), [(RUN_ID, FIXTURE), (APPROVAL_RUN_ID, APPROVAL_FIXTURE)])
+async def test_the_committed_histories_replay(run_id: str, path: Path) -> None:
+    result = await replayer().replay_workflow(load(run_id, path))
     assert result.replay_failure is None
 
 
-async def test_a_history_recorded_now_replays(temporal_env: WorkflowEnvironment) -> None:
-    result, history = await record(temporal_env)
-    assert result.end_reason == "model"
-    replay = await replayer().replay_workflow(history)
-    assert replay.replay_failure is None
+async def test_histories_recorded_now_replay(temporal_env: WorkflowEnvironment) -> None:
+    for recorder in (record, record_approval):
+        result, history = await recorder(temporal_env)
+        assert result.end_reason == "model"
+        replay = await replayer().replay_workflow(history)
+        assert replay.replay_failure is None
 
 
 async def test_a_replay_that_does_not_match_the_history_fails() -> None:
