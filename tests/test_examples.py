@@ -42,6 +42,15 @@ EXPECTED: dict[str, list[str]] = {
         "Left in the folder: ['cache.tmp', 'notes.txt']",
     ],
     "sync.py": ["-> read_file({'name': 'app.py'})", "<- 3 result(s) in", "the history holds 6 messages"],
+    "temporal_agent.py": [
+        "started support-",
+        "  [worker] -> order_history",
+        "waits for approval: refund({'amount': 120, 'order': 'A-1047'})",
+        "a day later, a person approves it for 80 EUR",
+        "Claude: I refunded 80 EUR for order A-1047",
+        "3 requests, ended by model; workflow history:",
+        "KB order history is in the payload store",
+    ],
 }
 
 
