@@ -119,8 +119,8 @@ async def record_approval(env: WorkflowEnvironment) -> tuple[RunResult, Workflow
             max_tokens=1024,
             messages=[{"role": "user", "content": "Pay the bill."}],
         )
-        while True:  # until the payment waits (the workflow runs on: poll its query)
-            if await run.pending_approvals():
+        while True:  # until the run pauses for the payment (the workflow runs on: poll its state)
+            if (await run.state()).end_reason == "awaiting_approval":
                 break
             await asyncio.sleep(0.02)
         await run.approve("payment", input={"amount": 50})

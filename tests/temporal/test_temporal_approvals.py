@@ -64,13 +64,12 @@ def refund_script() -> list[ScriptEntry]:
     ]
 
 
-async def wait_until_pending(run: RunHandle, count: int = 1) -> list[ToolCall]:
-    """Until ``count`` calls wait for a decision (the workflow runs on: polling its query)."""
+async def wait_until_paused(run: RunHandle) -> list[ToolCall]:
+    """Until the run pauses for decisions (it goes on in the workers: poll its state); the calls that wait."""
     with anyio.fail_after(30):  # a guard against a hang, not a timing
         while True:
-            pending = await run.pending_approvals()
-            if len(pending) >= count:
-                return pending
+            if (await run.state()).phase is Phase.AWAITING:
+                return await run.pending_approvals()
             await anyio.sleep(0.02)
 
 
@@ -89,7 +88,7 @@ async def test_a_call_waits_a_day_for_its_approval_without_holding_a_worker(
     }
     async with create_worker(temporal_env.client, task_queue=queue, **options):
         run = await start(temporal_env.client, queue, run_id="a-day", tools=TOOLS)
-        [call] = await wait_until_pending(run)
+        [call] = await wait_until_paused(run)
         state = await run.state()
     assert (call.id, call.name) == ("refund", "refund")
     assert (state.phase, state.end_reason) == (Phase.AWAITING, "awaiting_approval")
@@ -137,7 +136,7 @@ async def test_deny_answer_and_refused_decisions(temporal_env: WorkflowEnvironme
     )
     async with worker(temporal_env, fake, MemoryPayloadStore(), tools=TOOLS) as queue:
         run = await start(temporal_env.client, queue, run_id="decisions", tools=TOOLS)
-        await wait_until_pending(run, 2)
+        await wait_until_paused(run)
         with pytest.raises(WorkflowUpdateFailedError) as unknown:
             await run.approve("nope")
         with pytest.raises(WorkflowUpdateFailedError) as bad_input:
@@ -181,7 +180,7 @@ async def test_a_gate_that_is_a_function_decides_per_call_and_fails_closed(
     fake = FakeMessagesAPI(script())
     async with worker(temporal_env, fake, MemoryPayloadStore(), tools=TOOLS) as queue:
         run = await start(temporal_env.client, queue, run_id="gates", tools=TOOLS)
-        [call] = await wait_until_pending(run)
+        [call] = await wait_until_paused(run)
         assert call.id == "large"
         await run.approve("large")
         await run.result()
@@ -218,7 +217,7 @@ async def test_a_call_whose_decision_does_not_come_in_time_is_denied(
     assert ran == ["look_up Ada"]
     refund_result = fake.requests[1].body["messages"][-1]["content"][1]
     assert refund_result["is_error"] is True
-    assert refund_result["content"] == TIMED_OUT.format(name="refund", timeout=timedelta(hours=8))
+    assert refund_result["content"] == TIMED_OUT.format(name="refund", timeout="8 hours")
 
 
 async def test_closing_a_run_that_waits_ends_it_without_running_the_waiting_call(
@@ -228,7 +227,7 @@ async def test_closing_a_run_that_waits_ends_it_without_running_the_waiting_call
     fake = FakeMessagesAPI(refund_script())
     async with worker(temporal_env, fake, MemoryPayloadStore(), tools=TOOLS) as queue:
         run = await start(temporal_env.client, queue, run_id="close-waiting", tools=TOOLS)
-        await wait_until_pending(run)
+        await wait_until_paused(run)
         await run.close()
         result = await run.result()
 

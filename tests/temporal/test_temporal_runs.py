@@ -13,7 +13,16 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.helpers import plain
 from tests.temporal.temporal_helpers import MODEL, Rendezvous, fast_retries, run_plainly, start, worker
-from toolrunner import Phase, RunnerEvent, ToolContext, ToolError, ToolRunner, ToolRunnerError, tool
+from toolrunner import (
+    CheckpointError,
+    Phase,
+    RunnerEvent,
+    ToolContext,
+    ToolError,
+    ToolRunner,
+    ToolRunnerError,
+    tool,
+)
 from toolrunner.temporal import MemoryPayloadStore
 from toolrunner.testing import FakeMessagesAPI, ScriptEntry, fault, text_reply, tool_call, tool_reply
 
@@ -167,6 +176,18 @@ async def test_the_close_signal_keeps_the_reply_and_runs_none_of_its_tools(
     assert result.end_reason == "closed"
     assert ran == []
     assert [message["role"] for message in await result.messages(store)] == ["user", "assistant"]
+
+
+async def test_a_run_cannot_take_the_name_of_another(temporal_env: WorkflowEnvironment) -> None:
+    fake = FakeMessagesAPI([text_reply("Hello.")])
+    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=[]) as queue:
+        run = await start(temporal_env.client, queue, run_id="taken", tools=[])
+        await run.result()
+        with pytest.raises(
+            CheckpointError, match=r"a run named 'taken' exists already .* get_run\(client, 'taken'\)"
+        ):
+            await start(temporal_env.client, queue, run_id="taken", tools=[])
+    assert len(fake.requests) == 1
 
 
 async def test_a_retryable_error_is_retried_by_temporal_and_not_by_the_sdk(

@@ -8,8 +8,9 @@ from typing import Any, Literal
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from .._errors import ParamsError
+from .._errors import CheckpointError, ParamsError
 from .._options import ToolLike, read_options
 from .._params import check_params, index_tools
 from .._state import RunState
@@ -177,21 +178,25 @@ async def start_run(
 
     Raises:
         ParamsError: An option or param has a value it cannot take, or belongs on the workers.
+        CheckpointError: A run of that name exists (see ``id_reuse``).
     """
     if not isinstance(run_id, str) or not run_id:
         raise ParamsError(f"run_id must be a non-empty str, not {run_id!r}.")
     reuse = _REUSE.get(id_reuse)
     if reuse is None:
         raise ParamsError(f"id_reuse must be 'refuse', 'after_failure' or 'allow', not {id_reuse!r}.")
-    handle = await client.start_workflow(
-        ToolRunnerWorkflow.run,
-        run_input(
-            tools=tools, activity_options=activity_options, approval_timeout=approval_timeout, **options
-        ),
-        id=run_id,
-        task_queue=task_queue,
-        id_reuse_policy=reuse,
+    run = run_input(
+        tools=tools, activity_options=activity_options, approval_timeout=approval_timeout, **options
     )
+    try:
+        handle = await client.start_workflow(
+            ToolRunnerWorkflow.run, run, id=run_id, task_queue=task_queue, id_reuse_policy=reuse
+        )
+    except WorkflowAlreadyStartedError:
+        raise CheckpointError(
+            f"a run named {run_id!r} exists already (or ended, and id_reuse={id_reuse!r} keeps its name); get it "
+            f"with get_run(client, {run_id!r}), or start the new run under another run_id."
+        ) from None
     return RunHandle(handle)
 
 

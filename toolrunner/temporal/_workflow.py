@@ -308,7 +308,7 @@ class ToolRunnerWorkflow:
     def _deny_undecided(self, calls: Sequence[ToolCall]) -> None:
         assert self._approval_timeout is not None
         for call in awaiting(self._state, calls):
-            reason = TIMED_OUT.format(name=call.name, timeout=self._approval_timeout)
+            reason = TIMED_OUT.format(name=call.name, timeout=_duration(self._approval_timeout))
             self._state = call_decided(
                 self._state, call.id, "denied", result=tool_result_block(call.id, reason, is_error=True)
             )
@@ -390,6 +390,16 @@ class ToolRunnerWorkflow:
             usage=_usage_data(state.total),
             cost=None if state.cost is None else str(state.cost),
         )
+
+
+def _duration(span: timedelta) -> str:
+    """A span as a person says it: "3 days", "8 hours", "90 seconds"."""
+    seconds = int(span.total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds} seconds"
 
 
 def _batches(calls: Sequence[ToolCall], specs: Mapping[str, ToolSpec]) -> Iterator[list[ToolCall]]:
