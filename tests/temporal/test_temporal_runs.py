@@ -195,8 +195,10 @@ async def test_a_retryable_error_is_retried_by_temporal_and_not_by_the_sdk(
 ) -> None:
     fake = FakeMessagesAPI([fault(529), fault(500), text_reply("Hello.")])
     store = MemoryPayloadStore()
-    async with worker(temporal_env, fake, store, tools=[]) as queue:
-        # The worker's client would retry twice itself; inside the activity its retries are off.
+    # The worker's client would retry twice itself; inside the activity its retries are off.
+    async with worker(
+        temporal_env, fake, store, tools=[], anthropic_client=fake.async_client(max_retries=2)
+    ) as queue:
         handle = await start(
             temporal_env.client, queue, run_id="retried", tools=[], activity_options=fast_retries()
         )
