@@ -132,3 +132,45 @@ async def test_the_service_rejects_what_the_runner_refuses_to_send() -> None:
             )
     assert "unexpected `tool_use_id` found in `tool_result` blocks" in str(caught.value)
     assert "unexpected `tool_use_id` found in `tool_result` blocks" in recorded_error
+
+
+@tool
+def submit_analysis(summary: str) -> str:
+    """Call this LAST with your final analysis."""
+    return "Analysis submitted"
+
+
+# The recording's model is one this SDK deprecates: the warning is about the recording, not the runner.
+@pytest.mark.filterwarnings("ignore:The model 'claude-sonnet-4-5' is deprecated:DeprecationWarning")
+async def test_client_side_compaction_sends_the_recorded_summary_request() -> None:
+    """client_side_compaction: the SDK's client-side compaction (``compaction_control``, threshold
+    500, ``max_iterations=1``) asked for a summary once the first reply's usage passed the threshold.
+    The runner sends the same summary request: the history before the latest reply, then the
+    summary prompt, with the model and max_tokens only; the SDK's runner then kept only the summary,
+    while toolrunner keeps the latest reply and its tool results after it."""
+    exchanges = load("client_side_compaction")
+    first = exchanges[0]["request"]["body"]
+    fake = FakeMessagesAPI([reply_of(exchange["response"]["body"]) for exchange in exchanges])
+    runner = ToolRunner(
+        fake.async_client(),
+        model=first["model"],
+        max_tokens=first["max_tokens"],
+        messages=first["messages"],
+        tools=[submit_analysis],
+        max_iterations=1,
+        compaction_control={"enabled": True, "context_token_threshold": 500},
+    )
+    await runner.until_done()
+
+    assert len(fake.requests) == len(exchanges)
+    for index, (sent, exchange) in enumerate(zip(fake.requests, exchanges, strict=True)):
+        recorded = exchange["request"]["body"]
+        assert plain(sent.body["messages"]) == recorded["messages"], f"request {index}"
+        assert {key: value for key, value in sent.body.items() if key != "tools"} == {
+            key: value for key, value in recorded.items() if key != "tools"
+        }, f"request {index}"
+    assert "tools" not in fake.requests[1].body
+    summary = exchanges[1]["response"]["body"]["content"][0]["text"]
+    assert plain(runner.messages[0]) == {"role": "user", "content": [{"type": "text", "text": summary}]}
+    assert [plain(message)["role"] for message in runner.messages] == ["user", "assistant", "user"]
+    fake.assert_complete()

@@ -352,3 +352,13 @@ def test_links_to_pages_resolve(page: Path) -> None:
     targets = re.findall(r"\]\(([^)#\s:]+\.md)(?:#[^)]*)?\)", text)
     broken = [target for target in targets if not (page.parent / target).is_file()]
     assert not broken, f"{page.relative_to(ROOT)} links to pages that do not exist: {broken!r}"
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda page: page.relative_to(ROOT).as_posix())
+def test_the_docs_import_public_names_only(page: Path) -> None:
+    """A reader copies what the docs show: private modules (``toolrunner._x``) may change any day."""
+    text = page.read_text(encoding="utf-8")
+    private = sorted(
+        set(re.findall(r"^\s*from (toolrunner(?:\.\w+)*\._\w+) import", text, flags=re.MULTILINE))
+    )
+    assert not private, f"{page.relative_to(ROOT)} imports from {private}; import the public names instead."

@@ -142,6 +142,33 @@ async def test_a_reply_that_calls_one_id_twice_is_refused_whole_and_the_request_
     assert sent_messages(fake)[1] == sent_messages(fake)[0]  # the same request again
 
 
+async def test_a_reply_with_a_tool_use_id_the_service_rejects_is_refused_whole() -> None:
+    fake = FakeMessagesAPI([tool_reply(tool_call("look", {"q": "a"}, id="call 1")), text_reply("done")])
+    runner = build(fake)
+    with pytest.raises(MalformedReplyError, match=r"a tool_use id the service does not accept \('call 1'"):
+        await runner.until_done()
+    assert runs == {}
+    assert plain(runner.messages) == [USER]
+    await runner.until_done()  # the request again; the next reply is fine
+    assert len(fake.requests) == 2
+
+
+async def test_a_history_with_a_tool_use_id_the_service_rejects_is_refused_before_sending() -> None:
+    fake = FakeMessagesAPI([text_reply("never")])
+    odd = {"role": "assistant", "content": [_use("call 1")]}
+    runner = ToolRunner(
+        fake.async_client(),
+        model=MODEL,
+        max_tokens=64,
+        messages=[USER, odd, {"role": "user", "content": [_result("call 1")]}],
+    )
+    with pytest.raises(
+        HistoryError, match=r"messages\[1\] has a tool_use id the service does not accept.*sanitize_tool_id"
+    ):
+        await runner.until_done()
+    assert fake.requests == []
+
+
 async def test_a_history_that_calls_one_id_twice_is_refused_before_sending() -> None:
     fake = FakeMessagesAPI([text_reply("never")])
     twice = {"role": "assistant", "content": [_use("x"), _use("x")]}

@@ -6,7 +6,6 @@ import base64
 import dataclasses
 import datetime
 import json
-import re
 import typing
 from pathlib import Path
 
@@ -565,13 +564,3 @@ def test_non_finite_floats_in_a_mixed_list() -> None:
         "type": "text",
         "text": '{"score": "NaN"}',
     }
-
-
-# -- the docs -------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("page", ["results.md", "tools.md"])
-def test_the_docs_import_public_names_only(page: str) -> None:
-    text = (Path(__file__).parent.parent / "docs" / page).read_text(encoding="utf-8")
-    private = sorted(set(re.findall(r"^\s*from (toolrunner\._\w+) import", text, flags=re.MULTILINE)))
-    assert not private, f"docs/{page} imports from {private}; import the public names from toolrunner."

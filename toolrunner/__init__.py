@@ -4,12 +4,14 @@ The public names are re-exported here; the modules behind them are private. The 
 kit is the public subpackage ``toolrunner.testing``.
 """
 
+from ._caching import CachePolicy as CachePolicy
 from ._checkpoint import (
     Checkpoint as Checkpoint,
     Checkpointer as Checkpointer,
     MemoryCheckpointer as MemoryCheckpointer,
     SQLiteCheckpointer as SQLiteCheckpointer,
 )
+from ._compaction import CompactionControl as CompactionControl
 from ._errors import (
     ApprovalError as ApprovalError,
     CheckpointError as CheckpointError,
@@ -61,8 +63,10 @@ from ._state import (
     Phase as Phase,
     RunState as RunState,
 )
-from ._sync import SyncToolRunner as SyncToolRunner
+from ._sync import SyncReplyStream as SyncReplyStream, SyncToolRunner as SyncToolRunner
 from ._tools import ApprovalGate as ApprovalGate, Tool as Tool, ToolContext as ToolContext, tool as tool
+from ._toolsets import RunnableTool as RunnableTool, Toolset as Toolset
+from ._tracing import Tracing as Tracing
 from ._types import (
     Decision as Decision,
     EndReason as EndReason,
@@ -79,6 +83,7 @@ from ._usage import (
     RequestUsage as RequestUsage,
     Usage as Usage,
     UsageTracker as UsageTracker,
+    find_price as find_price,
 )
 
 __all__ = [
@@ -91,11 +96,13 @@ __all__ = [
     "ApprovalError",
     "ApprovalGate",
     "ApprovalRequested",
+    "CachePolicy",
     "CallRecord",
     "CallStatus",
     "Checkpoint",
     "CheckpointError",
     "Checkpointer",
+    "CompactionControl",
     "Decision",
     "EndReason",
     "File",
@@ -115,12 +122,14 @@ __all__ = [
     "RequestUsage",
     "ResultTooLargeError",
     "RunState",
+    "RunnableTool",
     "RunnerEvent",
     "RunnerOptions",
     "RunnerView",
     "SQLiteCheckpointer",
     "StateError",
     "Step",
+    "SyncReplyStream",
     "SyncToolRunner",
     "TextDelta",
     "Tool",
@@ -136,9 +145,12 @@ __all__ = [
     "ToolResultMessage",
     "ToolRunner",
     "ToolRunnerError",
+    "Toolset",
+    "Tracing",
     "UnansweredToolUseError",
     "Usage",
     "UsageTracker",
+    "find_price",
     "from_openai",
     "sanitize_tool_id",
     "text_of",

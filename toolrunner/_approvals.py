@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeAlias
 
 from anthropic.types import ToolResultBlockParam
@@ -26,7 +26,7 @@ from ._events import ApprovalDecided, ApprovalRequested
 from ._lifecycle import awaiting, call_decided, calls_gated, pending_calls, record_of
 from ._results import ToolResultAdapter, tool_result_block
 from ._state import Decision
-from ._tools import Tool
+from ._toolsets import RunnableTool
 from ._types import ToolCall
 
 __all__ = ["Approvals", "ApproveCallback"]
@@ -48,12 +48,12 @@ class Approvals:
         self,
         link: RunnerLink,
         *,
-        tools: Callable[[], Mapping[str, Tool]],
+        find: Callable[[ToolCall], RunnableTool | None],
         adapter: ToolResultAdapter,
         callback: ApproveCallback | None,
     ) -> None:
         self._link = link
-        self._tools = tools
+        self._find_tool = find
         self._adapter = adapter
         self._callback = callback
 
@@ -68,7 +68,7 @@ class Approvals:
         denied: list[tuple[ToolCall, str]] = []
         state = self._link.state()
         for call in calls:
-            tool = self._tools().get(call.name)
+            tool = self._find_tool(call)
             if tool is None or tool.requires_approval is False or record_of(state, call) is not None:
                 continue
             try:
@@ -110,7 +110,7 @@ class Approvals:
         the model's would be: a ``ToolInputError`` says what is wrong, and nothing changes)."""
         if input is not None:
             call = self._find(tool_use_id)
-            tool = self._tools().get(call.name) if call is not None else None
+            tool = self._find_tool(call) if call is not None else None
             if tool is not None:
                 tool.parse_input(input)
         self._decide(tool_use_id, "approved", approved_input=input)

@@ -28,6 +28,7 @@ from ._execution import CallHooks, ExecutionOptions, run_one, run_tool_calls
 from ._lifecycle import awaiting, call_finished, call_started, record_of
 from ._state import RunState
 from ._tools import ToolContext
+from ._tracing import TracedCall, untraced
 from ._types import ToolCall
 
 __all__ = ["RunnerLink", "RunningCalls", "TurnCalls"]
@@ -130,6 +131,8 @@ class RunnerLink:
     """Save the current state, if the runner has a checkpointer."""
     context: Callable[[ToolCall], ToolContext]
     """The context a tool that asks for one gets."""
+    trace: TracedCall = untraced
+    """Runs a call's execution in its tracing span (``RunTrace.tool_call``)."""
 
 
 class TurnCalls:
@@ -141,7 +144,11 @@ class TurnCalls:
         self._link = link
         self._running = RunningCalls()
         self._hooks = CallHooks(
-            context=link.context, input_of=self._input_of, started=self._started, finished=self._finished
+            context=link.context,
+            input_of=self._input_of,
+            started=self._started,
+            finished=self._finished,
+            traced=link.trace,
         )
 
     async def results(self, calls: Sequence[ToolCall]) -> list[ToolResultBlockParam]:
@@ -166,7 +173,7 @@ class TurnCalls:
     def start_early(self, call: ToolCall, group: anyio.abc.TaskGroup) -> None:
         """Start a call while its reply streams, if its tool allows (a tool that may need approval
         never does) and it did not start yet."""
-        tool = self.execution.tools.get(call.name)
+        tool = self.execution.find(call)
         if (
             tool is not None
             and tool.start_early

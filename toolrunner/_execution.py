@@ -23,20 +23,31 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NoReturn
 
 import anyio
 import anyio.to_thread
+from anthropic.lib.tools import ToolError as SdkToolError
 from anthropic.types import ToolResultBlockParam
 
 from ._errors import ToolError, ToolInputError
 from ._results import ResultTooLargeError, ToolResultAdapter, tool_result_block
-from ._tools import Tool, ToolContext
+from ._tools import ToolContext
+from ._toolsets import RunnableTool
+from ._tracing import TracedCall, tool_failed, untraced
 from ._types import ToolCall
 
-__all__ = ["CallHooks", "ExecutionOptions", "current_call", "run_one", "run_tool_calls"]
+__all__ = [
+    "CallHooks",
+    "ExecutionOptions",
+    "answer",
+    "current_call",
+    "not_executed",
+    "run_one",
+    "run_tool_calls",
+]
 
 logger = logging.getLogger("toolrunner")
 
@@ -54,7 +65,7 @@ def current_call() -> ToolCall | None:
 class ExecutionOptions:
     """How a runner executes tool calls (fixed at construction)."""
 
-    tools: Mapping[str, Tool]
+    tools: Mapping[str, RunnableTool]
     """The runnable tools by name."""
     adapter: ToolResultAdapter
     limiter: anyio.CapacityLimiter | None = None
@@ -63,6 +74,14 @@ class ExecutionOptions:
     """Default per-call timeout in seconds; a tool's own ``timeout`` wins."""
     unrunnable: frozenset[str] = frozenset()
     """Names of tools sent as raw definitions: the runner never runs them."""
+    families: Mapping[str, RunnableTool] = field(default_factory=dict[str, RunnableTool])
+    """The tools that answer the member calls of a toolset family, by ``toolset_name``."""
+
+    def find(self, call: ToolCall) -> RunnableTool | None:
+        """The tool that answers ``call``: by ``toolset_name`` for a toolset member, else by name."""
+        if call.toolset_name is None:
+            return self.tools.get(call.name)
+        return self.families.get(call.toolset_name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +96,8 @@ class CallHooks:
     """The call is about to run (the flag: early, while its reply still streams)."""
     finished: Callable[[ToolCall, ResultBlock, float], Awaitable[None]]
     """The call finished with this block after so many seconds (a cancelled call never does)."""
+    traced: TracedCall = untraced
+    """Runs the call's execution in its tracing span (``tracing=``); as it is without tracing."""
 
 
 async def run_tool_calls(calls: Sequence[ToolCall], options: ExecutionOptions, hooks: CallHooks) -> None:
@@ -84,17 +105,53 @@ async def run_tool_calls(calls: Sequence[ToolCall], options: ExecutionOptions, h
 
     Consecutive calls to ordinary tools run concurrently in one task group; a call to a
     ``sequential`` tool runs alone, after the calls before it and before the calls after it.
+    Toolset members (``toolset_name``) run in order; once one of a family fails, the family's later
+    calls in ``calls`` are not run and get the SDK's "Not executed" result, as the model planned
+    them as one sequence.
     """
     batch: list[ToolCall] = []
+    halted: set[str] = set()  # toolset families with a failed call among ``calls``
     for call in calls:
-        tool = options.tools.get(call.name)
-        if tool is not None and tool.sequential:
+        tool = options.find(call)
+        if call.toolset_name is not None and call.toolset_name in halted:
             await _run_batch(batch, options, hooks)
             batch = []
-            await _run_batch([call], options, hooks)
+            await answer(call, not_executed(call), hooks)
+        elif tool is not None and tool.sequential:
+            await _run_batch(batch, options, hooks)
+            batch = []
+            block = await run_one(call, options, hooks)
+            if call.toolset_name is not None and block.get("is_error"):
+                halted.add(call.toolset_name)
         else:
             batch.append(call)
     await _run_batch(batch, options, hooks)
+
+
+async def answer(call: ToolCall, block: ResultBlock, hooks: CallHooks) -> None:
+    """Answer a call that is not run with ``block``, journaled like a call that ran."""
+    await hooks.started(call, False)
+    await hooks.finished(call, block, 0.0)
+
+
+def not_executed(call: ToolCall) -> ResultBlock:
+    """The result of a toolset member not run because an earlier one of its family failed."""
+    text = _HALT_TEXT.get(call.toolset_name or "", _HALT_TEXT["browser"])
+    return _for_call(tool_result_block(call.id, text, is_error=True), call)
+
+
+# The SDK's wording (``anthropic.lib.tools._toolsets._runnable.HALT_TEXT``), which is the API's.
+_HALT_TEXT = {
+    "browser": "Not executed: an earlier action in this turn failed.",
+    "computer": "Not executed: an earlier computer action in this turn failed.",
+}
+
+
+def _for_call(block: ResultBlock, call: ToolCall) -> ResultBlock:
+    """A toolset member's result echoes its ``toolset_name`` (the service rejects it otherwise)."""
+    if call.toolset_name is not None:
+        block["toolset_name"] = call.toolset_name
+    return block
 
 
 async def _run_batch(calls: Sequence[ToolCall], options: ExecutionOptions, hooks: CallHooks) -> None:
@@ -117,18 +174,19 @@ async def _run_batch(calls: Sequence[ToolCall], options: ExecutionOptions, hooks
 
 async def run_one(
     call: ToolCall, options: ExecutionOptions, hooks: CallHooks, *, early: bool = False
-) -> None:
+) -> ResultBlock:
     """Run one call between ``hooks.started`` and ``hooks.finished``; a cancelled call never finishes."""
     await hooks.started(call, early)
     started = time.perf_counter()
-    block = await _run_one(call, options, hooks)
+    block = _for_call(await hooks.traced(call, _run_one(call, options, hooks)), call)
     await hooks.finished(call, block, time.perf_counter() - started)
+    return block
 
 
 async def _run_one(call: ToolCall, options: ExecutionOptions, hooks: CallHooks) -> ResultBlock:
-    tool = options.tools.get(call.name)
+    tool = options.find(call)
     if tool is None:
-        return tool_result_block(call.id, _unknown_tool_message(call.name, options), is_error=True)
+        return tool_result_block(call.id, _unknown_tool_message(call, options), is_error=True)
     try:
         arguments = tool.parse_input(hooks.input_of(call))
     except ToolInputError as error:
@@ -144,6 +202,8 @@ async def _run_one(call: ToolCall, options: ExecutionOptions, hooks: CallHooks) 
             return await _invoke(tool, call, kwargs, adapter, time_limit)
     except ToolError as error:
         raised = error
+    except SdkToolError as error:  # the SDK's ToolError: the same, with the same kind of content
+        raised = ToolError(error.content)  # pyright: ignore[reportArgumentType]
     except Exception as error:
         return _failure(call, error)
     finally:
@@ -156,8 +216,9 @@ async def _run_one(call: ToolCall, options: ExecutionOptions, hooks: CallHooks) 
 
 def _failure(call: ToolCall, error: Exception) -> ResultBlock:
     """The is_error result for a call that raised, or whose value could not be converted."""
-    if isinstance(error, ResultTooLargeError | ToolCancelledError):  # messages written for the model
+    if isinstance(error, ResultTooLargeError | ToolCancelledError | ToolInputError):  # written for the model
         return tool_result_block(call.id, str(error), is_error=True)
+    tool_failed(error)
     logger.exception("Tool %r raised while answering tool_use %r", call.name, call.id)
     return tool_result_block(call.id, _describe(error), is_error=True)
 
@@ -171,7 +232,11 @@ def _describe(error: Exception) -> str:
 
 
 async def _invoke(
-    tool: Tool, call: ToolCall, kwargs: dict[str, Any], adapter: ToolResultAdapter, time_limit: float | None
+    tool: RunnableTool,
+    call: ToolCall,
+    kwargs: dict[str, Any],
+    adapter: ToolResultAdapter,
+    time_limit: float | None,
 ) -> ResultBlock:
     if time_limit is None:
         # A sync tool cannot be stopped: cancellation waits for its thread, and its result counts.
@@ -190,7 +255,12 @@ async def _invoke(
 
 
 async def _call_and_convert(
-    tool: Tool, call: ToolCall, kwargs: dict[str, Any], adapter: ToolResultAdapter, *, abandon_on_cancel: bool
+    tool: RunnableTool,
+    call: ToolCall,
+    kwargs: dict[str, Any],
+    adapter: ToolResultAdapter,
+    *,
+    abandon_on_cancel: bool,
 ) -> ResultBlock:
     if tool.is_async:
         try:
@@ -244,7 +314,18 @@ def _raise_unless_cancelled_inside(call: ToolCall, error: asyncio.CancelledError
     ) from error
 
 
-def _unknown_tool_message(name: str, options: ExecutionOptions) -> str:
+def _unknown_tool_message(call: ToolCall, options: ExecutionOptions) -> str:
+    name = call.name
+    if call.toolset_name is not None:
+        available = ", ".join(repr(n) for n in sorted(options.families)) or "none"
+        return (
+            f"There is no toolset named {call.toolset_name!r} (member {name!r}). The available toolsets are: "
+            f"{available}."
+        )
+    if name in options.families:
+        return (
+            f"{name!r} is a toolset: call its member tools (with their toolset_name), not the toolset itself."
+        )
     if name in options.unrunnable:
         return f"Tool {name!r} is not run by this program; no result is available. Continue without it."
     available = ", ".join(repr(n) for n in sorted(options.tools)) or "none"

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, TypeAlias, cast
 from anthropic.types import MessageParam
 
 from ._errors import HistoryError
-from ._messages import field
+from ._messages import TOOL_ID_PATTERN, field
 
 __all__ = [
     "TOOL_ID_PATTERN",
@@ -29,8 +29,6 @@ __all__ = [
     "to_openai",
 ]
 
-TOOL_ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,128}")
-"""What the service accepts as a ``tool_use`` id (use with ``fullmatch``)."""
 
 NO_RESULT = "No result was recorded for this tool call."
 """The text of the ``is_error`` tool_result that :func:`from_openai` gives a call with no result."""

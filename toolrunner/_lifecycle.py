@@ -29,6 +29,7 @@ from typing import Any, Literal, cast
 
 from anthropic.types import ToolResultBlockParam
 
+from ._caching import Caching
 from ._errors import ApprovalError
 from ._messages import client_tool_calls, field, reply_param
 from ._results import tool_result_block
@@ -170,15 +171,20 @@ def container_param(current: object, reply_container_id: str | None) -> object:
     return current
 
 
-def request_params(state: RunState, wire_tools: Sequence[Any]) -> dict[str, Any]:
+def request_params(
+    state: RunState, wire_tools: Sequence[Any], cache: Caching | None = None
+) -> dict[str, Any]:
     """The keyword arguments of the next request: the params, the history and the tools' definitions;
-    a request made the last one by a limit may not call tools."""
+    a request made the last one by a limit may not call tools. With ``cache``, the prompt-cache
+    breakpoints its policy asks for are added (``_caching.add_breakpoints``); the state is not changed."""
     kwargs = dict(state.params)
     kwargs["messages"] = list(state.messages)
     if wire_tools:
         kwargs["tools"] = wire_tools
         if state.final_answer is not None:
             kwargs["tool_choice"] = {"type": "none"}
+    if cache is not None:
+        kwargs = cache.params(kwargs, state.messages)
     return kwargs
 
 
@@ -417,9 +423,10 @@ def resumed(state: RunState, *, may_run_again: Callable[[ToolCall], bool]) -> Ru
             if may_run_again(record.call):
                 continue
             message = INTERRUPTED.format(name=record.call.name)
-            record = CallRecord(
-                record.call, CallStatus.FINISHED, tool_result_block(tool_use_id, message, is_error=True)
-            )
+            block = tool_result_block(tool_use_id, message, is_error=True)
+            if record.call.toolset_name is not None:  # a toolset member's result echoes its family
+                block["toolset_name"] = record.call.toolset_name
+            record = CallRecord(record.call, CallStatus.FINISHED, block)
         calls[tool_use_id] = record
     return state.replace(calls=calls)
 

@@ -8,6 +8,7 @@ plain data (``reply_param``), dumped once, the way the SDK dumps them.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
@@ -21,8 +22,10 @@ from ._types import Reply, ToolCall
 
 __all__ = [
     "ROLES",
+    "TOOL_ID_PATTERN",
     "check_history",
     "check_reply",
+    "check_system_message",
     "client_tool_calls",
     "field",
     "message_param",
@@ -31,6 +34,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("toolrunner")
+
+TOOL_ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,128}")
+"""What the service accepts as a ``tool_use`` id (use with ``fullmatch``)."""
 
 ROLES = ("user", "assistant", "system")
 """The roles a history message may have (anthropic 2.12's ``MessageParam`` has ``system`` too)."""
@@ -59,7 +65,12 @@ def client_tool_calls(message: object) -> tuple[ToolCall, ...]:
     if field(message, "role") != "assistant":
         return ()
     return tuple(
-        ToolCall(id=field(block, "id"), name=field(block, "name"), input=field(block, "input"))
+        ToolCall(
+            id=field(block, "id"),
+            name=field(block, "name"),
+            input=field(block, "input"),
+            toolset_name=field(block, "toolset_name"),
+        )
         for block in _blocks(message)
         if field(block, "type") == "tool_use"
     )
@@ -83,6 +94,14 @@ def _duplicate(ids: Sequence[str]) -> str | None:
     return None
 
 
+def _malformed_id(ids: Sequence[object]) -> object | None:
+    return next((tool_use_id for tool_use_id in ids if not _is_tool_id(tool_use_id)), None)
+
+
+def _is_tool_id(tool_use_id: object) -> bool:
+    return isinstance(tool_use_id, str) and TOOL_ID_PATTERN.fullmatch(tool_use_id) is not None
+
+
 def check_reply(reply: object) -> None:
     """Refuse a reply the history must not take: what is not a whole assistant message (a proxy's
     page answered with a 200, say), or a message that calls one tool_use id twice, which the
@@ -101,12 +120,18 @@ def check_reply(reply: object) -> None:
             f"the service answered with something that is not a message ({_preview(reply)}); nothing was "
             "appended, and iterating the runner again sends the same request again."
         )
-    duplicate = _duplicate([call.id for call in client_tool_calls(reply)])
-    if duplicate is not None:
+    ids = [call.id for call in client_tool_calls(reply)]
+    duplicate = _duplicate(ids)
+    malformed = _malformed_id(ids)
+    if duplicate is not None or malformed is not None:
+        problem = (
+            f"two tool_use blocks with the id {duplicate!r}"
+            if duplicate is not None
+            else f"a tool_use id the service does not accept ({malformed!r}; ids match {TOOL_ID_PATTERN.pattern})"
+        )
         raise MalformedReplyError(
-            f"the reply has two tool_use blocks with the id {duplicate!r}, which the service would reject if "
-            "it were sent back; nothing was run or appended, and iterating the runner again sends the same "
-            "request again."
+            f"the reply has {problem}, so the service would reject it if it were sent back; nothing was run or "
+            "appended, and iterating the runner again sends the same request again."
         )
 
 
@@ -123,6 +148,9 @@ def check_history(messages: Sequence[object], start: int = 0) -> None:
     last = len(messages) - 1
     for index in range(max(start, 0), len(messages)):
         message = messages[index]
+        if field(message, "role") == "system":
+            check_system_message(messages, index)
+            continue
         content = field(message, "content")
         if not content and not (index == last and field(message, "role") == "assistant"):
             raise HistoryError(
@@ -136,6 +164,13 @@ def check_history(messages: Sequence[object], start: int = 0) -> None:
                 raise HistoryError(
                     f"messages[{index}] has two tool_use blocks with the id {duplicate!r}; the service would "
                     "reject this history with a 400. Give each tool_use its own id."
+                )
+            malformed = _malformed_id([call.id for call in calls])
+            if malformed is not None:
+                raise HistoryError(
+                    f"messages[{index}] has a tool_use id the service does not accept ({malformed!r}; ids match "
+                    f"{TOOL_ID_PATTERN.pattern}); it would reject this history with a 400. Fix the id with "
+                    "toolrunner.sanitize_tool_id(), in the tool_use and in its tool_result."
                 )
             answered = tool_result_ids(messages[index + 1]) if index < last else set[str]()
             missing = [call.id for call in calls if call.id not in answered]
@@ -195,15 +230,24 @@ def _block_param(block: BaseModel) -> dict[str, Any]:
         return block.model_dump(
             mode="json", by_alias=True, exclude_unset=True, exclude=exclude, warnings=False
         )
-    except ValueError:  # "Maximum serialization depth exceeded": a deeply nested input
-        if "input" not in block.model_fields_set:
-            raise
-    # The input is the model's JSON as parsed: take it as it is, in its place among the fields.
+    except ValueError:  # nested deeper than pydantic's serializer goes, or text JSON cannot encode
+        pass
+    # The block is what the service's JSON parsed into, so its Python form is JSON data already. The
+    # input, which may be nested too deep for the serializer, is taken as parsed, in its place.
+    raw_input = "input" in block.model_fields_set
     rest = block.model_dump(
-        mode="json", by_alias=True, exclude_unset=True, exclude={*(exclude or ()), "input"}, warnings=False
+        mode="python",
+        by_alias=True,
+        exclude_unset=True,
+        exclude={*(exclude or ()), *(("input",) if raw_input else ())},
+        warnings=False,
     )
+    if not raw_input:
+        return rest
     order = list(type(block).model_fields)
-    data = {key: value for key, value in rest.items() if order.index(key) < order.index("input")}
+    data = {
+        key: value for key, value in rest.items() if key in order and order.index(key) < order.index("input")
+    }
     data["input"] = getattr(block, "input")  # noqa: B009  # the attribute every block with an input has
     return data | rest
 
@@ -225,6 +269,8 @@ def message_param(message: object, index: int) -> Any:
             "(for the system prompt, use the system= param)."
         )
     content = message.get("content")
+    if content is None and role == "system" and message.get("output_config"):
+        return message  # the directive-only form: no content, only per-turn output_config
     if not isinstance(content, str | list | tuple):
         raise HistoryError(
             f"message {index} has content of type {type(content).__name__!r}; content is a string or a list of "
@@ -242,3 +288,54 @@ def message_param(message: object, index: int) -> Any:
 def _preview(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+def check_system_message(messages: Sequence[object], index: int) -> None:
+    """Check a ``role: "system"`` message where it stands, by the service's documented rules: a run
+    of system messages is one section that is never first, follows a user message (or an assistant
+    message ending in a server tool's result), and precedes an assistant message or ends the
+    history; its content is text, tool_addition and tool_removal blocks. A directive-only message
+    (no content, only ``output_config``) may stand anywhere.
+
+    Raises:
+        HistoryError: The service would reject the history with a 400; the message says why.
+    """
+    message = messages[index]
+    content = field(message, "content")
+    if not content:
+        if field(message, "output_config"):
+            return
+        raise HistoryError(
+            f"messages[{index}] is a system message with no content; give it text, tool_addition or tool_removal "
+            "blocks (or only an output_config), or remove it."
+        )
+    if not isinstance(content, str):
+        for block in cast("Sequence[object]", content):
+            kind = field(block, "type")
+            if kind not in ("text", "tool_addition", "tool_removal"):
+                raise HistoryError(
+                    f"messages[{index}] is a system message with a {kind!r} block; system messages hold text, "
+                    "tool_addition and tool_removal blocks only. Move that block to a user message."
+                )
+    if index == 0 or all(field(m, "role") == "system" for m in messages[:index]):
+        raise HistoryError(
+            f"messages[{index}] is a system message at the start of the history, which the service rejects; pass "
+            "the initial system prompt as the system= param instead."
+        )
+    before = messages[index - 1]
+    if field(before, "role") == "assistant" and not _ends_in_server_tool_result(before):
+        raise HistoryError(
+            f"messages[{index}] is a system message right after an assistant message, which the service rejects; "
+            "put it after a user message (the runner sends its tool changes after the tool results)."
+        )
+    if index + 1 < len(messages) and field(messages[index + 1], "role") == "user":
+        raise HistoryError(
+            f"messages[{index}] is a system message followed by a user message, which the service rejects: a system "
+            "message precedes an assistant message or ends the history. Put it after that user message."
+        )
+
+
+def _ends_in_server_tool_result(message: object) -> bool:
+    blocks = _blocks(message)
+    kind = field(blocks[-1], "type") if blocks else None
+    return isinstance(kind, str) and kind.endswith("_tool_result") and kind != "tool_result"

@@ -15,21 +15,46 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, cast
 
+from anthropic.lib.tools import (
+    BetaAsyncBuiltinFunctionTool,
+    BetaAsyncFunctionTool,
+    BetaAsyncRunnableToolset,
+    BetaBuiltinFunctionTool,
+    BetaFunctionTool,
+    BetaRunnableToolset,
+)
 from typing_extensions import TypedDict
 
 from ._approvals import ApproveCallback
+from ._caching import CachePolicy, Caching, cache_policy
 from ._checkpoint import Checkpointer
+from ._compaction import CompactionControl
 from ._errors import ParamsError
 from ._events import RunnerEvent
 from ._lifecycle import Limits
 from ._results import DEFAULT_ADAPTER, ToolResultAdapter
 from ._tools import Tool
-from ._usage import Price
+from ._toolsets import RunnableTool, Toolset
+from ._tracing import Tracing
+from ._usage import DEFAULT_PRICES, Price, find_price
 
 __all__ = ["Options", "RunnerOptions", "ToolLike", "read_options"]
 
-ToolLike = Tool | Callable[..., Any] | Mapping[str, Any]
-"""What ``tools=[...]`` takes: ``@tool`` tools, plain functions, raw definitions."""
+ToolLike = (
+    Tool
+    | Callable[..., Any]
+    | Mapping[str, Any]
+    | Toolset
+    | RunnableTool
+    | BetaFunctionTool[Any]
+    | BetaAsyncFunctionTool[Any]
+    | BetaBuiltinFunctionTool
+    | BetaAsyncBuiltinFunctionTool
+    | BetaRunnableToolset
+    | BetaAsyncRunnableToolset
+)
+"""What ``tools=[...]`` takes: ``@tool`` tools, plain functions, raw definitions, ``Toolset`` objects,
+and the SDK's tools and toolsets."""
 
 
 class RunnerOptions(TypedDict, total=False, extra_items=Any):
@@ -67,6 +92,15 @@ class RunnerOptions(TypedDict, total=False, extra_items=Any):
     approve: ApproveCallback | None
     """Decides each call that waits for approval, inline (sync or async): ``True`` approves,
     ``False`` denies, a string denies with that reason. Without it, the loop pauses instead."""
+    compaction_control: CompactionControl | None
+    """Client-side compaction (the SDK's option): replace older turns with a summary once a reply's
+    usage reaches a threshold (see docs/migrating.md)."""
+    cache: CachePolicy | bool | Literal["5m", "1h"] | None
+    """Prompt caching: ``True`` (or ``"5m"``, ``"1h"``: the TTL) sends the top-level ``cache_control``;
+    a ``CachePolicy`` can add breakpoints on the system prompt and the tools. Never more than four
+    breakpoints in a request, the caller's own counted first (see docs/caching.md)."""
+    tracing: Tracing | None
+    """Trace the runner with OpenTelemetry (see docs/observability.md); ``None``: no tracing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +119,9 @@ class Options:
     checkpointer: Checkpointer | None = None
     run_id: str | None = None
     approve: ApproveCallback | None = None
+    compaction_control: CompactionControl | None = None
+    cache: Caching | None = None
+    tracing: Tracing | None = None
 
 
 _NAMES = frozenset(RunnerOptions.__annotations__)
@@ -145,7 +182,22 @@ def read_options(
         raise ParamsError(
             f"approve must be a function of a ToolCall or None, not {type(approve).__name__!r}."
         )
-    max_cost = given.get("max_cost")
+    tracing = given.get("tracing")
+    if tracing is not None and not isinstance(tracing, Tracing):
+        raise ParamsError(f"tracing must be a Tracing(...) or None, not {type(tracing).__name__!r}.")
+    max_cost = None if given.get("max_cost") is None else dollars(given["max_cost"])
+    prices = given.get("prices")
+    model = params.get("model")
+    if (
+        max_cost is not None
+        and isinstance(model, str)
+        and find_price(prices or DEFAULT_PRICES, model) is None
+    ):
+        raise ParamsError(
+            f"max_cost needs a price for model {model!r}, and the price table has none; pass prices={{model: Price(...)}}."
+        )
+    control = _compaction_control(given.get("compaction_control"))
+    policy = cache_policy(given.get("cache"))
     options = Options(
         tools=given.get("tools", ()),
         stream=stream,
@@ -153,7 +205,7 @@ def read_options(
         limits=Limits(
             max_iterations=given.get("max_iterations"),
             max_total_tokens=given.get("max_total_tokens"),
-            max_cost=None if max_cost is None else dollars(max_cost),
+            max_cost=max_cost,
             on_limit=on_limit,
         ),
         max_concurrency=given.get("max_concurrency"),
@@ -164,8 +216,35 @@ def read_options(
         checkpointer=checkpointer,
         run_id=run_id,
         approve=approve,
+        compaction_control=control,
+        cache=None if policy is None else Caching(policy),
+        tracing=tracing,
     )
     return options, params
+
+
+def _compaction_control(value: object) -> CompactionControl | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not isinstance(
+        cast("Mapping[str, Any]", value).get("enabled"), bool
+    ):
+        raise ParamsError(
+            f"compaction_control must be a dict with 'enabled': True or False (and 'context_token_threshold', "
+            f"'summary_prompt', 'model', 'keep_turns'), not {value!r}."
+        )
+    control = cast(CompactionControl, dict(cast("Mapping[str, Any]", value)))
+    unknown = sorted(set(control) - set(CompactionControl.__annotations__))
+    if unknown:
+        raise ParamsError(
+            f"compaction_control has the unknown key(s) {unknown!r}; its keys are "
+            f"{sorted(CompactionControl.__annotations__)!r}."
+        )
+    for name in ("context_token_threshold", "keep_turns"):
+        number = control.get(name)
+        if number is not None and (isinstance(number, bool) or not isinstance(number, int) or number < 0):
+            raise ParamsError(f"compaction_control[{name!r}] must be an int of 0 or more, not {number!r}.")
+    return control
 
 
 def _check_positive_int(name: str, value: object) -> None:

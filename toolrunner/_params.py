@@ -8,7 +8,7 @@ from __future__ import annotations
 import difflib
 import inspect
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, cast
 
@@ -17,24 +17,42 @@ from anthropic.resources.messages import AsyncMessages as _Messages
 
 from ._errors import ParamsError, ToolDefinitionError
 from ._messages import message_param
+from ._sdk_tools import SDK_OBJECTS, SDK_TOOLS, SDK_TOOLSETS, SdkTool, SdkToolsetTool
 from ._tools import Tool, as_tool
+from ._toolsets import RunnableTool, Toolset
 
-__all__ = ["ToolIndex", "check_params", "index_tools", "resolve_tools"]
+__all__ = ["ToolIndex", "check_params", "index_tools", "resolve_tools", "runnable_of", "tool_key"]
 
 REQUIRED = ("model", "max_tokens", "messages")
 
 
 @dataclass(frozen=True, slots=True)
 class ToolIndex:
-    """The ``tools`` param, read once per change."""
+    """The ``tools`` param (and the tool changes made since), read once per change."""
 
-    tools: list[Tool | Mapping[str, Any]]
-    """As the params keep them: ``Tool`` objects and raw definitions."""
+    tools: list[Any]
+    """As the params keep them: tools, toolsets and raw definitions, as given (functions as ``Tool``)."""
     wire: list[Any]
-    """As requests send them (each ``Tool.to_param()`` is computed once, by the tool)."""
-    runnable: dict[str, Tool]
+    """As requests send them (each definition is computed once, by its tool)."""
+    runnable: dict[str, RunnableTool]
     unrunnable: frozenset[str]
     """Names of raw definitions: never run by the runner."""
+    families: dict[str, RunnableTool] = field(default_factory=dict[str, RunnableTool])
+    """The tools that answer a toolset family's member calls, by ``toolset_name``."""
+    saved: tuple[str | Mapping[str, Any], ...] = ()
+    """As a saved run keeps them: runnable tools by name, toolsets as ``"toolset:<name>"``."""
+    toolsets: tuple[Toolset, ...] = ()
+    """The ``Toolset`` objects, which the runner opens, closes and asks for their tools."""
+    listed: tuple[object, ...] = ()
+    """What each of ``toolsets`` listed (``tools()``) when this index was made."""
+    sdk_objects: tuple[object, ...] = ()
+    """The SDK's tools and toolsets, whose cleanup the runner runs when it ends."""
+
+    def stale(self) -> bool:
+        """Whether a toolset lists other tools than it did (its ``tools()`` gave a new sequence)."""
+        return any(
+            toolset.tools() is not listed for toolset, listed in zip(self.toolsets, self.listed, strict=True)
+        )
 
 
 def check_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -52,6 +70,11 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
                 f"{name!r} is not a parameter of client.messages.create.{hint} "
                 "Pass runner options (max_iterations, ...) and request params by their documented names."
             )
+    if "compaction" in params:
+        raise ParamsError(
+            "'compaction' cannot be a param of a runner: every request would be a compaction request; call "
+            "runner.compact_before_next_turn() when the conversation should be compacted."
+        )
     for required in REQUIRED:
         if required not in params:
             raise ParamsError(
@@ -73,61 +96,180 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def index_tools(entries: object) -> ToolIndex:
-    """Read the ``tools`` param: ``@tool`` objects, plain functions (made into tools) and raw dicts."""
+def index_tools(entries: object, changes: Mapping[str, object] | None = None) -> ToolIndex:
+    """Read the ``tools`` param: ``@tool`` tools, plain functions (made into tools), the SDK's tools
+    and toolsets, ``Toolset`` objects, ``RunnableTool`` objects and raw dicts.
+
+    ``changes`` are the tools added (a tool, or a raw definition: never run) or removed (``None``)
+    by name since, without changing the ``tools`` param; they are not sent with it.
+    """
     if entries is None:
         entries = []
     if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Iterable):
         raise ParamsError(f"tools must be a list of tools, not {type(cast(object, entries)).__name__!r}.")
-    tools: list[Tool | Mapping[str, Any]] = []
-    runnable: dict[str, Tool] = {}
-    unrunnable: set[str] = set()
+    index = _Indexer()
     for entry in cast("Iterable[object]", entries):
-        tool: Tool | Mapping[str, Any]
+        index.add_entry(entry)
+    for name, entry in (changes or {}).items():
+        index.change(name, entry)
+    return ToolIndex(
+        tools=index.tools,
+        wire=index.wire,
+        runnable=index.runnable,
+        unrunnable=frozenset(index.unrunnable),
+        families=index.families,
+        saved=tuple(index.saved),
+        toolsets=tuple(index.toolsets),
+        listed=tuple(index.listed),
+        sdk_objects=tuple(index.sdk_objects),
+    )
+
+
+def runnable_of(entry: object) -> RunnableTool:
+    """One tool as the runner runs it: an SDK tool adapted, a ``RunnableTool`` as it is, any other
+    callable made into a ``Tool``.
+
+    Raises:
+        ToolDefinitionError: ``entry`` cannot be made into a tool.
+    """
+    if isinstance(entry, SDK_TOOLS):
+        return SdkTool(entry)
+    if isinstance(entry, SDK_TOOLSETS):
+        return SdkToolsetTool(entry)
+    if isinstance(entry, Tool | SdkTool | SdkToolsetTool):
+        return cast(RunnableTool, entry)
+    if isinstance(entry, RunnableTool) and not inspect.isroutine(entry):
+        return entry
+    return as_tool(entry)
+
+
+class _Indexer:
+    """Builds a ``ToolIndex``, entry by entry."""
+
+    def __init__(self) -> None:
+        self.tools: list[Any] = []
+        self.wire: list[Any] = []
+        self.runnable: dict[str, RunnableTool] = {}
+        self.unrunnable: set[str] = set()
+        self.families: dict[str, RunnableTool] = {}
+        self.saved: list[str | Mapping[str, Any]] = []
+        self.toolsets: list[Toolset] = []
+        self.listed: list[object] = []
+        self.sdk_objects: list[object] = []
+
+    def add_entry(self, entry: object) -> None:
         if isinstance(entry, Mapping):
-            tool = cast("Mapping[str, Any]", entry)
-            name = tool.get("name")
-            if not isinstance(name, str):
+            definition = cast("Mapping[str, Any]", entry)
+            name = definition.get("name")
+            if isinstance(name, str):
+                self._claim(name)
+                self.unrunnable.add(name)
+            elif not _is_toolset(definition):  # a toolset's entry (browser, mcp_toolset, ...) has no name
                 raise ParamsError(f"the raw tool definition {entry!r} has no 'name'; every tool needs one.")
+            self.tools.append(definition)
+            self.wire.append(definition)
+            self.saved.append(definition)
+        elif isinstance(entry, Toolset):
+            self.tools.append(entry)
+            self.saved.append(f"toolset:{entry.name}")
+            self.toolsets.append(entry)
+            listed = entry.tools()
+            self.listed.append(listed)
+            for item in listed:  # the toolset owns them: their cleanup is its own (Toolset.close)
+                self._add_runnable(runnable_of(item), None)
+        elif isinstance(entry, SDK_TOOLSETS):
+            tool = SdkToolsetTool(entry)
+            self.tools.append(entry)
+            self.saved.append(f"toolset:{tool.toolset_name}")
+            self._add_runnable(tool, entry)
         else:
-            tool = as_tool(entry)
-            name = tool.name
-        if name in runnable or name in unrunnable:
+            tool = runnable_of(entry)
+            self.tools.append(tool if isinstance(tool, Tool) else entry)
+            self.saved.append(tool.name)
+            self._add_runnable(cast(RunnableTool, tool), entry)
+
+    def _add_runnable(self, tool: RunnableTool, source: object) -> None:
+        family = getattr(tool, "toolset_name", None)
+        if isinstance(family, str):
+            if family in self.families:
+                raise ToolDefinitionError(
+                    f"two toolsets are of the family {family!r}; a runner takes one toolset of each family."
+                )
+            self.families[family] = tool
+        else:
+            self._claim(tool.name)
+            self.runnable[tool.name] = tool
+        self.wire.append(tool.to_param())
+        if isinstance(source, SDK_OBJECTS):
+            self.sdk_objects.append(cast(object, source))
+
+    def _claim(self, name: str) -> None:
+        if name in self.runnable or name in self.unrunnable:
             raise ToolDefinitionError(
                 f"two tools are named {name!r}; tool names must be unique. Rename one with @tool(name=...)."
             )
-        if isinstance(tool, Tool):
-            runnable[name] = tool
-        else:
-            unrunnable.add(name)
-        tools.append(tool)
-    wire = [tool.to_param() if isinstance(tool, Tool) else tool for tool in tools]
-    return ToolIndex(tools=tools, wire=wire, runnable=runnable, unrunnable=frozenset(unrunnable))
+
+    def change(self, name: str, entry: object) -> None:
+        """A tool added (or replaced) under ``name``, or removed (``entry`` is None)."""
+        self.runnable.pop(name, None)
+        self.unrunnable.discard(name)
+        if entry is None:
+            return
+        if isinstance(entry, Mapping):
+            self.unrunnable.add(name)
+            return
+        self.runnable[name] = runnable_of(entry)
+        if isinstance(entry, SDK_TOOLS):
+            self.sdk_objects.append(cast(object, entry))
 
 
-def resolve_tools(
-    saved: Sequence[str | Mapping[str, Any]], given: object, run_id: str
-) -> list[Tool | Mapping[str, Any]]:
-    """A saved run's ``tools`` param with each runnable tool's name replaced by the tool given again.
+def _is_toolset(definition: Mapping[str, Any]) -> bool:
+    """Whether a definition is a toolset's nameless entry (``browser_toolset_20260801``, ``mcp_toolset``)."""
+    kind = definition.get("type")
+    return isinstance(kind, str) and "_toolset" in kind
+
+
+def tool_key(entry: object) -> str | None:
+    """How a saved run names ``entry`` (see ``ToolIndex.saved``); ``None`` for a raw definition."""
+    if isinstance(entry, Mapping):
+        return None
+    if isinstance(entry, Toolset):
+        return f"toolset:{entry.name}"
+    if isinstance(entry, SDK_TOOLSETS):
+        return f"toolset:{entry.toolset_name}"
+    return runnable_of(entry).name
+
+
+def resolve_tools(saved: Sequence[str | Mapping[str, Any]], given: object, run_id: str) -> list[Any]:
+    """A saved run's ``tools`` param with each runnable tool's (or toolset's) name replaced by the
+    one given again.
 
     Raises:
         ParamsError: A tool of the saved run is not given, or a given tool is not one of the run's.
     """
-    index = index_tools(given)
+    if given is None:
+        given = []
+    if isinstance(given, str | bytes | Mapping) or not isinstance(given, Iterable):
+        raise ParamsError(f"tools must be a list of tools, not {type(cast(object, given)).__name__!r}.")
+    keyed: dict[str, object] = {}
+    for entry in cast("Iterable[object]", given):
+        key = tool_key(entry)
+        if key is not None:
+            keyed[key] = entry
     names = {entry for entry in saved if isinstance(entry, str)}
-    missing = sorted(names - set(index.runnable))
+    missing = sorted(names - set(keyed))
     if missing:
         raise ParamsError(
             f"the saved run {run_id!r} uses the tool(s) {missing!r}; pass them in tools=[...] to resume it "
             "(tools are code, so a run saves only their names)."
         )
-    extra = sorted(set(index.runnable) - names)
+    extra = sorted(set(keyed) - names)
     if extra:
         raise ParamsError(
             f"the tool(s) {extra!r} are not tools of the saved run {run_id!r}; resume it with its own tools, "
             "then change the tools with set_messages_params()."
         )
-    return [index.runnable[entry] if isinstance(entry, str) else entry for entry in saved]
+    return [keyed[entry] if isinstance(entry, str) else entry for entry in saved]
 
 
 @cache

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import anthropic
 import anyio.to_thread
 
 from ._events import RunnerEvent
-from ._streaming import StreamWatch, watch_stream
+from ._streaming import StreamWatch, SyncStreamManager, watch_stream, watch_sync_stream
 from ._types import Reply, ToolCall
 
 __all__ = ["Client", "send_request"]
@@ -41,6 +41,9 @@ async def send_request(
     if betas:
         kwargs["betas"] = betas
     if not isinstance(client, anthropic.AsyncAnthropic):
+        if stream:  # SyncToolRunner(stream=True): the body reads the SDK's sync stream in its thread
+            manager = cast(SyncStreamManager, messages.stream(**kwargs))  # pyright: ignore[reportCallIssue]
+            return await anyio.to_thread.run_sync(partial(watch_sync_stream, manager, emit=emit))
         return await anyio.to_thread.run_sync(partial(messages.create, **kwargs))  # type: ignore[no-any-return]
     if not stream:
         return await messages.create(**kwargs)  # type: ignore[no-any-return]

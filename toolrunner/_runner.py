@@ -16,9 +16,8 @@ events of calls running now, and the guard that one task advances the runner at 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Mapping, Sequence
-from contextlib import asynccontextmanager
-from types import MappingProxyType, TracebackType
+from collections.abc import AsyncIterator, Generator, Mapping, Sequence
+from types import TracebackType
 from typing import Any, Generic, Literal, NoReturn, Self, cast, overload
 
 import anthropic
@@ -30,9 +29,11 @@ from typing_extensions import TypeVar, Unpack
 from ._approvals import Approvals
 from ._calls import RunnerLink, TurnCalls
 from ._checkpoint import Saver
+from ._controls import RunnerControls
 from ._errors import ApprovalError, CheckpointError, ParamsError, ToolRunnerError
-from ._events import LoopFinished, MessageFinished, RunnerEvent, TextDelta, run_with_events
-from ._execution import ExecutionOptions, current_call
+from ._events import LoopFinished, MessageFinished, RunnerEvent, TextDelta
+from ._execution import ExecutionOptions
+from ._extensions import RunnerExtensions
 from ._lifecycle import (
     Step,
     calls_dropped,
@@ -42,7 +43,6 @@ from ._lifecycle import (
     reply_received,
     request_params,
     resumed,
-    steered,
     step_for,
     stream_abandoned,
     stream_opened,
@@ -50,22 +50,23 @@ from ._lifecycle import (
     turn_paused,
     turn_resumed,
 )
-from ._messages import check_history, check_reply, message_param
+from ._messages import check_history, check_reply
 from ._options import RunnerOptions, read_options
-from ._params import ToolIndex, check_params, index_tools, resolve_tools
+from ._params import ToolIndex, resolve_tools
 from ._requests import Client, send_request
 from ._state import Phase, RunState
 from ._streaming import StreamWatch
-from ._tools import Tool, ToolContext
-from ._types import EndReason, Reply, ReplyStream, ToolCall, ToolResultMessage
-from ._usage import DEFAULT_PRICES, UsageTracker, find_price, request_usage
+from ._tools import ToolContext
+from ._tracing import start_trace
+from ._types import Reply, ReplyStream, ToolCall, ToolResultMessage
+from ._usage import DEFAULT_PRICES, UsageTracker, request_usage
 
 __all__ = ["ToolRunner"]
 
 ItemT = TypeVar("ItemT", default=Reply)
 
 
-class ToolRunner(Generic[ItemT]):
+class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
     """Runs Claude's tool-use loop: sends requests, yields replies, runs the requested tools.
 
     Args:
@@ -97,12 +98,6 @@ class ToolRunner(Generic[ItemT]):
         params = self._configure(client, stream, options)
         self._install({**params, "tools": self._options.tools}, steer=False)
         self._state = self._state.replace(run_id=self._options.run_id)
-        max_cost = self._options.limits.max_cost
-        if max_cost is not None and find_price(self._prices, self._state.params["model"]) is None:
-            raise ParamsError(
-                f"max_cost needs a price for model {self._state.params['model']!r}, and the price table has none; "
-                "pass prices={model: Price(...)}."
-            )
 
     @overload
     @classmethod
@@ -162,17 +157,19 @@ class ToolRunner(Generic[ItemT]):
         self._client = client
         self._emit = self._options.on_event
         self._prices = DEFAULT_PRICES if self._options.prices is None else self._options.prices
+        self._trace = start_trace(self._options.tracing, client, lambda: self._state)
         link = RunnerLink(
             state=lambda: self._state,
             update=self._set,
             emit=self._report,
             save=self._save,
             context=lambda call: ToolContext(call=call, runner=self),
+            trace=self._trace.tool_call,
         )
         self._calls = TurnCalls(link, ExecutionOptions(tools={}, adapter=self._options.result_adapter))
         self._approvals = Approvals(
             link,
-            tools=lambda: self._index.runnable,
+            find=lambda call: self._calls.execution.find(call),
             adapter=self._options.result_adapter,
             callback=self._options.approve,
         )
@@ -186,115 +183,8 @@ class ToolRunner(Generic[ItemT]):
         self._index = ToolIndex(tools=[], wire=[], runnable={}, unrunnable=frozenset())
         self._usage: tuple[tuple[object, ...], UsageTracker] | None = None
         self._state = RunState(params={})
+        self._init_extensions(self._options.compaction_control)
         return params
-
-    # -- public state ---------------------------------------------------------------------------
-
-    @property
-    def state(self) -> RunState:
-        """The run's state: one immutable value, serialisable with ``to_json()``."""
-        return self._state
-
-    @property
-    def params(self) -> Mapping[str, Any]:
-        """The params of the next request (read-only); ``params["messages"]`` is the history.
-
-        Change them with ``push_messages()`` and ``set_messages_params()``.
-        """
-        return MappingProxyType(
-            {**self._state.params, "messages": list(self._state.messages), "tools": self._index.tools}
-        )
-
-    @property
-    def messages(self) -> Sequence[Any]:
-        """The history (a copy: change it with ``push_messages()`` and ``set_messages_params()``)."""
-        return list(self._state.messages)
-
-    @property
-    def last_message(self) -> Reply | None:
-        """The latest complete reply, or ``None`` before the first."""
-        return self._state.reply
-
-    @property
-    def requests_sent(self) -> int:
-        """How many requests got a reply."""
-        return self._state.requests_sent
-
-    @property
-    def usage(self) -> UsageTracker:
-        """Token usage per request and in total, and the cost when the model has a price."""
-        if self._usage is None or self._usage[0] is not self._state.usage:
-            self._usage = (
-                self._state.usage,
-                UsageTracker.of_requests(self._state.usage, prices=self._prices),
-            )
-        return self._usage[1]
-
-    @property
-    def finished(self) -> bool:
-        """Whether the loop has ended (steering opens it again)."""
-        return self._state.finished
-
-    @property
-    def end_reason(self) -> EndReason | None:
-        """Why the loop ended (``"model"``, ``"max_iterations"``, ``"token_budget"``,
-        ``"cost_budget"`` or ``"closed"``), or ``None`` while it goes on."""
-        return self._state.end_reason
-
-    # -- steering ---------------------------------------------------------------------------------
-
-    def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None:
-        """Append messages to the history: MessageParam dicts or SDK ``Message`` objects.
-
-        From the loop body, this means the runner will not append the yielded reply itself. After
-        the loop ended, it opens the loop again: the next iteration sends a request.
-        """
-        self._check_can_steer("push_messages")
-        params = [message_param(message, index) for index, message in enumerate(messages)]
-        history = self._state.messages
-        self._checked = min(self._checked, max(len(history) - 1, 0))
-        self._set(steered(self._state, messages=(*history, *params)))
-
-    def set_messages_params(
-        self, params: Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any]]
-    ) -> None:
-        """Replace the request params, or map them with ``fn(params) -> params``.
-
-        ``fn`` gets a shallow copy of the current params. From the loop body, this means the
-        runner will not append the yielded reply itself: the new history stands. After the loop
-        ended, it opens the loop again.
-        """
-        self._check_can_steer("set_messages_params")
-        if callable(params):
-            new = params(dict(self.params))
-            if not isinstance(new, Mapping):
-                raise ParamsError(
-                    f"the function given to set_messages_params returned {type(new).__name__!r}, not a mapping; "
-                    "return the new params, for example {**params, 'messages': [...]}."
-                )
-        elif isinstance(params, Mapping):
-            new = params
-        else:
-            raise ParamsError(
-                f"set_messages_params takes a mapping of params or a function of them, not {type(params).__name__!r}."
-            )
-        self._install(dict(new), steer=True)
-        self._checked = 0
-
-    def _check_can_steer(self, method: str) -> None:
-        """Steering belongs to the loop body: from a tool, or while the runner is between replies,
-        the history would change under the turn being finished."""
-        call = current_call()
-        if call is not None or self._advancing:
-            source = (
-                f"inside the tool {call.name!r}"
-                if call is not None
-                else "while the runner was finishing a turn (from a callback or another task)"
-            )
-            raise ToolRunnerError(
-                f"{method}() was called {source}; change the history from the loop body instead, between "
-                "receiving a reply and asking for the next."
-            )
 
     def close(self) -> None:
         """End the loop now. A complete reply that the body holds is appended if the body left
@@ -316,12 +206,19 @@ class ToolRunner(Generic[ItemT]):
         with anyio.CancelScope(shield=True):
             await self._abandon_stream()
             await self._save()
+            await self._at_end()
 
     async def __aenter__(self) -> Self:
         """Enter the runner: tools started early (``run_tools_eagerly``) run in its task group."""
         group = anyio.create_task_group()
         await group.__aenter__()
         self._task_group = group
+        self._entered = True
+        try:
+            await self._open_tools()
+        except BaseException as error:
+            await self.__aexit__(type(error), error, error.__traceback__)
+            raise
         return self
 
     async def __aexit__(
@@ -333,7 +230,11 @@ class ToolRunner(Generic[ItemT]):
             await self.aclose()
         finally:
             group.cancel_scope.cancel()  # tools started early whose results nobody asked for
-            await group.__aexit__(exc_type, exc, tb)
+            try:
+                await group.__aexit__(exc_type, exc, tb)
+            finally:
+                self._entered = False
+                await self._close_tools()
         return None
 
     # -- tools ------------------------------------------------------------------------------------
@@ -369,33 +270,6 @@ class ToolRunner(Generic[ItemT]):
         await self._approvals.ask()
         return await self._calls.settle(calls)
 
-    # -- decisions --------------------------------------------------------------------------------
-
-    @property
-    def pending_approvals(self) -> list[ToolCall]:
-        """The calls of the current turn that wait for a decision, in tool_use order."""
-        return self._approvals.waiting()
-
-    def approve(self, tool_use_id: str, *, input: object = None) -> None:
-        """Approve a call that waits; with ``input`` it runs with that input (checked like the model's).
-
-        Raises:
-            ApprovalError: No call waits with that id. ToolInputError: ``input`` does not fit the tool.
-        """
-        self._check_can_steer("approve")
-        self._approvals.approve(tool_use_id, input=input)
-
-    def deny(self, tool_use_id: str, reason: str) -> None:
-        """Deny a call that waits (or has not started): the model reads ``reason`` as its error result."""
-        self._check_can_steer("deny")
-        self._approvals.deny(tool_use_id, reason)
-
-    def answer(self, tool_use_id: str, result: object, *, is_error: bool = False) -> None:
-        """Answer a call that waits (or has not started) with a result computed elsewhere, as a
-        tool's return value (or a ``ToolError``) would be."""
-        self._check_can_steer("answer")
-        self._approvals.answer(tool_use_id, result, is_error=is_error)
-
     # -- iteration --------------------------------------------------------------------------------
 
     def __aiter__(self) -> AsyncIterator[ItemT]:
@@ -408,7 +282,7 @@ class ToolRunner(Generic[ItemT]):
         )
 
     async def __anext__(self) -> ItemT:
-        with self._advance():
+        with self._advance(), self._trace.iteration():
             if self._state.phase in (Phase.STREAMING, Phase.WITH_BODY, Phase.AWAITING):
                 await self._finish_turn()
             if self._state.phase is Phase.READY:
@@ -417,6 +291,7 @@ class ToolRunner(Generic[ItemT]):
                 self._close_now()
             if self._state.finished:
                 await self._save()
+                await self._at_end()
                 raise StopAsyncIteration
             item = await self._send()
             if self._closing:  # closed while the request was out: keep the reply, run nothing
@@ -424,6 +299,7 @@ class ToolRunner(Generic[ItemT]):
                     await self._abandon_stream()
                 self._close_now()
                 await self._save()
+                await self._at_end()
                 raise StopAsyncIteration
         return cast(ItemT, item)
 
@@ -453,25 +329,6 @@ class ToolRunner(Generic[ItemT]):
             )
         return self._state.reply
 
-    @asynccontextmanager
-    async def events(self) -> AsyncGenerator[AsyncIterator[RunnerEvent]]:
-        """Run the loop in the background and receive its events as they happen::
-
-            async with runner.events() as events:
-                async for event in events:
-                    ...
-
-        The iteration ends after ``LoopFinished``, or when the loop fails; the loop's error is then
-        raised as the block exits. Leaving the block early cancels the loop (it can be resumed
-        like after ``break``).
-        """
-        async with run_with_events(self.until_done, self._listen) as events:
-            yield events
-
-    def _listen(self, emit: Callable[[RunnerEvent], None] | None) -> Callable[[RunnerEvent], None] | None:
-        previous, self._emit = self._emit, emit
-        return previous
-
     async def _finish_turn(self) -> None:
         """Steps 3 to 5 for the reply the body held. The history changes in one transition, after
         the tools ran, so a cancelled turn leaves it as it was and can be finished again. While
@@ -485,7 +342,8 @@ class ToolRunner(Generic[ItemT]):
             self._set(turn_paused(self._state))
             return
         message: ToolResultMessage | None = {"role": "user", "content": results} if results else None
-        self._set(turn_finished(turn_resumed(self._state), message))
+        self._set(self._turn_ended(turn_finished(turn_resumed(self._state), message)))
+        await self._after_turn()
 
     def _start_early(self, call: ToolCall) -> None:
         assert self._task_group is not None
@@ -501,18 +359,24 @@ class ToolRunner(Generic[ItemT]):
         self._state = state
         if ended:
             assert state.end_reason is not None
+            self._trace.ended(state)
             self._report(LoopFinished(message=state.reply, reason=state.end_reason))
 
-    def _accept(self, reply: Reply) -> None:
-        """Take a complete reply: it is the latest, its usage counts, listeners hear of it."""
+    def _accept(self, reply: Reply, *, streamed: bool = False) -> None:
+        """Take a complete reply (checked): it is the latest, its usage counts, listeners hear of it."""
         check_reply(reply)
         self._set(reply_received(self._state, reply, request_usage(reply, self._prices)))
         if self._emit is not None:
-            if self._open is None:  # a streamed reply's text was reported as it arrived
+            if not streamed:  # a streamed reply's text was reported as it arrived
                 for index, block in enumerate(reply.content):
                     if block.type == "text":
                         self._emit(TextDelta(text=block.text, index=index))
             self._emit(MessageFinished(message=reply))
+
+    async def _gate_and_save(self) -> None:
+        """After a reply: its calls that need a decision wait; the state is saved."""
+        await self._approvals.gate(pending_calls(self._state))
+        await self._save()
 
     async def _send(self) -> Reply | ReplyStream:
         if self._options.run_tools_eagerly and self._task_group is None:
@@ -520,16 +384,17 @@ class ToolRunner(Generic[ItemT]):
                 "run_tools_eagerly=True runs tools in the runner's task group: enter the runner first, "
                 "with `async with ToolRunner(...) as runner:`."
             )
+        await self._before_send()
         state = self._state
         check_history(state.messages, self._checked)
         self._checked = max(len(state.messages) - 1, 0)
         await self._save()
-        kwargs = request_params(state, self._index.wire)
+        kwargs = self._adjust_request(request_params(state, self._index.wire, self._options.cache))
+        self._trace.sending()
         if not self._options.stream:
             reply = cast(Reply, await send_request(self._client, kwargs))
             self._accept(reply)
-            await self._approvals.gate(pending_calls(self._state))
-            await self._save()
+            await self._gate_and_save()
             return reply
         self._open = cast(
             StreamWatch,
@@ -562,13 +427,12 @@ class ToolRunner(Generic[ItemT]):
                 await self._abandon_stream()
             raise
         await watch.close()
-        self._accept(reply)
+        self._accept(reply, streamed=True)
         self._open = None
         keep = step_for(reply.stop_reason) is Step.RUN_TOOLS
         dropped = await self._calls.settle_early(watch.tool_use_ids, keep=keep)
         self._set(calls_dropped(self._state, dropped))
-        await self._approvals.gate(pending_calls(self._state))
-        await self._save()
+        await self._gate_and_save()
 
     async def _abandon_stream(self) -> None:
         watch, self._open = self._open, None
@@ -578,36 +442,8 @@ class ToolRunner(Generic[ItemT]):
         await self._calls.settle_early(watch.tool_use_ids, keep=False)
         self._set(stream_abandoned(self._state))
 
-    # -- params -----------------------------------------------------------------------------------
-
-    def _install(self, params: dict[str, Any], *, steer: bool) -> None:
-        """Check ``params`` and make them current; index the tools when they changed."""
-        check_params(params)
-        tools = params.pop("tools", None)
-        if tools is not self._index.tools:
-            self._index_tools(tools)
-        changes: dict[str, Any] = {
-            "messages": tuple(params.pop("messages")),
-            "params": params,
-            "tools": tuple(tool.name if isinstance(tool, Tool) else tool for tool in self._index.tools),
-        }
-        if steer and self._saver is not None:
-            self._saver.history_replaced()
-        self._set(steered(self._state, **changes) if steer else self._state.replace(**changes))
-
-    def _index_tools(self, tools: object) -> None:
-        self._index = index_tools(tools)
-        limit = self._options.max_concurrency
-        self._calls.execution = ExecutionOptions(
-            tools=self._index.runnable,
-            adapter=self._options.result_adapter,
-            limiter=anyio.CapacityLimiter(limit) if limit else None,
-            timeout=self._options.tool_timeout,
-            unrunnable=self._index.unrunnable,
-        )
-
     def _may_run_again(self, call: ToolCall) -> bool:
-        tool = self._index.runnable.get(call.name)
+        tool = self._calls.execution.find(call)
         return tool is not None and tool.idempotent
 
     async def _save(self) -> None:

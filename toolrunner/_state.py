@@ -368,6 +368,7 @@ def _record_data(record: CallRecord) -> dict[str, Any]:
         "id": call.id,
         "name": call.name,
         "input": plain_data(call.input, f"the input of tool_use {call.id!r}"),
+        "toolset_name": call.toolset_name,
         "status": record.status.value,
         "result": None if record.result is None else plain_data(record.result, f"the result of {call.id!r}"),
         "approved_input": plain_data(record.approved_input, f"the approved input of {call.id!r}"),
@@ -381,7 +382,9 @@ def _read_record(data: Mapping[str, Any]) -> CallRecord:
     if decision not in (None, "approved", "denied", "answered"):
         raise ValueError(f"decision {decision!r}")
     return CallRecord(
-        call=ToolCall(id=data["id"], name=data["name"], input=data["input"]),
+        call=ToolCall(
+            id=data["id"], name=data["name"], input=data["input"], toolset_name=data.get("toolset_name")
+        ),
         status=CallStatus(data["status"]),
         result=None if result is None else cast(ToolResultBlockParam, dict(result)),
         approved_input=data["approved_input"],

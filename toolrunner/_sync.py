@@ -15,11 +15,12 @@ from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, S
 from contextlib import contextmanager
 from functools import partial
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Generic, Literal, Self, TypeAlias, cast, overload
 
 import anthropic
+from anthropic.lib.streaming import BetaMessageStream, MessageStream
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from typing_extensions import Unpack
+from typing_extensions import TypeVar, Unpack
 
 from ._errors import ParamsError, ToolRunnerError
 from ._options import RunnerOptions
@@ -28,26 +29,56 @@ from ._state import RunState
 from ._types import EndReason, Reply, ToolCall, ToolResultMessage
 from ._usage import UsageTracker
 
-__all__ = ["SyncToolRunner"]
+__all__ = ["SyncReplyStream", "SyncToolRunner"]
 
 T = TypeVar("T")
+SyncReplyStream: TypeAlias = MessageStream[Any] | BetaMessageStream[Any]
+"""What a streaming ``SyncToolRunner`` yields: the SDK's sync stream of one reply."""
+SyncItemT = TypeVar("SyncItemT", default=Reply)
 
 
-class SyncToolRunner:
+class SyncToolRunner(Generic[SyncItemT]):
     """``ToolRunner`` for synchronous code: ``for message in runner`` and blocking methods.
 
     Takes the same options as ``ToolRunner``, with a sync ``anthropic.Anthropic`` client. Tools may
     be sync or async; they still run concurrently. It refuses to run inside an event loop (it
     would block it): use ``ToolRunner`` there.
+
+    Args:
+        client: An ``anthropic.Anthropic``.
+        stream: Yield the SDK's sync ``MessageStream`` of each reply, as the SDK's runner does with
+            ``stream=True``; read it in the loop body (its events, ``text_stream``,
+            ``get_final_message()``).
+        **options: As for ``ToolRunner``.
     """
 
-    def __init__(self, client: anthropic.Anthropic, **options: Unpack[RunnerOptions]) -> None:
+    @overload
+    def __init__(
+        self: SyncToolRunner[Reply],
+        client: anthropic.Anthropic,
+        *,
+        stream: Literal[False] = False,
+        **options: Unpack[RunnerOptions],
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: SyncToolRunner[SyncReplyStream],
+        client: anthropic.Anthropic,
+        *,
+        stream: Literal[True],
+        **options: Unpack[RunnerOptions],
+    ) -> None: ...
+    def __init__(
+        self, client: anthropic.Anthropic, *, stream: bool = False, **options: Unpack[RunnerOptions]
+    ) -> None:
         if not isinstance(client, anthropic.Anthropic):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ParamsError(
                 f"SyncToolRunner needs a sync anthropic.Anthropic client, not {type(client).__name__!r}; "
                 "with anthropic.AsyncAnthropic use ToolRunner and `async for`."
             )
         self._runner = ToolRunner(client, **options)
+        if stream:
+            self._runner._stream_in_sync_code()  # pyright: ignore[reportPrivateUsage]  # the one place it is allowed
         self._portal: BlockingPortal | None = None
 
     @classmethod
@@ -115,6 +146,22 @@ class SyncToolRunner:
         """Append messages to the history (see ``ToolRunner.push_messages``)."""
         self._runner.push_messages(*messages)
 
+    def append_messages(self, *messages: Mapping[str, Any] | Reply) -> None:
+        """The SDK runner's name for ``push_messages()``."""
+        self._runner.push_messages(*messages)
+
+    def add_tools(self, *tools: object) -> None:
+        """Give the model more tools mid-run (see ``ToolRunner.add_tools``)."""
+        self._runner.add_tools(*tools)
+
+    def remove_tools(self, *tools: object) -> None:
+        """Take tools away from the model mid-run (see ``ToolRunner.remove_tools``)."""
+        self._runner.remove_tools(*tools)
+
+    def compact_before_next_turn(self, compaction: Mapping[str, Any] | None = None) -> None:
+        """Compact the conversation before the next turn (see ``ToolRunner.compact_before_next_turn``)."""
+        self._runner.compact_before_next_turn(compaction)
+
     def set_messages_params(
         self, params: Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any]]
     ) -> None:
@@ -142,6 +189,10 @@ class SyncToolRunner:
         """The tool_result message for the pending calls, or ``None`` (cached; see ``ToolRunner``)."""
         return self._call(self._runner.generate_tool_response)
 
+    def generate_tool_call_response(self) -> ToolResultMessage | None:
+        """The SDK runner's name for ``generate_tool_response()``."""
+        return self._call(self._runner.generate_tool_response)
+
     def until_done(self) -> Reply:
         """Run the loop to its end and return the final reply."""
         return self._call(self._runner.until_done)
@@ -156,17 +207,18 @@ class SyncToolRunner:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.close()
+        """End the loop, and close the tools (see ``ToolRunner.aclose``)."""
+        self._call(self._runner.aclose)
 
-    def __iter__(self) -> Iterator[Reply]:
+    def __iter__(self) -> Iterator[SyncItemT]:
         return self._iterate()
 
-    def _iterate(self) -> Generator[Reply]:
+    def _iterate(self) -> Generator[SyncItemT]:
         with self._open_portal() as portal:
             while (message := portal.call(self._next)) is not None:
-                yield message
+                yield cast(SyncItemT, message)
 
-    async def _next(self) -> Reply | None:
+    async def _next(self) -> object | None:
         # StopAsyncIteration must not cross the portal's futures.
         try:
             return await self._runner.__anext__()

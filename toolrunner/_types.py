@@ -42,11 +42,14 @@ class ToolCall:
         id: The tool_use id that the tool_result must carry.
         name: The tool's name.
         input: The input as the model sent it (normally a dict; anything, when the model erred).
+        toolset_name: For a call to a member of a toolset family (``browser``, ``computer``, ...),
+            the family; its tool_result must carry it too.
     """
 
     id: str
     name: str
     input: object
+    toolset_name: str | None = None
 
 
 class ToolResultMessage(TypedDict):

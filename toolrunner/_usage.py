@@ -1,8 +1,9 @@
 """Token usage and cost, per request and in total.
 
 :class:`UsageTracker` records the ``usage`` of every reply; with a price table (``DEFAULT_PRICES``
-or your own mapping of model id to :class:`Price`) it also gives the cost. Money is a
-``decimal.Decimal`` in US dollars, so sums are exact.
+or your own mapping of model id to :class:`Price`) it also gives the cost, and what the prompt
+cache saved: what the same tokens would have cost without the cache, minus what they cost. Money
+is a ``decimal.Decimal`` in US dollars, so sums are exact.
 """
 
 from __future__ import annotations
@@ -129,6 +130,12 @@ class Price:
         setattr_(self, "long_prompt", long_prompt)
         setattr_(self, "long_prompt_threshold", long_prompt_threshold)
 
+    def uncached_cost(self, usage: SDKUsage) -> Decimal:
+        """What one request's tokens would cost without the prompt cache: every prompt token (read
+        from the cache, written to it, or neither) at the ``input`` price, the output as it is."""
+        counts = usage if isinstance(usage, Usage) else Usage.of(usage)
+        return self.cost(Usage(input_tokens=counts.prompt_tokens, output_tokens=counts.output_tokens))
+
     def cost(self, usage: SDKUsage) -> Decimal:
         """The cost of one request with this ``usage`` (an SDK ``Usage`` or :class:`Usage`)."""
         counts = usage if isinstance(usage, Usage) else Usage.of(usage)
@@ -195,10 +202,13 @@ def find_price(prices: Mapping[str, Price], model: str) -> Price | None:
 
 
 def request_usage(message: SDKMessage, prices: Mapping[str, Price]) -> RequestUsage:
-    """The usage of one reply, priced with ``prices`` (``cost`` is ``None`` without a price)."""
+    """The usage of one reply, priced with ``prices`` (``cost`` and ``saved`` are ``None`` without a price)."""
     price = find_price(prices, message.model)
+    if price is None:
+        return RequestUsage(message.model, Usage.of(message.usage), None)
+    cost = price.cost(message.usage)
     return RequestUsage(
-        message.model, Usage.of(message.usage), None if price is None else price.cost(message.usage)
+        message.model, Usage.of(message.usage), cost, price.uncached_cost(message.usage) - cost
     )
 
 
@@ -210,11 +220,17 @@ class RequestUsage:
         model: The model id the reply names.
         usage: Its token counts.
         cost: Its cost in US dollars, or ``None`` when the price table has no price for the model.
+        saved: What the prompt cache saved on it, in US dollars: ``Price.uncached_cost`` minus
+            ``cost``; below zero when the request wrote to the cache more than it read from it.
+            ``None`` without a price. It follows from the other fields and the price table, so it
+            takes no part in ``==``; a tracker fills it in for a request that lacks it (one read
+            from a saved state).
     """
 
     model: str
     usage: Usage
     cost: Decimal | None
+    saved: Decimal | None = dataclasses.field(default=None, compare=False)
 
 
 class UsageTracker:
@@ -231,14 +247,23 @@ class UsageTracker:
         self.prices: Mapping[str, Price] = DEFAULT_PRICES if prices is None else prices
         self.requests: list[RequestUsage] = []
         self.total = Usage()
-        # Invariant: the sum of ``requests[i].cost``; ``None`` once any request had no price.
+        # Invariants: the sums of ``requests[i].cost`` and of ``requests[i].saved``; ``None`` once
+        # any request had no price.
         self._cost: Decimal | None = Decimal(0)
+        self._saved: Decimal | None = Decimal(0)
 
     @property
     def cost(self) -> Decimal | None:
         """The total cost in US dollars; ``None`` when any request's model has no price, since a
         sum that leaves requests out would look complete but be too low."""
         return self._cost
+
+    @property
+    def saved(self) -> Decimal | None:
+        """What the prompt cache saved in total, in US dollars (the sum of the requests' ``saved``:
+        what their tokens would have cost without the cache, minus ``cost``); ``None`` when any
+        request's model has no price."""
+        return self._saved
 
     @classmethod
     def of_requests(
@@ -257,14 +282,24 @@ class UsageTracker:
         return request
 
     def add(self, request: RequestUsage) -> None:
-        """Add one request's usage, as ``record`` worked it out."""
+        """Add one request's usage, as ``record`` worked it out. A request without ``saved`` (one
+        read from a saved state) gets it from this tracker's prices."""
+        cost = request.cost
+        if request.saved is None and cost is not None:
+            price = find_price(self.prices, request.model)
+            if price is not None:
+                request = dataclasses.replace(request, saved=price.uncached_cost(request.usage) - cost)
         self.requests.append(request)
         self.total += request.usage
-        cost = request.cost
         self._cost = None if cost is None or self._cost is None else self._cost + cost
+        saved = request.saved
+        self._saved = None if saved is None or self._saved is None else self._saved + saved
 
     def __repr__(self) -> str:
-        return f"UsageTracker(requests={len(self.requests)}, total={self.total!r}, cost={self._cost!r})"
+        return (
+            f"UsageTracker(requests={len(self.requests)}, total={self.total!r}, cost={self._cost!r}, "
+            f"saved={self._saved!r})"
+        )
 
 
 PRICES_AS_OF = "2026-11-21"

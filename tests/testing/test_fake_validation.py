@@ -395,3 +395,10 @@ def test_the_sdks_own_tool_runner_adding_tools_mid_run_is_accepted() -> None:
     ]
     assert [message["role"] for message in fake.requests[2].messages][-2:] == ["assistant", "user"]
     assert len(fake.requests) == 3
+
+
+def test_a_tool_use_id_the_service_rejects_gets_its_400() -> None:
+    body = {"model": "m", "max_tokens": 5, "messages": [QUESTION, calls("call 1"), results("call 1")]}
+    assert (
+        rejection(body) == "messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+    )

@@ -9,6 +9,7 @@ The clients are real `anthropic` clients over an in-process `httpx2` transport, 
 streams and errors go through the SDK's own code. This package imports nothing else from toolrunner.
 """
 
+from ._caching import PromptCache as PromptCache
 from ._fake import (
     FakeMessagesAPI as FakeMessagesAPI,
     RecordedRequest as RecordedRequest,
@@ -36,6 +37,7 @@ __all__ = [
     "Disconnect",
     "FakeMessagesAPI",
     "Fault",
+    "PromptCache",
     "RecordedRequest",
     "Responder",
     "ScriptEntry",

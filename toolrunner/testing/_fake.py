@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, cast
 from typing_extensions import TypeIs
 
 from ._automatic import answer_automatically
+from ._caching import PromptCache
 from ._replies import Disconnect, Fault, ScriptedReply, ScriptEntry, StreamCut
 from ._sse import count_events, message_events
 from ._validation import find_invalid_request
@@ -120,10 +121,15 @@ class FakeMessagesAPI:
         responder: Answers requests once the script is used up; a function (sync or async) taking
             the `RecordedRequest` and returning a script entry.
         validate: Answer 400 to requests the real service rejects (see `_validation.py`).
+        prompt_cache: Count every request's tokens and account for prompt caching with this cache
+            (see `_caching.py`): replies then report the input tokens read from the cache, written
+            to it and neither, and output tokens counted from their content. Without it, replies
+            report small fixed counts. A reply's own `usage` wins either way.
 
     Attributes:
         script: The entries, in order; extend it or call `add()` at any time.
         requests: Every request received, in order.
+        prompt_cache: The `PromptCache`, if any.
     """
 
     def __init__(
@@ -132,11 +138,18 @@ class FakeMessagesAPI:
         *,
         responder: Responder | None = None,
         validate: bool = True,
+        prompt_cache: PromptCache | None = None,
     ) -> None:
+        if prompt_cache is not None and not isinstance(prompt_cache, PromptCache):
+            raise TypeError(
+                f"prompt_cache must be a PromptCache or None, not {type(prompt_cache).__name__!r}; "
+                "pass prompt_cache=PromptCache()."
+            )
         self.script: list[ScriptEntry] = list(script)
         self.requests: list[RecordedRequest] = []
         self.responder = responder
         self.validate = validate
+        self.prompt_cache = prompt_cache
         self._used = 0  # script[:_used] have answered requests
         self._messages = 0
         self._tool_ids = 0
@@ -145,9 +158,9 @@ class FakeMessagesAPI:
         self._lock = threading.Lock()
 
     @classmethod
-    def automatic(cls, *, validate: bool = True) -> FakeMessagesAPI:
+    def automatic(cls, *, validate: bool = True, prompt_cache: PromptCache | None = None) -> FakeMessagesAPI:
         """A fake that calls every offered tool once with schema-made arguments, then sums up the results."""
-        return cls(responder=answer_request_automatically, validate=validate)
+        return cls(responder=answer_request_automatically, validate=validate, prompt_cache=prompt_cache)
 
     def close(self) -> None:
         """Refuse later requests: each gets a 500 saying it arrived after close() (and is recorded).
@@ -308,6 +321,11 @@ class FakeMessagesAPI:
             content: list[dict[str, Any]] | tuple[dict[str, Any], ...] = reply.content
             if reply.needs_ids:
                 content = [self._with_id(block) for block in reply.content]
+        usage = (
+            dict(_DEFAULT_USAGE)
+            if self.prompt_cache is None
+            else self.prompt_cache.usage(request.body, list(content))
+        )
         message: dict[str, Any] = {
             "id": f"msg_fake_{number:04d}",
             "type": "message",
@@ -316,7 +334,7 @@ class FakeMessagesAPI:
             "content": content,
             "stop_reason": reply.stop_reason,
             "stop_sequence": None,
-            "usage": {**_DEFAULT_USAGE, **reply.usage} if reply.usage else dict(_DEFAULT_USAGE),
+            "usage": {**usage, **reply.usage} if reply.usage else usage,
         }
         if reply.container is not None:
             message["container"] = reply.container

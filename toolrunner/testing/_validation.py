@@ -15,8 +15,11 @@ as the service's answers quoted below do. A section counts as one turn in the to
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, cast
+
+from ._caching import find_invalid_breakpoints
 
 __all__ = ["find_invalid_request"]
 
@@ -77,6 +80,9 @@ def find_invalid_request(body: Mapping[str, Any]) -> str | None:
         # the assistant message before it from being "the final assistant message".
         if not blocks and not (index == last and role == "assistant"):
             return f"messages.{index}: all messages must have non-empty content except for the optional final assistant message"
+        problem = _find_invalid_tool_use_id(index, blocks)
+        if problem is not None:
+            return problem
         known_tools |= _compacted_tool_definitions(blocks)
         if turns and turns[-1][0] == role:
             turns[-1][1].extend(blocks)
@@ -88,7 +94,7 @@ def find_invalid_request(body: Mapping[str, Any]) -> str | None:
     conversation = [turn for turn in turns if turn[0] != "system"]
     if not conversation or conversation[0][0] != "user":
         return 'messages: first message must use the "user" role'
-    return _find_unpaired_tool_blocks(turns)
+    return _find_unpaired_tool_blocks(turns) or find_invalid_breakpoints(body)
 
 
 # -- system messages ------------------------------------------------------------------------------
@@ -222,6 +228,22 @@ def _last_conversation_index(messages: list[Any]) -> int:
 
 
 # -- tool_use / tool_result pairing ---------------------------------------------------------------
+
+
+_TOOL_USE_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+def _find_invalid_tool_use_id(index: int, blocks: list[Any]) -> str | None:
+    """The service checks each tool_use id against a pattern (pydantic's wording for a pattern)."""
+    for position, block in enumerate(blocks):
+        if _field(block, "type") == "tool_use":
+            tool_use_id = _field(block, "id")
+            if not isinstance(tool_use_id, str) or not _TOOL_USE_ID.fullmatch(tool_use_id):
+                return (
+                    f"messages.{index}.content.{position}.tool_use.id: String should match pattern "
+                    "'^[a-zA-Z0-9_-]+$'"
+                )
+    return None
 
 
 def _find_unpaired_tool_blocks(turns: list[tuple[str, list[Any]]]) -> str | None:

@@ -1,0 +1,57 @@
+"""The package's layout keeps its architecture: no import cycles (type-only imports included), the
+drivers are imported by no core module, and ``toolrunner.testing`` imports nothing else of toolrunner.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "toolrunner"
+DRIVERS = {"_runner", "_sync"}
+
+
+def imports() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (``from ._x import ...``, anywhere in the file)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.glob("*.py")):
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                if node.module is not None:
+                    found.add(node.module.split(".")[0])
+                else:
+                    found.update(alias.name for alias in node.names)
+        graph[path.stem] = found
+    return graph
+
+
+def test_no_module_of_the_package_takes_part_in_an_import_cycle() -> None:
+    graph = imports()
+    cycles: list[list[str]] = []
+
+    def visit(module: str, path: list[str]) -> None:
+        for target in sorted(graph.get(module, ())):
+            if target in path:
+                cycles.append([*path[path.index(target) :], target])
+            elif target in graph and target != "__init__":
+                visit(target, [*path, target])
+
+    for module in graph:
+        if module != "__init__":
+            visit(module, [module])
+    assert not cycles, f"import cycles: {cycles[:3]}"
+
+
+def test_no_core_module_imports_a_driver() -> None:
+    importers = {module for module, targets in imports().items() if targets & DRIVERS}
+    assert importers <= {"__init__", "_sync"}, sorted(importers - {"__init__", "_sync"})
+
+
+def test_the_testing_kit_imports_nothing_else_of_toolrunner() -> None:
+    for path in (PACKAGE / "testing").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level <= 1, f"{path.name} imports from the package above it"
+                assert not (node.module or "").startswith("toolrunner"), f"{path.name} imports {node.module}"

@@ -1,0 +1,178 @@
+"""Tools added and removed mid-run (``add_tools``/``remove_tools``), and ``role: "system"`` messages.
+
+The fake validates every request as the service does, system messages included (their placement
+and blocks; see docs/testing.md); what the runner sends is also compared exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from anthropic.lib.tools import beta_tool
+
+from tests.helpers import MODEL, USER, plain, results_of, roles
+from toolrunner import HistoryError, ParamsError, ToolRunner, tool
+from toolrunner.testing import FakeMessagesAPI, message_reply, text_reply, tool_call, tool_reply
+
+pytestmark = pytest.mark.anyio
+
+
+@tool
+def ping() -> str:
+    """Ping."""
+    return "pong"
+
+
+@beta_tool
+def late(city: str) -> str:
+    """A tool added later."""
+    return f"late {city}"
+
+
+def runner_for(fake: FakeMessagesAPI, tools: list[Any], **options: Any) -> ToolRunner:
+    return ToolRunner(
+        fake.async_client(), model=MODEL, max_tokens=100, messages=[USER], tools=tools, **options
+    )
+
+
+async def test_an_added_tool_runs_at_once_and_reaches_the_model_in_a_system_message() -> None:
+    fake = FakeMessagesAPI([tool_reply(tool_call("late", {"city": "Oslo"}, id="a")), text_reply("Done.")])
+    runner = runner_for(fake, [ping])
+    async for message in runner:
+        if message.stop_reason == "tool_use":
+            runner.add_tools(late)  # even for a call of the reply being handled
+    assert results_of(runner.messages[2]) == [("a", "late Oslo", False)]
+    second = fake.requests[1]
+    assert second.tools == [ping.to_param()]  # the tools param is unchanged: the prompt cache holds
+    assert roles(second.messages) == ["user", "assistant", "user", "system"]
+    assert second.messages[3] == {
+        "role": "system",
+        "content": [
+            {"type": "tool_addition", "tool": {"type": "tool_definition", "definition": late.to_dict()}}
+        ],
+    }
+    assert runner.state.tools == ("ping",)
+
+
+async def test_a_removed_tool_stops_running_and_the_model_is_told() -> None:
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(tool_call("ping", {}, id="a")),
+            tool_reply(tool_call("ping", {}, id="b")),
+            text_reply("Done."),
+        ],
+    )
+    runner = runner_for(fake, [ping, late])
+    async for message in runner:
+        if message.stop_reason == "tool_use" and runner.requests_sent == 1:
+            assert await runner.generate_tool_response() is not None  # ran before the removal: kept
+            runner.remove_tools("ping")
+    assert results_of(runner.messages[2]) == [("a", "pong", False)]
+    assert results_of(runner.messages[5]) == [
+        ("b", "There is no tool named 'ping'. The available tools are: 'late'.", True)
+    ]
+    assert fake.requests[1].messages[3] == {
+        "role": "system",
+        "content": [{"type": "tool_removal", "tool": {"type": "tool_reference", "name": "ping"}}],
+    }
+    assert roles(fake.requests[2].messages) == ["user", "assistant", "user", "system", "assistant", "user"]
+
+
+async def test_a_raw_definition_added_is_never_run_and_stops_a_tool_of_its_name() -> None:
+    fake = FakeMessagesAPI([tool_reply(tool_call("ping", {}, id="a")), text_reply("Done.")])
+    runner = runner_for(fake, [ping])
+    search = {"type": "web_search_20250305", "name": "ping"}
+    async for message in runner:
+        if message.stop_reason == "tool_use":
+            runner.add_tools(search)
+    assert results_of(runner.messages[2]) == [
+        ("a", "Tool 'ping' is not run by this program; no result is available. Continue without it.", True)
+    ]
+    assert plain(fake.requests[1].messages[3])["content"][0]["tool"]["definition"] == search
+
+
+async def test_tool_changes_wait_while_a_paused_turn_is_resumed() -> None:
+    paused = message_reply([{"type": "text", "text": "Thinking..."}], stop_reason="pause_turn")
+    fake = FakeMessagesAPI(
+        [paused, tool_reply(tool_call("late", {"city": "Rome"}, id="a")), text_reply("Done.")]
+    )
+    runner = runner_for(fake, [ping])
+    async for message in runner:
+        if message.stop_reason == "pause_turn":
+            runner.add_tools(late)
+    # The paused turn is sent back as it is, last; the change follows the next tool results.
+    assert roles(fake.requests[1].messages) == ["user", "assistant"]
+    assert roles(fake.requests[2].messages) == ["user", "assistant", "assistant", "user", "system"]
+    assert results_of(runner.messages[3]) == [("a", "late Rome", False)]
+
+
+async def test_removing_a_tool_the_runner_does_not_have_is_refused() -> None:
+    runner = runner_for(FakeMessagesAPI(), [ping])
+    with pytest.raises(ParamsError, match=r"remove_tools\(\) got 'pong', which is not a tool of this runner"):
+        runner.remove_tools("pong")
+
+
+async def test_system_messages_are_taken_in_histories_push_messages_and_set_messages_params() -> None:
+    fake = FakeMessagesAPI([text_reply("One."), text_reply("Two."), text_reply("Three.")])
+    system = {"role": "system", "content": "Answer in French."}
+    runner = ToolRunner(
+        fake.async_client(), model=MODEL, max_tokens=100, messages=[USER, system], tools=[ping]
+    )
+    await runner.until_done()
+    runner.push_messages({"role": "user", "content": "And?"}, {"role": "system", "content": "Be brief."})
+    await runner.until_done()
+    runner.set_messages_params(
+        lambda params: {
+            **params,
+            "messages": [*params["messages"], {"role": "user", "content": "More?"}, system],
+        }
+    )
+    await runner.until_done()
+    assert roles(fake.requests[2].messages) == [
+        "user",
+        "system",
+        "assistant",
+        "user",
+        "system",
+        "assistant",
+        "user",
+        "system",
+    ]
+
+
+MISPLACED: list[tuple[list[dict[str, Any]], str]] = [
+    ([{"role": "system", "content": "Hi."}, USER], r"messages\[0\] is a system message at the start"),
+    (
+        [USER, {"role": "assistant", "content": "Hi."}, {"role": "system", "content": "Be brief."}],
+        r"messages\[2\] is a system message right after an assistant message",
+    ),
+    (
+        [USER, {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Go."}],
+        r"messages\[1\] is a system message followed by a user message",
+    ),
+    (
+        [USER, {"role": "system", "content": [{"type": "image", "source": {}}]}],
+        r"messages\[1\] is a system message with a 'image' block",
+    ),
+    ([USER, {"role": "system", "content": []}], r"messages\[1\] is a system message with no content"),
+]
+
+
+@pytest.mark.parametrize(("messages", "match"), MISPLACED)
+async def test_misplaced_system_messages_are_refused_before_they_are_sent(
+    messages: list[dict[str, Any]], match: str
+) -> None:
+    fake = FakeMessagesAPI([text_reply("unused")])
+    runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=100, messages=messages)
+    with pytest.raises(HistoryError, match=match):
+        await runner.until_done()
+    assert fake.requests == []
+
+
+async def test_a_directive_only_system_message_may_stand_anywhere() -> None:
+    fake = FakeMessagesAPI([text_reply("Oui.")])
+    directive = {"role": "system", "output_config": {"effort": "high"}}
+    runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=100, messages=[USER, directive])
+    await runner.until_done()
+    assert fake.requests[0].messages[1] == directive

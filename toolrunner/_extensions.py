@@ -1,0 +1,326 @@
+"""What ``ToolRunner`` does beyond the core loop, in the SDK runner's terms: its tools' lifetime,
+tool changes in the middle of a run, compaction, and the SDK's method names.
+
+``ToolRunner`` inherits ``RunnerExtensions``; the driver (``_runner.py``) calls the hooks below at
+fixed points, and every change to the run's state still goes through ``_set``:
+
+- ``_open_tools``: entering the runner, and before each request (toolsets given since are opened);
+- ``_before_send``: before each request: toolsets' tool lists re-read when they changed, pending
+  tool changes sent (a ``role: "system"`` message), a pending compaction made this request's job;
+- ``_adjust_request``: the request's keyword arguments, made a compaction request when it is one;
+- ``_turn_ended``: the state a finished turn leaves, before it is made current: a compaction reply
+  replaces the history it summarizes; a pending compaction keeps the loop open for one request;
+- ``_after_turn``: client-side compaction (``compaction_control``) once a turn is finished;
+- ``_close_tools``: leaving the runner, or, when it was not entered, when the loop ends.
+
+Who owns what: a runner opens the ``Toolset`` objects it is given that are not open, and closes
+those it opened; it runs the cleanup of the SDK tools and toolsets given to it directly. A
+toolset opened by you (``async with toolset:``) is yours, and so are the tools inside it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
+
+from ._compaction import (
+    DEFAULT_THRESHOLD,
+    CompactionControl,
+    compaction_answered,
+    compaction_request,
+    has_summary,
+    kept_open_for_compaction,
+    split_point,
+    summarized_history,
+    summary_counted,
+    summary_request,
+    summary_text,
+    tokens_used,
+)
+from ._errors import ParamsError, ToolRunnerError
+from ._lifecycle import Step, step_for
+from ._messages import client_tool_calls, field
+from ._params import runnable_of
+from ._requests import send_request
+from ._sdk_tools import SDK_TOOLSETS, close_sdk_object
+from ._state import Phase, RunState
+from ._toolsets import Toolset
+from ._types import Reply, ToolResultMessage
+from ._usage import request_usage
+
+if TYPE_CHECKING:
+    from ._checkpoint import Saver
+    from ._options import Options
+    from ._params import ToolIndex
+    from ._requests import Client
+    from ._tracing import RunTrace
+    from ._usage import Price
+
+__all__ = ["RunnerExtensions"]
+
+logger = logging.getLogger("toolrunner")
+
+
+class RunnerExtensions:
+    """The SDK-runner parts of ``ToolRunner`` (see the module docstring)."""
+
+    if TYPE_CHECKING:  # what the driver provides
+        _state: RunState
+        _index: ToolIndex
+        _options: Options
+        _client: Client
+        _saver: Saver | None
+        _prices: Mapping[str, Price]
+        _trace: RunTrace
+
+        def _set(self, state: RunState) -> None: ...
+        def _index_tools(self, tools: object) -> None: ...
+        def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None: ...
+        async def generate_tool_response(self) -> ToolResultMessage | None: ...
+
+    def _init_extensions(self, compaction_control: CompactionControl | None) -> None:
+        self._tool_changes: dict[str, object] = {}
+        """Tools added (the tool, or a raw definition) or removed (None) by name: ``add_tools()``."""
+        self._pending_changes: list[dict[str, Any]] = []
+        """The tool_addition / tool_removal blocks the next request sends."""
+        self._opened: list[Toolset] = []  # the toolsets this runner opened, in order
+        self._entered = False  # inside `async with runner`
+        self._sdk_closed: set[int] = set()  # SDK tools and toolsets whose cleanup this runner ran
+        self._pending_compaction: dict[str, Any] | None = None  # compact_before_next_turn()
+        self._compacting: tuple[dict[str, Any], int] | None = None
+        """The config of the compaction request under way and the history length it summarizes."""
+        self._final_compaction = False  # the loop ends once the compaction request is answered
+        self._control = compaction_control
+
+    def _stream_in_sync_code(self) -> None:
+        """Yield the SDK's sync streams (``SyncToolRunner(stream=True)``), which the body reads in its
+        own thread; ``read_options`` refuses ``stream=True`` with a sync client everywhere else."""
+        self._options = dataclasses.replace(self._options, stream=True)
+
+    # -- the SDK's names ----------------------------------------------------------------------
+
+    def append_messages(self, *messages: Mapping[str, Any] | Reply) -> None:
+        """The SDK runner's name for ``push_messages()``."""
+        self.push_messages(*messages)
+
+    async def generate_tool_call_response(self) -> ToolResultMessage | None:
+        """The SDK runner's name for ``generate_tool_response()``."""
+        return await self.generate_tool_response()
+
+    # -- tool changes ---------------------------------------------------------------------------
+
+    def add_tools(self, *tools: object) -> None:
+        """Give the model more tools without changing the ``tools`` param (which would miss the
+        prompt cache), as the SDK's runner does.
+
+        The definitions go to the model in ``tool_addition`` blocks of a ``role: "system"``
+        message sent with the next request (the service needs the ``inline-tools-2026-09-15``
+        beta). A tool runs at once, in place of any tool of the same name, even for a call of the
+        reply being handled; a raw definition (a server tool) is never run, and stops a tool of
+        its name from running.
+
+        Raises:
+            ParamsError: A toolset was given: a runner's toolsets are its ``tools=[...]``.
+        """
+        blocks: list[dict[str, Any]] = []
+        for tool in tools:
+            if isinstance(tool, (Toolset, *SDK_TOOLSETS)):
+                raise ParamsError(
+                    f"add_tools() cannot add the toolset {tool!r}; pass toolsets in tools=[...], or change them "
+                    "with set_messages_params()."
+                )
+            if isinstance(tool, Mapping):
+                definition = dict(cast("Mapping[str, Any]", tool))
+                name = definition.get("name")
+                if isinstance(name, str):
+                    self._tool_changes[name] = definition
+            else:
+                runnable = runnable_of(tool)
+                definition = dict(runnable.to_param())
+                self._tool_changes[runnable.name] = tool
+            blocks.append(
+                {"type": "tool_addition", "tool": {"type": "tool_definition", "definition": definition}}
+            )
+        self._pending_changes.extend(blocks)
+        self._index_tools(self._index.tools)
+
+    def remove_tools(self, *tools: object) -> None:
+        """Take tools away from the model without changing the ``tools`` param, as the SDK's runner
+        does: they stop running at once (a call to one is answered like a call to an unknown
+        tool), and the model is told in ``tool_removal`` blocks sent with the next request.
+
+        Args:
+            *tools: The tools, or their names.
+
+        Raises:
+            ParamsError: A name that is not a tool of this runner, or a toolset.
+        """
+        names: list[str] = []
+        index = self._index
+        for tool in tools:
+            if isinstance(tool, (Toolset, *SDK_TOOLSETS)):
+                raise ParamsError(
+                    f"remove_tools() cannot remove the toolset {tool!r}; change toolsets with set_messages_params()."
+                )
+            name = tool if isinstance(tool, str) else runnable_of(tool).name
+            known = name in index.runnable or name in index.unrunnable or name in self._tool_changes
+            if not known:
+                available = ", ".join(repr(n) for n in sorted({*index.runnable, *index.unrunnable})) or "none"
+                raise ParamsError(
+                    f"remove_tools() got {name!r}, which is not a tool of this runner (the tools are: {available}); "
+                    "the service rejects a tool_removal for a tool it does not know."
+                )
+            names.append(name)
+        for name in names:
+            self._tool_changes[name] = None
+            self._pending_changes.append(
+                {"type": "tool_removal", "tool": {"type": "tool_reference", "name": name}}
+            )
+        self._index_tools(self._index.tools)
+
+    # -- compaction -----------------------------------------------------------------------------
+
+    def compact_before_next_turn(self, compaction: Mapping[str, Any] | None = None) -> None:
+        """Compact the conversation before the model's next turn, as the SDK's runner does.
+
+        Once the current turn is finished (its tools ran), the next request is a compaction
+        request (the ``compaction`` param, with the ``compact-2026-09-04`` beta): the reply, with
+        ``stop_reason == "compaction"``, is yielded like any other, and replaces the history it
+        summarizes; then the loop goes on. After the loop's last turn, the compaction is the last
+        request. Calling it again before then replaces the pending config.
+
+        Args:
+            compaction: The compaction config; ``{"type": "summarize"}`` by default.
+
+        Raises:
+            ParamsError: ``context_management`` has a compaction edit, which the service does not
+                take together with a compaction block.
+        """
+        _check_can_compact(self._state.params)
+        self._pending_compaction = {"type": "summarize"} if compaction is None else dict(compaction)
+
+    # -- hooks ------------------------------------------------------------------------------------
+
+    async def _open_tools(self) -> None:
+        """Open the toolsets that are not open; refuse SDK tools this runner closed already."""
+        for obj in self._index.sdk_objects:
+            if id(obj) in self._sdk_closed or getattr(obj, "_toolset_closed", False):
+                raise ToolRunnerError(
+                    f"the SDK tool or toolset {obj!r} is closed (a runner runs the cleanup of the SDK tools it is given "
+                    "when it ends); enter the runner with `async with` to keep its tools open across follow-ups, or "
+                    "give them in a toolrunner.Toolset that you open yourself (`async with Toolset([...]) as tools:`) "
+                    "to share them."
+                )
+        for toolset in self._index.toolsets:
+            if toolset not in self._opened and await toolset.acquire(self):
+                self._opened.append(toolset)
+
+    async def _close_tools(self) -> None:
+        """Close the toolsets this runner opened and run the cleanup of its SDK tools, last first."""
+        with anyio.CancelScope(shield=True):
+            opened, self._opened = self._opened, []
+            for toolset in reversed(opened):
+                try:
+                    await toolset.release(self)
+                except Exception:
+                    logger.exception("Closing the toolset %r failed", toolset)
+            for obj in reversed(self._index.sdk_objects):
+                if id(obj) not in self._sdk_closed and await close_sdk_object(obj):
+                    self._sdk_closed.add(id(obj))
+
+    async def _at_end(self) -> None:
+        """The loop ended: without ``async with``, that is when the tools close."""
+        if not self._entered:
+            await self._close_tools()
+
+    async def _before_send(self) -> None:
+        await self._open_tools()
+        if self._index.stale():
+            self._index_tools(self._index.tools)
+        state = self._state
+        messages = state.messages
+        last_role = field(messages[-1], "role") if messages else None
+        if self._pending_changes and last_role != "assistant":  # a resumed turn must stay last
+            system = {"role": "system", "content": list(self._pending_changes)}
+            self._pending_changes.clear()
+            state = state.replace(messages=(*messages, system))
+            self._set(state)
+        paused = state.reply is not None and step_for(state.reply.stop_reason) is Step.RESUME
+        if self._pending_compaction is not None and not paused:  # a paused turn is resumed first
+            self._compacting = (self._pending_compaction, len(state.messages))
+            self._pending_compaction = None
+
+    def _adjust_request(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self._compacting is None:
+            return kwargs
+        return compaction_request(kwargs, self._compacting[0])
+
+    def _turn_ended(self, state: RunState) -> RunState:
+        """``state`` is what ``turn_finished`` made of the turn; adjust it for compaction."""
+        if self._compacting is not None:
+            compacted = self._compacting[1]
+            self._compacting = None
+            if state.reply is not None and not has_summary(state.reply):
+                logger.warning("Compaction produced no summary; keeping the conversation as it is.")
+            if self._saver is not None:
+                self._saver.history_replaced()
+            last, self._final_compaction = self._final_compaction, False
+            return compaction_answered(state, compacted, last=last)
+        if self._pending_compaction is not None and state.phase is Phase.DONE and state.end_reason == "model":
+            reply = state.reply
+            if reply is not None and client_tool_calls(reply):
+                logger.warning(
+                    "The pending compaction was skipped because the last turn (stop_reason=%r) ended with tool calls "
+                    "whose results were not sent. Call compact_before_next_turn() again if you continue the "
+                    "conversation.",
+                    reply.stop_reason,
+                )
+                self._pending_compaction = None
+                return state
+            self._final_compaction = True
+            return kept_open_for_compaction(state)
+        return state
+
+    async def _after_turn(self) -> None:
+        """Client-side compaction: once a turn whose reply reached the threshold is finished, and
+        the loop goes on, replace the older turns with a summary."""
+        control, state = self._control, self._state
+        if control is None or not control["enabled"] or state.phase is not Phase.READY or state.reply is None:
+            return
+        threshold = control.get("context_token_threshold", DEFAULT_THRESHOLD)
+        used = tokens_used(state.reply)
+        if used < threshold:
+            return
+        point = split_point(state.messages, control.get("keep_turns", 1))
+        if point == 0:
+            return
+        logger.info(
+            "Token usage %d has exceeded the threshold of %d. Performing compaction.", used, threshold
+        )
+        kwargs = summary_request(state.params, state.messages[:point], control)
+        self._trace.sending()
+        reply = cast(Reply, await send_request(self._client, kwargs))
+        summary = summary_text(reply)
+        usage = request_usage(reply, self._prices)
+        state = self._state
+        if summary is None:
+            logger.warning("The summary request gave no text; keeping the conversation as it is.")
+            self._set(summary_counted(state, None, usage))
+            return
+        self._set(summary_counted(state, summarized_history(state.messages, point, summary), usage))
+        if self._saver is not None:
+            self._saver.history_replaced()
+        logger.info("Compaction complete: %d messages replaced with a summary.", point)
+
+
+def _check_can_compact(params: Mapping[str, Any]) -> None:
+    edits = field(params.get("context_management"), "edits") or ()
+    if any(str(field(edit, "type") or "").startswith("compact_") for edit in edits):
+        raise ParamsError(
+            "compact_before_next_turn() cannot be used while context_management has a compaction edit, which the "
+            "service does not take together with a compaction block; remove the edit first."
+        )
