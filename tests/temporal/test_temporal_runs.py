@@ -354,3 +354,53 @@ async def test_retry_after_sets_the_next_attempts_delay(temporal_env: WorkflowEn
     assert started.activity_task_started_event_attributes.attempt == 2
     waited = started.event_time.ToDatetime() - scheduled.event_time.ToDatetime()
     assert waited >= timedelta(minutes=10)
+
+
+async def test_prompt_caching_and_sdk_tools_send_what_a_tool_runner_sends(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    from anthropic.lib.tools import beta_async_tool
+
+    from toolrunner import CachePolicy
+
+    @beta_async_tool
+    async def shout(text: str) -> str:
+        """Say it louder.
+
+        Args:
+            text: What to say.
+        """
+        return text.upper()
+
+    def script() -> list[ScriptEntry]:
+        return [
+            tool_reply(tool_call("shout", {"text": "hi"})),
+            tool_reply(tool_call("shout", {"text": "ho"})),
+            text_reply("HI HO"),
+        ]
+
+    options: dict[str, Any] = {"cache": CachePolicy(ttl="1h", system=True), "system": "Be loud."}
+    plain_fake = FakeMessagesAPI(script())
+    await run_plainly(plain_fake, tools=[shout], **options)
+    fake = FakeMessagesAPI(script())
+    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=[shout]) as queue:
+        run = await start(temporal_env.client, queue, run_id="cached", tools=[shout], **options)
+        await run.result()
+
+    assert [request.body for request in fake.requests] == [request.body for request in plain_fake.requests]
+    assert fake.requests[-1].body["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+
+
+def test_what_a_temporal_run_does_not_do_yet_is_refused_by_name() -> None:
+    from toolrunner import ParamsError, Toolset
+    from toolrunner.temporal._client import run_input
+
+    base: dict[str, Any] = {"model": MODEL, "max_tokens": 10, "messages": [{"role": "user", "content": "Hi"}]}
+    with pytest.raises(ParamsError, match=r"compaction_control= cannot be given to a Temporal run"):
+        run_input(**base, compaction_control={"enabled": True})
+    with pytest.raises(ParamsError, match=r"tracing= cannot be given to a Temporal run"):
+        run_input(**base, tracing=None)
+    with pytest.raises(
+        ParamsError, match=r"Toolset objects \('Shelf'\) cannot be tools of a Temporal run yet"
+    ):
+        run_input(**base, tools=[Toolset([], name="Shelf")])

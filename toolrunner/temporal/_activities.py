@@ -26,6 +26,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from .._approvals import Approvals
+from .._caching import CachePolicy, Caching
 from .._calls import RunnerLink
 from .._errors import MalformedReplyError, ToolInputError, ToolRunnerError
 from .._events import MessageFinished, RunnerEvent, TextDelta, ToolCallFinished, ToolCallStarted
@@ -38,7 +39,8 @@ from .._requests import send_request
 from .._results import DEFAULT_ADAPTER, ToolResultAdapter, tool_result_block
 from .._state import CallStatus, Phase, RunState, request_usage_data
 from .._streaming import StreamWatch
-from .._tools import Tool, ToolContext
+from .._tools import ToolContext
+from .._toolsets import RunnableTool
 from .._types import Reply, RunnerView, ToolCall
 from .._usage import DEFAULT_PRICES, Price, request_usage
 from ._data import DecisionInput, RequestInput, RequestOutput, ToolInput
@@ -87,9 +89,22 @@ class Activities:
                 f"the worker's client must be an anthropic.AsyncAnthropic, not {type(client).__name__!r}; "
                 "create one with anthropic.AsyncAnthropic()."
             )
-        index = index_tools(list(tools))  # raw definitions are never run: a worker has no use for them
+        entries = list(tools)
+        index = index_tools(entries)  # raw definitions are never run: a worker has no use for them
+        if index.toolsets:
+            raise ToolRunnerError(
+                f"Toolset objects ({', '.join(repr(toolset.name) for toolset in index.toolsets)}) are not supported "
+                "on Temporal workers yet (they must be opened and closed around each call); give their tools instead."
+            )
         self.client = client.with_options(max_retries=0)
-        self.tools: Mapping[str, Tool] = index.runnable
+        self.tools: Mapping[str, RunnableTool] = index.runnable
+        self.families: Mapping[str, RunnableTool] = index.families
+        # Each tool's definitions, by the key a run's ``tools`` param keeps it under (``ToolIndex.saved``).
+        self.definitions: dict[str, list[Any]] = {}
+        for entry in entries:
+            single = index_tools([entry])
+            if single.saved and isinstance(single.saved[0], str):
+                self.definitions[single.saved[0]] = single.wire
         self.payloads = Payloads(store, inline_limit=inline_limit)
         self.prices = DEFAULT_PRICES if prices is None else prices
         self.result_adapter = result_adapter
@@ -113,7 +128,9 @@ class Activities:
             messages=tuple(await self.payloads.resolve(history.messages)),
             final_answer=cast(Any, input.final_answer),
         )
-        kwargs = request_params(state, [self._definition(entry) for entry in history.tools])
+        wire = [definition for entry in history.tools for definition in self._definitions(entry)]
+        cache = None if input.cache is None else Caching(CachePolicy(**input.cache))
+        kwargs = request_params(state, wire, cache)
         reply = await _heartbeating(self._send(input.run_id, kwargs))
         try:
             check_reply(reply)
@@ -141,7 +158,8 @@ class Activities:
             save=_nothing,
             context=lambda call: ToolContext(call=call, runner=_NoRunner(run_id)),
         )
-        approvals = Approvals(link, tools=lambda: self.tools, adapter=self.result_adapter, callback=None)
+        find = self._options(None).find
+        approvals = Approvals(link, find=find, adapter=self.result_adapter, callback=None)
         await approvals.gate(pending_calls(holder[0]))
         records = holder[0].calls.values()
         gated = [record.call.id for record in records if record.status is CallStatus.AWAITING]
@@ -173,45 +191,49 @@ class Activities:
         except anthropic.APIConnectionError as error:  # and timeouts: retryable
             raise ApplicationError(str(error), type=type(error).__name__) from None
 
-    def _definition(self, entry: object) -> Any:
+    def _definitions(self, entry: object) -> list[Any]:
         if not isinstance(entry, str):
-            return entry  # a raw definition, sent as given
-        tool = self.tools.get(entry)
-        if tool is None:
-            _not_registered(entry, self.tools)
-        return tool.to_param()
+            return [entry]  # a raw definition, sent as given
+        definitions = self.definitions.get(entry)
+        if definitions is None:
+            _not_registered(entry, self.definitions)
+        return definitions
+
+    def _options(
+        self, timeout: float | None, available: list[str] | None = None, unrunnable: Iterable[str] = ()
+    ) -> ExecutionOptions:
+        """How this worker runs calls: all its tools, or those ``available`` to a run."""
+        tools, families = self.tools, self.families
+        if available is not None:
+            tools = {name: tool for name, tool in tools.items() if name in available}
+            families = {name: tool for name, tool in families.items() if name in available}
+        return ExecutionOptions(
+            tools=tools,
+            adapter=self.result_adapter,
+            timeout=timeout,
+            unrunnable=frozenset(unrunnable),
+            families=families,
+        )
 
     # -- toolrunner.tool ------------------------------------------------------------------------
 
     @activity.defn(name=TOOL_ACTIVITY)
     async def tool(self, input: ToolInput) -> dict[str, Any]:
         """Run one tool call as a ``ToolRunner`` would; a large result goes to the store."""
-        call = ToolCall(id=input.id, name=input.name, input=input.input)
-        if input.available is None:
-            tool = self.tools.get(call.name)
-            if tool is None:
-                _not_registered(call.name, self.tools)
-            tools = {call.name: tool}
-        else:  # no tool of the run: the core's message names the run's tools
-            tools = {name: self.tools[name] for name in input.available if name in self.tools}
-        options = ExecutionOptions(
-            tools=tools,
-            adapter=self.result_adapter,
-            timeout=input.timeout,
-            unrunnable=frozenset(input.unrunnable),
-        )
-        results: list[ToolResultBlockParam] = []
+        call = ToolCall(id=input.id, name=input.name, input=input.input, toolset_name=input.toolset_name)
+        # For a call to no tool of the run, the core's message names the run's tools.
+        options = self._options(input.timeout, input.available, input.unrunnable)
+        if input.available is None and options.find(call) is None:
+            _not_registered(call.toolset_name or call.name, {**self.tools, **self.families})
         approved = input.approved_input
         hooks = CallHooks(
             context=lambda call: ToolContext(call=call, runner=_NoRunner(input.run_id)),
             input_of=lambda call: call.input if approved is None else approved,
             started=lambda call, early: self._started(input.run_id, call),
-            finished=lambda call, block, duration: self._finished(
-                input.run_id, call, block, duration, results
-            ),
+            finished=lambda call, block, duration: self._finished(input.run_id, call, block, duration),
         )
-        await _heartbeating(run_one(call, options, hooks))
-        return dict(await self.payloads.stash_result(results[0]))
+        block = await _heartbeating(run_one(call, options, hooks))
+        return dict(await self.payloads.stash_result(block))
 
     # -- toolrunner.decision --------------------------------------------------------------------
 
@@ -220,9 +242,9 @@ class Activities:
         """Check an approved input against the tool's schema (``{}`` when it fits), or convert an
         answer as a tool's return value is converted (its tool_result block)."""
         if input.kind == "approve":
-            tool = self.tools.get(input.name)
+            tool = self._options(None).find(ToolCall(input.id, input.name, None, input.toolset_name))
             if tool is None:
-                _not_registered(input.name, self.tools)
+                _not_registered(input.toolset_name or input.name, {**self.tools, **self.families})
             try:
                 tool.parse_input(input.value)
             except ToolInputError as error:
@@ -244,14 +266,8 @@ class Activities:
         self._emit(run_id, ToolCallStarted(call=call))
 
     async def _finished(
-        self,
-        run_id: str,
-        call: ToolCall,
-        block: ToolResultBlockParam,
-        duration: float,
-        results: list[ToolResultBlockParam],
+        self, run_id: str, call: ToolCall, block: ToolResultBlockParam, duration: float
     ) -> None:
-        results.append(block)
         self._emit(
             run_id, ToolCallFinished(call=call, duration=duration, is_error=bool(block.get("is_error")))
         )
@@ -362,7 +378,7 @@ def _retry_after(value: str | None) -> timedelta | None:
     return timedelta(seconds=seconds) if 0 < seconds <= 3600 else None
 
 
-def _not_registered(name: str, tools: Mapping[str, Tool]) -> NoReturn:
+def _not_registered(name: str, tools: Mapping[str, object]) -> NoReturn:
     raise ApplicationError(
         f"the tool {name!r} is not registered on this worker (it has {sorted(tools)!r}); every worker of the "
         "task queue must be created with every tool of the runs it serves: create_worker(tools=[...]).",

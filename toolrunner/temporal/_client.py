@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Literal
@@ -14,7 +15,6 @@ from .._errors import CheckpointError, ParamsError
 from .._options import ToolLike, read_options
 from .._params import check_params, index_tools
 from .._state import RunState
-from .._tools import Tool
 from .._types import ToolCall
 from ._data import ActivityOptions, Answer, Approval, Denial, RunInput, RunResult, ToolSpec
 from ._workflow import ToolRunnerWorkflow
@@ -30,6 +30,10 @@ _WORKER_OPTIONS = {
     "checkpointer": "Temporal keeps the run, and the workers' store its large data",
     "run_id": "the run's name is the run_id argument of start_run",
     "approve": "decisions come from clients: handle.approve(), deny() or answer()",
+    "compaction_control": "client-side compaction replaces the history between requests, which a Temporal run "
+    "does not do yet",
+    "tracing": "trace the workers and clients with Temporal's OpenTelemetry interceptor "
+    "(temporalio.contrib.opentelemetry)",
 }
 
 _REUSE = {
@@ -121,20 +125,19 @@ def run_input(
     params["tools"] = checked.tools
     check_params(params)
     index = index_tools(params.pop("tools"))
+    if index.toolsets:
+        raise ParamsError(
+            f"Toolset objects ({', '.join(repr(toolset.name) for toolset in index.toolsets)}) cannot be tools of a "
+            "Temporal run yet (they must be opened around each call); give their tools instead."
+        )
     messages = params.pop("messages")
-    state = RunState(
-        params=params,
-        tools=tuple(entry.name if isinstance(entry, Tool) else entry for entry in index.tools),
-        messages=tuple(messages),
-    )
+    state = RunState(params=params, tools=index.saved, messages=tuple(messages))
     limits = checked.limits
     return RunInput(
         state=state.to_dict(),
         tools=[
-            ToolSpec(
-                name=tool.name, idempotent=tool.idempotent, sequential=tool.sequential, timeout=tool.timeout
-            )
-            for tool in index.runnable.values()
+            ToolSpec(name=name, idempotent=tool.idempotent, sequential=tool.sequential, timeout=tool.timeout)
+            for name, tool in (*index.runnable.items(), *index.families.items())
         ],
         limits={
             "max_iterations": limits.max_iterations,
@@ -146,6 +149,7 @@ def run_input(
         tool_timeout=checked.tool_timeout,
         activities=(activity_options or ActivityOptions()).to_data(),
         approval_timeout=None if approval_timeout is None else approval_timeout.total_seconds(),
+        cache=None if checked.cache is None else dataclasses.asdict(checked.cache.policy),
     )
 
 
@@ -174,7 +178,7 @@ async def start_run(
             one that failed, or always.
         **options: Request params (``model``, ``max_tokens``, ``messages``, ...) and the runner
             options ``max_iterations``, ``max_total_tokens``, ``max_cost``, ``on_limit``,
-            ``max_concurrency`` and ``tool_timeout``.
+            ``max_concurrency``, ``tool_timeout`` and ``cache``.
 
     Raises:
         ParamsError: An option or param has a value it cannot take, or belongs on the workers.

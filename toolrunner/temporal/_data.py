@@ -152,6 +152,8 @@ class RunInput:
     """``ActivityOptions.to_data()``."""
     approval_timeout: float | None = None
     """Seconds a call may wait for a decision before it is denied; ``None``: forever."""
+    cache: dict[str, Any] | None = None
+    """The run's ``CachePolicy`` (its fields), when it caches prompts."""
 
 
 @dataclass
@@ -168,6 +170,8 @@ class RequestInput:
     """The messages appended since ``base``, large blocks as stubs."""
     final_answer: str | None = None
     """The limit that makes this the last request (sent with ``tool_choice: none``)."""
+    cache: dict[str, Any] | None = None
+    """The run's ``CachePolicy`` (its fields), when it caches prompts."""
 
 
 @dataclass
@@ -195,6 +199,8 @@ class ToolInput:
     id: str
     name: str
     input: Any
+    toolset_name: str | None = None
+    """For a member of a toolset family (``browser``, ...): the family."""
     timeout: float | None = None
     """The run's ``tool_timeout`` (a tool's own timeout wins)."""
     available: list[str] | None = None
@@ -242,6 +248,7 @@ class DecisionInput:
     """``"approve"`` (``value`` is the input) or ``"answer"`` (``value`` is the result)."""
     value: Any
     is_error: bool = False
+    toolset_name: str | None = None
 
 
 @dataclass

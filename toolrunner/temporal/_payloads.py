@@ -177,8 +177,9 @@ class Payloads:
         if key is None:
             return block
         stub: dict[str, Any] = {"type": "tool_result", "tool_use_id": block["tool_use_id"], REF: key}
-        if "is_error" in block:
-            stub["is_error"] = block["is_error"]
+        for name in ("is_error", "toolset_name"):  # what the lifecycle and the service read
+            if name in block:
+                stub[name] = cast("Mapping[str, Any]", block)[name]
         return cast(ToolResultBlockParam, stub)
 
     async def stash_reply(self, reply: Reply) -> dict[str, Any]:

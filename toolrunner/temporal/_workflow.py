@@ -110,6 +110,7 @@ class ToolRunnerWorkflow:
             on_limit=run.limits.get("on_limit", "stop"),
         )
         self._tool_timeout = run.tool_timeout
+        self._cache = run.cache
         self._approval_timeout = (
             None if run.approval_timeout is None else timedelta(seconds=run.approval_timeout)
         )
@@ -221,7 +222,9 @@ class ToolRunnerWorkflow:
         try:
             return await workflow.execute_activity(
                 DECISION_ACTIVITY,
-                DecisionInput(workflow.info().workflow_id, call.id, call.name, kind, value, is_error),
+                DecisionInput(
+                    workflow.info().workflow_id, call.id, call.name, kind, value, is_error, call.toolset_name
+                ),
                 result_type=dict,
                 start_to_close_timeout=self._options.tool_start_to_close,
                 retry_policy=self._options.tool_retry,
@@ -256,6 +259,7 @@ class ToolRunnerWorkflow:
                 tools=list(tools) if base is None or tools != self._sent_tools else None,
                 messages=list(state.messages[sent:]),
                 final_answer=state.final_answer,
+                cache=self._cache,
             ),
             result_type=RequestOutput,
             start_to_close_timeout=self._options.request_start_to_close,
@@ -331,7 +335,7 @@ class ToolRunnerWorkflow:
             await self._run_call(call)
 
     async def _run_call(self, call: ToolCall) -> None:
-        spec = self._specs.get(call.name)
+        spec = self._specs.get(call.toolset_name or call.name)
         raw = [tool["name"] for tool in self._state.tools if isinstance(tool, Mapping)]
         timeout = self._tool_timeout if spec is None or spec.timeout is None else spec.timeout
         options = self._options
@@ -346,6 +350,7 @@ class ToolRunnerWorkflow:
                     id=call.id,
                     name=call.name,
                     input=call.input,
+                    toolset_name=call.toolset_name,
                     timeout=self._tool_timeout,
                     available=None if spec is not None else sorted(self._specs),
                     unrunnable=[] if spec is not None else cast("list[str]", raw),
