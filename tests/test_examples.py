@@ -42,6 +42,21 @@ EXPECTED: dict[str, list[str]] = {
         "Left in the folder: ['cache.tmp', 'notes.txt']",
     ],
     "sync.py": ["-> read_file({'name': 'app.py'})", "<- 3 result(s) in", "the history holds 6 messages"],
+    "mcp_client.py": [
+        "The server offers: notes_search_notes, notes_add_note",
+        '<- Call Ada about the launch | {"result": ["Call Ada about the launch"]}',
+        "Approve notes_add_note({'text': 'Ask Ada for the launch date'})? yes",
+        "<- Added note 4: Ask Ada for the launch date",
+        "Done after 3 requests; the server has stopped.",
+    ],
+    "durable.py": [
+        "[child] <- charge_card finished",
+        "the child was killed by SIGKILL; charges.txt has 1 line(s).",
+        "charge_card: answered from the journal, not run again: 'charged 30.00 EUR for order 42'",
+        "book_courier: [is_error] The call to 'book_courier' was interrupted",
+        "may or may not have taken effect",
+        "The card was charged 1 time(s); the run ended (model) after 2 requests.",
+    ],
     "temporal_agent.py": [
         "started support-",
         "  [worker] -> order_history",

@@ -220,17 +220,20 @@ class RunnerExtensions:
                 self._opened.append(toolset)
 
     async def _close_tools(self) -> None:
-        """Close the toolsets this runner opened and run the cleanup of its SDK tools, last first."""
-        with anyio.CancelScope(shield=True):
-            opened, self._opened = self._opened, []
-            for toolset in reversed(opened):
-                try:
-                    await toolset.release(self)
-                except Exception:
-                    logger.exception("Closing the toolset %r failed", toolset)
-            for obj in reversed(self._index.sdk_objects):
-                if id(obj) not in self._sdk_closed and await close_sdk_object(obj):
-                    self._sdk_closed.add(id(obj))
+        """Close the toolsets this runner opened and run the cleanup of its SDK tools, last first.
+
+        A toolset's ``close()`` runs in no cancel scope of the runner's, so that it can exit what its
+        ``open()`` entered (a task group, an MCP session), which must be the innermost scope when it
+        exits; it may run while the run is cancelled, so it shields what must finish itself.
+        """
+        opened, self._opened = self._opened, []
+        try:
+            await _release(opened, self)
+        finally:
+            with anyio.CancelScope(shield=True):
+                for obj in reversed(self._index.sdk_objects):
+                    if id(obj) not in self._sdk_closed and await close_sdk_object(obj):
+                        self._sdk_closed.add(id(obj))
 
     async def _at_end(self) -> None:
         """The loop ended: without ``async with``, that is when the tools close."""
@@ -315,6 +318,19 @@ class RunnerExtensions:
         if self._saver is not None:
             self._saver.history_replaced()
         logger.info("Compaction complete: %d messages replaced with a summary.", point)
+
+
+async def _release(toolsets: list[Toolset], holder: object) -> None:
+    """Close ``toolsets`` for ``holder``, last first; each one even when closing a later one failed or
+    was cancelled (as an exit stack would)."""
+    if not toolsets:
+        return
+    try:
+        await toolsets[-1].release(holder)
+    except Exception:
+        logger.exception("Closing the toolset %r failed", toolsets[-1])
+    finally:
+        await _release(toolsets[:-1], holder)
 
 
 def _check_can_compact(params: Mapping[str, Any]) -> None:

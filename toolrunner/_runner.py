@@ -206,19 +206,23 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         with anyio.CancelScope(shield=True):
             await self._abandon_stream()
             await self._save()
-            await self._at_end()
+        await self._at_end()  # not shielded: a toolset's close() must be the innermost scope (_close_tools)
 
     async def __aenter__(self) -> Self:
-        """Enter the runner: tools started early (``run_tools_eagerly``) run in its task group."""
+        """Enter the runner: its toolsets open; tools started early (``run_tools_eagerly``) run in its
+        task group."""
+        self._entered = True
+        try:
+            # Before the task group, so that they close after it: what a toolset's open() enters (an
+            # MCP session's task group) must be exited innermost first, in this task.
+            await self._open_tools()
+        except BaseException:
+            self._entered = False
+            await self.aclose()
+            raise
         group = anyio.create_task_group()
         await group.__aenter__()
         self._task_group = group
-        self._entered = True
-        try:
-            await self._open_tools()
-        except BaseException as error:
-            await self.__aexit__(type(error), error, error.__traceback__)
-            raise
         return self
 
     async def __aexit__(
