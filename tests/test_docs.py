@@ -5,8 +5,9 @@
   blocks of one page share a subprocess (imports are slow; pages run in parallel), which runs them
   in a scratch directory; tracebacks give the line numbers of the page itself. A block that cannot
   run offline is marked with ``<!-- skip-test -->`` on the line before it and reported as skipped.
-- docs/api.md has a section for every name of ``toolrunner.__all__``, ``toolrunner.testing.__all__``
-  and ``toolrunner.mcp.__all__``, mentioning each parameter and public method.
+- docs/api.md has a section for every name of ``toolrunner.__all__``, ``toolrunner.testing.__all__``,
+  ``toolrunner.mcp.__all__`` and ``toolrunner.temporal.__all__``, mentioning each parameter and public
+  method.
 - Every page is in the nav of mkdocs.yml and linked from docs/index.md; links to pages resolve.
 """
 
@@ -30,6 +31,7 @@ import pytest
 
 import toolrunner
 import toolrunner.mcp
+import toolrunner.temporal
 import toolrunner.testing
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -274,7 +276,12 @@ def test_the_runner_reports_failures_warnings_timeouts_and_a_dead_process(tmp_pa
 
 
 def _public_names() -> list[str]:
-    return [*toolrunner.__all__, *toolrunner.testing.__all__, *toolrunner.mcp.__all__]
+    return [
+        *toolrunner.__all__,
+        *toolrunner.testing.__all__,
+        *toolrunner.mcp.__all__,
+        *toolrunner.temporal.__all__,
+    ]
 
 
 @cache
@@ -322,7 +329,8 @@ def test_api_reference_covers_every_public_name(name: str) -> None:
     obj = (
         getattr(toolrunner, name, None)
         or getattr(toolrunner.testing, name, None)
-        or getattr(toolrunner.mcp, name)
+        or getattr(toolrunner.mcp, name, None)
+        or getattr(toolrunner.temporal, name)
     )
     missing = [part for part in _documented_parts(obj) if not re.search(rf"\b{re.escape(part)}\b", section)]
     assert not missing, (

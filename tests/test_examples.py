@@ -57,6 +57,15 @@ EXPECTED: dict[str, list[str]] = {
         "may or may not have taken effect",
         "The card was charged 1 time(s); the run ended (model) after 2 requests.",
     ],
+    "temporal_agent.py": [
+        "started support-",
+        "  [worker] -> order_history",
+        "waits for approval: refund({'amount': 120, 'order': 'A-1047'})",
+        "a day later, a person approves it for 80 EUR",
+        "Claude: I refunded 80 EUR for order A-1047",
+        "3 requests, ended by model; workflow history:",
+        "KB order history is in the payload store",
+    ],
 }
 
 

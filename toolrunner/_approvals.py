@@ -29,7 +29,7 @@ from ._state import Decision
 from ._toolsets import RunnableTool
 from ._types import ToolCall
 
-__all__ = ["Approvals", "ApproveCallback"]
+__all__ = ["Approvals", "ApproveCallback", "evaluate_gates"]
 
 logger = logging.getLogger("toolrunner")
 
@@ -64,22 +64,9 @@ class Approvals:
 
     async def gate(self, calls: Sequence[ToolCall]) -> None:
         """Find which of ``calls`` (not yet in the journal) must wait for a decision."""
-        gated: list[ToolCall] = []
-        denied: list[tuple[ToolCall, str]] = []
         state = self._link.state()
-        for call in calls:
-            tool = self._find_tool(call)
-            if tool is None or tool.requires_approval is False or record_of(state, call) is not None:
-                continue
-            try:
-                gate = tool.requires_approval
-                needs = gate is True or (callable(gate) and bool(await _ask(gate, call)))
-            except Exception as error:
-                logger.exception("Deciding whether tool_use %r needs approval raised", call.id)
-                denied.append((call, _failed(call, "deciding whether it needs approval", error)))
-                continue
-            if needs:
-                gated.append(call)
+        fresh = [call for call in calls if record_of(state, call) is None]
+        gated, denied = await evaluate_gates(fresh, self._find_tool)
         self._link.update(calls_gated(self._link.state(), gated, denied))
         for call in gated:
             self._link.emit(ApprovalRequested(call=call))
@@ -153,6 +140,30 @@ class Approvals:
         call = self._find(tool_use_id)
         assert call is not None
         self._link.emit(ApprovalDecided(call=call, decision=decision))
+
+
+async def evaluate_gates(
+    calls: Sequence[ToolCall], find: Callable[[ToolCall], RunnableTool | None]
+) -> tuple[list[ToolCall], list[tuple[ToolCall, str]]]:
+    """Which of ``calls`` must wait for a decision, and which are denied (with the reason the model
+    reads) because their tool's gate raised: fail closed. Needs no runner (the Temporal activity
+    uses it too)."""
+    gated: list[ToolCall] = []
+    denied: list[tuple[ToolCall, str]] = []
+    for call in calls:
+        tool = find(call)
+        if tool is None or tool.requires_approval is False:
+            continue
+        try:
+            gate = tool.requires_approval
+            needs = gate is True or (callable(gate) and bool(await _ask(gate, call)))
+        except Exception as error:
+            logger.exception("Deciding whether tool_use %r needs approval raised", call.id)
+            denied.append((call, _failed(call, "deciding whether it needs approval", error)))
+            continue
+        if needs:
+            gated.append(call)
+    return gated, denied
 
 
 async def _ask(decide: Callable[[ToolCall], object], call: ToolCall) -> object:

@@ -351,9 +351,10 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         finished = turn_finished(turn_resumed(self._state), message)
         self._set(self._turn_ended(finished))
         if not steered and self._state.messages is finished.messages:
-            # What the runner appended is valid as made (a checked reply, then a result for each of
-            # its calls in order): the next check starts after it, where the body's changes begin.
-            self._checked = len(finished.messages)
+            # A reply and the results of all its calls, as the runner appends them, are valid as
+            # made: the next check starts after them. A reply appended without results may hold
+            # calls its stop reason kept from running: the check starts at it.
+            self._checked = len(finished.messages) - (message is None)
         await self._after_turn()
 
     def _start_early(self, call: ToolCall) -> None:

@@ -34,7 +34,18 @@ from ._errors import StateError
 from ._types import Decision, EndReason, Reply, ToolCall
 from ._usage import RequestUsage, Usage
 
-__all__ = ["STATE_VERSION", "CallRecord", "CallStatus", "Decision", "Phase", "RunState", "plain_data"]
+__all__ = [
+    "STATE_VERSION",
+    "CallRecord",
+    "CallStatus",
+    "Decision",
+    "Phase",
+    "RunState",
+    "message_data",
+    "plain_data",
+    "read_request_usage",
+    "request_usage_data",
+]
 
 STATE_VERSION = 2
 """The version of ``RunState``'s JSON form that this toolrunner writes.
@@ -268,7 +279,7 @@ def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]
     end_reason = data["end_reason"]
     if (phase in (Phase.DONE, Phase.AWAITING)) != (end_reason is not None):
         raise ValueError(f"phase {phase.value!r} with end_reason {end_reason!r}")
-    requests = tuple(_read_request_usage(item) for item in usage)
+    requests = tuple(read_request_usage(item) for item in usage)
     records = [_read_record(item) for item in data["calls"]]
     cost = data["cost"]
     return RunState(
@@ -340,7 +351,8 @@ def request_usage_data(request: RequestUsage) -> dict[str, Any]:
     }
 
 
-def _read_request_usage(data: Mapping[str, Any]) -> RequestUsage:
+def read_request_usage(data: Mapping[str, Any]) -> RequestUsage:
+    """One request's usage from ``request_usage_data``'s form."""
     cost = data["cost"]
     return RequestUsage(
         model=data["model"],

@@ -1,0 +1,143 @@
+"""Record the workflow history that ``test_temporal_replay.py`` replays.
+
+    python -m tests.temporal.record_history
+
+writes ``tests/temporal/fixtures/run_history.json`` and ``approval_history.json``. Record it again only on purpose: the committed
+history is what runs started by an older toolrunner left behind, and the replay test checks that
+today's workflow code still makes the same decisions for it. A change that breaks the replay
+breaks every run in flight; guard it with ``workflow.patched()`` instead of recording anew.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import WorkflowHistory
+from temporalio.testing import WorkflowEnvironment
+
+from toolrunner import ToolError, tool
+from toolrunner.temporal import MemoryPayloadStore, RunResult, create_worker, start_run
+from toolrunner.testing import FakeMessagesAPI, ScriptEntry, text_reply, tool_call, tool_reply
+
+FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURE = FIXTURES / "run_history.json"
+RUN_ID = "recorded-run"
+APPROVAL_FIXTURE = FIXTURES / "approval_history.json"
+APPROVAL_RUN_ID = "recorded-approval"
+TASK_QUEUE = "recorded"
+
+
+@tool
+async def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"{city}: sunny"
+
+
+@tool(sequential=True, idempotent=True)
+def archive(city: str) -> str:
+    """The weather archive of a city (a long text)."""
+    return f"{city}: " + "rain, sun, " * 300
+
+
+@tool
+def book(table: int) -> str:
+    """Book a table."""
+    raise ToolError(f"Table {table} is taken.")
+
+
+@tool(requires_approval=True)
+async def pay(amount: int) -> str:
+    """Pay an amount."""
+    return f"paid {amount}"
+
+
+TOOLS: list[Any] = [weather, archive, book, pay]
+
+
+def script() -> list[ScriptEntry]:
+    """Concurrent calls; a sequential tool with a large result; a failing tool and no tool; an answer."""
+    return [
+        tool_reply(tool_call("weather", {"city": "Paris"}), tool_call("weather", {"city": "Rome"})),
+        tool_reply(
+            tool_call("archive", {"city": "Paris"}),
+            tool_call("book", {"table": 4}),
+            tool_call("teleport", {"to": "Mars"}),
+        ),
+        text_reply("Sunny in Paris and Rome; it often rains in Paris."),
+    ]
+
+
+async def record(env: WorkflowEnvironment) -> tuple[RunResult, WorkflowHistory]:
+    """Run the recorded conversation on ``env``; its result and its history."""
+    fake = FakeMessagesAPI(script())
+    async with create_worker(
+        env.client,
+        task_queue=TASK_QUEUE,
+        tools=TOOLS,
+        anthropic_client=fake.async_client(),
+        store=MemoryPayloadStore(),
+    ):
+        handle = await start_run(
+            env.client,
+            run_id=RUN_ID,
+            task_queue=TASK_QUEUE,
+            tools=TOOLS,
+            model="claude-sonnet-4-6",
+            max_tokens=1024,
+            messages=[{"role": "user", "content": "Weather in Paris and Rome, and book a table."}],
+            max_iterations=10,
+        )
+        result = await handle.result()
+        return result, await handle.workflow.fetch_history()
+
+
+async def record_approval(env: WorkflowEnvironment) -> tuple[RunResult, WorkflowHistory]:
+    """A run whose payment waits for a decision, approved with an edited input; its result and history."""
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(
+                tool_call("weather", {"city": "Oslo"}), tool_call("pay", {"amount": 500}, id="payment")
+            ),
+            text_reply("Paid 50."),
+        ]
+    )
+    async with create_worker(
+        env.client,
+        task_queue=TASK_QUEUE,
+        tools=TOOLS,
+        anthropic_client=fake.async_client(),
+        store=MemoryPayloadStore(),
+    ):
+        run = await start_run(
+            env.client,
+            run_id=APPROVAL_RUN_ID,
+            task_queue=TASK_QUEUE,
+            tools=TOOLS,
+            model="claude-sonnet-4-6",
+            max_tokens=1024,
+            messages=[{"role": "user", "content": "Pay the bill."}],
+        )
+        while True:  # until the run pauses for the payment (the workflow runs on: poll its state)
+            if (await run.state()).end_reason == "awaiting_approval":
+                break
+            await asyncio.sleep(0.02)
+        await run.approve("payment", input={"amount": 50})
+        result = await run.result()
+        return result, await run.workflow.fetch_history()
+
+
+async def main() -> None:
+    from toolrunner.temporal import start_test_environment
+
+    async with await start_test_environment() as env:
+        for recorder, path in ((record, FIXTURE), (record_approval, APPROVAL_FIXTURE)):
+            _, history = await recorder(env)
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(history.to_json() + "\n", encoding="utf-8")
+            print(f"wrote {path} ({len(history.events)} events)")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

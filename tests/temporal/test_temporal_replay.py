@@ -1,0 +1,55 @@
+"""Replaying recorded histories gives the same decisions: the workflow is deterministic, and runs
+started by an earlier toolrunner (the committed history) go on after an upgrade."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from temporalio.client import WorkflowHistory
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
+from temporalio.workflow import NondeterminismError
+
+from tests.temporal.record_history import (
+    APPROVAL_FIXTURE,
+    APPROVAL_RUN_ID,
+    FIXTURE,
+    RUN_ID,
+    record,
+    record_approval,
+)
+from toolrunner.temporal import ToolRunnerWorkflow, workflow_runner
+
+pytestmark = pytest.mark.anyio
+
+
+def load(run_id: str, path: Path) -> WorkflowHistory:
+    return WorkflowHistory.from_json(run_id, path.read_text(encoding="utf-8"))
+
+
+def replayer() -> Replayer:
+    return Replayer(workflows=[ToolRunnerWorkflow], workflow_runner=workflow_runner())
+
+
+@pytest.mark.parametrize(("run_id", "path"), [(RUN_ID, FIXTURE), (APPROVAL_RUN_ID, APPROVAL_FIXTURE)])
+async def test_the_committed_histories_replay(run_id: str, path: Path) -> None:
+    result = await replayer().replay_workflow(load(run_id, path))
+    assert result.replay_failure is None
+
+
+async def test_histories_recorded_now_replay(temporal_env: WorkflowEnvironment) -> None:
+    for recorder in (record, record_approval):
+        result, history = await recorder(temporal_env)
+        assert result.end_reason == "model"
+        replay = await replayer().replay_workflow(history)
+        assert replay.replay_failure is None
+
+
+async def test_a_replay_that_does_not_match_the_history_fails() -> None:
+    # The control: the replay checks each command against the history (here a tool call's activity).
+    text = FIXTURE.read_text(encoding="utf-8").replace('"toolrunner.tool"', '"toolrunner.other"')
+    history = WorkflowHistory.from_json(RUN_ID, json.loads(text))
+    with pytest.raises(NondeterminismError):
+        await replayer().replay_workflow(history)

@@ -1,0 +1,315 @@
+"""What the workflow and its activities pass each other: plain dataclasses of JSON values, so that
+Temporal's default data converter carries them and a history stays readable in its UI.
+
+These values are what workflow history holds; large data is kept out of them (see ``_payloads``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from anthropic.types import Message
+from anthropic.types.beta import BetaMessage
+from temporalio.common import RetryPolicy
+
+from .._types import Reply
+from .._usage import Usage
+from ._payloads import Payloads, PayloadStore
+
+__all__ = [
+    "ActivityOptions",
+    "Answer",
+    "Approval",
+    "DecisionInput",
+    "Denial",
+    "RequestInput",
+    "RequestOutput",
+    "RunInput",
+    "RunResult",
+    "ToolInput",
+    "ToolSpec",
+    "retry_data",
+    "retry_policy",
+]
+
+
+def _default_request_retry() -> RetryPolicy:
+    return RetryPolicy(maximum_attempts=10, maximum_interval=timedelta(minutes=2))
+
+
+def _default_tool_retry() -> RetryPolicy:
+    return RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(minutes=2))
+
+
+@dataclass(frozen=True, kw_only=True)
+class ActivityOptions:
+    """How a run's activities are scheduled: timeouts and Temporal retry policies.
+
+    The SDK's own retries are off inside the activities, so ``request_retry`` is the only retry of
+    a request. ``tool_retry`` applies to calls of ``idempotent`` tools (and of names that are no
+    tool of the run, which run nothing); any other call gets one attempt: a call whose worker was
+    lost is answered "interrupted", never run twice.
+
+    Attributes:
+        request_start_to_close: The most one request may take.
+        request_retry: Retries of a request that failed with a retryable error (overloaded, 5xx,
+            429, a dropped connection); 4xx errors such as 400 fail the run at once.
+        tool_start_to_close: The most one tool call may take, when neither the tool nor the run
+            gives a ``timeout`` (with one, its activity gets that timeout plus a minute, so the
+            tool's own timeout answers first).
+        tool_retry: Retries of a call to an idempotent tool whose worker was lost.
+        heartbeat_timeout: How soon a lost worker is noticed: the activities heartbeat three times
+            per this interval while they run. ``None``: only the start-to-close timeouts notice.
+        task_queue: The task queue of the activities; the workflow's own when ``None``.
+    """
+
+    request_start_to_close: timedelta = timedelta(minutes=10)
+    request_retry: RetryPolicy = field(default_factory=_default_request_retry)
+    tool_start_to_close: timedelta = timedelta(minutes=10)
+    tool_retry: RetryPolicy = field(default_factory=_default_tool_retry)
+    heartbeat_timeout: timedelta | None = timedelta(seconds=30)
+    task_queue: str | None = None
+
+    def to_data(self) -> dict[str, Any]:
+        """The options as JSON values, as the workflow's input carries them."""
+        return {
+            "request_start_to_close": self.request_start_to_close.total_seconds(),
+            "request_retry": retry_data(self.request_retry),
+            "tool_start_to_close": self.tool_start_to_close.total_seconds(),
+            "tool_retry": retry_data(self.tool_retry),
+            "heartbeat_timeout": None
+            if self.heartbeat_timeout is None
+            else self.heartbeat_timeout.total_seconds(),
+            "task_queue": self.task_queue,
+        }
+
+    @classmethod
+    def from_data(cls, data: dict[str, Any]) -> ActivityOptions:
+        """Read ``to_data``'s values."""
+        heartbeat = data["heartbeat_timeout"]
+        return cls(
+            request_start_to_close=timedelta(seconds=data["request_start_to_close"]),
+            request_retry=retry_policy(data["request_retry"]),
+            tool_start_to_close=timedelta(seconds=data["tool_start_to_close"]),
+            tool_retry=retry_policy(data["tool_retry"]),
+            heartbeat_timeout=None if heartbeat is None else timedelta(seconds=heartbeat),
+            task_queue=data["task_queue"],
+        )
+
+
+def retry_data(policy: RetryPolicy) -> dict[str, Any]:
+    """A retry policy as JSON values."""
+    return {
+        "initial_interval": policy.initial_interval.total_seconds(),
+        "backoff_coefficient": policy.backoff_coefficient,
+        "maximum_interval": None
+        if policy.maximum_interval is None
+        else policy.maximum_interval.total_seconds(),
+        "maximum_attempts": policy.maximum_attempts,
+        "non_retryable_error_types": None
+        if policy.non_retryable_error_types is None
+        else list(policy.non_retryable_error_types),
+    }
+
+
+def retry_policy(data: dict[str, Any]) -> RetryPolicy:
+    """Read ``retry_data``'s values."""
+    maximum = data["maximum_interval"]
+    return RetryPolicy(
+        initial_interval=timedelta(seconds=data["initial_interval"]),
+        backoff_coefficient=data["backoff_coefficient"],
+        maximum_interval=None if maximum is None else timedelta(seconds=maximum),
+        maximum_attempts=data["maximum_attempts"],
+        non_retryable_error_types=data["non_retryable_error_types"],
+    )
+
+
+@dataclass
+class ToolSpec:
+    """What the workflow knows of a runnable tool of the run (the tool itself is code, on the workers)."""
+
+    name: str
+    idempotent: bool = False
+    sequential: bool = False
+    timeout: float | None = None
+
+
+@dataclass
+class RunInput:
+    """The workflow's input: a new run's state and its configuration that is data."""
+
+    state: dict[str, Any]
+    """``RunState.to_dict()`` of the new run: params, tools (names and raw definitions), messages."""
+    tools: list[ToolSpec]
+    limits: dict[str, Any]
+    """``max_iterations``, ``max_total_tokens``, ``max_cost`` (a decimal string) and ``on_limit``."""
+    max_concurrency: int | None
+    tool_timeout: float | None
+    activities: dict[str, Any]
+    """``ActivityOptions.to_data()``."""
+    approval_timeout: float | None = None
+    """Seconds a call may wait for a decision before it is denied; ``None``: forever."""
+    cache: dict[str, Any] | None = None
+    """The run's ``CachePolicy`` (its fields), when it caches prompts."""
+
+
+@dataclass
+class RequestInput:
+    """One request: what is new since the history node ``base`` (the node of the previous request)."""
+
+    run_id: str
+    base: str | None
+    params: dict[str, Any] | None
+    """The request params (``model``, ``max_tokens``, ...), or ``None`` when ``base``'s stand."""
+    tools: list[Any] | None
+    """The ``tools`` param (tool names, raw definitions), or ``None`` when ``base``'s stand."""
+    messages: list[Any]
+    """The messages appended since ``base``, large blocks as stubs."""
+    final_answer: str | None = None
+    """The limit that makes this the last request (sent with ``tool_choice: none``)."""
+    cache: dict[str, Any] | None = None
+    """The run's ``CachePolicy`` (its fields), when it caches prompts."""
+
+
+@dataclass
+class RequestOutput:
+    """A request's reply, as the workflow needs it."""
+
+    reply: dict[str, Any]
+    """The reply as JSON, large blocks as stubs."""
+    beta: bool
+    usage: dict[str, Any]
+    """``request_usage_data`` of the reply (tokens, and the cost at the worker's prices)."""
+    history: str
+    """The key of the history node this request stored."""
+    gated: list[str] = field(default_factory=list[str])
+    """The tool_use ids of the calls that wait for a decision (their tools' ``requires_approval``)."""
+    denied: dict[str, str] = field(default_factory=dict[str, str])
+    """Calls denied because deciding whether they need approval failed, with the reason."""
+
+
+@dataclass
+class ToolInput:
+    """One tool call."""
+
+    run_id: str
+    id: str
+    name: str
+    input: Any
+    toolset_name: str | None = None
+    """For a member of a toolset family (``browser``, ...): the family."""
+    timeout: float | None = None
+    """The run's ``tool_timeout`` (a tool's own timeout wins)."""
+    available: list[str] | None = None
+    """For a name that is no runnable tool of the run: the run's tools, for the error the model reads."""
+    unrunnable: list[str] = field(default_factory=list[str])
+    """The names of the run's raw tool definitions (never run)."""
+    approved_input: Any = None
+    """The input a person approved instead of the model's, if any."""
+
+
+@dataclass
+class Approval:
+    """The ``toolrunner.approve`` update's argument: ``{"id": ..., "input": ...}``."""
+
+    id: str
+    input: Any = None
+    """The input to run the call with instead of the model's, if any."""
+
+
+@dataclass
+class Denial:
+    """The ``toolrunner.deny`` update's argument: ``{"id": ..., "reason": ...}``."""
+
+    id: str
+    reason: str
+
+
+@dataclass
+class Answer:
+    """The ``toolrunner.answer`` update's argument: ``{"id": ..., "result": ..., "is_error": false}``."""
+
+    id: str
+    result: Any
+    is_error: bool = False
+
+
+@dataclass
+class DecisionInput:
+    """A decision that needs the worker: an approved input to check, or an answer to convert."""
+
+    run_id: str
+    id: str
+    name: str
+    kind: str
+    """``"approve"`` (``value`` is the input) or ``"answer"`` (``value`` is the result)."""
+    value: Any
+    is_error: bool = False
+    toolset_name: str | None = None
+
+
+@dataclass
+class RunResult:
+    """How a run ended: what ``await handle.result()`` gives.
+
+    Blocks larger than the workers' ``inline_limit`` are stubs here, as in workflow history:
+    ``final_message(store)`` and ``messages(store)`` give them whole.
+
+    Attributes:
+        run_id: The run's name (its workflow id).
+        end_reason: Why the loop ended: ``"model"``, ``"max_iterations"``, ``"token_budget"``,
+            ``"cost_budget"`` or ``"closed"``.
+        reply: The final reply as JSON, or ``None`` if no request got one.
+        beta: Whether the replies are ``BetaMessage`` s.
+        history: The key of the history node of the last request.
+        appended: The messages appended to the history after the last request.
+        requests: How many requests got a reply.
+        usage: The token counts, summed over the requests.
+        cost: The cost in US dollars as a decimal string, or ``None`` when a model had no price.
+    """
+
+    run_id: str
+    end_reason: str
+    reply: dict[str, Any] | None
+    beta: bool
+    history: str | None
+    appended: list[Any]
+    requests: int
+    usage: dict[str, int]
+    cost: str | None
+
+    @property
+    def message(self) -> Reply | None:
+        """The final reply as an SDK message (large blocks as stubs)."""
+        if self.reply is None:
+            return None
+        return (BetaMessage if self.beta else Message).model_validate(self.reply)
+
+    @property
+    def total(self) -> Usage:
+        """The token counts, summed over the requests."""
+        return Usage(**self.usage)
+
+    @property
+    def total_cost(self) -> Decimal | None:
+        """The cost in US dollars, or ``None`` when a model had no price."""
+        return None if self.cost is None else Decimal(self.cost)
+
+    async def final_message(self, store: PayloadStore) -> Reply | None:
+        """The final reply, whole: its large blocks read back from ``store``."""
+        if self.reply is None:
+            return None
+        (message,) = await Payloads(store).resolve([{"role": "assistant", "content": self.reply["content"]}])
+        return (BetaMessage if self.beta else Message).model_validate(
+            {**self.reply, "content": message["content"]}
+        )
+
+    async def messages(self, store: PayloadStore) -> list[Any]:
+        """The whole history, read back from ``store``: the message params as the next request
+        would send them."""
+        payloads = Payloads(store)
+        before = () if self.history is None else (await payloads.load_history(self.history)).messages
+        return await payloads.resolve([*before, *self.appended])

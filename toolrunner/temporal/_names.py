@@ -1,0 +1,41 @@
+"""The names a Temporal run is known by: stable, documented (docs/temporal.md), and part of every
+recorded history, so a change breaks the runs in flight."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ANSWER_UPDATE",
+    "APPROVE_UPDATE",
+    "CLOSE_SIGNAL",
+    "DECISION_ACTIVITY",
+    "DENY_UPDATE",
+    "PENDING_QUERY",
+    "REQUEST_ACTIVITY",
+    "STATE_QUERY",
+    "TOOL_ACTIVITY",
+    "TOOL_NOT_REGISTERED",
+    "WORKFLOW",
+]
+
+WORKFLOW = "toolrunner.run"
+"""The workflow type."""
+REQUEST_ACTIVITY = "toolrunner.request"
+"""The activity that sends one request to the Messages API (its summary names the model)."""
+TOOL_ACTIVITY = "toolrunner.tool"
+"""The activity that runs one tool call (its summary names the tool)."""
+DECISION_ACTIVITY = "toolrunner.decision"
+"""The activity that checks an approved input, or converts an answer, with the worker's tools."""
+CLOSE_SIGNAL = "toolrunner.close"
+"""The signal that ends a run as ``ToolRunner.close()`` does."""
+APPROVE_UPDATE = "toolrunner.approve"
+"""The update that approves a call that waits: ``(tool_use_id, input=None)``."""
+DENY_UPDATE = "toolrunner.deny"
+"""The update that denies a call: ``(tool_use_id, reason)``."""
+ANSWER_UPDATE = "toolrunner.answer"
+"""The update that answers a call with a result computed elsewhere: ``(tool_use_id, result, is_error=False)``."""
+STATE_QUERY = "toolrunner.state"
+"""The query that gives the run's ``RunState`` (``to_dict()``; large blocks as stubs)."""
+PENDING_QUERY = "toolrunner.pending_approvals"
+"""The query that lists the calls that wait for a decision."""
+TOOL_NOT_REGISTERED = "ToolNotRegistered"
+"""The error type of an activity asked to run a tool its worker does not have."""

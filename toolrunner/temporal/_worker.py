@@ -1,0 +1,116 @@
+"""The workers' side: ``create_worker``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import anthropic
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from .._errors import ParamsError
+from .._options import ToolLike
+from .._results import DEFAULT_ADAPTER, ToolResultAdapter
+from .._usage import Price
+from ._activities import Activities, EventListener
+from ._payloads import PayloadStore
+from ._workflow import ToolRunnerWorkflow
+
+__all__ = ["PASSTHROUGH", "create_worker", "workflow_runner"]
+
+# Modules the workflow sandbox takes from the worker as they are instead of importing them again
+# for each run: toolrunner's lifecycle is pure, and these are what it imports.
+PASSTHROUGH = (
+    "toolrunner",
+    "anthropic",
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "typing_inspection",
+    "typing_extensions",
+    "anyio",
+    "sniffio",
+    "httpx2",
+    "httpcore2",
+    "jiter",
+    "distro",
+)
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox for ``ToolRunnerWorkflow``, for a worker you build yourself."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH)
+    )
+
+
+def create_worker(
+    client: Client,
+    *,
+    task_queue: str,
+    tools: Iterable[ToolLike],
+    anthropic_client: anthropic.AsyncAnthropic,
+    store: PayloadStore,
+    inline_limit: int = 1024,
+    stream: bool = False,
+    on_event: EventListener | None = None,
+    prices: Mapping[str, Price] | None = None,
+    result_adapter: ToolResultAdapter = DEFAULT_ADAPTER,
+    workflows: Sequence[type] = (),
+    activities: Sequence[Callable[..., Any]] = (),
+    **worker_options: Any,
+) -> Worker:
+    """A Temporal worker that runs toolrunner runs: the workflow and its activities
+    (``toolrunner.request``, ``toolrunner.tool``, ``toolrunner.decision``). ``await worker.run()``,
+    or ``async with worker:``.
+
+    Args:
+        client: The Temporal client.
+        task_queue: The task queue to poll; runs are started on it.
+        tools: Every tool of the runs this worker serves (they run here, in activities).
+        anthropic_client: Sends the requests (its own retries are switched off: Temporal retries).
+        store: Where large blocks and the histories go; every worker of the task queue must share it.
+        inline_limit: Blocks whose JSON is longer than this many bytes go to ``store``, and workflow
+            history holds a reference.
+        stream: Stream each reply: long requests need it, and ``on_event`` then hears text as it
+            arrives.
+        on_event: Called on this worker with a run's id and each event (``TextDelta``,
+            ``MessageFinished``, ``ToolCallStarted``, ``ToolCallFinished``).
+        prices: The price table for usage and ``max_cost``; the dated defaults when ``None``.
+        result_adapter: Turns what tools return into tool_result content.
+        workflows: More workflows for this worker (your own).
+        activities: More activities for this worker (your own).
+        **worker_options: More options of ``temporalio.worker.Worker`` (``max_concurrent_activities``, ...).
+
+    Raises:
+        ParamsError: An option has a value it cannot take.
+    """
+    if not isinstance(inline_limit, int) or isinstance(inline_limit, bool) or inline_limit < 0:
+        raise ParamsError(
+            f"inline_limit must be a number of bytes (an int of 0 or more), not {inline_limit!r}."
+        )
+    if not isinstance(store, PayloadStore):
+        raise ParamsError(
+            f"store must be a PayloadStore (an object with async put(key, data) and get(key)), not "
+            f"{type(store).__name__!r}; FilePayloadStore(directory) keeps payloads in files."
+        )
+    handlers = Activities(
+        anthropic_client,
+        tools=tools,
+        store=store,
+        inline_limit=inline_limit,
+        prices=prices,
+        result_adapter=result_adapter,
+        stream=stream,
+        on_event=on_event,
+    )
+    worker_options.setdefault("workflow_runner", workflow_runner())
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[ToolRunnerWorkflow, *workflows],
+        activities=[*handlers.all(), *activities],
+        **worker_options,
+    )
