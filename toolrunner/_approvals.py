@@ -49,11 +49,13 @@ class Approvals:
         link: RunnerLink,
         *,
         find: Callable[[ToolCall], RunnableTool | None],
+        gated: Callable[[], bool],
         adapter: ToolResultAdapter,
         callback: ApproveCallback | None,
     ) -> None:
         self._link = link
         self._find_tool = find
+        self._gated = gated
         self._adapter = adapter
         self._callback = callback
 
@@ -64,6 +66,8 @@ class Approvals:
 
     async def gate(self, calls: Sequence[ToolCall]) -> None:
         """Find which of ``calls`` (not yet in the journal) must wait for a decision."""
+        if not self._gated():  # none of the tools has a gate
+            return
         state = self._link.state()
         fresh = [call for call in calls if record_of(state, call) is None]
         gated, denied = await evaluate_gates(fresh, self._find_tool)

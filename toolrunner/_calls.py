@@ -129,6 +129,8 @@ class RunnerLink:
     """Report an event to the runner's listeners."""
     listening: Callable[[], bool]
     """Whether anyone listens to events (they are made only then)."""
+    saving: Callable[[], bool]
+    """Whether the runner has a checkpointer (its state is saved only then)."""
     save: Callable[[], Awaitable[None]]
     """Save the current state, if the runner has a checkpointer."""
     context: Callable[[ToolCall], ToolContext]
@@ -161,6 +163,8 @@ class TurnCalls:
         """Run every call of ``calls`` that may run (those that need no decision, and those
         approved, also while this runs), then return all the results in order, or ``None`` if
         calls still wait for a decision."""
+        if not awaiting(self._link.state(), calls):  # the common case: nothing waits
+            return await self.results(calls)
         while True:
             state = self._link.state()
             waiting = awaiting(state, calls)
@@ -209,7 +213,8 @@ class TurnCalls:
         link.update(call_started(link.state(), call))
         if link.listening():
             link.emit(ToolCallStarted(call=call, early=early))
-        await link.save()
+        if link.saving():
+            await link.save()
 
     async def _finished(self, call: ToolCall, block: ToolResultBlockParam, duration: float) -> None:
         """The journal keeps the result, so the call never runs again; then it is saved."""
@@ -217,4 +222,5 @@ class TurnCalls:
         link.update(call_finished(link.state(), call, block))
         if link.listening():
             link.emit(ToolCallFinished(call=call, duration=duration, is_error=bool(block.get("is_error"))))
-        await link.save()
+        if link.saving():
+            await link.save()

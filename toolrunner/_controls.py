@@ -218,6 +218,10 @@ class RunnerControls:
             limiter=anyio.CapacityLimiter(limit) if limit else None,
             timeout=self._options.tool_timeout,
             unrunnable=self._index.unrunnable,
+            gated=any(
+                tool.requires_approval is not False
+                for tool in (*self._index.runnable.values(), *self._index.families.values())
+            ),
             families=self._index.families,
         )
 

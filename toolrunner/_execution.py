@@ -76,6 +76,8 @@ class ExecutionOptions:
     """Names of tools sent as raw definitions: the runner never runs them."""
     families: Mapping[str, RunnableTool] = field(default_factory=dict[str, RunnableTool])
     """The tools that answer the member calls of a toolset family, by ``toolset_name``."""
+    gated: bool = False
+    """Whether any of the tools may need approval (if none does, no call is ever gated)."""
 
     def find(self, call: ToolCall) -> RunnableTool | None:
         """The tool that answers ``call``: by ``toolset_name`` for a toolset member, else by name."""
@@ -109,6 +111,9 @@ async def run_tool_calls(calls: Sequence[ToolCall], options: ExecutionOptions, h
     calls in ``calls`` are not run and get the SDK's "Not executed" result, as the model planned
     them as one sequence.
     """
+    if len(calls) == 1:  # the common case: one call, nothing to order or to halt
+        await run_one(calls[0], options, hooks)
+        return
     batch: list[ToolCall] = []
     halted: set[str] = set()  # toolset families with a failed call among ``calls``
     for call in calls:
@@ -178,7 +183,10 @@ async def run_one(
     """Run one call between ``hooks.started`` and ``hooks.finished``; a cancelled call never finishes."""
     await hooks.started(call, early)
     started = time.perf_counter()
-    block = _for_call(await hooks.traced(call, _run_one(call, options, hooks)), call)
+    if hooks.traced is untraced:  # no tracing: no wrapper around the call
+        block = _for_call(await _run_one(call, options, hooks), call)
+    else:
+        block = _for_call(await hooks.traced(call, _run_one(call, options, hooks)), call)
     await hooks.finished(call, block, time.perf_counter() - started)
     return block
 

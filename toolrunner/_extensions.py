@@ -241,19 +241,25 @@ class RunnerExtensions:
             await self._close_tools()
 
     async def _before_send(self) -> None:
-        await self._open_tools()
-        if self._index.stale():
-            self._index_tools(self._index.tools)
+        index = self._index
+        if index.sdk_objects or index.toolsets:
+            await self._open_tools()
+            if index.stale():
+                self._index_tools(index.tools)
         state = self._state
-        messages = state.messages
-        last_role = field(messages[-1], "role") if messages else None
-        if self._pending_changes and last_role != "assistant":  # a resumed turn must stay last
-            system = {"role": "system", "content": list(self._pending_changes)}
-            self._pending_changes.clear()
-            state = state.replace(messages=(*messages, system))
-            self._set(state)
+        if self._pending_changes:
+            messages = state.messages
+            if (
+                field(messages[-1], "role") if messages else None
+            ) != "assistant":  # a resumed turn stays last
+                system = {"role": "system", "content": list(self._pending_changes)}
+                self._pending_changes.clear()
+                state = state.replace(messages=(*messages, system))
+                self._set(state)
+        if self._pending_compaction is None:
+            return
         paused = state.reply is not None and step_for(state.reply.stop_reason) is Step.RESUME
-        if self._pending_compaction is not None and not paused:  # a paused turn is resumed first
+        if not paused:  # a paused turn is resumed first
             self._compacting = (self._pending_compaction, len(state.messages))
             self._pending_compaction = None
 

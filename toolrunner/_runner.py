@@ -163,6 +163,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             update=self._set,
             emit=self._report,
             listening=lambda: self._emit is not None,
+            saving=lambda: self._saver is not None,
             save=self._save,
             context=lambda call: ToolContext(call=call, runner=self),
             trace=self._trace.tool_call,
@@ -171,6 +172,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._approvals = Approvals(
             link,
             find=lambda call: self._calls.execution.find(call),
+            gated=lambda: self._calls.execution.gated,
             adapter=self._options.result_adapter,
             callback=self._options.approve,
         )
@@ -387,7 +389,8 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
 
     async def _gate_and_save(self) -> None:
         """After a reply: its calls that need a decision wait; the state is saved."""
-        await self._approvals.gate(pending_calls(self._state))
+        if self._calls.execution.gated:
+            await self._approvals.gate(pending_calls(self._state))
         await self._save()
 
     async def _send(self) -> Reply | ReplyStream:

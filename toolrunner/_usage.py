@@ -134,7 +134,9 @@ class Price:
         """What one request's tokens would cost without the prompt cache: every prompt token (read
         from the cache, written to it, or neither) at the ``input`` price, the output as it is."""
         counts = usage if isinstance(usage, Usage) else Usage.of(usage)
-        return self.cost(Usage(input_tokens=counts.prompt_tokens, output_tokens=counts.output_tokens))
+        if self.long_prompt is not None and counts.prompt_tokens > (self.long_prompt_threshold or 0):
+            return self.long_prompt.uncached_cost(counts)
+        return (counts.prompt_tokens * self.input + counts.output_tokens * self.output) / _MILLION
 
     def cost(self, usage: SDKUsage) -> Decimal:
         """The cost of one request with this ``usage`` (an SDK ``Usage`` or :class:`Usage`)."""
@@ -203,13 +205,12 @@ def find_price(prices: Mapping[str, Price], model: str) -> Price | None:
 
 def request_usage(message: SDKMessage, prices: Mapping[str, Price]) -> RequestUsage:
     """The usage of one reply, priced with ``prices`` (``cost`` and ``saved`` are ``None`` without a price)."""
+    counts = Usage.of(message.usage)
     price = find_price(prices, message.model)
     if price is None:
-        return RequestUsage(message.model, Usage.of(message.usage), None)
+        return RequestUsage(message.model, counts, None)
     cost = price.cost(message.usage)
-    return RequestUsage(
-        message.model, Usage.of(message.usage), cost, price.uncached_cost(message.usage) - cost
-    )
+    return RequestUsage(message.model, counts, cost, price.uncached_cost(counts) - cost)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
