@@ -1,10 +1,11 @@
 """The documentation runs and is complete.
 
 - Every ```python block of README.md and docs/*.md runs on its own, in a fresh namespace as
-  ``__main__``, offline (without ANTHROPIC_API_KEY), with warnings as errors and a time limit. The
-  blocks of one page share a subprocess (imports are slow; pages run in parallel), which runs them
-  in a scratch directory; tracebacks give the line numbers of the page itself. A block that cannot
-  run offline is marked with ``<!-- skip-test -->`` on the line before it and reported as skipped.
+  ``__main__`` with no command-line arguments, offline (without ANTHROPIC_API_KEY), with warnings
+  as errors and a time limit. The blocks of one page share a subprocess (imports are slow; pages
+  run in parallel), which runs them in a scratch directory; tracebacks give the line numbers of the
+  page itself. A block that cannot run offline is marked with ``<!-- skip-test -->`` on the line
+  before it and reported as skipped.
 - docs/api.md has a section for every name of ``toolrunner.__all__``, ``toolrunner.testing.__all__``,
   ``toolrunner.mcp.__all__`` and ``toolrunner.temporal.__all__``, mentioning each parameter and public
   method.
@@ -129,6 +130,7 @@ for block in blocks["blocks"]:
     output = io.StringIO()
     code = "\n" * (block["line"] - 1) + block["code"]  # tracebacks give the page's line numbers
     namespace = {"__name__": "__main__", "__builtins__": __builtins__}
+    sys.argv = [block["path"]]  # as a program run without arguments (a block may parse them)
     error = None
     signal.alarm(blocks["timeout"])
     try:
@@ -258,7 +260,7 @@ def test_the_parser_handles_indents_other_fences_and_the_skip_marker(tmp_path: P
 
 def test_the_runner_reports_failures_warnings_timeouts_and_a_dead_process(tmp_path: Path) -> None:
     codes = [
-        "print('hello')\n",
+        "import sys\nprint('hello', sys.argv[1:])\n",
         "import warnings\nwarnings.warn('old', DeprecationWarning)\n",
         "\n\nraise ValueError('boom')\n",
         "import time\ntime.sleep(30)\n",
@@ -267,7 +269,7 @@ def test_the_runner_reports_failures_warnings_timeouts_and_a_dead_process(tmp_pa
     ]
     blocks = [Block("docs/x.md", n, 10 * n, code, False) for n, code in enumerate(codes, 1)]
     results, _ = run_blocks(blocks, tmp_path, timeout=1)
-    assert results["1"] == {"error": None, "output": "hello\n"}
+    assert results["1"] == {"error": None, "output": "hello []\n"}  # no arguments
     assert "DeprecationWarning: old" in results["2"]["error"]
     assert 'x.md", line 32' in results["3"]["error"]  # the page's own line number
     assert "ValueError: boom" in results["3"]["error"]
