@@ -1,5 +1,5 @@
 """What the loop body may ask of a runner: views of the run's state, steering (and the params it
-installs), decisions, and its events.
+installs), decisions, ending the loop, and its events.
 
 ``ToolRunner`` inherits ``RunnerControls``. These methods change the run only through transitions
 of ``_lifecycle`` and the driver's ``_set`` (see ``_runner.py``), and they refuse to steer from
@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 
 from ._errors import ParamsError, ToolRunnerError
 from ._events import RunnerEvent, run_with_events
 from ._execution import ExecutionOptions, current_call
-from ._lifecycle import steered
+from ._lifecycle import closed, steered
 from ._messages import message_param
 from ._params import ToolIndex, check_params, index_tools
 from ._state import RunState
@@ -54,8 +54,13 @@ class RunnerControls:
         _options: Options
         _tool_changes: dict[str, object]
 
+        _closing: bool
+
         def _set(self, state: RunState) -> None: ...
-        async def until_done(self) -> Reply: ...
+        def __aiter__(self) -> AsyncIterator[Any]: ...
+        async def _abandon_stream(self) -> None: ...
+        async def _save(self) -> None: ...
+        async def _at_end(self) -> None: ...
 
     # -- public state ---------------------------------------------------------------------------
 
@@ -223,6 +228,46 @@ class RunnerControls:
                 for tool in (*self._index.runnable.values(), *self._index.families.values())
             ),
             families=self._index.families,
+        )
+
+    # -- ending -----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """End the loop now. A complete reply that the body holds is appended if the body left
+        the history unchanged, but its tool calls are not run. An unread stream is dropped (use
+        ``async with`` or ``aclose()`` to close it at once). Idempotent.
+
+        Called from another task while the runner is busy, it lets the step under way finish
+        whole (a request's reply is appended, without running its tools; a turn's tools finish and
+        their results are appended), then ends the loop.
+        """
+        if self._advancing:
+            self._closing = True
+            return
+        self._set(closed(self._state))
+
+    async def aclose(self) -> None:
+        """``close()``, and also close an unread stream and cancel tools started early."""
+        self.close()
+        with anyio.CancelScope(shield=True):
+            await self._abandon_stream()
+            await self._save()
+        await self._at_end()  # not shielded: a toolset's close() must be the innermost scope (_close_tools)
+
+    async def until_done(self) -> Reply:
+        """Run the loop to its end and return the final reply; resumes a loop left by ``break``."""
+        async for _ in self:
+            pass
+        if self._state.reply is None:
+            raise ToolRunnerError(
+                "the runner ended before any request got a reply, so there is no final message."
+            )
+        return self._state.reply
+
+    def __iter__(self) -> NoReturn:
+        raise TypeError(
+            "ToolRunner is an async iterator: use `async for message in runner` inside a coroutine, or "
+            "SyncToolRunner with an anthropic.Anthropic client for a plain `for` loop."
         )
 
     # -- events ----------------------------------------------------------------------------------

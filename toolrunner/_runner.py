@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Generator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Generic, Literal, NoReturn, Self, cast, overload
+from typing import Any, Generic, Literal, Self, cast, overload
 
 import anthropic
 import anyio
@@ -189,28 +189,6 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._init_extensions(self._options.compaction_control)
         return params
 
-    def close(self) -> None:
-        """End the loop now. A complete reply that the body holds is appended if the body left
-        the history unchanged, but its tool calls are not run. An unread stream is dropped (use
-        ``async with`` or ``aclose()`` to close it at once). Idempotent.
-
-        Called from another task while the runner is busy, it lets the step under way finish
-        whole (a request's reply is appended, without running its tools; a turn's tools finish and
-        their results are appended), then ends the loop.
-        """
-        if self._advancing:
-            self._closing = True
-            return
-        self._set(closed(self._state))
-
-    async def aclose(self) -> None:
-        """``close()``, and also close an unread stream and cancel tools started early."""
-        self.close()
-        with anyio.CancelScope(shield=True):
-            await self._abandon_stream()
-            await self._save()
-        await self._at_end()  # not shielded: a toolset's close() must be the innermost scope (_close_tools)
-
     async def __aenter__(self) -> Self:
         """Enter the runner: its toolsets open; tools started early (``run_tools_eagerly``) run in its
         task group."""
@@ -282,12 +260,6 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
     def __aiter__(self) -> AsyncIterator[ItemT]:
         return self
 
-    def __iter__(self) -> NoReturn:
-        raise TypeError(
-            "ToolRunner is an async iterator: use `async for message in runner` inside a coroutine, or "
-            "SyncToolRunner with an anthropic.Anthropic client for a plain `for` loop."
-        )
-
     async def __anext__(self) -> ItemT:
         with self._advance(), self._trace.iteration():
             if self._state.phase in (Phase.STREAMING, Phase.WITH_BODY, Phase.AWAITING):
@@ -325,16 +297,6 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
     def _close_now(self) -> None:
         self._closing = False
         self._set(closed(self._state))
-
-    async def until_done(self) -> Reply:
-        """Run the loop to its end and return the final reply; resumes a loop left by ``break``."""
-        async for _ in self:
-            pass
-        if self._state.reply is None:
-            raise ToolRunnerError(
-                "the runner ended before any request got a reply, so there is no final message."
-            )
-        return self._state.reply
 
     async def _finish_turn(self) -> None:
         """Steps 3 to 5 for the reply the body held. The history changes in one transition, after
