@@ -317,6 +317,13 @@ class Saver:
         self._saved_epoch = 0
         self._refused: CheckpointError | None = None  # once refused, this runner saves no more
 
+    def derived(self, before: RunState, after: RunState) -> None:
+        """``after`` follows from ``before`` by a pure transition (a finished turn's append, from a
+        journal that holds every result): if ``before`` is saved, resuming from it reaches
+        ``after`` again, so ``after`` counts as saved; the next save writes what it added."""
+        if self._saved is before:
+            self._saved = after
+
     def history_replaced(self) -> None:
         """The history was replaced (``set_messages_params``): the next save writes all of it."""
         self._epoch += 1

@@ -311,9 +311,12 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             self._set(turn_paused(self._state))
             return
         message: ToolResultMessage | None = {"role": "user", "content": results} if results else None
-        steered = self._state.steered
-        finished = turn_finished(turn_resumed(self._state), message)
+        before = self._state
+        finished = turn_finished(turn_resumed(before), message)
         self._set(self._turn_ended(finished))
+        if self._saver is not None and self._state is finished and finished.phase is Phase.READY:
+            self._saver.derived(before, finished)  # written with the next save that has news
+        steered = before.steered
         if not steered and self._state.messages is finished.messages:
             # A reply and the results of all its calls, as the runner appends them, are valid as
             # made: the next check starts after them. A reply appended without results may hold
