@@ -445,3 +445,18 @@ async def test_a_value_error_of_the_tools_own_is_not_taken_for_invalid_input() -
     runner = runner_for(fake, [parse])
     await runner.until_done()
     assert results_of(runner.messages[2]) == [("a", "ValueError(\"cannot parse 'x'\")", True)]
+
+
+@pytest.mark.parametrize(
+    ("raw", "described"),
+    [([1, 2], "an array"), ("[1]", "a string"), (7, "a number"), (True, "a boolean"), (None, "null")],
+)
+def test_an_input_that_is_not_an_object_is_described_to_the_model_in_plain_english(
+    raw: object, described: str
+) -> None:
+    from toolrunner._sdk_tools import input_object
+    from toolrunner._tools import ToolInputError
+
+    with pytest.raises(ToolInputError) as raised:
+        input_object("lookup", raw)
+    assert f"but it was {described}." in str(raised.value)

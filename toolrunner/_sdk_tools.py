@@ -55,7 +55,14 @@ SDK_TOOLSETS = (BetaRunnableToolset, BetaAsyncRunnableToolset)
 SDK_OBJECTS = (*SDK_TOOLS, *SDK_TOOLSETS)
 """The SDK's tools and toolsets: what may have cleanup hooks."""
 
-_JSON_TYPES: dict[type, str] = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+_JSON_TYPES: dict[type, str] = {
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
 
 
 def input_object(name: str, raw: object) -> dict[str, Any]:
@@ -74,8 +81,10 @@ def input_object(name: str, raw: object) -> dict[str, Any]:
         if isinstance(decoded, dict):
             return decoded  # pyright: ignore[reportUnknownVariableType]
     kind = _JSON_TYPES.get(type(raw), type(raw).__name__)
+    if raw is not None:
+        kind = f"{'an' if kind[:1] in ('a', 'e', 'i', 'o', 'u') else 'a'} {kind}"
     raise ToolInputError(
-        f"The input for tool {name!r} must be a JSON object matching its input_schema, but it was a {kind}. "
+        f"The input for tool {name!r} must be a JSON object matching its input_schema, but it was {kind}. "
         f"Call {name} again with an object as its input."
     )
 
