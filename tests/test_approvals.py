@@ -498,3 +498,80 @@ def test_every_tool_runs_at_most_once_and_the_model_gets_every_result_in_order(
         assert len(fake.requests) == 2
 
     anyio.run(main, backend=backend)
+
+
+# -- leaving `async with` / `with` keeps a paused run paused ----------------------------------------
+
+
+async def test_leaving_async_with_keeps_a_paused_run_waiting_in_the_store_and_in_the_runner() -> None:
+    store = MemoryCheckpointer()
+    fake = FakeMessagesAPI([three_calls(), text_reply("done")])
+    async with build(fake, checkpointer=store, run_id="r") as runner:
+        await runner.until_done()
+        assert runner.end_reason == "awaiting_approval"
+    assert runner.end_reason == "awaiting_approval"  # not "closed"
+    assert [call.id for call in runner.pending_approvals] == ["pay_5"]
+    later = await ToolRunner.resume(
+        fake.async_client(), checkpointer=store, run_id="r", tools=[look, note, pay]
+    )
+    assert later.state.phase is Phase.AWAITING
+    later.approve("pay_5")
+    final = await later.until_done()
+    assert final.content[0].type == "text"
+    assert runs == Counter({"look a": 1, "note b": 1, "pay 5": 1})
+
+
+def test_leaving_with_keeps_a_paused_sync_run_waiting() -> None:
+    store = MemoryCheckpointer()
+    fake = FakeMessagesAPI([three_calls(), text_reply("done")])
+    with SyncToolRunner(
+        fake.client(), model=MODEL, max_tokens=64, messages=[USER], tools=[look, note, pay],
+        checkpointer=store, run_id="s",
+    ) as runner:  # fmt: skip
+        for _ in runner:
+            pass
+    assert runner.end_reason == "awaiting_approval"
+    later = SyncToolRunner.resume(fake.client(), checkpointer=store, run_id="s", tools=[look, note, pay])
+    assert [call.id for call in later.pending_approvals] == ["pay_5"]
+
+
+async def test_leaving_async_with_by_an_exception_leaves_the_store_as_the_last_step_saved_it() -> None:
+    """A shutdown that cancels the block while a tool runs is like a crash: the finished call's
+    result stays in the journal, and the run resumes from there (not as a closed run)."""
+    store = MemoryCheckpointer()
+    started = anyio.Event()
+
+    @tool(name="slow")
+    async def slow_tool(n: int) -> str:
+        """Wait."""
+        runs[f"slow {n}"] += 1
+        while (saved := await store.load("c")) is None or saved.state.calls[
+            "look_a"
+        ].status is not CallStatus.FINISHED:
+            await anyio.sleep(0.001)  # the sibling's result is saved
+        started.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    reply = tool_reply(tool_call("look", {"q": "a"}, id="look_a"), tool_call("slow", {"n": 1}, id="slow_1"))
+    fake = FakeMessagesAPI([reply, text_reply("done")])
+    tools: list[Any] = [look, slow_tool]
+    with anyio.CancelScope() as scope:
+        async with ToolRunner(
+            fake.async_client(), model=MODEL, max_tokens=64, messages=[USER], tools=tools,
+            checkpointer=store, run_id="c",
+        ) as runner:  # fmt: skip
+            async with anyio.create_task_group() as group:
+                group.start_soon(runner.until_done)
+                await started.wait()
+                scope.cancel()
+    saved = await store.load("c")
+    assert saved is not None
+    assert saved.state.phase is not Phase.DONE
+    assert saved.state.calls["look_a"].status is CallStatus.FINISHED
+    later = await ToolRunner.resume(fake.async_client(), checkpointer=store, run_id="c", tools=tools)
+    await later.until_done()
+    assert runs["look a"] == 1  # answered from the journal, not run again
+    (look_id, found, look_failed), (slow_id, interrupted, slow_failed) = results_of(later.state.messages[2])
+    assert (look_id, found, look_failed) == ("look_a", "found a", False)
+    assert slow_id == "slow_1" and slow_failed and "interrupted" in str(interrupted)

@@ -212,7 +212,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         group, self._task_group = self._task_group, None
         assert group is not None, "__aexit__ without __aenter__"
         try:
-            await self.aclose()
+            await self._leave(failed=exc is not None)
         finally:
             group.cancel_scope.cancel()  # tools started early whose results nobody asked for
             try:
@@ -221,6 +221,18 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
                 self._entered = False
                 await self._close_tools()
         return None
+
+    async def _leave(self, *, failed: bool) -> None:
+        """Leaving ``async with`` (or ``with``): the loop ends (``aclose()``), unless the run waits
+        for a decision, which may come days later, or the block is left by an exception (a crash, a
+        shutdown's cancellation): then the run stays as the last step saved it, to be resumed or
+        iterated again; only an unread stream is dropped."""
+        if failed or self._state.phase is Phase.AWAITING:
+            with anyio.CancelScope(shield=True):
+                await self._abandon_stream()
+            await self._at_end()  # the tools close (in ``async with``, its exit closes them)
+            return
+        await self.aclose()
 
     # -- tools ------------------------------------------------------------------------------------
 

@@ -207,8 +207,9 @@ class SyncToolRunner(Generic[SyncItemT]):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        """End the loop, and close the tools (see ``ToolRunner.aclose``)."""
-        self._call(self._runner.aclose)
+        """End the loop, and close the tools, as leaving ``async with`` does (see ``ToolRunner``):
+        a run that waits for a decision, or a block left by an exception, is not ended."""
+        self._call(partial(self._runner._leave, failed=exc is not None))  # pyright: ignore[reportPrivateUsage]
 
     def __iter__(self) -> Iterator[SyncItemT]:
         return self._iterate()
