@@ -419,3 +419,65 @@ def _started(state: RunState, call: Any) -> RunState:
     from toolrunner._lifecycle import call_started
 
     return call_started(state, call)
+
+
+# -- the saved reply is the reply as the service sent it --------------------------------------------
+
+
+async def _paused_after(reply: Any, checkpointer: Any, tools: list[Any]) -> ToolRunner:
+    """A runner whose loop body holds ``reply`` (saved), for a resume to take up."""
+    fake = FakeMessagesAPI([reply, text_reply("done")], validate=False)
+    runner = ToolRunner(
+        fake.async_client(), model=MODEL, max_tokens=64, messages=[USER], tools=tools,
+        checkpointer=checkpointer, run_id="r",
+    )  # fmt: skip
+    await runner.__anext__()
+    return runner
+
+
+async def test_a_saved_reply_resumes_into_the_request_an_uninterrupted_run_sends(tmp_path: Path) -> None:
+    """Blocks of a type this SDK does not know load as they were; fields the service did not send
+    (``caller``, ``toolset_name``) are not added as nulls."""
+    from toolrunner.testing import message_reply
+
+    reply = message_reply(
+        [
+            {"type": "text", "text": "looking"},
+            {"type": "mystery_block", "payload": {"k": [1, 2]}},
+            {"type": "tool_use", "id": "a", "name": "look", "input": {"q": "a"}},
+        ],
+        stop_reason="tool_use",
+    )
+    store = SQLiteCheckpointer(tmp_path / "runs.db")
+    held = await _paused_after(reply, store, [look])
+    sent = plain(held.state.reply.content if held.state.reply else [])  # type: ignore[union-attr]
+    fake = FakeMessagesAPI([text_reply("done")], validate=False)
+    later = await ToolRunner.resume(fake.async_client(), checkpointer=store, run_id="r", tools=[look])
+    await later.until_done()
+    store.close()
+    assistant = fake.requests[0].messages[1]
+    assert assistant["content"] == [
+        {"type": "text", "text": "looking"},
+        {"type": "mystery_block", "payload": {"k": [1, 2]}},
+        {"type": "tool_use", "id": "a", "name": "look", "input": {"q": "a"}},
+    ]
+    assert len(sent) == 3
+
+
+async def test_a_reply_with_lone_surrogates_or_a_deep_input_is_saved_and_resumed(tmp_path: Path) -> None:
+    deep: Any = "bottom"
+    for _ in range(300):
+        deep = {"d": deep}
+    reply = tool_reply(
+        tool_call("look", {"q": "caf\udce9"}, id="a"), tool_call("look", {"q": "x", "deep": deep}, id="b"),
+        text="caf\udce9",
+    )  # fmt: skip
+    store = SQLiteCheckpointer(tmp_path / "runs.db")
+    await _paused_after(reply, store, [look])
+    fake = FakeMessagesAPI([text_reply("done")], validate=False)
+    later = await ToolRunner.resume(fake.async_client(), checkpointer=store, run_id="r", tools=[look])
+    await later.until_done()
+    store.close()
+    assert later.end_reason == "model"
+    assert len(fake.requests) == 1
+    assert fake.requests[0].messages[1]["content"][0] == {"type": "text", "text": "caf\ufffd"}

@@ -236,6 +236,33 @@ def reply_param(reply: Reply) -> dict[str, Any]:
     return {"role": reply.role, "content": repaired}
 
 
+def reply_data(reply: Reply) -> dict[str, Any]:
+    """A whole reply as JSON-able data, as a saved state keeps it: the fields the service sent
+    (none added as nulls), the content as ``reply_param`` dumps it (deep inputs taken as parsed,
+    lone surrogates kept as U+FFFD). ``read_reply`` makes the reply again."""
+    data = reply.model_dump(
+        mode="json", by_alias=True, exclude_unset=True, exclude={"content"}, warnings=False
+    )
+    data["content"] = [_block_param(block) for block in reply.content]
+    return sendable(data)
+
+
+def read_reply(data: Mapping[str, Any], *, beta: bool) -> Reply:
+    """The reply ``reply_data`` gave, built as the SDK builds a response it parses (``construct``):
+    blocks of a type this SDK does not know are kept, as they were when the reply came.
+
+    Raises:
+        ValueError: ``data`` is not a message's data.
+    """
+    content = data.get("content")
+    if data.get("role") != "assistant" or not isinstance(content, list):
+        raise ValueError("a saved reply is an assistant message with a list of content blocks")
+    if not all(isinstance(block, Mapping) and isinstance(block.get("type"), str) for block in content):  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        raise ValueError("each content block of a saved reply is an object with a type")
+    model = BetaMessage if beta else Message
+    return model.construct(**data)
+
+
 def _block_param(block: BaseModel) -> dict[str, Any]:
     exclude = getattr(type(block), "__api_exclude__", None)
     try:

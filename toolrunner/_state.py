@@ -27,10 +27,11 @@ from decimal import Decimal
 from typing import Any, Self, cast
 
 import pydantic
-from anthropic.types import Message, ToolResultBlockParam
+from anthropic.types import ToolResultBlockParam
 from anthropic.types.beta import BetaMessage
 
 from ._errors import StateError
+from ._messages import read_reply, reply_data
 from ._types import Decision, EndReason, Reply, ToolCall
 from ._usage import RequestUsage, Usage
 
@@ -376,12 +377,11 @@ def _usage_data(usage: Usage) -> dict[str, int]:
 
 
 def _reply_data(reply: Reply) -> dict[str, Any]:
-    return {"beta": isinstance(reply, BetaMessage), "message": reply.model_dump(mode="json", warnings=False)}
+    return {"beta": isinstance(reply, BetaMessage), "message": reply_data(reply)}
 
 
 def _read_reply(data: Mapping[str, Any]) -> Reply:
-    model = BetaMessage if data["beta"] else Message
-    return model.model_validate(data["message"])
+    return read_reply(data["message"], beta=bool(data["beta"]))
 
 
 def _record_data(record: CallRecord) -> dict[str, Any]:
