@@ -26,6 +26,7 @@ import anyio.to_thread
 
 from ._errors import CheckpointError, StateError
 from ._state import STATE_VERSION, RunState, message_data, request_usage_data
+from ._text import sendable_text
 
 __all__ = ["Checkpoint", "Checkpointer", "MemoryCheckpointer", "SQLiteCheckpointer", "Saver"]
 
@@ -162,14 +163,14 @@ class SQLiteCheckpointer:
 
     async def save(self, checkpoint: Checkpoint) -> None:
         # Encoding happens here, on the event loop's thread, so the state is read where it lives.
-        header = json.dumps(checkpoint.state.to_dict(history=False), ensure_ascii=False)
+        header = _json(checkpoint.state.to_dict(history=False))
         state = checkpoint.state
         messages = [
-            (position, json.dumps(message_data(state.messages[position], position), ensure_ascii=False))
+            (position, _json(message_data(state.messages[position], position)))
             for position in range(checkpoint.kept_messages, len(state.messages))
         ]
         usage = [
-            (position, json.dumps(request_usage_data(state.usage[position])))
+            (position, _json(request_usage_data(state.usage[position])))
             for position in range(checkpoint.kept_usage, len(state.usage))
         ]
         await anyio.to_thread.run_sync(self._write, checkpoint, header, messages, usage)
@@ -297,6 +298,14 @@ class SQLiteCheckpointer:
                 f"the saved run {run_id!r} in {str(self.path)!r} cannot be loaded: {error}"
             ) from error
         return Checkpoint(run_id, state, int(row[0]), len(state.messages), len(state.usage))
+
+
+def _json(value: object) -> str:
+    """``value`` as JSON text SQLite can store as UTF-8. A lone surrogate (a tool's input can hold
+    one, as ``os.listdir`` gives them) is written as a ``\\udcXX`` escape, which reads back as the
+    same string."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if sendable_text(text) is text else json.dumps(value)
 
 
 class Saver:
