@@ -33,6 +33,7 @@ from toolrunner import (
     ToolRunner,
     tool,
 )
+from toolrunner._checkpoint import Checkpoint
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -538,17 +539,23 @@ def test_leaving_with_keeps_a_paused_sync_run_waiting() -> None:
 async def test_leaving_async_with_by_an_exception_leaves_the_store_as_the_last_step_saved_it() -> None:
     """A shutdown that cancels the block while a tool runs is like a crash: the finished call's
     result stays in the journal, and the run resumes from there (not as a closed run)."""
-    store = MemoryCheckpointer()
+    looked = anyio.Event()
     started = anyio.Event()
+
+    class Store(MemoryCheckpointer):
+        async def save(self, checkpoint: Any) -> None:
+            await super().save(checkpoint)
+            record = checkpoint.state.calls.get("look_a")
+            if record is not None and record.status is CallStatus.FINISHED:
+                looked.set()
+
+    store = Store()
 
     @tool(name="slow")
     async def slow_tool(n: int) -> str:
         """Wait."""
         runs[f"slow {n}"] += 1
-        while (saved := await store.load("c")) is None or saved.state.calls[
-            "look_a"
-        ].status is not CallStatus.FINISHED:
-            await anyio.sleep(0.001)  # the sibling's result is saved
+        await looked.wait()  # the sibling's result is saved
         started.set()
         await anyio.sleep_forever()
         return "never"
@@ -556,15 +563,15 @@ async def test_leaving_async_with_by_an_exception_leaves_the_store_as_the_last_s
     reply = tool_reply(tool_call("look", {"q": "a"}, id="look_a"), tool_call("slow", {"n": 1}, id="slow_1"))
     fake = FakeMessagesAPI([reply, text_reply("done")])
     tools: list[Any] = [look, slow_tool]
+    runner = ToolRunner(
+        fake.async_client(), model=MODEL, max_tokens=64, messages=[USER], tools=tools,
+        checkpointer=store, run_id="c",
+    )  # fmt: skip
     with anyio.CancelScope() as scope:
-        async with ToolRunner(
-            fake.async_client(), model=MODEL, max_tokens=64, messages=[USER], tools=tools,
-            checkpointer=store, run_id="c",
-        ) as runner:  # fmt: skip
-            async with anyio.create_task_group() as group:
-                group.start_soon(runner.until_done)
-                await started.wait()
-                scope.cancel()
+        async with runner, anyio.create_task_group() as group:
+            group.start_soon(runner.until_done)
+            await started.wait()
+            scope.cancel()
     saved = await store.load("c")
     assert saved is not None
     assert saved.state.phase is not Phase.DONE
@@ -574,4 +581,55 @@ async def test_leaving_async_with_by_an_exception_leaves_the_store_as_the_last_s
     assert runs["look a"] == 1  # answered from the journal, not run again
     (look_id, found, look_failed), (slow_id, interrupted, slow_failed) = results_of(later.state.messages[2])
     assert (look_id, found, look_failed) == ("look_a", "found a", False)
-    assert slow_id == "slow_1" and slow_failed and "interrupted" in str(interrupted)
+    assert (slow_id, slow_failed) == ("slow_1", True)
+    assert "interrupted" in str(interrupted)
+
+
+async def test_an_approved_idempotent_call_interrupted_while_running_runs_again_as_approved() -> None:
+    """Resuming from the save taken as the approved call started: it runs again (its tool is
+    idempotent) with the input the person approved, and is not asked about again."""
+
+    @tool(name="pay", requires_approval=True, idempotent=True)
+    async def pay_again(amount: int) -> str:
+        """Pay an amount (safe to repeat: the payment has a key)."""
+        runs[f"pay {amount}"] += 1
+        return f"paid {amount}"
+
+    class Recording(MemoryCheckpointer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.texts: list[tuple[int, str]] = []
+
+        async def save(self, checkpoint: Any) -> None:
+            await super().save(checkpoint)
+            self.texts.append((checkpoint.sequence, checkpoint.state.to_json()))
+
+    tools: list[Any] = [look, note, pay_again]
+    store = Recording()
+    fake = FakeMessagesAPI([three_calls(), text_reply("done")])
+    runner = ToolRunner(
+        fake.async_client(), model=MODEL, max_tokens=64, messages=[USER], tools=tools,
+        checkpointer=store, run_id="r",
+    )  # fmt: skip
+    await runner.until_done()
+    runner.approve("pay_5", input={"amount": 7})
+    await runner.until_done()
+    started = next(
+        text
+        for _, text in store.texts
+        if RunState.from_json(text).calls.get("pay_5") is not None
+        and RunState.from_json(text).calls["pay_5"].status is CallStatus.STARTED
+    )
+    crashed = MemoryCheckpointer()
+    await crashed.save(Checkpoint("r", RunState.from_json(started), 0, 0, 0))  # as if the process died here
+    requested: list[Any] = []
+    later = await ToolRunner.resume(
+        FakeMessagesAPI([text_reply("done")]).async_client(), checkpointer=crashed, run_id="r", tools=tools,
+        on_event=requested.append,
+    )  # fmt: skip
+    await later.until_done()
+    assert later.end_reason == "model"
+    assert not [event for event in requested if isinstance(event, ApprovalRequested)]
+    assert runs["pay 7"] == 2  # once before the crash, once after, as approved
+    assert runs["pay 5"] == 0
+    assert ("pay_5", "paid 7", False) in results_of(later.state.messages[2])

@@ -413,7 +413,8 @@ INTERRUPTED = (
 def resumed(state: RunState, *, may_run_again: Callable[[ToolCall], bool]) -> RunState:
     """A saved state, made ready to go on in a new process. A reply that was still streaming is
     requested again. A call that had started but not finished runs again if ``may_run_again`` says
-    so (its tool is idempotent); otherwise it gets an ``is_error`` result saying it was interrupted
+    so (its tool is idempotent; a person's approval, and the input they approved, still hold);
+    otherwise it gets an ``is_error`` result saying it was interrupted
     and may or may not have taken effect. Finished calls keep their results and never run again."""
     if state.phase is Phase.STREAMING:
         state = state.replace(phase=Phase.READY, calls={})
@@ -421,6 +422,13 @@ def resumed(state: RunState, *, may_run_again: Callable[[ToolCall], bool]) -> Ru
     for tool_use_id, record in state.calls.items():
         if record.status is CallStatus.STARTED:
             if may_run_again(record.call):
+                if record.decision == "approved":  # runs again as approved, with the input approved
+                    calls[tool_use_id] = CallRecord(
+                        record.call,
+                        CallStatus.APPROVED,
+                        approved_input=record.approved_input,
+                        decision="approved",
+                    )
                 continue
             message = INTERRUPTED.format(name=record.call.name)
             block = tool_result_block(tool_use_id, message, is_error=True)
