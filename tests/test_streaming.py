@@ -260,3 +260,47 @@ async def test_recorded_streams_replay(name: str) -> None:
         )
         await runner.until_done()
     assert [plain(body["messages"]) for body in sent] == [e["request"]["body"]["messages"] for e in exchanges]
+
+
+async def test_with_a_checkpointer_only_idempotent_tools_start_while_the_reply_streams() -> None:
+    """A call started early finishes before its reply is whole and saved; were the process to die
+    then, the reply would be requested again and the call, which acted, would be lost to the
+    journal. So with a checkpointer a call starts early only if its tool may run again."""
+    from toolrunner import MemoryCheckpointer
+
+    @tool(idempotent=True)
+    async def lookup(city: str) -> str:
+        """Look a city up."""
+        log.append(f"lookup {city}")
+        return city
+
+    reply = tool_reply(
+        tool_call("get_weather", {"city": "Paris"}, id="toolu_paris"),
+        tool_call("lookup", {"city": "Oslo"}, id="toolu_oslo"),
+        delay=PACE,
+    )
+    fake = FakeMessagesAPI([reply, text_reply("done", delay=PACE)])
+    async with streaming(
+        fake,
+        tools=[get_weather, lookup],
+        run_tools_eagerly=True,
+        checkpointer=MemoryCheckpointer(),
+        run_id="r",
+    ) as runner:
+        async for stream in runner:
+            async for event in stream:
+                if event.type == "message_stop":
+                    log.append("message_stop")
+    assert log.index("lookup Oslo") < log.index("message_stop") < log.index("start Paris")
+    assert runs == {"Paris": 1}
+
+
+async def test_a_call_whose_id_the_reply_check_refuses_never_starts_early() -> None:
+    from toolrunner import MalformedReplyError
+
+    reply = tool_reply(tool_call("get_weather", {"city": "Paris"}, id="call 1"), delay=PACE)
+    fake = FakeMessagesAPI([reply], validate=False)
+    async with streaming(fake, run_tools_eagerly=True) as runner:
+        with pytest.raises(MalformedReplyError):
+            await runner.until_done()
+    assert runs == {}

@@ -25,7 +25,7 @@ from anthropic.types import ToolResultBlockParam
 from ._errors import ToolRunnerError
 from ._events import RunnerEvent, ToolCallFinished, ToolCallStarted
 from ._execution import CallHooks, ExecutionOptions, run_one, run_tool_calls
-from ._lifecycle import awaiting, call_finished, call_started, record_of
+from ._lifecycle import awaiting, call_finished, call_started, may_start_early, record_of
 from ._state import RunState
 from ._tools import ToolContext
 from ._tracing import TracedCall, untraced
@@ -177,15 +177,9 @@ class TurnCalls:
         return [_copy(self._result_of(call)) for call in calls]
 
     def start_early(self, call: ToolCall, group: anyio.abc.TaskGroup) -> None:
-        """Start a call while its reply streams, if its tool allows (a tool that may need approval
-        never does) and it did not start yet."""
+        """Start a call while its reply streams, if ``may_start_early`` says it may."""
         tool = self.execution.find(call)
-        if (
-            tool is not None
-            and tool.start_early
-            and tool.requires_approval is False
-            and call.id not in self._link.state().calls
-        ):
+        if may_start_early(call, tool, self._link.state(), durable=self._link.saving()):
             self._running.start_early(call, group, self._run_early)
 
     async def settle_early(self, call_ids: Iterable[str], *, keep: bool) -> list[str]:

@@ -25,17 +25,20 @@ import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from anthropic.types import ToolResultBlockParam
 
 from ._caching import Caching
 from ._errors import ApprovalError
-from ._messages import client_tool_calls, field, reply_param
+from ._messages import TOOL_ID_PATTERN, client_tool_calls, field, reply_param
 from ._results import tool_result_block
 from ._state import CallRecord, CallStatus, Decision, Phase, RunState
 from ._types import EndReason, Reply, ToolCall, ToolResultMessage
 from ._usage import RequestUsage
+
+if TYPE_CHECKING:
+    from ._toolsets import RunnableTool
 
 __all__ = [
     "INTERRUPTED",
@@ -408,6 +411,26 @@ INTERRUPTED = (
     "may or may not have taken effect. Check before calling it again."
 )
 """The is_error result of a call that a crash interrupted (its tool is not idempotent)."""
+
+
+def may_start_early(call: ToolCall, tool: RunnableTool | None, state: RunState, *, durable: bool) -> bool:
+    """Whether ``call`` may start while its reply still streams (``run_tools_eagerly``).
+
+    Not if its tool is unknown, opted out (``start_early=False``) or may need approval; not if it
+    started already, or its id is one the reply check will refuse (the reply is then refused
+    whole, and none of its calls may have run for it). With a checkpointer (``durable``), only a
+    tool that may run again (``idempotent``) starts early: a call that finished before its reply
+    was whole and saved would be lost to the journal if the process died then, and the reply,
+    requested again, could ask for it again.
+    """
+    return (
+        tool is not None
+        and tool.start_early
+        and tool.requires_approval is False
+        and (tool.idempotent or not durable)
+        and TOOL_ID_PATTERN.fullmatch(call.id) is not None
+        and call.id not in state.calls
+    )
 
 
 def resumed(state: RunState, *, may_run_again: Callable[[ToolCall], bool]) -> RunState:
