@@ -306,6 +306,17 @@ async def test_a_follow_up_pushed_after_the_end_opens_the_loop_again() -> None:
     assert roles(runner.messages) == ["user", "assistant", "user", "assistant", "user", "assistant"]
 
 
+async def test_a_closed_loop_yields_nothing_until_a_follow_up_opens_it_again() -> None:
+    fake = FakeMessagesAPI([text_reply("one"), text_reply("two")])
+    runner = build(fake)
+    await runner.aclose()
+    assert [message async for message in runner] == []
+    assert runner.end_reason == "closed"
+    runner.push_messages({"role": "user", "content": "Still there?"})
+    assert (await runner.until_done()).content[0].type == "text"
+    assert len(fake.requests) == 1
+
+
 async def test_set_messages_params_after_the_end_opens_the_loop_again() -> None:
     fake = FakeMessagesAPI([text_reply("one"), text_reply("two")])
     runner = build(fake)
