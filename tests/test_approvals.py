@@ -633,3 +633,20 @@ async def test_an_approved_idempotent_call_interrupted_while_running_runs_again_
     assert runs["pay 7"] == 2  # once before the crash, once after, as approved
     assert runs["pay 5"] == 0
     assert ("pay_5", "paid 7", False) in results_of(later.state.messages[2])
+
+
+async def test_steering_a_paused_run_whose_other_calls_ran_is_refused_and_nothing_is_lost() -> None:
+    fake = FakeMessagesAPI([three_calls(), text_reply("done"), text_reply("and the follow-up")])
+    runner = build(fake)
+    await runner.until_done()
+    assert runner.end_reason == "awaiting_approval"
+    with pytest.raises(ApprovalError, match=r"'look_a', 'note_b'.*Decide the waiting calls first"):
+        runner.push_messages({"role": "user", "content": "Never mind."})
+    with pytest.raises(ApprovalError, match="already ran"):
+        runner.set_messages_params(lambda params: params)
+    runner.deny("pay_5", reason="not now")
+    await runner.until_done()
+    runner.push_messages({"role": "user", "content": "Never mind."})
+    await runner.until_done()
+    assert runs == Counter({"look a": 1, "note b": 1})
+    assert roles(runner.messages) == ["user", "assistant", "user", "assistant", "user", "assistant"]

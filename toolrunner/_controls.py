@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 
-from ._errors import ParamsError, ToolRunnerError
+from ._errors import ApprovalError, ParamsError, ToolRunnerError
 from ._events import RunnerEvent, run_with_events
 from ._execution import ExecutionOptions, current_call
-from ._lifecycle import closed, steered
+from ._lifecycle import closed, pending_calls, steered
 from ._messages import message_param
 from ._params import ToolIndex, check_params, index_tools
-from ._state import RunState
+from ._state import CallStatus, Phase, RunState
 from ._types import EndReason, Reply, ToolCall
 from ._usage import UsageTracker
 
@@ -123,7 +123,7 @@ class RunnerControls:
         From the loop body, this means the runner will not append the yielded reply itself. After
         the loop ended, it opens the loop again: the next iteration sends a request.
         """
-        self._check_can_steer("push_messages")
+        self._check_history_may_change("push_messages")
         params = [message_param(message, index) for index, message in enumerate(messages)]
         history = self._state.messages
         self._checked = min(self._checked, max(len(history) - 1, 0))
@@ -138,7 +138,7 @@ class RunnerControls:
         runner will not append the yielded reply itself: the new history stands. After the loop
         ended, it opens the loop again.
         """
-        self._check_can_steer("set_messages_params")
+        self._check_history_may_change("set_messages_params")
         if callable(params):
             new = params(dict(self.params))
             if not isinstance(new, Mapping):
@@ -169,6 +169,25 @@ class RunnerControls:
                 f"{method}() was called {source}; change the history from the loop body instead, between "
                 "receiving a reply and asking for the next."
             )
+
+    def _check_history_may_change(self, method: str) -> None:
+        """A paused turn's results would be lost with its reply: the ran calls must be appended first."""
+        self._check_can_steer(method)
+        if self._state.phase is Phase.AWAITING:
+            ran = sorted(  # in tool_use order
+                (
+                    tool_use_id
+                    for tool_use_id, record in self._state.calls.items()
+                    if record.status in (CallStatus.STARTED, CallStatus.FINISHED)
+                ),
+                key=[call.id for call in pending_calls(self._state)].index,
+            )
+            if ran:
+                raise ApprovalError(
+                    f"{method}() was called while the run waits for decisions, and the calls {ran!r} of the "
+                    "waiting reply already ran: changing the history now would drop their results. Decide the "
+                    "waiting calls first (approve, deny or answer), iterate to append the results, then steer."
+                )
 
     # -- decisions --------------------------------------------------------------------------------
 
