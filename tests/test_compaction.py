@@ -173,8 +173,7 @@ COMPACTED = message_reply(
 
 async def test_compact_before_next_turn_sends_a_compaction_request_and_replaces_the_history() -> None:
     fake = FakeMessagesAPI(
-        [tool_reply(tool_call("lookup", {"q": "a"}, id="a")), COMPACTED, text_reply("Done.")],
-        validate=False,  # the fake does not know compaction blocks, which stand first in the history
+        [tool_reply(tool_call("lookup", {"q": "a"}, id="a")), COMPACTED, text_reply("Done.")]
     )
     runner = ToolRunner(
         fake.async_client(),
@@ -207,7 +206,7 @@ async def test_compact_before_next_turn_sends_a_compaction_request_and_replaces_
 
 
 async def test_a_compaction_pending_when_the_loop_ends_is_its_last_request() -> None:
-    fake = FakeMessagesAPI([text_reply("Hello."), COMPACTED], validate=False)
+    fake = FakeMessagesAPI([text_reply("Hello."), COMPACTED])
     runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=100, messages=[USER], betas=["x"])
     replies: list[str | None] = []
     async for message in runner:
@@ -223,7 +222,7 @@ async def test_a_compaction_pending_when_the_loop_ends_is_its_last_request() -> 
 
 async def test_a_compaction_that_gives_no_summary_keeps_the_history(caplog: pytest.LogCaptureFixture) -> None:
     empty = message_reply([{"type": "compaction", "content": None}], stop_reason="compaction")
-    fake = FakeMessagesAPI([text_reply("Hello."), empty], validate=False)
+    fake = FakeMessagesAPI([text_reply("Hello."), empty])
     runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=100, messages=[USER], betas=["x"])
     async for message in runner:
         if message.stop_reason == "end_turn":
@@ -251,7 +250,7 @@ async def test_a_reply_paused_after_server_side_compaction_is_sent_back_to_go_on
     paused = message_reply(
         [{"type": "compaction", "content": "Earlier: the user said hello."}], stop_reason="compaction"
     )
-    fake = FakeMessagesAPI([paused, text_reply("Done.")], validate=False)
+    fake = FakeMessagesAPI([paused, text_reply("Done.")])
     edits = {"edits": [{"type": "compact_20260112", "pause_after_compaction": True}]}
     runner = ToolRunner(
         fake.async_client(),

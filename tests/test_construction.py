@@ -107,7 +107,7 @@ def test_set_messages_params_with_something_else() -> None:
 def test_streaming_options_that_do_not_fit() -> None:
     with pytest.raises(ParamsError, match="run_tools_eagerly=True needs stream=True"):
         build(run_tools_eagerly=True)
-    with pytest.raises(ParamsError, match=r"stream=True needs an anthropic\.AsyncAnthropic"):
+    with pytest.raises(ParamsError, match=r"ToolRunner\(stream=True\) needs an anthropic\.AsyncAnthropic"):
         ToolRunner(FakeMessagesAPI([]).client(), model=MODEL, max_tokens=1, messages=[USER], stream=True)  # type: ignore[call-overload]
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
 from collections import Counter
 from typing import Any
 
 import anthropic
 import anyio
 import pytest
+from anthropic.resources.beta.messages import Messages as BetaMessages
+from anthropic.resources.messages import Messages
 from anthropic.types.beta import BetaMessage
 
 from tests.helpers import MODEL, USER, plain, results_of, roles, sent_messages
@@ -426,6 +429,34 @@ async def test_betas_go_through_the_beta_endpoint() -> None:
     final = await runner.until_done()
     assert isinstance(final, BetaMessage)
     assert fake.requests[0].headers["anthropic-beta"] == "context-management-2025-06-27"
+
+
+BETA_ONLY_VALUES: dict[str, Any] = {
+    "fallbacks": [{"model": "claude-opus-4-6"}],
+    "mcp_servers": [{"type": "url", "url": "https://mcp.example/sse", "name": "notes"}],
+    "context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]},
+    "billing_policy": {"type": "standard"},
+    "fallback_credit_token": "token",
+}
+
+
+# Every param that the installed SDK's beta create takes and its GA create does not, but those a
+# runner refuses ('thread', 'compaction'), with a value of the right shape where one is known.
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        set(inspect.signature(BetaMessages.create).parameters)
+        - set(inspect.signature(Messages.create).parameters)
+        - {"betas", "thread", "compaction"}
+    ),
+)
+async def test_a_param_only_the_beta_endpoint_takes_sends_through_it_without_betas(name: str) -> None:
+    value = BETA_ONLY_VALUES.get(name, {"type": "auto"})
+    fake = FakeMessagesAPI([text_reply("Hi")])
+    final = await make_runner(fake, **{name: value}).until_done()
+    assert isinstance(final, BetaMessage)
+    assert fake.requests[0].body[name] == value
+    assert "anthropic-beta" not in fake.requests[0].headers
 
 
 async def test_ga_endpoint_by_default() -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import pydantic
 import pytest
 from anthropic.lib.streaming import BetaMessageStream, MessageStream
 from anthropic.lib.tools import beta_tool
 
 from tests.helpers import MODEL, USER, plain, results_of, roles
-from toolrunner import RunnerEvent, SyncToolRunner, TextDelta, ToolRunner
+from toolrunner import ParamsError, RunnerEvent, SyncToolRunner, TextDelta, ToolRunner
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -91,3 +92,46 @@ def test_a_sync_stream_the_body_leaves_unread_is_read_by_the_runner() -> None:
     assert kinds == [BetaMessageStream, BetaMessageStream]
     assert roles(runner.messages) == ["user", "assistant", "user", "assistant"]
     assert runner.until_done().content[0].type == "text"
+
+
+def test_thread_false_is_what_a_runner_always_does_and_is_not_sent() -> None:
+    fake = script()
+    runner = SyncToolRunner(
+        fake.client(), model=MODEL, max_tokens=100, messages=[USER], tools=[get_weather], thread=False
+    )
+    assert runner.until_done().content[0].type == "text"
+    assert all("thread" not in request.body for request in fake.requests)
+    assert all("beta" not in str(request.url) for request in fake.requests)
+
+
+def test_a_server_held_thread_is_refused_with_what_to_do() -> None:
+    client = FakeMessagesAPI().client()
+    with pytest.raises(ParamsError, match=r"thread=\{'type': 'create'\} asks for a server-held thread"):
+        SyncToolRunner(client, model=MODEL, max_tokens=10, messages=[USER], thread={"type": "create"})  # pyright: ignore[reportArgumentType]
+    runner = SyncToolRunner(client, model=MODEL, max_tokens=10, messages=[USER])
+    with pytest.raises(ParamsError, match="'thread' is not a request param of a runner"):
+        runner.set_messages_params({**runner.params, "thread": {"type": "create"}})
+
+
+def test_sync_streaming_with_run_tools_eagerly_is_refused_with_a_true_reason() -> None:
+    with pytest.raises(
+        ParamsError, match=r"SyncToolRunner\(stream=True\) does not take run_tools_eagerly=True"
+    ):
+        SyncToolRunner(
+            script().client(),
+            model=MODEL,
+            max_tokens=100,
+            messages=[USER],
+            stream=True,
+            run_tools_eagerly=True,
+        )
+
+
+def test_output_format_is_refused_with_the_reason_and_what_to_pass_instead() -> None:
+    class Answer(pydantic.BaseModel):
+        text: str
+
+    with pytest.raises(
+        ParamsError, match=r"output_format is an option of the SDK's parse\(\).*output_config="
+    ):
+        SyncToolRunner(script().client(), model=MODEL, max_tokens=100, messages=[USER], output_format=Answer)

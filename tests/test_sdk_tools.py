@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, cast
 
+import anyio
+import anyio.lowlevel
 import pytest
 from anthropic.lib.tools import (
     BetaAbstractMemoryTool,
+    BetaAsyncAbstractMemoryTool,
     BetaAsyncRunnableToolset,
     BetaFunctionToolResultType,
     BetaRunnableToolset,
@@ -21,6 +25,7 @@ from anthropic.lib.tools import (
     beta_async_tool,
     beta_tool,
 )
+from anthropic.lib.tools.agent_toolset import AgentToolContext, beta_agent_toolset_20260401
 from anthropic.tools import BetaToolsetCallContext
 from anthropic.types.beta import (
     BetaBrowserToolset20260801Param,
@@ -202,6 +207,116 @@ async def test_the_memory_tool_runs_as_a_built_in_tool() -> None:
     assert fake.requests[0].tools == [{"type": "memory_20250818", "name": "memory"}]
     assert results_of(runner.messages[2]) == [("a", "likes coffee", False), ("b", "created", False)]
     assert memory.files["/memories/b.md"] == "tea"
+
+
+class SlowMemory(BetaAsyncAbstractMemoryTool):
+    """An async memory tool whose commands yield to the event loop, so overlapping calls interleave."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.files: dict[str, str] = {}
+        self.log: list[str] = []
+
+    async def _step(self, name: str) -> None:
+        self.log.append(f"start {name}")
+        for _ in range(3):
+            await anyio.lowlevel.checkpoint()
+        self.log.append(f"end {name}")
+
+    async def view(self, command: BetaMemoryTool20250818ViewCommand) -> BetaFunctionToolResultType:
+        await self._step("view")
+        return self.files[command.path]
+
+    async def create(self, command: BetaMemoryTool20250818CreateCommand) -> BetaFunctionToolResultType:
+        await self._step("create")
+        self.files[command.path] = command.file_text
+        return "created"
+
+    async def str_replace(
+        self, command: BetaMemoryTool20250818StrReplaceCommand
+    ) -> BetaFunctionToolResultType:
+        await self._step("str_replace")
+        self.files[command.path] = self.files[command.path].replace(command.old_str, command.new_str)
+        return "edited"
+
+    async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> BetaFunctionToolResultType:
+        raise NotImplementedError
+
+    async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> BetaFunctionToolResultType:
+        raise NotImplementedError
+
+    async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> BetaFunctionToolResultType:
+        raise NotImplementedError
+
+
+async def test_the_sdks_built_in_tools_run_a_replys_calls_one_at_a_time_in_order() -> None:
+    memory = SlowMemory()
+    path = "/memories/a.md"
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(
+                tool_call("memory", {"command": "create", "path": path, "file_text": "hello world"}, id="a"),
+                tool_call(
+                    "memory",
+                    {"command": "str_replace", "path": path, "old_str": "world", "new_str": "there"},
+                    id="b",
+                ),
+                tool_call("memory", {"command": "view", "path": path}, id="c"),
+            ),
+            text_reply("Done."),
+        ]
+    )
+    runner = runner_for(fake, [memory])
+    await runner.until_done()
+    assert results_of(runner.messages[2]) == [
+        ("a", "created", False),
+        ("b", "edited", False),
+        ("c", "hello there", False),
+    ]
+    steps = ["create", "str_replace", "view"]
+    assert memory.log == [f"{edge} {step}" for step in steps for edge in ("start", "end")]
+
+
+async def test_the_agent_toolsets_calls_run_in_order_so_cd_then_pwd_works(tmp_path: Path) -> None:
+    tools = beta_agent_toolset_20260401(AgentToolContext(workdir=tmp_path))
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(
+                tool_call("write", {"file_path": "notes.txt", "content": "v1"}, id="a"),
+                tool_call("read", {"file_path": "notes.txt"}, id="b"),
+                tool_call("bash", {"command": "mkdir -p sub && cd sub"}, id="c"),
+                tool_call("bash", {"command": "pwd"}, id="d"),
+            ),
+            text_reply("Done."),
+        ]
+    )
+    async with runner_for(fake, tools) as runner:
+        await runner.until_done()
+        (_, read, _), (_, cd, _), (_, pwd, _) = results_of(runner.messages[2])[1:]
+    assert "v1" in str(read)
+    assert cd == ""
+    assert Path(str(pwd).strip()) == (tmp_path / "sub").resolve()
+
+
+async def test_the_users_own_sdk_function_tools_run_concurrently_as_tool_tools_do() -> None:
+    started = 0
+    all_started = anyio.Event()
+
+    @beta_async_tool
+    async def wait_for_all(n: int) -> str:
+        """Wait until all three calls run."""
+        nonlocal started
+        started += 1
+        if started == 3:
+            all_started.set()
+        await all_started.wait()
+        return str(n)
+
+    fake = FakeMessagesAPI(
+        [tool_reply(*(tool_call("wait_for_all", {"n": n}) for n in range(3))), text_reply("Done.")]
+    )
+    with anyio.fail_after(10):  # a guard against a hang, not a timing
+        await runner_for(fake, [wait_for_all]).until_done()
 
 
 class Browser(BetaAsyncRunnableToolset):

@@ -101,6 +101,9 @@ class RunnerOptions(TypedDict, total=False, extra_items=Any):
     breakpoints in a request, the caller's own counted first (see docs/caching.md)."""
     tracing: Tracing | None
     """Trace the runner with OpenTelemetry (see docs/observability.md); ``None``: no tracing."""
+    thread: Literal[False] | None
+    """The SDK runner's option: toolrunner always sends the whole history, which is what
+    ``thread=False`` asks; server-held threads are not supported."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,10 +157,17 @@ def read_options(
     on_limit = given.get("on_limit", "stop")
     if on_limit not in ("stop", "final_answer"):
         raise ParamsError(f"on_limit must be 'stop' or 'final_answer', not {on_limit!r}.")
+    thread = given.get("thread")
+    if thread is not None and thread is not False:
+        raise ParamsError(
+            f"thread={thread!r} asks for a server-held thread, which toolrunner does not use: it sends the whole "
+            "history with every request, as the SDK's runner does with thread=False. Leave thread out."
+        )
     eager = bool(given.get("run_tools_eagerly", False))
     if stream and not is_async:
         raise ParamsError(
-            "stream=True needs an anthropic.AsyncAnthropic client; SyncToolRunner does not stream."
+            "ToolRunner(stream=True) needs an anthropic.AsyncAnthropic client; with anthropic.Anthropic, "
+            "use SyncToolRunner(..., stream=True)."
         )
     if eager and not stream:
         raise ParamsError("run_tools_eagerly=True needs stream=True: tools start while the reply streams.")

@@ -21,7 +21,15 @@ from ._sdk_tools import SDK_OBJECTS, SDK_TOOLS, SDK_TOOLSETS, SdkTool, SdkToolse
 from ._tools import Tool, as_tool
 from ._toolsets import RunnableTool, Toolset
 
-__all__ = ["ToolIndex", "check_params", "index_tools", "resolve_tools", "runnable_of", "tool_key"]
+__all__ = [
+    "ToolIndex",
+    "beta_only_params",
+    "check_params",
+    "index_tools",
+    "resolve_tools",
+    "runnable_of",
+    "tool_key",
+]
 
 REQUIRED = ("model", "max_tokens", "messages")
 
@@ -69,7 +77,13 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
             raise ParamsError(
                 f"{name!r} is not a parameter of client.messages.create.{hint} "
                 "Pass runner options (max_iterations, ...) and request params by their documented names."
+                + _PARSE_ONLY.get(name, "")
             )
+    if "thread" in params:
+        raise ParamsError(
+            "'thread' is not a request param of a runner: it sends the whole history with every request, as the "
+            "SDK's runner does with thread=False. Leave thread out."
+        )
     if "compaction" in params:
         raise ParamsError(
             "'compaction' cannot be a param of a runner: every request would be a compaction request; call "
@@ -270,6 +284,24 @@ def resolve_tools(saved: Sequence[str | Mapping[str, Any]], given: object, run_i
             "then change the tools with set_messages_params()."
         )
     return [keyed[entry] if isinstance(entry, str) else entry for entry in saved]
+
+
+_PARSE_ONLY = {
+    "output_format": (
+        " output_format is an option of the SDK's parse(), which toolrunner does not call: pass "
+        "output_config={'format': {'type': 'json_schema', 'schema': ...}} and validate the reply's text yourself."
+    )
+}
+"""What the SDK's runner takes but sends through ``parse()``, not ``create``: why it is refused."""
+
+
+@cache
+def beta_only_params() -> frozenset[str]:
+    """The params only the beta endpoint's ``create`` takes (``fallbacks``, ``mcp_servers``,
+    ``context_management``, ...), as the installed SDK declares them: a request with one of them
+    goes to ``client.beta.messages``, as the SDK's runner sends every request."""
+    beta = set(inspect.signature(_BetaMessages.create).parameters)
+    return frozenset(beta - set(inspect.signature(_Messages.create).parameters) - {"betas"})
 
 
 @cache

@@ -14,6 +14,7 @@ import anthropic
 import anyio.to_thread
 
 from ._events import RunnerEvent
+from ._params import beta_only_params
 from ._streaming import StreamWatch, SyncStreamManager, watch_stream, watch_sync_stream
 from ._types import Reply, ToolCall
 
@@ -30,14 +31,16 @@ async def send_request(
     emit: Callable[[RunnerEvent], None] | None = None,
     on_tool_use: Callable[[ToolCall], None] | None = None,
 ) -> Reply | StreamWatch:
-    """Send one Messages request built from ``kwargs`` (``betas`` picks the beta endpoint).
+    """Send one Messages request built from ``kwargs`` (``betas``, or a param only the beta endpoint
+    takes, picks the beta endpoint).
 
     Returns the reply, or with ``stream=True`` the watched stream of the reply (text deltas go to
     ``emit`` and completed client tool_use blocks to ``on_tool_use`` as the stream is read). A sync
     client sends from a worker thread. What the service sends back is not checked here.
     """
     betas = kwargs.pop("betas", None)
-    messages = client.beta.messages if betas else client.messages
+    beta = bool(betas) or not beta_only_params().isdisjoint(kwargs)
+    messages = client.beta.messages if beta else client.messages
     if betas:
         kwargs["betas"] = betas
     if not isinstance(client, anthropic.AsyncAnthropic):

@@ -75,7 +75,8 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         stream: Yield the SDK's ``AsyncMessageStream`` of each reply instead of the message.
         **options: The options of ``RunnerOptions`` (``tools``, ``max_iterations``, ...) and any
             parameter of ``client.messages.create`` (``model``, ``max_tokens`` and ``messages`` are
-            required). ``betas=[...]`` sends through ``client.beta.messages``.
+            required). ``betas=[...]``, or a param only ``client.beta.messages.create`` takes, sends
+            through ``client.beta.messages``.
     """
 
     @overload

@@ -6,7 +6,8 @@ tool) and the runnable toolsets become ``RunnableTool`` objects: their definitio
 the SDK sends them (``to_dict()``, read once), their ``call()`` runs them, and what they return goes
 through toolrunner's result adapter. The SDK's ``ToolError`` is handled like toolrunner's (in
 ``_execution``); the SDK's own input check, which raises a ``ValueError`` whose cause is pydantic's
-``ValidationError``, becomes a ``ToolInputError`` the model can act on.
+``ValidationError``, becomes a ``ToolInputError`` the model can act on. The tools the SDK makes
+itself run in the model's order, as in the SDK's runner (see ``SdkTool``).
 
 Cleanup: ``close_sdk_object`` runs the cleanup hooks the SDK defines (a toolset's ``close()``, a
 function tool's ``close``/``aclose`` attribute and the context manager of a tool made from one),
@@ -92,19 +93,25 @@ def input_object(name: str, raw: object) -> dict[str, Any]:
 class SdkTool:
     """An SDK function tool or built-in tool as a ``RunnableTool``.
 
+    The tools the SDK makes itself keep state between calls (the memory tool's files, the agent
+    toolset's shell and files) or stand for a server that may (the MCP tools), and the SDK's runner
+    runs a reply's calls in order, so a reply may create a file and then read it: they are
+    ``sequential`` here, and never start while the reply streams. Tools made from the user's own
+    functions (``@beta_tool``, ``@beta_async_tool``) run concurrently, as ``@tool`` tools do.
+
     Attributes:
         tool: The SDK's tool object.
     """
 
-    sequential = False
     timeout: float | None = None
-    start_early = True
     idempotent = False
     requires_approval: ApprovalGate = False
 
     def __init__(self, tool: Any) -> None:
         self.tool = tool
         self.name: str = tool.name
+        self.sequential: bool = _made_by_sdk(tool)
+        self.start_early: bool = not self.sequential
         self._param: Mapping[str, Any] = tool.to_dict()
         self.is_async = isinstance(tool, BetaAsyncFunctionTool | BetaAsyncBuiltinFunctionTool)
         self.function: Callable[..., Any] = self._call_async if self.is_async else self._call_sync
@@ -196,6 +203,17 @@ class SdkToolsetTool:
 
     def __repr__(self) -> str:
         return f"SdkToolsetTool({self.toolset!r})"
+
+
+def _made_by_sdk(tool: object) -> bool:
+    """Whether the SDK itself made ``tool``: a built-in tool (the memory tool), or a function tool
+    whose function the SDK defines (the tools of ``agent_toolset`` and ``mcp``; also a
+    ``@beta_async_tool`` made from a context manager, which holds a resource as the bash tool
+    does, since its function is the SDK's wrapper that enters it)."""
+    if isinstance(tool, BetaBuiltinFunctionTool | BetaAsyncBuiltinFunctionTool):
+        return True
+    module = getattr(getattr(tool, "func", None), "__module__", None)
+    return isinstance(module, str) and (module == "anthropic" or module.startswith("anthropic."))
 
 
 def _listed(value: object) -> object:

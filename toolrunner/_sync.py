@@ -76,6 +76,12 @@ class SyncToolRunner(Generic[SyncItemT]):
                 f"SyncToolRunner needs a sync anthropic.Anthropic client, not {type(client).__name__!r}; "
                 "with anthropic.AsyncAnthropic use ToolRunner and `async for`."
             )
+        if stream and options.get("run_tools_eagerly"):
+            raise ParamsError(
+                "SyncToolRunner(stream=True) does not take run_tools_eagerly=True: your code reads each stream in "
+                "its own thread, and the tools start once the reply is complete. Leave run_tools_eagerly out, or "
+                "use ToolRunner with an anthropic.AsyncAnthropic client to start tools while a reply streams."
+            )
         self._runner = ToolRunner(client, **options)
         if stream:
             self._runner._stream_in_sync_code()  # pyright: ignore[reportPrivateUsage]  # the one place it is allowed

@@ -17,7 +17,7 @@ from anthropic.types.beta import BetaMessage
 __all__ = ["Decision", "EndReason", "Reply", "ReplyStream", "RunnerView", "ToolCall", "ToolResultMessage"]
 
 Reply: TypeAlias = Message | BetaMessage
-"""A reply: a ``Message``, or a ``BetaMessage`` when ``betas`` is set."""
+"""A reply: a ``Message``, or a ``BetaMessage`` from the beta endpoint (``betas``, or a beta-only param)."""
 
 ReplyStream: TypeAlias = AsyncMessageStream[Any] | BetaAsyncMessageStream[Any]
 """What a streaming runner yields: the SDK's stream of one reply."""

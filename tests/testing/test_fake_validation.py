@@ -104,6 +104,32 @@ def test_the_first_message_must_be_a_user_message() -> None:
     )
 
 
+COMPACTION: dict[str, Any] = {"type": "compaction", "content": "The user asked about Paris."}
+
+
+def test_a_history_may_go_on_from_an_assistant_message_that_opens_with_a_compaction_block() -> None:
+    fake = FakeMessagesAPI([text_reply("fine")])
+    with fake.client() as client:
+        client.beta.messages.create(
+            model="m",
+            max_tokens=10,
+            messages=[{"role": "assistant", "content": [COMPACTION]}, QUESTION],  # pyright: ignore[reportArgumentType]
+            betas=["compact-2026-01-12"],
+        )
+    fake.assert_complete()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [[{"type": "text", "text": "Hello."}, COMPACTION], [{"type": "text", "text": "Hello."}]],
+    ids=["compaction-not-first", "no-compaction"],
+)
+def test_any_other_assistant_message_first_is_still_rejected(content: list[dict[str, Any]]) -> None:
+    assert rejection(request({"role": "assistant", "content": content}, QUESTION)) == (
+        'messages: first message must use the "user" role'
+    )
+
+
 @pytest.mark.parametrize("empty", ["", []])
 def test_empty_content_is_rejected(empty: Any) -> None:
     assert rejection(request(QUESTION, {"role": "assistant", "content": empty}, QUESTION)) == (

@@ -92,9 +92,17 @@ def find_invalid_request(body: Mapping[str, Any]) -> str | None:
     if problem is not None:
         return problem
     conversation = [turn for turn in turns if turn[0] != "system"]
-    if not conversation or conversation[0][0] != "user":
+    if not conversation or (conversation[0][0] != "user" and not _starts_with_compaction(conversation[0])):
         return 'messages: first message must use the "user" role'
     return _find_unpaired_tool_blocks(turns) or find_invalid_breakpoints(body)
+
+
+def _starts_with_compaction(turn: tuple[str, list[Any]]) -> bool:
+    """Whether a turn is an assistant turn that opens with a ``compaction`` block: the service takes
+    a history that goes on from a compaction (the reply to a compaction request, or to one paused
+    after server-side compaction), as the SDK's runner and toolrunner send it after compacting."""
+    role, blocks = turn
+    return role == "assistant" and bool(blocks) and _field(blocks[0], "type") == "compaction"
 
 
 # -- system messages ------------------------------------------------------------------------------
