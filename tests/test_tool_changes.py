@@ -356,3 +356,29 @@ def test_pending_tool_changes_round_trip_and_older_states_load_with_none() -> No
     del data["tool_changes"]
     data["version"] = 2
     assert RunState.from_json(json.dumps(data)).tool_changes == ()
+
+
+async def test_a_removal_stays_in_force_when_a_compaction_replaces_the_message_that_sent_it() -> None:
+    # as the SDK's runner: the compaction block carries no tool_changes here, and ping, removed by a
+    # system message the compaction replaced, stays removed
+    compacted = message_reply([{"type": "compaction", "content": "Ping was used."}], stop_reason="compaction")
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(tool_call("ping", {}, id="a")),
+            tool_reply(tool_call("late", {"city": "Oslo"}, id="b")),
+            compacted,
+            tool_reply(tool_call("ping", {}, id="c")),
+            text_reply("Done."),
+        ],
+        validate=False,  # the fake does not know compaction blocks, which stand first in the history
+    )
+    runner = runner_for(fake, [ping, late])
+    async for message in runner:
+        if runner.requests_sent == 1:
+            response = await runner.generate_tool_response()
+            assert response is not None
+            runner.push_messages(message, response, {"role": "system", "content": [removal("ping")]})
+        if runner.requests_sent == 2:
+            runner.compact_before_next_turn()
+    assert roles(fake.requests[3].messages) == ["assistant"]
+    assert results_of(runner.messages[2]) == [("c", UNKNOWN_PING, True)]
