@@ -404,7 +404,7 @@ async def test_an_awaiting_state_round_trips_and_a_version_1_state_loads() -> No
     old = RunState.from_json(json.dumps(data))
     assert old.phase is Phase.WITH_BODY
     assert {record.decision for record in old.calls.values()} == {None}
-    assert STATE_VERSION == 2
+    assert STATE_VERSION == 3
 
 
 def test_a_sync_runner_pauses_and_takes_decisions() -> None:

@@ -6,13 +6,15 @@ and blocks; see docs/testing.md); what the runner sends is also compared exactly
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import anyio
 import pytest
 from anthropic.lib.tools import beta_tool
 
 from tests.helpers import MODEL, USER, plain, results_of, roles
-from toolrunner import HistoryError, ParamsError, ToolRunner, tool
+from toolrunner import HistoryError, MemoryCheckpointer, ParamsError, RunState, ToolRunner, tool
 from toolrunner.testing import FakeMessagesAPI, message_reply, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -176,3 +178,207 @@ async def test_a_directive_only_system_message_may_stand_anywhere() -> None:
     runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=100, messages=[USER, directive])
     await runner.until_done()
     assert fake.requests[0].messages[1] == directive
+
+
+# -- tool changes kept in the history and the state: they survive push_messages and resume ---------
+
+
+def removal(name: str) -> dict[str, Any]:
+    return {"type": "tool_removal", "tool": {"type": "tool_reference", "name": name}}
+
+
+UNKNOWN_PING = "There is no tool named 'ping'. The available tools are: 'late'."
+
+
+async def test_a_removal_in_the_given_history_stops_the_tool_as_the_sdks_runner_does() -> None:
+    # (a) a history as the SDK's runner leaves it: its system message removed ping
+    history: list[dict[str, Any]] = [
+        USER,
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "ping", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a", "content": "pong"}]},
+        {"role": "system", "content": [removal("ping")]},
+    ]
+    fake = FakeMessagesAPI([tool_reply(tool_call("ping", {}, id="b")), text_reply("Done.")])
+    runner = ToolRunner(
+        fake.async_client(), model=MODEL, max_tokens=100, messages=history, tools=[ping, late]
+    )
+    await runner.until_done()
+    assert results_of(runner.messages[5]) == [("b", UNKNOWN_PING, True)]
+
+
+async def test_a_removal_pushed_into_the_history_stops_the_tool_and_an_addition_brings_it_back() -> None:
+    # (a) push_messages of the SDK runner's system messages mid-run
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(tool_call("ping", {}, id="a")),
+            tool_reply(tool_call("ping", {}, id="b")),
+            tool_reply(tool_call("ping", {}, id="c")),
+            text_reply("Done."),
+        ]
+    )
+    runner = runner_for(fake, [ping, late])
+    addition = {"type": "tool_addition", "tool": {"type": "tool_definition", "definition": ping.to_param()}}
+    async for message in runner:
+        if runner.requests_sent in (1, 2):
+            response = await runner.generate_tool_response()
+            assert response is not None
+            change = removal("ping") if runner.requests_sent == 1 else addition
+            runner.push_messages(message, response, {"role": "system", "content": [change]})
+    assert results_of(runner.messages[2]) == [("a", "pong", False)]
+    assert results_of(runner.messages[5]) == [("b", UNKNOWN_PING, True)]
+    assert results_of(runner.messages[8]) == [("c", "pong", False)]
+
+
+async def test_a_tool_removed_before_a_checkpoint_stays_removed_when_the_run_is_resumed() -> None:
+    # (b) remove_tools(); the process stops after the next reply; the resumed run does not run ping
+    checkpointer = MemoryCheckpointer()
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(tool_call("ping", {}, id="a")),
+            tool_reply(tool_call("ping", {}, id="b")),
+            text_reply("Done."),
+        ]
+    )
+    runner = runner_for(fake, [ping, late], checkpointer=checkpointer, run_id="run")
+    async for message in runner:
+        if message.stop_reason == "tool_use" and runner.requests_sent == 1:
+            runner.remove_tools("ping")
+        if runner.requests_sent == 2:
+            break
+    resumed = await ToolRunner.resume(
+        fake.async_client(), checkpointer=checkpointer, run_id="run", tools=[ping, late]
+    )
+    await resumed.until_done()
+    assert results_of(resumed.messages[5]) == [("b", UNKNOWN_PING, True)]
+    assert roles(fake.requests[2].messages) == ["user", "assistant", "user", "system", "assistant", "user"]
+
+
+async def test_tool_changes_not_yet_sent_are_in_the_checkpoint() -> None:
+    # (c) the process dies while a tool runs, after remove_tools(): the checkpoint holds the change,
+    # which the resumed run sends, and obeys
+    checkpointer = MemoryCheckpointer()
+    stopped = anyio.CancelScope()
+
+    @tool(idempotent=True)
+    async def stop() -> str:
+        """Stops the process the first time."""
+        if not stopped.cancel_called:
+            stopped.cancel()
+            await anyio.sleep_forever()
+        return "stopped"
+
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(tool_call("stop", {}, id="a")),
+            tool_reply(tool_call("ping", {}, id="b")),
+            text_reply("Done."),
+        ]
+    )
+    runner = runner_for(fake, [ping, stop], checkpointer=checkpointer, run_id="run")
+    with stopped:
+        async for message in runner:
+            if message.stop_reason == "tool_use":
+                runner.remove_tools("ping")
+                assert runner.state.tool_changes == (removal("ping"),)
+    loaded = await checkpointer.load("run")
+    assert loaded is not None
+    assert loaded.state.tool_changes == (removal("ping"),)
+    resumed = await ToolRunner.resume(
+        fake.async_client(), checkpointer=checkpointer, run_id="run", tools=[ping, stop]
+    )
+    await resumed.until_done()
+    assert fake.requests[1].messages[-1] == {"role": "system", "content": [removal("ping")]}
+    assert results_of(resumed.messages[5]) == [
+        ("b", "There is no tool named 'ping'. The available tools are: 'stop'.", True)
+    ]
+    assert resumed.state.tool_changes == ()
+
+
+async def test_a_tool_added_mid_run_is_given_again_on_resume_and_runs_without_changing_the_tools_param() -> (
+    None
+):
+    # (d) add_tools(late); the run is resumed with late given again: the requests are those of the
+    # uninterrupted run
+    def script() -> FakeMessagesAPI:
+        return FakeMessagesAPI(
+            [
+                tool_reply(tool_call("ping", {}, id="a")),
+                tool_reply(tool_call("late", {"city": "Oslo"}, id="b")),
+                text_reply("Done."),
+            ]
+        )
+
+    whole = script()
+    runner = runner_for(whole, [ping])
+    async for message in runner:
+        if message.stop_reason == "tool_use" and runner.requests_sent == 1:
+            runner.add_tools(late)
+
+    checkpointer = MemoryCheckpointer()
+    fake = script()
+    runner = runner_for(fake, [ping], checkpointer=checkpointer, run_id="run")
+    async for message in runner:
+        if message.stop_reason == "tool_use" and runner.requests_sent == 1:
+            runner.add_tools(late)
+        if runner.requests_sent == 2:
+            break
+    with pytest.raises(ParamsError, match=r"\['ping'\].*pass them in tools"):
+        await ToolRunner.resume(fake.async_client(), checkpointer=checkpointer, run_id="run", tools=[late])
+    resumed = await ToolRunner.resume(
+        fake.async_client(), checkpointer=checkpointer, run_id="run", tools=[ping, late]
+    )
+    await resumed.until_done()
+    assert results_of(resumed.messages[5]) == [("b", "late Oslo", False)]
+    assert fake.requests[1].body == whole.requests[1].body
+    resumed_body, whole_body = fake.requests[2].body, whole.requests[2].body
+    assert {**resumed_body, "messages": None} == {**whole_body, "messages": None}  # the tools param above all
+    assert resumed_body["messages"][3] == whole_body["messages"][3]  # the tool_addition
+    assert fake.requests[2].tools == [ping.to_param()]
+    assert resumed.state.tools == ("ping",)
+
+
+async def test_a_tool_neither_of_the_run_nor_added_by_it_is_refused_on_resume() -> None:
+    checkpointer = MemoryCheckpointer()
+    fake = FakeMessagesAPI([text_reply("Done.")])
+    await runner_for(fake, [ping], checkpointer=checkpointer, run_id="run").until_done()
+    with pytest.raises(ParamsError, match=r"\['late'\] are not tools of the saved run 'run'"):
+        await ToolRunner.resume(
+            fake.async_client(), checkpointer=checkpointer, run_id="run", tools=[ping, late]
+        )
+
+
+def test_pending_tool_changes_round_trip_and_older_states_load_with_none() -> None:
+    state = RunState(params={"model": MODEL}, messages=(USER,), tool_changes=(removal("ping"),))
+    text = state.to_json()
+    assert RunState.from_json(text).tool_changes == (removal("ping"),)
+    assert RunState.from_json(text).to_json() == text
+    data = json.loads(text)
+    del data["tool_changes"]
+    data["version"] = 2
+    assert RunState.from_json(json.dumps(data)).tool_changes == ()
+
+
+async def test_a_removal_stays_in_force_when_a_compaction_replaces_the_message_that_sent_it() -> None:
+    # as the SDK's runner: the compaction block carries no tool_changes here, and ping, removed by a
+    # system message the compaction replaced, stays removed
+    compacted = message_reply([{"type": "compaction", "content": "Ping was used."}], stop_reason="compaction")
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(tool_call("ping", {}, id="a")),
+            tool_reply(tool_call("late", {"city": "Oslo"}, id="b")),
+            compacted,
+            tool_reply(tool_call("ping", {}, id="c")),
+            text_reply("Done."),
+        ],
+        validate=False,  # the fake does not know compaction blocks, which stand first in the history
+    )
+    runner = runner_for(fake, [ping, late])
+    async for message in runner:
+        if runner.requests_sent == 1:
+            response = await runner.generate_tool_response()
+            assert response is not None
+            runner.push_messages(message, response, {"role": "system", "content": [removal("ping")]})
+        if runner.requests_sent == 2:
+            runner.compact_before_next_turn()
+    assert roles(fake.requests[3].messages) == ["assistant"]
+    assert results_of(runner.messages[2]) == [("c", UNKNOWN_PING, True)]

@@ -8,6 +8,7 @@ inside a tool or while the runner is finishing a turn, where the history would c
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import MappingProxyType
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 
+from ._availability import pending_message, removed_tools
 from ._errors import ApprovalError, ParamsError, ToolRunnerError
 from ._events import RunnerEvent, run_with_events
 from ._execution import ExecutionOptions, current_call
@@ -53,6 +55,7 @@ class RunnerControls:
         _calls: TurnCalls
         _options: Options
         _tool_changes: dict[str, object]
+        _folded: tuple[tuple[Any, ...], tuple[Mapping[str, Any], ...]] | None
 
         _closing: bool
 
@@ -247,7 +250,20 @@ class RunnerControls:
                 for tool in (*self._index.runnable.values(), *self._index.families.values())
             ),
             families=self._index.families,
+            removed=self._calls.execution.removed,
         )
+
+    def _execution(self) -> ExecutionOptions:
+        """How calls run now: the tools the history and the pending changes removed are left out
+        (folded again only when either changed)."""
+        state = self._state
+        folded = self._folded
+        if folded is None or folded[0] is not state.messages or folded[1] is not state.tool_changes:
+            removed = removed_tools((*state.messages, pending_message(state.tool_changes)))
+            self._folded = (state.messages, state.tool_changes)
+            if removed != self._calls.execution.removed:
+                self._calls.execution = dataclasses.replace(self._calls.execution, removed=removed)
+        return self._calls.execution
 
     # -- ending -----------------------------------------------------------------------------------
 

@@ -78,11 +78,14 @@ class ExecutionOptions:
     """The tools that answer the member calls of a toolset family, by ``toolset_name``."""
     gated: bool = False
     """Whether any of the tools may need approval (if none does, no call is ever gated)."""
+    removed: frozenset[str] = frozenset()
+    """Names the history's tool changes removed (``_availability``): a call to one is answered like a
+    call to an unknown tool."""
 
     def find(self, call: ToolCall) -> RunnableTool | None:
         """The tool that answers ``call``: by ``toolset_name`` for a toolset member, else by name."""
         if call.toolset_name is None:
-            return self.tools.get(call.name)
+            return None if call.name in self.removed else self.tools.get(call.name)
         return self.families.get(call.toolset_name)
 
 
@@ -334,9 +337,9 @@ def _unknown_tool_message(call: ToolCall, options: ExecutionOptions) -> str:
         return (
             f"{name!r} is a toolset: call its member tools (with their toolset_name), not the toolset itself."
         )
-    if name in options.unrunnable:
+    if name in options.unrunnable and name not in options.removed:
         return f"Tool {name!r} is not run by this program; no result is available. Continue without it."
-    available = ", ".join(repr(n) for n in sorted(options.tools)) or "none"
+    available = ", ".join(repr(n) for n in sorted(options.tools.keys() - options.removed)) or "none"
     return f"There is no tool named {name!r}. The available tools are: {available}."
 
 

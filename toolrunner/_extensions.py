@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
+from ._availability import last_changes, pending_message, removed_tools
 from ._compaction import (
     DEFAULT_THRESHOLD,
     CompactionControl,
@@ -84,9 +85,9 @@ class RunnerExtensions:
 
     def _init_extensions(self, compaction_control: CompactionControl | None) -> None:
         self._tool_changes: dict[str, object] = {}
-        """Tools added (the tool, or a raw definition) or removed (None) by name: ``add_tools()``."""
-        self._pending_changes: list[dict[str, Any]] = []
-        """The tool_addition / tool_removal blocks the next request sends."""
+        """Tools added (the tool, or a raw definition) or removed (None) by name: ``add_tools()``. What
+        is code lives here (the SDK runner's ``_tool_overrides``); the blocks that say which tools are
+        available are data: in the history, and the pending ones in ``RunState.tool_changes``."""
         self._opened: list[Toolset] = []  # the toolsets this runner opened, in order
         self._entered = False  # inside `async with runner`
         self._sdk_closed: set[int] = set()  # SDK tools and toolsets whose cleanup this runner ran
@@ -145,7 +146,7 @@ class RunnerExtensions:
             blocks.append(
                 {"type": "tool_addition", "tool": {"type": "tool_definition", "definition": definition}}
             )
-        self._pending_changes.extend(blocks)
+        self._set(self._state.replace(tool_changes=(*self._state.tool_changes, *blocks)))
         self._index_tools(self._index.tools)
 
     def remove_tools(self, *tools: object) -> None:
@@ -167,7 +168,12 @@ class RunnerExtensions:
                     f"remove_tools() cannot remove the toolset {tool!r}; change toolsets with set_messages_params()."
                 )
             name = tool if isinstance(tool, str) else runnable_of(tool).name
-            known = name in index.runnable or name in index.unrunnable or name in self._tool_changes
+            known = (
+                name in index.runnable
+                or name in index.unrunnable
+                or name in self._tool_changes
+                or name in self._history_additions()
+            )
             if not known:
                 available = ", ".join(repr(n) for n in sorted({*index.runnable, *index.unrunnable})) or "none"
                 raise ParamsError(
@@ -175,12 +181,28 @@ class RunnerExtensions:
                     "the service rejects a tool_removal for a tool it does not know."
                 )
             names.append(name)
+        blocks = [
+            {"type": "tool_removal", "tool": {"type": "tool_reference", "name": name}} for name in names
+        ]
         for name in names:
             self._tool_changes[name] = None
-            self._pending_changes.append(
-                {"type": "tool_removal", "tool": {"type": "tool_reference", "name": name}}
-            )
+        self._set(self._state.replace(tool_changes=(*self._state.tool_changes, *blocks)))
         self._index_tools(self._index.tools)
+
+    def _keep_removals(self, before: RunState, after: RunState) -> None:
+        """A compaction replaced the history: the removals of the part it summarized stay in force
+        (in this runner's memory, as the SDK's runner keeps them), whether or not the compaction
+        block's ``tool_changes`` carry them."""
+        lost = removed_tools(before.messages) - removed_tools(after.messages)
+        if lost:
+            self._tool_changes.update(dict.fromkeys(lost))
+            self._index_tools(self._index.tools)
+
+    def _history_additions(self) -> set[str]:
+        """The names the history's tool_addition blocks (and the pending ones) made available."""
+        state = self._state
+        changes = last_changes((*state.messages, pending_message(state.tool_changes)))
+        return {name for name, added in changes.items() if added}
 
     # -- compaction -----------------------------------------------------------------------------
 
@@ -247,14 +269,13 @@ class RunnerExtensions:
             if index.stale():
                 self._index_tools(index.tools)
         state = self._state
-        if self._pending_changes:
+        if state.tool_changes:
             messages = state.messages
             if (
                 field(messages[-1], "role") if messages else None
             ) != "assistant":  # a resumed turn stays last
-                system = {"role": "system", "content": list(self._pending_changes)}
-                self._pending_changes.clear()
-                state = state.replace(messages=(*messages, system))
+                system = pending_message(state.tool_changes)
+                state = state.replace(messages=(*messages, system), tool_changes=())
                 self._set(state)
         if self._pending_compaction is None:
             return
@@ -278,7 +299,9 @@ class RunnerExtensions:
             if self._saver is not None:
                 self._saver.history_replaced()
             last, self._final_compaction = self._final_compaction, False
-            return compaction_answered(state, compacted, last=last)
+            answered = compaction_answered(state, compacted, last=last)
+            self._keep_removals(state, answered)
+            return answered
         if self._pending_compaction is not None and state.phase is Phase.DONE and state.end_reason == "model":
             reply = state.reply
             if reply is not None and client_tool_calls(reply):
@@ -321,6 +344,7 @@ class RunnerExtensions:
             self._set(summary_counted(state, None, usage))
             return
         self._set(summary_counted(state, summarized_history(state.messages, point, summary), usage))
+        self._keep_removals(state, self._state)
         if self._saver is not None:
             self._saver.history_replaced()
         logger.info("Compaction complete: %d messages replaced with a summary.", point)

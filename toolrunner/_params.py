@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, cast
@@ -254,12 +254,20 @@ def tool_key(entry: object) -> str | None:
     return runnable_of(entry).name
 
 
-def resolve_tools(saved: Sequence[str | Mapping[str, Any]], given: object, run_id: str) -> list[Any]:
+def resolve_tools(
+    saved: Sequence[str | Mapping[str, Any]],
+    given: object,
+    run_id: str,
+    *,
+    added: Collection[str] = (),
+) -> tuple[list[Any], dict[str, object]]:
     """A saved run's ``tools`` param with each runnable tool's (or toolset's) name replaced by the
-    one given again.
+    one given again, and the tools given for names in ``added`` (the tools the run added mid-run,
+    which are not in its ``tools`` param), by name.
 
     Raises:
-        ParamsError: A tool of the saved run is not given, or a given tool is not one of the run's.
+        ParamsError: A tool of the saved run is not given, or a given tool is neither one of the
+            run's nor one it added.
     """
     if given is None:
         given = []
@@ -277,13 +285,15 @@ def resolve_tools(saved: Sequence[str | Mapping[str, Any]], given: object, run_i
             f"the saved run {run_id!r} uses the tool(s) {missing!r}; pass them in tools=[...] to resume it "
             "(tools are code, so a run saves only their names)."
         )
-    extra = sorted(set(keyed) - names)
+    extra = sorted(set(keyed) - names - set(added))
     if extra:
         raise ParamsError(
-            f"the tool(s) {extra!r} are not tools of the saved run {run_id!r}; resume it with its own tools, "
-            "then change the tools with set_messages_params()."
+            f"the tool(s) {extra!r} are not tools of the saved run {run_id!r} (neither in its tools param nor added "
+            "by add_tools()); resume it with its own tools, then change the tools with add_tools() or "
+            "set_messages_params()."
         )
-    return [keyed[entry] if isinstance(entry, str) else entry for entry in saved]
+    tools = [keyed[entry] if isinstance(entry, str) else entry for entry in saved]
+    return tools, {key: entry for key, entry in keyed.items() if key not in names}
 
 
 _PARSE_ONLY = {

@@ -27,6 +27,7 @@ from anthropic.types import ToolResultBlockParam
 from typing_extensions import TypeVar, Unpack
 
 from ._approvals import Approvals
+from ._availability import added_definitions, pending_message
 from ._calls import RunnerLink, TurnCalls
 from ._checkpoint import Saver
 from ._controls import RunnerControls
@@ -121,9 +122,14 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         never run again; a call that had started but not finished runs again if its tool is
         ``idempotent``, and otherwise gets an ``is_error`` result saying it was interrupted.
 
+        Tools changed mid-run stay changed: a tool the history (or a pending change) removed is not
+        run, and a tool that ``add_tools()`` added (a ``tool_addition`` of the saved history) may be
+        given again in ``tools=[...]``: it runs, and is not sent in the ``tools`` param.
+
         Raises:
             CheckpointError: The checkpointer has no run of that name.
-            ParamsError: A tool of the saved run is not given, or request params are given.
+            ParamsError: A tool of the saved run is not given, a tool given is not one of the run's
+                (nor added by it), or request params are given.
         """
         checkpointer, run_id = options.get("checkpointer"), options.get("run_id")
         if checkpointer is None or run_id is None:
@@ -140,7 +146,12 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             raise CheckpointError(
                 f"{checkpointer!r} has no saved run named {run_id!r}; start it with ToolRunner(..., run_id={run_id!r})."
             )
-        runner._index_tools(resolve_tools(loaded.state.tools, runner._options.tools, run_id))
+        saved = loaded.state
+        added = added_definitions((*saved.messages, pending_message(saved.tool_changes)))
+        tools, extra = resolve_tools(saved.tools, runner._options.tools, run_id, added=added)
+        runner._tool_changes.update(extra)  # run, but not sent in the tools param: as add_tools() left them
+        runner._state = saved  # what _execution() folds, and may_run_again reads
+        runner._index_tools(tools)
         runner._saver = Saver(checkpointer, run_id, loaded=loaded)
         runner._state = resumed(loaded.state, may_run_again=runner._may_run_again)
         return runner
@@ -172,8 +183,8 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._calls = TurnCalls(link, ExecutionOptions(tools={}, adapter=self._options.result_adapter))
         self._approvals = Approvals(
             link,
-            find=lambda call: self._calls.execution.find(call),
-            gated=lambda: self._calls.execution.gated,
+            find=lambda call: self._execution().find(call),
+            gated=lambda: self._execution().gated,
             adapter=self._options.result_adapter,
             callback=self._options.approve,
         )
@@ -186,6 +197,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._checked = 0  # the history is known to be valid before this index (see check_history)
         self._index = ToolIndex(tools=[], wire=[], runnable={}, unrunnable=frozenset())
         self._usage: tuple[tuple[object, ...], UsageTracker] | None = None
+        self._folded: tuple[tuple[Any, ...], tuple[Mapping[str, Any], ...]] | None = None  # see _execution
         self._state = RunState(params={})
         self._init_extensions(self._options.compaction_control)
         return params
@@ -264,6 +276,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
     async def _settle(self, calls: Sequence[ToolCall]) -> list[ToolResultBlockParam] | None:
         """Find the calls that wait, let the ``approve=`` callback decide them, run what may run;
         the results in order, or ``None`` while calls still wait."""
+        self._execution()
         await self._approvals.gate(calls)
         await self._approvals.ask()
         return await self._calls.settle(calls)
@@ -339,6 +352,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
 
     def _start_early(self, call: ToolCall) -> None:
         assert self._task_group is not None
+        self._execution()
         self._calls.start_early(call, self._task_group)
 
     def _report(self, event: RunnerEvent) -> None:
@@ -367,7 +381,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
 
     async def _gate_and_save(self) -> None:
         """After a reply: its calls that need a decision wait; the state is saved."""
-        if self._calls.execution.gated:
+        if self._execution().gated:
             await self._approvals.gate(pending_calls(self._state))
         await self._save()
 
@@ -436,7 +450,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._set(stream_abandoned(self._state))
 
     def _may_run_again(self, call: ToolCall) -> bool:
-        tool = self._calls.execution.find(call)
+        tool = self._execution().find(call)
         return tool is not None and tool.idempotent
 
     async def _save(self) -> None:

@@ -48,11 +48,12 @@ __all__ = [
     "request_usage_data",
 ]
 
-STATE_VERSION = 2
+STATE_VERSION = 3
 """The version of ``RunState``'s JSON form that this toolrunner writes.
 
 Version 2 added decisions on tool calls (approvals): the statuses ``awaiting`` and ``approved``,
 and a call record's ``input`` and ``decision``; version 1 states load with none of them.
+Version 3 added the pending tool changes (``tool_changes``); older states load with none.
 """
 
 
@@ -126,6 +127,9 @@ class RunState:
             ``tool_choice: none``), if any.
         end_reason: Why the loop ended (or paused); set exactly in ``DONE`` and ``AWAITING``.
         run_id: The run's name in a checkpoint store, if it has one.
+        tool_changes: The tool_addition / tool_removal blocks of ``add_tools()`` and
+            ``remove_tools()`` not sent yet; the next request sends them in a ``role: "system"``
+            message. They count at once: with the history's, they say which tools run.
     """
 
     params: Mapping[str, Any]
@@ -142,6 +146,7 @@ class RunState:
     final_answer: EndReason | None = None
     end_reason: EndReason | None = None
     run_id: str | None = None
+    tool_changes: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def requests_sent(self) -> int:
@@ -213,6 +218,7 @@ class RunState:
             "opened_at": self.opened_at,
             "final_answer": self.final_answer,
             "end_reason": self.end_reason,
+            "tool_changes": [plain_data(block, "tool_changes") for block in self.tool_changes],
         }
         if history:
             data["messages"] = [message_data(message, index) for index, message in enumerate(self.messages)]
@@ -268,7 +274,15 @@ def _from_version_1(data: Mapping[str, Any]) -> Mapping[str, Any]:
     return {**data, "version": 2, "calls": calls}
 
 
-_MIGRATIONS: dict[int, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {1: _from_version_1}
+def _from_version_2(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Version 2 kept no pending tool changes (they lived in the runner's memory)."""
+    return {"tool_changes": [], **data, "version": 3}
+
+
+_MIGRATIONS: dict[int, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {
+    1: _from_version_1,
+    2: _from_version_2,
+}
 """From each older version to the next."""
 
 
@@ -298,6 +312,7 @@ def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]
         final_answer=data["final_answer"],
         end_reason=end_reason,
         run_id=data["run_id"],
+        tool_changes=tuple(dict(block) for block in data["tool_changes"]),
     )
 
 
