@@ -41,7 +41,9 @@ from ._types import ToolCall
 
 __all__ = [
     "CallHooks",
+    "CallPlan",
     "ExecutionOptions",
+    "Step",
     "answer",
     "current_call",
     "not_executed",
@@ -88,6 +90,11 @@ class ExecutionOptions:
             return None if call.name in self.removed else self.tools.get(call.name)
         return self.families.get(call.toolset_name)
 
+    def runs_alone(self, call: ToolCall) -> bool:
+        """Whether ``call``'s tool is ``sequential`` (toolset members are)."""
+        tool = self.find(call)
+        return tool is not None and tool.sequential
+
 
 @dataclass(frozen=True, slots=True)
 class CallHooks:
@@ -106,34 +113,71 @@ class CallHooks:
 
 
 async def run_tool_calls(calls: Sequence[ToolCall], options: ExecutionOptions, hooks: CallHooks) -> None:
-    """Run ``calls``, handing each finished call's tool_result block to ``hooks.finished``.
-
-    Consecutive calls to ordinary tools run concurrently in one task group; a call to a
-    ``sequential`` tool runs alone, after the calls before it and before the calls after it.
-    Toolset members (``toolset_name``) run in order; once one of a family fails, the family's later
-    calls in ``calls`` are not run and get the SDK's "Not executed" result, as the model planned
-    them as one sequence.
-    """
+    """Run ``calls`` in the order ``CallPlan`` gives, handing each finished call's tool_result block
+    to ``hooks.finished``; a call the plan skips gets the SDK's "Not executed" result."""
     if len(calls) == 1:  # the common case: one call, nothing to order or to halt
         await run_one(calls[0], options, hooks)
         return
-    batch: list[ToolCall] = []
-    halted: set[str] = set()  # toolset families with a failed call among ``calls``
-    for call in calls:
-        tool = options.find(call)
-        if call.toolset_name is not None and call.toolset_name in halted:
-            await _run_batch(batch, options, hooks)
-            batch = []
-            await answer(call, not_executed(call), hooks)
-        elif tool is not None and tool.sequential:
-            await _run_batch(batch, options, hooks)
-            batch = []
-            block = await run_one(call, options, hooks)
-            if call.toolset_name is not None and block.get("is_error"):
-                halted.add(call.toolset_name)
+    plan = CallPlan(calls, options.runs_alone)
+    while (step := plan.next_step()) is not None:
+        if step.skip:
+            await answer(step.calls[0], not_executed(step.calls[0]), hooks)
+        elif len(step.calls) == 1:
+            plan.ran(step.calls[0], await run_one(step.calls[0], options, hooks))
         else:
-            batch.append(call)
-    await _run_batch(batch, options, hooks)
+            await _run_batch(step.calls, options, hooks)  # ordinary tools: never a toolset member
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """What to do next with a message's calls."""
+
+    calls: tuple[ToolCall, ...]
+    """The calls to run at once; with ``skip``, the one call to answer with ``not_executed``."""
+    skip: bool = False
+
+
+class CallPlan:
+    """The order in which one message's calls run, decided as they finish; pure (no I/O, no clock),
+    so that ``ToolRunner`` and the Temporal workflow follow the same one.
+
+    Consecutive calls to ordinary tools run at once; a call to a ``sequential`` tool runs alone,
+    after the calls before it and before the calls after it. Toolset members (``toolset_name``) are
+    sequential: they run in order, and once one of a family fails, the family's later calls are
+    not run (they get the SDK's "Not executed" result), as the model planned them as one sequence.
+
+    Use: ``next_step()`` until it returns ``None``, reporting each call run alone with ``ran()``
+    before asking for the next step.
+    """
+
+    __slots__ = ("_calls", "_halted", "_next", "_sequential")
+
+    def __init__(self, calls: Sequence[ToolCall], sequential: Callable[[ToolCall], bool]) -> None:
+        self._calls = calls
+        self._sequential = sequential
+        self._next = 0  # the first call no step holds yet
+        self._halted: set[str] = set()  # toolset families with a failed call among ``calls``
+
+    def next_step(self) -> Step | None:
+        """The next step; ``None`` once every call is in one."""
+        calls, start = self._calls, self._next
+        for index in range(start, len(calls)):
+            call = calls[index]
+            halted = call.toolset_name is not None and call.toolset_name in self._halted
+            if halted or self._sequential(call):
+                if index > start:  # the ordinary calls before it go first
+                    self._next = index
+                    return Step(tuple(calls[start:index]))
+                self._next = index + 1
+                return Step((call,), skip=halted)
+        self._next = len(calls)
+        return Step(tuple(calls[start:])) if len(calls) > start else None
+
+    def ran(self, call: ToolCall, block: ResultBlock) -> None:
+        """``call``, which a step ran alone, finished with ``block``: a failed toolset member halts
+        its family. (Results of other calls change nothing, so reporting them does no harm.)"""
+        if call.toolset_name is not None and block.get("is_error") and self._sequential(call):
+            self._halted.add(call.toolset_name)
 
 
 async def answer(call: ToolCall, block: ResultBlock, hooks: CallHooks) -> None:

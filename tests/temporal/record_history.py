@@ -2,7 +2,8 @@
 
     python -m tests.temporal.record_history
 
-writes ``tests/temporal/fixtures/run_history.json`` and ``approval_history.json``. Record it again only on purpose: the committed
+writes ``tests/temporal/fixtures/run_history.json``, ``approval_history.json`` and
+``family_history.json``. Record it again only on purpose: the committed
 history is what runs started by an older toolrunner left behind, and the replay test checks that
 today's workflow code still makes the same decisions for it. A change that breaks the replay
 breaks every run in flight; guard it with ``workflow.patched()`` instead of recording anew.
@@ -17,15 +18,18 @@ from typing import Any
 from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 
+from tests.temporal.temporal_helpers import Browser, member
 from toolrunner import ToolError, tool
 from toolrunner.temporal import MemoryPayloadStore, RunResult, create_worker, start_run
-from toolrunner.testing import FakeMessagesAPI, ScriptEntry, text_reply, tool_call, tool_reply
+from toolrunner.testing import FakeMessagesAPI, ScriptEntry, message_reply, text_reply, tool_call, tool_reply
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE = FIXTURES / "run_history.json"
 RUN_ID = "recorded-run"
 APPROVAL_FIXTURE = FIXTURES / "approval_history.json"
 APPROVAL_RUN_ID = "recorded-approval"
+FAMILY_FIXTURE = FIXTURES / "family_history.json"
+FAMILY_RUN_ID = "recorded-family"
 TASK_QUEUE = "recorded"
 
 
@@ -128,11 +132,56 @@ async def record_approval(env: WorkflowEnvironment) -> tuple[RunResult, Workflow
         return result, await run.workflow.fetch_history()
 
 
+async def record_family(env: WorkflowEnvironment) -> tuple[RunResult, WorkflowHistory]:
+    """A reply with a plain call and browser members, one of which fails; its result and history.
+
+    The committed history was recorded before the workflow ran a family's members in order (it ran
+    them at once, and ran those after a failed one): runs started then keep doing so on replay.
+    """
+    fake = FakeMessagesAPI(
+        [
+            message_reply(
+                [
+                    {"type": "tool_use", "id": "w", "name": "weather", "input": {"city": "Oslo"}},
+                    member("navigate", "a"),
+                    member("fail", "b"),
+                    member("click", "c"),
+                ],
+                stop_reason="tool_use",
+            ),
+            text_reply("The page is gone."),
+        ]
+    )
+    tools: list[Any] = [weather, Browser()]
+    async with create_worker(
+        env.client,
+        task_queue=TASK_QUEUE,
+        tools=tools,
+        anthropic_client=fake.async_client(),
+        store=MemoryPayloadStore(),
+    ):
+        run = await start_run(
+            env.client,
+            run_id=FAMILY_RUN_ID,
+            task_queue=TASK_QUEUE,
+            tools=tools,
+            model="claude-sonnet-4-6",
+            max_tokens=1024,
+            messages=[{"role": "user", "content": "Weather in Oslo, then click through the page."}],
+        )
+        result = await run.result()
+        return result, await run.workflow.fetch_history()
+
+
 async def main() -> None:
     from toolrunner.temporal import start_test_environment
 
     async with await start_test_environment() as env:
-        for recorder, path in ((record, FIXTURE), (record_approval, APPROVAL_FIXTURE)):
+        for recorder, path in (
+            (record, FIXTURE),
+            (record_approval, APPROVAL_FIXTURE),
+            (record_family, FAMILY_FIXTURE),
+        ):
             _, history = await recorder(env)
             path.parent.mkdir(exist_ok=True)
             path.write_text(history.to_json() + "\n", encoding="utf-8")

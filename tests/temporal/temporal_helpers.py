@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+from anthropic.lib.tools import BetaAsyncRunnableToolset, ToolError as SdkToolError
+from anthropic.tools import BetaToolsetCallContext
+from anthropic.types.beta import BetaBrowserToolset20260801Param
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
@@ -85,3 +88,26 @@ def fast_retries() -> ActivityOptions:
         request_retry=RetryPolicy(initial_interval=timedelta(milliseconds=10), maximum_attempts=5),
         tool_retry=RetryPolicy(initial_interval=timedelta(milliseconds=10), maximum_attempts=3),
     )
+
+
+class Browser(BetaAsyncRunnableToolset):
+    """A browser toolset that records the members it runs, in order; the member ``fail`` fails."""
+
+    toolset_name = "browser"
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def to_dict(self) -> BetaBrowserToolset20260801Param:
+        return {"type": "browser_toolset_20260801"}
+
+    async def call(self, context: BetaToolsetCallContext, name: str, input: Mapping[str, object]) -> str:
+        self.calls.append(name)
+        if name == "fail":
+            raise SdkToolError("the page is gone")
+        return f"{name} done"
+
+
+def member(name: str, tool_use_id: str, toolset: str = "browser", **input: object) -> dict[str, Any]:
+    """A tool_use block calling a member of a toolset family."""
+    return {"type": "tool_use", "id": tool_use_id, "name": name, "input": input, "toolset_name": toolset}

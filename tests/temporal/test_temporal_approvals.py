@@ -12,11 +12,11 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
-from tests.temporal.temporal_helpers import run_plainly, start, task_queue, worker
+from tests.temporal.temporal_helpers import Browser, member, run_plainly, start, task_queue, worker
 from toolrunner import Phase, ToolCall, ToolRunner, tool
 from toolrunner.temporal import MemoryPayloadStore, RunHandle, create_worker
 from toolrunner.temporal._workflow import TIMED_OUT
-from toolrunner.testing import FakeMessagesAPI, ScriptEntry, text_reply, tool_call, tool_reply
+from toolrunner.testing import FakeMessagesAPI, ScriptEntry, message_reply, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -248,3 +248,38 @@ async def test_a_runner_and_a_temporal_run_without_gated_tools_agree(
         run = await start(temporal_env.client, queue, run_id="no-gates", tools=TOOLS)
         await run.result()
     assert [request.body for request in fake.requests] == [request.body for request in plain_fake.requests]
+
+
+async def test_pending_approvals_keep_a_toolset_members_family(
+    temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolrunner._sdk_tools import SdkToolsetTool
+
+    # No toolset asks for approval today; a gated family shows what a client must be told: which
+    # family a member belongs to (``navigate`` means nothing without ``browser``).
+    monkeypatch.setattr(SdkToolsetTool, "requires_approval", True)
+
+    def script() -> list[ScriptEntry]:
+        return [
+            message_reply([member("navigate", "a", url="https://example.com")], stop_reason="tool_use"),
+            text_reply("Done."),
+        ]
+
+    plain_fake = FakeMessagesAPI(script())
+    runner = ToolRunner(
+        plain_fake.async_client(),
+        model="claude-sonnet-4-6",
+        max_tokens=1024,
+        messages=[{"role": "user", "content": "Go."}],
+        tools=[Browser()],
+    )
+    await runner.until_done()
+    fake, browser = FakeMessagesAPI(script()), Browser()
+    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=[browser]) as queue:
+        run = await start(temporal_env.client, queue, run_id="gated-family", tools=[Browser()])
+        pending = await wait_until_paused(run)
+        assert pending == runner.pending_approvals
+        assert [call.toolset_name for call in pending] == ["browser"]
+        await run.approve("a")
+        await run.result()
+    assert browser.calls == ["navigate"]

@@ -15,10 +15,13 @@ from temporalio.workflow import NondeterminismError
 from tests.temporal.record_history import (
     APPROVAL_FIXTURE,
     APPROVAL_RUN_ID,
+    FAMILY_FIXTURE,
+    FAMILY_RUN_ID,
     FIXTURE,
     RUN_ID,
     record,
     record_approval,
+    record_family,
 )
 from toolrunner.temporal import ToolRunnerWorkflow, workflow_runner
 
@@ -33,14 +36,17 @@ def replayer() -> Replayer:
     return Replayer(workflows=[ToolRunnerWorkflow], workflow_runner=workflow_runner())
 
 
-@pytest.mark.parametrize(("run_id", "path"), [(RUN_ID, FIXTURE), (APPROVAL_RUN_ID, APPROVAL_FIXTURE)])
+@pytest.mark.parametrize(
+    ("run_id", "path"),
+    [(RUN_ID, FIXTURE), (APPROVAL_RUN_ID, APPROVAL_FIXTURE), (FAMILY_RUN_ID, FAMILY_FIXTURE)],
+)
 async def test_the_committed_histories_replay(run_id: str, path: Path) -> None:
     result = await replayer().replay_workflow(load(run_id, path))
     assert result.replay_failure is None
 
 
 async def test_histories_recorded_now_replay(temporal_env: WorkflowEnvironment) -> None:
-    for recorder in (record, record_approval):
+    for recorder in (record, record_approval, record_family):
         result, history = await recorder(temporal_env)
         assert result.end_reason == "model"
         replay = await replayer().replay_workflow(history)

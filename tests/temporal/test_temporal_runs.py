@@ -12,7 +12,16 @@ from temporalio.exceptions import ActivityError
 from temporalio.testing import WorkflowEnvironment
 
 from tests.helpers import plain
-from tests.temporal.temporal_helpers import MODEL, Rendezvous, fast_retries, run_plainly, start, worker
+from tests.temporal.temporal_helpers import (
+    MODEL,
+    Browser,
+    Rendezvous,
+    fast_retries,
+    member,
+    run_plainly,
+    start,
+    worker,
+)
 from toolrunner import (
     CheckpointError,
     Phase,
@@ -24,7 +33,15 @@ from toolrunner import (
     tool,
 )
 from toolrunner.temporal import MemoryPayloadStore
-from toolrunner.testing import FakeMessagesAPI, ScriptEntry, fault, text_reply, tool_call, tool_reply
+from toolrunner.testing import (
+    FakeMessagesAPI,
+    ScriptEntry,
+    fault,
+    message_reply,
+    text_reply,
+    tool_call,
+    tool_reply,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -109,6 +126,60 @@ async def test_a_run_with_concurrent_calls_sends_the_requests_a_tool_runner_send
     assert runner.last_message is not None
     assert result.message.content == runner.last_message.content
     assert result.total == runner.usage.total
+
+
+def family_conversation() -> list[ScriptEntry]:
+    """Browser members around ordinary calls, one member failing; then browser members again (a new
+    reply: the failure halted its own reply's members only); then an answer."""
+    return [
+        message_reply(
+            [
+                {"type": "tool_use", "id": "w1", "name": "weather", "input": {"city": "Lima"}},
+                member("navigate", "a", url="https://example.com"),
+                member("fail", "b"),
+                {"type": "tool_use", "id": "w2", "name": "weather", "input": {"city": "Kyiv"}},
+                member("click", "c"),
+                {"type": "tool_use", "id": "l", "name": "log", "input": {"line": "clicked"}},
+                member("type", "d", text="hi"),
+            ],
+            stop_reason="tool_use",
+        ),
+        message_reply([member("reload", "e"), member("click", "f")], stop_reason="tool_use"),
+        text_reply("The page was gone; it is back."),
+    ]
+
+
+async def test_a_toolset_familys_calls_run_in_order_and_halt_as_in_a_tool_runner(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    # ToolRunner runs a family's members one at a time, in order, and answers the family's calls
+    # after a failed one "Not executed" without running them: the workflow must do the same.
+    plain_fake, plain_browser = FakeMessagesAPI(family_conversation()), Browser()
+    runner = await run_plainly(plain_fake, tools=[*make_tools(Rendezvous(3), []), plain_browser])
+
+    fake, browser, lines = FakeMessagesAPI(family_conversation()), Browser(), list[str]()
+    tools = [*make_tools(Rendezvous(3), lines), browser]
+    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=tools) as queue:
+        handle = await start(temporal_env.client, queue, run_id="family", tools=tools)
+        result = await handle.result()
+
+    assert [request.body for request in fake.requests] == [request.body for request in plain_fake.requests]
+    assert browser.calls == plain_browser.calls == ["navigate", "fail", "reload", "click"]
+    assert lines == ["clicked"]
+    halted = "Not executed: an earlier action in this turn failed."
+    assert [
+        (block["tool_use_id"], block["content"], block.get("is_error", False), block.get("toolset_name"))
+        for block in fake.requests[1].body["messages"][-1]["content"]
+    ] == [
+        ("w1", "Lima: sunny", False, None),
+        ("a", "navigate done", False, "browser"),
+        ("b", "the page is gone", True, "browser"),
+        ("w2", "Kyiv: sunny", False, None),
+        ("c", halted, True, "browser"),
+        ("l", "logged", False, None),
+        ("d", halted, True, "browser"),
+    ]
+    assert (result.end_reason, result.requests) == (runner.end_reason, runner.requests_sent)
 
 
 async def test_the_runs_state_and_whole_history_can_be_read(temporal_env: WorkflowEnvironment) -> None:

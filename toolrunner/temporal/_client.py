@@ -71,7 +71,12 @@ class RunHandle:
     async def pending_approvals(self) -> list[ToolCall]:
         """The calls that wait for a decision, in tool_use order."""
         calls = await self.workflow.query(ToolRunnerWorkflow.pending_approvals)
-        return [ToolCall(id=call["id"], name=call["name"], input=call["input"]) for call in calls]
+        return [
+            ToolCall(
+                id=call["id"], name=call["name"], input=call["input"], toolset_name=call.get("toolset_name")
+            )
+            for call in calls
+        ]
 
     async def approve(self, tool_use_id: str, *, input: object = None) -> None:
         """Approve a call that waits; with ``input`` it runs with that input (checked like the model's).

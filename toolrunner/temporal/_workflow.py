@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from anthropic.types.beta import BetaMessage
 
     from .._errors import ToolRunnerError
+    from .._execution import CallPlan, not_executed
     from .._lifecycle import (
         Limits,
         awaiting,
@@ -89,6 +90,9 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["ToolRunnerWorkflow"]
 
 _MARGIN = timedelta(minutes=1)  # a tool's own timeout answers before its activity's
+FAMILIES_IN_ORDER = "toolset-families-in-order"
+"""The patch under which a toolset family's members run in order, halting after a failure (as
+``ToolRunner`` runs them); runs that started before it ran them as ordinary calls, and still do."""
 TIMED_OUT = "No decision on this call to {name!r} came within {timeout}; it did not run."
 """The reason the model reads for a call whose decision did not come within ``approval_timeout``."""
 
@@ -156,9 +160,14 @@ class ToolRunnerWorkflow:
 
     @workflow.query(name=PENDING_QUERY)
     def pending_approvals(self) -> list[dict[str, Any]]:
-        """The calls that wait for a decision, in tool_use order: ``{"id", "name", "input"}``."""
+        """The calls that wait for a decision, in tool_use order: ``{"id", "name", "input"}``, and
+        ``"toolset_name"`` for a toolset member."""
         calls = awaiting(self._state, pending_calls(self._state))
-        return [{"id": call.id, "name": call.name, "input": call.input} for call in calls]
+        return [
+            {"id": call.id, "name": call.name, "input": call.input}
+            | ({} if call.toolset_name is None else {"toolset_name": call.toolset_name})
+            for call in calls
+        ]
 
     @workflow.update(name=APPROVE_UPDATE)
     async def approve(self, approval: Approval) -> None:
@@ -318,14 +327,41 @@ class ToolRunnerWorkflow:
             )
 
     async def _run_ready(self, calls: Sequence[ToolCall]) -> None:
-        """Run the calls that may run (no decision needed, or approved), each in its own activity:
-        consecutive calls to ordinary tools at once, a ``sequential`` tool's call alone."""
+        """Run the calls that may run (no decision needed, or approved), each in its own activity,
+        in the order ``CallPlan`` gives, as ``ToolRunner`` does: consecutive calls to ordinary tools
+        at once, a ``sequential`` tool's call alone, a toolset family's members in order until one
+        fails (the family's later calls are answered "Not executed", without running)."""
         waiting = awaiting(self._state, calls)
         todo = [call for call in calls if call not in waiting and self._state.result_of(call) is None]
-        for batch in _batches(todo, self._specs):
-            await asyncio.gather(*(self._call(call) for call in batch))
-        # Calls whose activity Temporal gave up on are still STARTED: answer them "interrupted".
-        self._state = resumed(self._state, may_run_again=lambda call: False)
+        # Only where the order changed (toolset members among several calls) is the patch asked
+        # for; a run started before it runs them as it did then.
+        if (
+            len(todo) > 1
+            and any(call.toolset_name is not None for call in todo)
+            and not workflow.patched(FAMILIES_IN_ORDER)
+        ):
+            for batch in _old_batches(todo, self._specs):
+                await asyncio.gather(*(self._call(call) for call in batch))
+            self._state = resumed(self._state, may_run_again=lambda call: False)
+            return
+        plan = CallPlan(todo, self._runs_alone)
+        while (step := plan.next_step()) is not None:
+            if step.skip:
+                call = step.calls[0]
+                self._state = call_finished(call_started(self._state, call), call, not_executed(call))
+                continue
+            await asyncio.gather(*(self._call(call) for call in step.calls))
+            # Calls whose activity Temporal gave up on are still STARTED: answer them "interrupted"
+            # (a failure, so a lost toolset member halts its family too).
+            self._state = resumed(self._state, may_run_again=lambda call: False)
+            for call in step.calls:
+                block = self._state.result_of(call)
+                if block is not None:
+                    plan.ran(call, block)
+
+    def _runs_alone(self, call: ToolCall) -> bool:
+        spec = self._specs.get(call.toolset_name or call.name)
+        return spec is not None and spec.sequential
 
     async def _call(self, call: ToolCall) -> None:
         if self._limiter is None:
@@ -407,9 +443,9 @@ def _duration(span: timedelta) -> str:
     return f"{seconds} seconds"
 
 
-def _batches(calls: Sequence[ToolCall], specs: Mapping[str, ToolSpec]) -> Iterator[list[ToolCall]]:
-    """Consecutive calls to ordinary tools together; a call to a ``sequential`` tool alone (as
-    ``_execution.run_tool_calls`` runs them)."""
+def _old_batches(calls: Sequence[ToolCall], specs: Mapping[str, ToolSpec]) -> Iterator[list[ToolCall]]:
+    """How runs started before ``FAMILIES_IN_ORDER`` ran a reply's calls: as ``CallPlan`` does, but
+    with toolset members looked up by their own name (so run at once, never halted)."""
     batch: list[ToolCall] = []
     for call in calls:
         spec = specs.get(call.name)
