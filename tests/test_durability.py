@@ -396,6 +396,44 @@ async def test_a_damaged_sqlite_row_is_named_and_left_as_it_is(tmp_path: Path) -
         assert connection.execute("SELECT state FROM toolrunner_runs").fetchone() == ("{broken",)
 
 
+@pytest.mark.parametrize(
+    ("damage", "match"),
+    [
+        (
+            "DELETE FROM toolrunner_messages WHERE run_id = 'r' AND position = 1",
+            "rows were deleted or added by hand",
+        ),
+        (
+            'INSERT INTO toolrunner_messages VALUES (\'r\', 99, \'{"role": "user", "content": "x"}\')',
+            "rows were deleted or added by hand",
+        ),
+        ("UPDATE toolrunner_runs SET state = json_set(state, '$.cost', 'lots')", "damaged"),
+        ("UPDATE toolrunner_runs SET state = json_set(state, '$.version', 0)", "no toolrunner wrote"),
+    ],
+)
+async def test_rows_changed_by_hand_are_named_when_loading(tmp_path: Path, damage: str, match: str) -> None:
+    path = tmp_path / "runs.db"
+    store = SQLiteCheckpointer(path)
+    await build(FakeMessagesAPI(script()), checkpointer=store, run_id="r").until_done()
+    store.close()
+    with sqlite3.connect(path) as connection:
+        connection.execute(damage)
+    again = SQLiteCheckpointer(path)
+    with pytest.raises(StateError, match=match):
+        await again.load("r")
+    again.close()
+
+
+async def test_a_file_whose_toolrunner_tables_are_not_toolrunners_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE toolrunner_runs (run_id TEXT PRIMARY KEY, data TEXT)")
+    store = SQLiteCheckpointer(path)
+    with pytest.raises(CheckpointError, match="has a table 'toolrunner_runs' that toolrunner did not make"):
+        await store.load("r")
+    store.close()
+
+
 async def test_a_file_that_is_not_a_database_is_refused_clearly(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("my notes, not a database " * 100)

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, cast, runtime_checkable
 
 import anyio
 import anyio.to_thread
@@ -127,6 +127,13 @@ CREATE TABLE IF NOT EXISTS toolrunner_usage (
 ) WITHOUT ROWID;
 """
 _TABLES = {"toolrunner_runs", "toolrunner_messages", "toolrunner_usage"}
+_COLUMNS = {
+    "toolrunner_runs": ["run_id", "sequence", "version", "state", "updated"],
+    "toolrunner_messages": ["run_id", "position", "message"],
+    "toolrunner_usage": ["run_id", "position", "usage"],
+}
+_LENGTHS = "stored_lengths"
+"""The header's key for the lengths of the history and the usage the rows hold."""
 
 
 class SQLiteCheckpointer:
@@ -163,8 +170,9 @@ class SQLiteCheckpointer:
 
     async def save(self, checkpoint: Checkpoint) -> None:
         # Encoding happens here, on the event loop's thread, so the state is read where it lives.
-        header = _json(checkpoint.state.to_dict(history=False))
         state = checkpoint.state
+        # How long the history and the usage are, so that a load notices rows lost or added.
+        header = _json({**state.to_dict(history=False), _LENGTHS: [len(state.messages), len(state.usage)]})
         messages = [
             (position, _json(message_data(state.messages[position], position)))
             for position in range(checkpoint.kept_messages, len(state.messages))
@@ -194,7 +202,11 @@ class SQLiteCheckpointer:
             connection = sqlite3.connect(
                 self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
             )
-            self._set_up(connection)
+            try:
+                self._set_up(connection)
+            except BaseException:
+                connection.close()
+                raise
         except sqlite3.DatabaseError as error:
             raise CheckpointError(
                 f"{str(self.path)!r} cannot be used as a checkpoint database ({error}); give SQLiteCheckpointer "
@@ -221,6 +233,13 @@ class SQLiteCheckpointer:
                         if statement.strip():
                             connection.execute(statement)
                     connection.execute("COMMIT")
+                for table, expected in _COLUMNS.items():
+                    columns = [row[1] for row in connection.execute(f"PRAGMA table_info({table})")]
+                    if columns != expected:
+                        raise CheckpointError(
+                            f"{str(self.path)!r} has a table {table!r} that toolrunner did not make (its columns are "
+                            f"{columns!r}); give SQLiteCheckpointer a file of its own, or a new file."
+                        )
                 return
             except sqlite3.OperationalError as error:
                 if connection.in_transaction:
@@ -288,8 +307,17 @@ class SQLiteCheckpointer:
             finally:
                 connection.execute("COMMIT")
         try:
+            header: object = json.loads(row[1])
+            lengths: object = None
+            if isinstance(header, dict):
+                lengths = cast("dict[str, object]", header).pop(_LENGTHS, None)
+            if lengths is not None and lengths != [len(messages), len(usage)]:
+                raise ValueError(
+                    f"the run's history and usage have the lengths {lengths!r}, but the file holds {len(messages)} "
+                    f"and {len(usage)} rows for it (rows were deleted or added by hand)"
+                )
             state = RunState.from_dict(
-                json.loads(row[1]),
+                cast(object, header),
                 messages=[json.loads(text) for (text,) in messages],
                 usage=[json.loads(text) for (text,) in usage],
             )

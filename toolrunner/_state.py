@@ -248,20 +248,25 @@ class RunState:
             )
         data = cast("Mapping[str, Any]", data)
         version: int = data["version"]
+        if version < 1:
+            raise StateError(
+                f"the saved data has state version {version}, which no toolrunner wrote (versions start at 1); "
+                "load only what RunState.to_json() or a checkpointer wrote."
+            )
         if version > STATE_VERSION:
             raise StateError(
                 f"the state was saved by a newer toolrunner (state version {version}; this one reads up to "
                 f"{STATE_VERSION}); upgrade toolrunner to resume it."
             )
-        for old in range(version, STATE_VERSION):
-            data = _MIGRATIONS[old](data)
         try:
+            for old in range(version, STATE_VERSION):
+                data = _MIGRATIONS[old](data)
             return _read(
                 data,
                 data["messages"] if messages is None else messages,
                 data["usage"] if usage is None else usage,
             )
-        except (KeyError, TypeError, ValueError, pydantic.ValidationError) as error:
+        except (KeyError, TypeError, ValueError, ArithmeticError, pydantic.ValidationError) as error:
             raise StateError(
                 f"the saved state (version {version}) is damaged and cannot be loaded: {type(error).__name__}: "
                 f"{_preview(error, 200)}."
