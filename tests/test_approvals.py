@@ -650,3 +650,25 @@ async def test_steering_a_paused_run_whose_other_calls_ran_is_refused_and_nothin
     await runner.until_done()
     assert runs == Counter({"look a": 1, "note b": 1})
     assert roles(runner.messages) == ["user", "assistant", "user", "assistant", "user", "assistant"]
+
+
+async def test_a_gate_is_asked_once_per_call_so_a_changing_answer_cannot_pause_a_settled_turn() -> None:
+    asked: Counter[str] = Counter()
+
+    def flaky(call: ToolCall) -> bool:
+        asked[call.id] += 1
+        return asked[call.id] > 1  # no decision needed the first time; "needed" if asked again
+
+    @tool(name="pay", requires_approval=flaky)
+    async def pay_flaky(amount: int) -> str:
+        """Pay an amount."""
+        runs[f"pay {amount}"] += 1
+        return f"paid {amount}"
+
+    fake = FakeMessagesAPI([tool_reply(tool_call("pay", {"amount": 5}, id="pay_5")), text_reply("done")])
+    runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=64, messages=[USER], tools=[pay_flaky])
+    async for _ in runner:
+        assert runner.pending_approvals == []
+    assert runner.end_reason == "model"
+    assert asked == Counter({"pay_5": 1})
+    assert runs == Counter({"pay 5": 1})

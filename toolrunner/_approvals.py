@@ -58,6 +58,8 @@ class Approvals:
         self._gated = gated
         self._adapter = adapter
         self._callback = callback
+        self._cleared: dict[str, ToolCall] = {}
+        """The current turn's calls whose gate said no decision is needed: a gate is asked once."""
 
     def waiting(self) -> list[ToolCall]:
         """The calls of the current turn that wait for a decision, in tool_use order."""
@@ -69,8 +71,14 @@ class Approvals:
         if not self._gated():  # none of the tools has a gate
             return
         state = self._link.state()
-        fresh = [call for call in calls if record_of(state, call) is None]
+        fresh = [
+            call for call in calls if record_of(state, call) is None and self._cleared.get(call.id) != call
+        ]
         gated, denied = await evaluate_gates(fresh, self._find_tool)
+        held = {call.id for call in gated} | {call.id for call, _ in denied}
+        cleared = {call.id: call for call in fresh if call.id not in held}
+        # Kept for the calls of this turn only (``calls`` are the turn's pending calls).
+        self._cleared = {call.id: call for call in calls if self._cleared.get(call.id) == call} | cleared
         self._link.update(calls_gated(self._link.state(), gated, denied))
         for call in gated:
             self._link.emit(ApprovalRequested(call=call))
