@@ -304,3 +304,24 @@ async def test_a_call_whose_id_the_reply_check_refuses_never_starts_early() -> N
         with pytest.raises(MalformedReplyError):
             await runner.until_done()
     assert runs == {}
+
+
+async def test_a_sequential_tool_never_starts_while_the_reply_streams() -> None:
+    @tool(sequential=True)
+    async def migrate(step: int) -> str:
+        """Run one migration step."""
+        log.append(f"migrate {step}")
+        return "done"
+
+    reply = tool_reply(
+        tool_call("get_weather", {"city": "Paris"}, id="toolu_paris"),
+        tool_call("migrate", {"step": 1}, id="toolu_migrate"),
+        delay=PACE,
+    )
+    fake = FakeMessagesAPI([reply, text_reply("ok", delay=PACE)])
+    async with streaming(fake, tools=[get_weather, migrate], run_tools_eagerly=True) as runner:
+        async for stream in runner:
+            async for event in stream:
+                if event.type == "message_stop":
+                    log.append("message_stop")
+    assert log.index("start Paris") < log.index("message_stop") < log.index("migrate 1")

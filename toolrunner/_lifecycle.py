@@ -416,7 +416,8 @@ INTERRUPTED = (
 def may_start_early(call: ToolCall, tool: RunnableTool | None, state: RunState, *, durable: bool) -> bool:
     """Whether ``call`` may start while its reply still streams (``run_tools_eagerly``).
 
-    Not if its tool is unknown, opted out (``start_early=False``) or may need approval; not if it
+    Not if its tool is unknown, opted out (``start_early=False``), runs alone (``sequential``: after
+    the calls before it, which the reply may not have finished naming) or may need approval; not if it
     started already, or its id is one the reply check will refuse (the reply is then refused
     whole, and none of its calls may have run for it). With a checkpointer (``durable``), only a
     tool that may run again (``idempotent``) starts early: a call that finished before its reply
@@ -426,6 +427,7 @@ def may_start_early(call: ToolCall, tool: RunnableTool | None, state: RunState, 
     return (
         tool is not None
         and tool.start_early
+        and not tool.sequential
         and tool.requires_approval is False
         and (tool.idempotent or not durable)
         and TOOL_ID_PATTERN.fullmatch(call.id) is not None
