@@ -336,3 +336,59 @@ async def test_a_session_that_is_not_initialized_is_refused() -> None:
         ):
             async with MCPToolset(session):
                 pass
+
+
+# -- the blocking runner ---------------------------------------------------------------------------
+
+
+def sync_runner_for(toolset: Toolset, *extra: Any) -> Any:
+    from toolrunner import SyncToolRunner
+
+    fake = FakeMessagesAPI(
+        [tool_reply(tool_call("ping", {}, id="a")), text_reply("Done."), *extra], validate=False
+    )
+    return SyncToolRunner(fake.client(), model=MODEL, max_tokens=100, messages=[USER], tools=[toolset])
+
+
+def test_with_sync_tool_runner_opens_and_closes_a_toolset_in_one_task_across_loops_and_follow_ups() -> None:
+    """``with SyncToolRunner(...)`` is the blocking ``async with``: one task enters the runner and
+    leaves it, so a toolset holding a task group (as an MCP session does) works across ``for``
+    loops and follow-ups in the block, and closes when the block is left."""
+    holding = Holding()
+    with sync_runner_for(holding, tool_reply(tool_call("ping", {}, id="b")), text_reply("Again.")) as runner:
+        for _ in runner:
+            pass
+        assert holding.group is not None  # still open: the block has not ended
+        runner.push_messages({"role": "user", "content": "Once more."})
+        runner.until_done()
+        assert [result[0] for result in results_of(runner.messages[-2])] == ["b"]
+    assert [event.split()[0] for event in holding.tasks] == ["open", "close"]
+    assert len({event.split()[-1] for event in holding.tasks}) == 1  # one task
+
+
+def test_a_sync_runner_not_in_a_with_block_refuses_to_open_a_toolset_and_says_how() -> None:
+    runner = sync_runner_for(Holding())
+    with pytest.raises(ToolRunnerError, match=r"with SyncToolRunner\(\.\.\.\) as runner:"):
+        for _ in runner:
+            pass
+
+
+def test_an_mcp_session_works_in_a_with_sync_tool_runner_block() -> None:
+    from toolrunner import SyncToolRunner
+
+    server = MCPServer("shop")
+
+    @server.tool()
+    def stock(item: str) -> str:
+        """How many of an item are in stock."""
+        return f"3 {item}"
+
+    fake = FakeMessagesAPI([tool_reply(tool_call("stock", {"item": "tea"}, id="s")), text_reply("Three.")])
+    with SyncToolRunner(
+        fake.client(), model=MODEL, max_tokens=100, messages=[USER], tools=[MCPToolset(server)]
+    ) as runner:
+        for _ in runner:
+            pass
+    ((tool_use_id, content, is_error),) = results_of(runner.messages[2])
+    assert (tool_use_id, is_error) == ("s", False)
+    assert content[0] == {"type": "text", "text": "3 tea"}

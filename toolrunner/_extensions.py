@@ -96,6 +96,12 @@ class RunnerExtensions:
         """The config of the compaction request under way and the history length it summarizes."""
         self._final_compaction = False  # the loop ends once the compaction request is answered
         self._control = compaction_control
+        self._steps_in_new_tasks = False
+        """Driven by a ``SyncToolRunner``: each step runs in a task of its own unless entered."""
+
+    def _driven_from_sync_code(self) -> None:
+        """A ``SyncToolRunner`` drives this runner (``_steps_in_new_tasks``)."""
+        self._steps_in_new_tasks = True
 
     def _stream_in_sync_code(self) -> None:
         """Yield the SDK's sync streams (``SyncToolRunner(stream=True)``), which the body reads in its
@@ -233,11 +239,18 @@ class RunnerExtensions:
             if id(obj) in self._sdk_closed or getattr(obj, "_toolset_closed", False):
                 raise ToolRunnerError(
                     f"the SDK tool or toolset {obj!r} is closed (a runner runs the cleanup of the SDK tools it is given "
-                    "when it ends); enter the runner with `async with` to keep its tools open across follow-ups, or "
+                    "when it ends); enter the runner (`async with runner:`, or `with SyncToolRunner(...) as runner:`) to "
+                    "keep its tools open across follow-ups, or "
                     "give them in a toolrunner.Toolset that you open yourself (`async with Toolset([...]) as tools:`) "
                     "to share them."
                 )
         for toolset in self._index.toolsets:
+            if self._steps_in_new_tasks and not self._entered and not toolset.is_open:
+                raise ToolRunnerError(
+                    f"the toolset {toolset.name!r} must be opened and closed in one task, and a SyncToolRunner "
+                    "runs each step in a new one unless it is entered: use `with SyncToolRunner(...) as runner:` "
+                    "(the blocking `async with`), and iterate or call until_done() inside the block."
+                )
             if toolset not in self._opened and await toolset.acquire(self):
                 self._opened.append(toolset)
 

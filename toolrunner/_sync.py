@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from types import TracebackType
 from typing import Any, Generic, Literal, Self, TypeAlias, cast, overload
@@ -83,9 +83,12 @@ class SyncToolRunner(Generic[SyncItemT]):
                 "use ToolRunner with an anthropic.AsyncAnthropic client to start tools while a reply streams."
             )
         self._runner = ToolRunner(client, **options)
+        self._runner._driven_from_sync_code()  # pyright: ignore[reportPrivateUsage]
         if stream:
             self._runner._stream_in_sync_code()  # pyright: ignore[reportPrivateUsage]  # the one place it is allowed
         self._portal: BlockingPortal | None = None
+        self._block: ExitStack | None = None  # inside ``with runner:``: the portal and the entered runner
+        self._iterating = False
 
     @classmethod
     def resume(cls, client: anthropic.Anthropic, **options: Unpack[RunnerOptions]) -> Self:
@@ -99,8 +102,11 @@ class SyncToolRunner(Generic[SyncItemT]):
         with start_blocking_portal() as portal:
             runner = portal.call(partial(ToolRunner.resume, client, **options))
         sync = cls.__new__(cls)
+        runner._driven_from_sync_code()  # pyright: ignore[reportPrivateUsage]
         sync._runner = runner
         sync._portal = None
+        sync._block = None
+        sync._iterating = False
         return sync
 
     @property
@@ -208,22 +214,49 @@ class SyncToolRunner(Generic[SyncItemT]):
         self._runner.close()
 
     def __enter__(self) -> Self:
+        """The blocking ``async with``: one event loop, in a thread of its own, runs every step
+        until the block is left, and one task in it enters the runner and leaves it, so toolsets
+        (an MCP session) open and close in one task, and the tools stay open across ``for`` loops
+        and follow-ups in the block."""
+        if self._portal is not None:
+            raise RuntimeError("this runner is already being iterated or entered; leave that first.")
+        _refuse_inside_an_event_loop()
+        block = ExitStack()
+        try:
+            self._portal = block.enter_context(start_blocking_portal())
+            block.enter_context(self._portal.wrap_async_context_manager(self._runner))
+        except BaseException:
+            self._portal = None
+            block.close()
+            raise
+        self._block = block
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        """End the loop, and close the tools, as leaving ``async with`` does (see ``ToolRunner``):
-        a run that waits for a decision, or a block left by an exception, is not ended."""
-        self._call(partial(self._runner._leave, failed=exc is not None))  # pyright: ignore[reportPrivateUsage]
+        """Leave the runner as ``async with`` does (see ``ToolRunner``): the tools close, and the
+        loop ends, unless the run waits for a decision or the block is left by an exception."""
+        block, self._block = self._block, None
+        try:
+            if block is not None:
+                block.__exit__(exc_type, exc, tb)
+        finally:
+            self._portal = None
 
     def __iter__(self) -> Iterator[SyncItemT]:
         return self._iterate()
 
     def _iterate(self) -> Generator[SyncItemT]:
+        if self._iterating:
+            raise RuntimeError("this runner is already being iterated; finish or break that loop first.")
         with self._open_portal() as portal:
-            while (message := portal.call(self._next)) is not None:
-                yield cast(SyncItemT, message)
+            self._iterating = True
+            try:
+                while (message := portal.call(self._next)) is not None:
+                    yield cast(SyncItemT, message)
+            finally:
+                self._iterating = False
 
     async def _next(self) -> object | None:
         # StopAsyncIteration must not cross the portal's futures.
@@ -240,6 +273,10 @@ class SyncToolRunner(Generic[SyncItemT]):
 
     @contextmanager
     def _open_portal(self) -> Generator[BlockingPortal]:
+        if self._block is not None:  # inside ``with runner:``: its portal serves every step
+            assert self._portal is not None
+            yield self._portal
+            return
         if self._portal is not None:
             raise RuntimeError("this runner is already being iterated; finish or break that loop first.")
         _refuse_inside_an_event_loop()
