@@ -396,3 +396,45 @@ def _use(id: str, input: dict[str, Any] | None = None) -> dict[str, Any]:
 
 def _result(id: str) -> dict[str, Any]:
     return {"type": "tool_result", "tool_use_id": id, "content": "ok"}
+
+
+# -- params and histories no request could carry ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "hint"),
+    [
+        ({"max_iteration": 3}, "max_iterations"),
+        ({"max_total_token": 9}, "max_total_tokens"),
+        ({"max_token": 9}, "max_tokens"),
+    ],
+)
+def test_a_misspelled_option_or_param_gets_the_nearest_name(options: dict[str, Any], hint: str) -> None:
+    with pytest.raises(ParamsError, match=f"Did you mean {hint!r}"):
+        build(FakeMessagesAPI([]), **options)
+
+
+def test_a_param_with_lone_surrogates_is_refused_before_anything_is_sent() -> None:
+    fake = FakeMessagesAPI([text_reply("never")])
+    with pytest.raises(ParamsError, match="'system' holds text with lone surrogates"):
+        build(fake, system="Files: caf\udce9.txt")
+    runner = build(fake)
+    with pytest.raises(ParamsError, match="'system' holds text with lone surrogates"):
+        runner.set_messages_params(lambda params: {**params, "system": "caf\udce9"})
+    assert fake.requests == []
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")])
+def test_a_given_history_holding_nan_is_refused_with_what_to_do(number: float) -> None:
+    history = [
+        USER,
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "a", "name": "look", "input": {"v": number}}],
+        },
+    ]
+    with pytest.raises(HistoryError, match="message 1 holds a NaN or infinite number"):
+        ToolRunner(FakeMessagesAPI([]).async_client(), model=MODEL, max_tokens=64, messages=history)
+    runner = build(FakeMessagesAPI([]))
+    with pytest.raises(HistoryError, match="message 0 holds a NaN"):
+        runner.push_messages({"role": "user", "content": [{"type": "text", "text": "x", "v": number}]})

@@ -8,6 +8,7 @@ plain data (``reply_param``), dumped once, the way the SDK dumps them.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -321,7 +322,26 @@ def message_param(message: object, index: int) -> Any:
             "which cannot be sent as UTF-8; replace them first, for example with "
             "text.encode('utf-16-le', 'surrogatepass').decode('utf-16-le', 'replace')."
         )
+    if _holds_non_finite(cast(object, content)):
+        raise HistoryError(
+            f"message {index} holds a NaN or infinite number, which JSON cannot carry, so no request could be "
+            "sent; replace it first (toolrunner writes a tool's NaN as the string 'NaN')."
+        )
     return message
+
+
+def _holds_non_finite(value: object) -> bool:
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                return True
+        elif isinstance(value, Mapping):
+            stack.extend(cast("Mapping[object, object]", value).values())
+        elif isinstance(value, list | tuple):
+            stack.extend(cast("Sequence[object]", value))
+    return False
 
 
 def _preview(value: object) -> str:

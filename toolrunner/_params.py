@@ -17,7 +17,9 @@ from anthropic.resources.messages import AsyncMessages as _Messages
 
 from ._errors import ParamsError, ToolDefinitionError
 from ._messages import message_param
+from ._options import RunnerOptions
 from ._sdk_tools import SDK_OBJECTS, SDK_TOOLS, SDK_TOOLSETS, SdkTool, SdkToolsetTool
+from ._text import sendable
 from ._tools import Tool, as_tool
 from ._toolsets import RunnableTool, Toolset
 
@@ -72,7 +74,7 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
     known = _known_param_names()
     for name in params:
         if name not in known and name != "tools":
-            close = difflib.get_close_matches(name, known, n=1)
+            close = difflib.get_close_matches(name, known | _option_names(), n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
             raise ParamsError(
                 f"{name!r} is not a parameter of client.messages.create.{hint} "
@@ -106,8 +108,21 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
             f"messages must be a list of message params, not {type(messages).__name__!r}; "
             "for example [{'role': 'user', 'content': 'Hello'}]."
         )
+    for name, value in params.items():
+        if name != "messages" and sendable(value) is not value:
+            raise ParamsError(
+                f"the param {name!r} holds text with lone surrogates (as os.listdir gives for names that are not "
+                "UTF-8), which cannot be sent as UTF-8; replace them first, for example with "
+                "text.encode('utf-16-le', 'surrogatepass').decode('utf-16-le', 'replace')."
+            )
     params["messages"] = [message_param(m, i) for i, m in enumerate(cast("Sequence[object]", messages))]
     return params
+
+
+@cache
+def _option_names() -> frozenset[str]:
+    """The runner's own options, for the hint given for a misspelled one."""
+    return frozenset(RunnerOptions.__annotations__)
 
 
 def index_tools(entries: object, changes: Mapping[str, object] | None = None) -> ToolIndex:
