@@ -155,7 +155,7 @@ async def test_after_the_loop_closed_its_sdk_tools_a_follow_up_needs_async_with(
     await runner.until_done()
     assert computer.closed == 1
     runner.push_messages({"role": "user", "content": "And?"})
-    with pytest.raises(ToolRunnerError, match=r"is closed .* enter the runner with `async with`"):
+    with pytest.raises(ToolRunnerError, match=r"is closed .* enter the runner \(`async with runner:`"):
         await runner.until_done()
 
     computer = Computer()

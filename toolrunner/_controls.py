@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 
-from ._availability import pending_message, removed_tools
+from ._availability import last_changes, pending_message
 from ._errors import ApprovalError, ParamsError, ToolRunnerError
 from ._events import RunnerEvent, run_with_events
 from ._execution import ExecutionOptions, current_call
@@ -55,7 +55,7 @@ class RunnerControls:
         _calls: TurnCalls
         _options: Options
         _tool_changes: dict[str, object]
-        _folded: tuple[tuple[Any, ...], tuple[Mapping[str, Any], ...]] | None
+        _folded: tuple[tuple[Any, ...], tuple[Mapping[str, Any], ...], dict[str, bool]] | None
 
         _closing: bool
 
@@ -259,8 +259,16 @@ class RunnerControls:
         state = self._state
         folded = self._folded
         if folded is None or folded[0] is not state.messages or folded[1] is not state.tool_changes:
-            removed = removed_tools((*state.messages, pending_message(state.tool_changes)))
-            self._folded = (state.messages, state.tool_changes)
+            messages = state.messages
+            if folded is not None and messages[: len(folded[0])] == folded[0]:
+                # Appended to (the common case): only the new messages are folded, so a turn's
+                # cost does not grow with the history.
+                history = folded[2] | last_changes(messages[len(folded[0]) :])
+            else:
+                history = last_changes(messages)
+            changes = history | last_changes((pending_message(state.tool_changes),))
+            removed = frozenset(name for name, added in changes.items() if not added)
+            self._folded = (messages, state.tool_changes, history)
             if removed != self._calls.execution.removed:
                 self._calls.execution = dataclasses.replace(self._calls.execution, removed=removed)
         return self._calls.execution
@@ -288,6 +296,18 @@ class RunnerControls:
             await self._abandon_stream()
             await self._save()
         await self._at_end()  # not shielded: a toolset's close() must be the innermost scope (_close_tools)
+
+    async def _leave(self, *, failed: bool) -> None:
+        """Leaving ``async with`` (or ``with``): the loop ends (``aclose()``), unless the run waits
+        for a decision, which may come days later, or the block is left by an exception (a crash, a
+        shutdown's cancellation): then the run stays as the last step saved it, to be resumed or
+        iterated again; only an unread stream is dropped."""
+        if failed or self._state.phase is Phase.AWAITING:
+            with anyio.CancelScope(shield=True):
+                await self._abandon_stream()
+            await self._at_end()  # the tools close (in ``async with``, its exit closes them)
+            return
+        await self.aclose()
 
     async def until_done(self) -> Reply:
         """Run the loop to its end and return the final reply; resumes a loop left by ``break``."""

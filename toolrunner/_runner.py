@@ -197,7 +197,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._checked = 0  # the history is known to be valid before this index (see check_history)
         self._index = ToolIndex(tools=[], wire=[], runnable={}, unrunnable=frozenset())
         self._usage: tuple[tuple[object, ...], UsageTracker] | None = None
-        self._folded: tuple[tuple[Any, ...], tuple[Mapping[str, Any], ...]] | None = None  # see _execution
+        self._folded: tuple[tuple[Any, ...], tuple[Mapping[str, Any], ...], dict[str, bool]] | None = None
         self._state = RunState(params={})
         self._init_extensions(self._options.compaction_control)
         return params
@@ -234,18 +234,6 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
                 self._entered = False
                 await self._close_tools()
         return None
-
-    async def _leave(self, *, failed: bool) -> None:
-        """Leaving ``async with`` (or ``with``): the loop ends (``aclose()``), unless the run waits
-        for a decision, which may come days later, or the block is left by an exception (a crash, a
-        shutdown's cancellation): then the run stays as the last step saved it, to be resumed or
-        iterated again; only an unread stream is dropped."""
-        if failed or self._state.phase is Phase.AWAITING:
-            with anyio.CancelScope(shield=True):
-                await self._abandon_stream()
-            await self._at_end()  # the tools close (in ``async with``, its exit closes them)
-            return
-        await self.aclose()
 
     # -- tools ------------------------------------------------------------------------------------
 
