@@ -23,6 +23,13 @@ The conversation comes from a fake Messages API whose answer is a pure function 
 Every tool appends ``start <id>`` when it begins and ``finish <id>`` when it ends to the ledger,
 one ``O_APPEND`` write a line, so a line is whole or absent after SIGKILL; just before killing
 itself the worker appends ``kill <point>``.
+
+A job runs the conversation one of two ways: plain (``stream=False``), or eager (``stream=True,
+run_tools_eagerly=True`` inside ``async with runner:``), where the fake's transport hands the runner
+one SSE event at a time, yielding to the event loop before each as a network read does and waiting
+for the saves under way, so that a call started early is saved, and runs, while the rest of its
+reply streams. With the checkpointer, only the
+idempotent tools (fetch, read) may start early; charge and email wait for the reply to be saved.
 """
 
 from __future__ import annotations
@@ -36,15 +43,18 @@ import sys
 import threading
 import traceback
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal, NoReturn, cast
 
+import anthropic
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
+import httpx2
 
-from toolrunner import CallStatus, Checkpoint, SQLiteCheckpointer, ToolContext, ToolRunner, tool
+from toolrunner import CallStatus, Checkpoint, Phase, SQLiteCheckpointer, ToolContext, ToolRunner, tool
 from toolrunner.testing import (
     FakeMessagesAPI,
     RecordedRequest,
@@ -105,7 +115,7 @@ def expected_result(call_id: str) -> str:
 
 # -- the job --------------------------------------------------------------------------------------
 
-Kind = Literal["request", "save", "write", "append", "tool"]
+Kind = Literal["request", "event", "save", "write", "append", "tool"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +123,8 @@ class KillPoint:
     """Where a worker kills itself; events are counted from 0 within one process.
 
     - ``request``: in the fake's responder, while the n-th request is out;
+    - ``event``: while a reply streams (eager jobs only), before the transport hands the runner the
+      n-th SSE event (counted over all the replies), once it has read the ones before;
     - ``save``: right after the n-th checkpoint save completed; with ``call``, the n-th save whose
       journal holds that call finished;
     - ``write``: inside the n-th save's SQLite transaction, before its SQL statement number
@@ -142,12 +154,14 @@ class KillPoint:
 @dataclass(frozen=True, slots=True)
 class Job:
     """One worker: its backend, its directory (``runs.db``, ``ledger.txt``), where it kills itself,
-    and its number (it writes ``worker-<number>.log`` and, when it ends, ``counts-<number>.json``)."""
+    its number (it writes ``worker-<number>.log`` and, when it ends, ``counts-<number>.json``), and
+    whether it streams with eager tools (see the module docstring)."""
 
     backend: str
     directory: str
     number: int
     kill: KillPoint | None = None
+    eager: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -182,7 +196,10 @@ class Tripwire:
     """Counts this process's events and kills the process at its kill point.
 
     It also follows the saved journal, so that a call can wait until its siblings' results are
-    saved (``wait_for_siblings``): sync tools wait in their worker thread, async tools in one.
+    saved (``wait_for_siblings``): sync tools wait in their worker thread, async tools in one. And
+    it counts, as ``streaming <id>``, the saves that hold a call in the journal of a reply still
+    streaming (a call started early), as ``streams`` the replies streamed, and as ``events of reply
+    <n>`` the events of the n-th reply this process streamed.
     """
 
     def __init__(self, job: Job) -> None:
@@ -192,6 +209,8 @@ class Tripwire:
         self._lock = threading.Lock()
         self._saved = threading.Condition()
         self._finished: frozenset[str] = frozenset()  # calls the latest save holds finished
+        self._saving = 0  # saves under way (on the event loop's thread only)
+        self._idle: anyio.Event | None = None  # set when they are done
 
     def write(self, line: str) -> None:
         """Append a line to the ledger: one write, so it is whole or absent after SIGKILL."""
@@ -206,6 +225,11 @@ class Tripwire:
         point = self.point
         return point is not None and (point.kind, point.call, point.n) == (kind, call, number)
 
+    def note(self, key: str) -> None:
+        """Count something that is no kill point (what the test wants to know of a run)."""
+        with self._lock:
+            self.counts[key] += 1
+
     def kill(self) -> NoReturn:
         self.write(f"kill {self.point}")
         os.kill(os.getpid(), signal.SIGKILL)
@@ -213,12 +237,32 @@ class Tripwire:
 
     def saved(self, checkpoint: Checkpoint) -> None:
         """A save completed: note which calls its journal holds finished."""
+        state = checkpoint.state
         finished = frozenset(
-            id_ for id_, record in checkpoint.state.calls.items() if record.status is CallStatus.FINISHED
+            id_ for id_, record in state.calls.items() if record.status is CallStatus.FINISHED
         )
+        if state.phase is Phase.STREAMING:
+            with self._lock:
+                self.counts.update(f"streaming {id_}" for id_ in state.calls)
         with self._saved:
             self._finished = finished
             self._saved.notify_all()
+
+    def save_started(self) -> None:
+        self._saving += 1
+
+    def save_ended(self) -> None:
+        self._saving -= 1
+        if not self._saving and self._idle is not None:
+            self._idle.set()
+            self._idle = None
+
+    async def saves_done(self) -> None:
+        """Wait until no save is under way."""
+        while self._saving:
+            if self._idle is None:
+                self._idle = anyio.Event()
+            await self._idle.wait()
 
     def wait_for_siblings(self, call: str, count: int) -> None:
         """Block until ``count`` siblings of ``call`` (at most all of them) are saved finished."""
@@ -260,10 +304,12 @@ class TrippingStore(SQLiteCheckpointer):
             assert wire.point is not None
             cut = self._UNTIL_COMMIT if wire.point.statement is None else wire.point.statement
         self._cut, self._statements, self._wrote_run = cut, 0, False
+        wire.save_started()
         try:
             await super().save(checkpoint)
         finally:
             self._cut = None
+            wire.save_ended()
         wire.saved(checkpoint)
         if cut is not None or wire.passing("save"):  # a write cut the save had no statement for
             wire.kill()
@@ -398,17 +444,76 @@ def respond(request: RecordedRequest) -> ScriptEntry:
     )
 
 
+class TrippingTransport(httpx2.AsyncBaseTransport):
+    """The fake's transport, with the ``event`` kill points in the streams it answers."""
+
+    def __init__(self, fake: FakeMessagesAPI, wire: Tripwire) -> None:
+        self._inner = fake.async_transport()
+        self._wire = wire
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        if not response.headers.get("content-type", "").startswith("text/event-stream"):
+            return response
+        stream = cast("httpx2.AsyncByteStream", response.stream)
+        wire = self._wire
+        reply = wire.counts["streams"]
+        wire.note("streams")
+        return httpx2.Response(
+            response.status_code, headers=response.headers, stream=_TrippingEvents(stream, wire, reply)
+        )
+
+
+class _TrippingEvents(httpx2.AsyncByteStream):
+    """The fake's events (one SSE event a chunk), each after a yield to the loop, as from a socket,
+    and once the saves under way are done: as if the network were slower than the disk, so that a
+    call started early has its start saved before the next event, and the reply is still streaming
+    when it is (the ``streaming <id>`` counts)."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, wire: Tripwire, reply: int) -> None:
+        self._inner = inner
+        self._wire = wire
+        self._reply = reply
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        wire = self._wire
+        async for chunk in self._inner:
+            await anyio.lowlevel.checkpoint()
+            await wire.saves_done()
+            if wire.passing("event"):
+                wire.kill()
+            wire.note(f"events of reply {self._reply}")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 # -- running a job --------------------------------------------------------------------------------
+
+
+def _client(job: Job, wire: Tripwire) -> anthropic.AsyncAnthropic:
+    fake = FakeMessagesAPI(responder=respond)
+    if not job.eager:
+        return fake.async_client()
+    transport = TrippingTransport(fake, wire)
+    return anthropic.AsyncAnthropic(
+        api_key="sk-ant-fake-key",
+        base_url="https://api.anthropic.com",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=transport),
+    )
 
 
 async def drive(job: Job, wire: Tripwire) -> None:
     store = TrippingStore(job.database, wire)
-    fake = FakeMessagesAPI(responder=respond)
     try:
-        async with fake.async_client() as client:
+        async with _client(job, wire) as client:
             if await store.load(RUN_ID) is None:  # nothing saved yet (or a first save that was cut short)
                 runner = ToolRunner(
                     client,
+                    stream=job.eager,
+                    run_tools_eagerly=job.eager,
                     model=MODEL,
                     max_tokens=256,
                     messages=[{"role": "user", "content": "Run the errands."}],
@@ -417,8 +522,19 @@ async def drive(job: Job, wire: Tripwire) -> None:
                     run_id=RUN_ID,
                 )
             else:
-                runner = await ToolRunner.resume(client, checkpointer=store, run_id=RUN_ID, tools=TOOLS)
-            await runner.until_done()
+                runner = await ToolRunner.resume(
+                    client,
+                    stream=job.eager,
+                    run_tools_eagerly=job.eager,
+                    checkpointer=store,
+                    run_id=RUN_ID,
+                    tools=TOOLS,
+                )
+            if job.eager:
+                async with runner:  # eager tools run in the runner's task group
+                    await runner.until_done()
+            else:
+                await runner.until_done()
     finally:
         store.close()
 
