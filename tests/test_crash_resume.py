@@ -6,12 +6,17 @@ the request alone, and its tools write ``start``/``finish`` lines to a ledger fi
 killed during a request, right after a save, before any SQL statement of a save (of one that
 appends a turn's results, say), or inside a call while it runs once some of its siblings have
 finished; a second worker resumes from the SQLite file (and may be killed in turn), and a last one
-finishes the run.
+finishes the run. Each scenario runs plain (``stream=False``) and eager (``stream=True,
+run_tools_eagerly=True``, where a worker can also be killed between two events of a streaming
+reply, and the idempotent calls start while their reply streams).
 
 After each crash the test reads what the store holds, and at the end it checks:
 
 - the final history is one the service accepts (tool_use/tool_result pairing), ending the run;
-- no call whose result was saved before a crash ever started again (ledger);
+- no call whose result was saved before a crash ever started again (ledger); a call saved in the
+  journal of a reply that was still streaming does not count: the reply is requested again, and
+  its calls with it, so such a call must be idempotent (only those start early with a
+  checkpointer), and it runs again;
 - a call of a non-idempotent tool never started twice, and one that a crash interrupted (saved as
   started, not finished) is answered with the "interrupted ... may or may not have taken effect"
   error;
@@ -49,6 +54,8 @@ from toolrunner import CallStatus, Phase, RunState, SQLiteCheckpointer
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ["asyncio", "trio"]
+MODES = [False, True]  # eager: stream=True, run_tools_eagerly=True
+MODE_IDS = ["plain", "eager"]
 GUARD = 120  # seconds for a plain subprocess; only reached when a worker hangs (it stops itself at 60)
 KILLED = -signal.SIGKILL
 
@@ -166,13 +173,15 @@ def crash_and_resume(
     directory: Path,
     kills: Sequence[KillPoint | None],
     backends: Sequence[str],
+    *,
+    eager: bool = False,
 ) -> Outcome:
     """Run a worker per kill point (each resuming what the last left), then one to the end; a
     worker whose kill point is never reached ends the run itself. ``backends`` cycles over workers."""
     crashes: list[Crash] = []
-    job = Job(backends[0], str(directory), 0)
+    job = Job(backends[0], str(directory), 0, eager=eager)
     for number, kill in enumerate([*kills, None]):
-        job = Job(backends[number % len(backends)], str(directory), number, kill)
+        job = Job(backends[number % len(backends)], str(directory), number, kill, eager)
         before = len(read_ledger(job.ledger))
         status = run(job)
         ledger = read_ledger(job.ledger)
@@ -218,14 +227,21 @@ def results(messages: Sequence[object]) -> dict[str, tuple[str, bool]]:
 
 def saved_calls(state: RunState | None) -> tuple[set[str], set[str]]:
     """The calls a saved state holds finished (answered in the history or the journal), and those
-    it holds started only."""
+    it holds started only. A reply still streaming is requested again on resuming, and what its
+    calls (started early) gave is dropped with it: they count as started only."""
     if state is None:
         return set(), set()
     finished = set(results(state.messages))
     started: set[str] = set()
+    streaming = state.phase is Phase.STREAMING
     for call, record in state.calls.items():
-        (finished if record.status is CallStatus.FINISHED else started).add(call)
+        (finished if record.status is CallStatus.FINISHED and not streaming else started).add(call)
     return finished, started
+
+
+def started_early(state: RunState | None) -> set[str]:
+    """The calls a saved state holds in the journal of a reply still streaming."""
+    return set(state.calls) if state is not None and state.phase is Phase.STREAMING else set()
 
 
 def starts(lines: Sequence[str]) -> Counter[str]:
@@ -243,6 +259,11 @@ def check(outcome: Outcome, reference: Sequence[Skeleton]) -> set[str]:
 
     interrupted: set[str] = set()  # calls of non-idempotent tools that a crash interrupted
     for crash in outcome.crashes:
+        early = sorted(call for call in started_early(crash.saved) if not idempotent(call))
+        assert not early, (
+            f"at the crash at {crash.point}, the store held {early} (not idempotent) in the journal of "
+            "a reply still streaming: they started early, and the reply will be requested again"
+        )
         finished, started = saved_calls(crash.saved)
         later = starts(ledger[crash.ledger :])
         again = sorted(call for call in finished if later[call])
@@ -300,21 +321,31 @@ class Reference:
     counts: dict[str, int]
     problems: list[str]
 
+    def last_event(self, reply: int) -> int:
+        """The number of a reply's last event (``message_stop``), counted from 0 in a new process
+        (an eager run's)."""
+        return sum(self.counts[f"events of reply {number}"] for number in range(reply + 1)) - 1
+
+
+References = Mapping[tuple[str, bool], Reference]
+
 
 @pytest.fixture(scope="module")
-def references(workers: Workers) -> Mapping[str, Reference]:
-    """An uninterrupted run on each backend: its history, and how many events of each kind it had."""
-    found: dict[str, Reference] = {}
+def references(workers: Workers) -> References:
+    """An uninterrupted run on each backend, plain and eager: its history, and how many events of
+    each kind it had."""
+    found: dict[tuple[str, bool], Reference] = {}
     for backend in BACKENDS:
-        with tempfile.TemporaryDirectory() as name:
-            job = Job(backend, name, 0)
-            status = workers.run(job)
-            assert status == 0, job.log.read_text()
-            final = load(job.database)
-            assert final is not None
-            found[backend] = Reference(
-                skeleton(final.messages), _counts(job), pairing_problems(final.messages)
-            )
+        for eager in MODES:
+            with tempfile.TemporaryDirectory() as name:
+                job = Job(backend, name, 0, eager=eager)
+                status = workers.run(job)
+                assert status == 0, job.log.read_text()
+                final = load(job.database)
+                assert final is not None
+                found[backend, eager] = Reference(
+                    skeleton(final.messages), _counts(job), pairing_problems(final.messages)
+                )
     return found
 
 
@@ -322,11 +353,12 @@ def _counts(job: Job) -> dict[str, int]:
     return cast("dict[str, int]", json.loads(job.counts.read_text()))
 
 
+@pytest.mark.parametrize("eager", MODES, ids=MODE_IDS)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_uninterrupted_run_runs_every_call_once_and_counts_every_kind_of_kill_point(
-    references: Mapping[str, Reference], backend: str
+    references: References, backend: str, eager: bool
 ) -> None:
-    reference = references[backend]
+    reference = references[backend, eager]
     assert reference.problems == []
     counts = reference.counts
     assert counts["request"] == 4
@@ -337,16 +369,31 @@ def test_the_uninterrupted_run_runs_every_call_once_and_counts_every_kind_of_kil
     assert all(counts[f"save {call}"] >= 1 for call in CALLS)
     roles = [role for role, _ in reference.skeleton]
     assert roles == ["user", "assistant", "user", "assistant", "user", "assistant", "user", "assistant"]
+    early = {key.split()[1] for key in counts if key.startswith("streaming ")}
+    if not eager:
+        assert "event" not in counts
+        assert not early
+        return
+    assert counts["streams"] == counts["request"]
+    assert counts["event"] == sum(counts[f"events of reply {number}"] for number in range(4))
+    # The idempotent calls start while their reply streams (read, in the middle of turn 1, has
+    # events left to run in); the others never do, with a checkpointer.
+    assert "t1_read" in early, counts
+    assert early <= {call for call in CALLS if idempotent(call)}, f"started while streaming: {early}"
+    assert reference.skeleton == references[backend, False].skeleton
 
 
 # -- named kill points --------------------------------------------------------------------------------
 
+eager_modes = pytest.mark.parametrize("eager", MODES, ids=MODE_IDS)
 
+
+@eager_modes
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_killed_during_a_request_the_next_process_sends_it_again(
-    workers: Workers, references: Mapping[str, Reference], backend: str, tmp_path: Path
+    workers: Workers, references: References, backend: str, eager: bool, tmp_path: Path
 ) -> None:
-    outcome = crash_and_resume(workers.run, tmp_path, [KillPoint("request", 1)], [backend])
+    outcome = crash_and_resume(workers.run, tmp_path, [KillPoint("request", 1)], [backend], eager=eager)
     [crash] = outcome.crashes
     saved = crash.saved
     assert saved is not None
@@ -356,22 +403,25 @@ def test_killed_during_a_request_the_next_process_sends_it_again(
     assert len(saved.messages) == 1
     assert saved.calls
     assert {record.status for record in saved.calls.values()} == {CallStatus.FINISHED}
-    assert check(outcome, references[backend].skeleton) == set()
+    assert check(outcome, references[backend, eager].skeleton) == set()
     assert set(starts(outcome.ledger).values()) == {1}  # nothing ran twice
 
 
+@eager_modes
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_killed_right_after_a_calls_result_is_saved_it_is_answered_from_the_journal(
-    workers: Workers, references: Mapping[str, Reference], backend: str, tmp_path: Path
+    workers: Workers, references: References, backend: str, eager: bool, tmp_path: Path
 ) -> None:
-    outcome = crash_and_resume(workers.run, tmp_path, [KillPoint("save", 0, "t0_charge")], [backend])
+    kills = [KillPoint("save", 0, "t0_charge")]
+    outcome = crash_and_resume(workers.run, tmp_path, kills, [backend], eager=eager)
     [crash] = outcome.crashes
     assert crash.saved is not None
     assert crash.saved.calls["t0_charge"].status is CallStatus.FINISHED
-    assert check(outcome, references[backend].skeleton) == set()
+    assert check(outcome, references[backend, eager].skeleton) == set()
     assert starts(outcome.ledger)["t0_charge"] == 1
 
 
+@eager_modes
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize(
     ("call", "after"),
@@ -380,19 +430,21 @@ def test_killed_right_after_a_calls_result_is_saved_it_is_answered_from_the_jour
 )
 def test_killed_inside_a_running_call_after_siblings_finished(
     workers: Workers,
-    references: Mapping[str, Reference],
+    references: References,
     backend: str,
+    eager: bool,
     call: str,
     after: int,
     tmp_path: Path,
 ) -> None:
-    outcome = crash_and_resume(workers.run, tmp_path, [KillPoint("tool", call=call, after=after)], [backend])
+    kills = [KillPoint("tool", call=call, after=after)]
+    outcome = crash_and_resume(workers.run, tmp_path, kills, [backend], eager=eager)
     [crash] = outcome.crashes
     finished, started = saved_calls(crash.saved)
     assert call in started
     siblings = {other for other in CALLS if other[:2] == call[:2] and other != call}
     assert len(finished & siblings) >= after  # "after A finished, while B runs"
-    interrupted = check(outcome, references[backend].skeleton)
+    interrupted = check(outcome, references[backend, eager].skeleton)
     if idempotent(call):
         assert call not in interrupted
         assert starts(outcome.ledger)[call] == 2  # it ran again
@@ -403,11 +455,12 @@ def test_killed_inside_a_running_call_after_siblings_finished(
         assert starts(outcome.ledger)[sibling] == 1
 
 
+@eager_modes
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_killed_while_a_turns_results_are_appended_the_save_is_all_or_nothing(
-    workers: Workers, references: Mapping[str, Reference], backend: str, tmp_path: Path
+    workers: Workers, references: References, backend: str, eager: bool, tmp_path: Path
 ) -> None:
-    outcome = crash_and_resume(workers.run, tmp_path, [KillPoint("append", 0)], [backend])
+    outcome = crash_and_resume(workers.run, tmp_path, [KillPoint("append", 0)], [backend], eager=eager)
     [crash] = outcome.crashes
     # The save was cut before its COMMIT: the store holds the one before, whose journal has both
     # results and whose history does not have them yet.
@@ -417,30 +470,68 @@ def test_killed_while_a_turns_results_are_appended_the_save_is_all_or_nothing(
         "t0_charge",
         "t0_fetch",
     }
-    assert check(outcome, references[backend].skeleton) == set()
+    assert check(outcome, references[backend, eager].skeleton) == set()
     assert set(starts(outcome.ledger).values()) == {1}
 
 
+@eager_modes
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_killed_again_while_resuming_the_interrupted_call_stays_answered_as_interrupted(
-    workers: Workers, references: Mapping[str, Reference], backend: str, tmp_path: Path
+    workers: Workers, references: References, backend: str, eager: bool, tmp_path: Path
 ) -> None:
     kills = [KillPoint("tool", call="t1_charge", after=2), KillPoint("append", 0)]
-    outcome = crash_and_resume(workers.run, tmp_path, kills, [backend])
+    outcome = crash_and_resume(workers.run, tmp_path, kills, [backend], eager=eager)
     assert [crash.point for crash in outcome.crashes] == kills
-    assert check(outcome, references[backend].skeleton) == {"t1_charge"}
+    assert check(outcome, references[backend, eager].skeleton) == {"t1_charge"}
     assert starts(outcome.ledger)["t1_charge"] == 1
 
 
 def test_a_plain_subprocess_crashes_on_trio_and_resumes_on_asyncio(
-    references: Mapping[str, Reference], tmp_path: Path
+    references: References, tmp_path: Path
 ) -> None:
     """Without the fork server: every worker starts a new interpreter (and the saved state does not
     depend on the backend that wrote it)."""
     kills = [KillPoint("tool", call="t0_charge", after=1)]
     outcome = crash_and_resume(run_subprocess, tmp_path, kills, ["trio", "asyncio"])
     assert len(outcome.crashes) == 1
-    assert check(outcome, references["asyncio"].skeleton) == {"t0_charge"}
+    assert check(outcome, references["asyncio", False].skeleton) == {"t0_charge"}
+
+
+# -- named kill points of eager runs ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_killed_as_a_reply_ends_streaming_only_its_idempotent_call_had_started(
+    workers: Workers, references: References, backend: str, tmp_path: Path
+) -> None:
+    """Killed before turn 1's message_stop: email and charge wait for the reply to be whole and
+    saved, so they had not started; read may have, and runs again with the reply requested again."""
+    reference = references[backend, True]
+    kills = [KillPoint("event", reference.last_event(1))]
+    outcome = crash_and_resume(workers.run, tmp_path, kills, [backend], eager=True)
+    [crash] = outcome.crashes
+    before = starts(outcome.ledger[: crash.ledger])
+    assert not before.keys() & {"t1_email", "t1_charge"}, f"started before the reply was whole: {before}"
+    assert started_early(crash.saved) <= {"t1_read"}
+    assert check(outcome, reference.skeleton) == set()
+    assert starts(outcome.ledger)["t1_email"] == starts(outcome.ledger)["t1_charge"] == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_killed_inside_a_call_started_early_it_runs_again_with_its_reply(
+    workers: Workers, references: References, backend: str, tmp_path: Path
+) -> None:
+    """fetch, turn 0's second call, starts as its block closes and is killed at once; charge, the
+    first call, had not started: it waits for the reply, and the reply for fetch."""
+    kills = [KillPoint("tool", call="t0_fetch")]
+    outcome = crash_and_resume(workers.run, tmp_path, kills, [backend], eager=True)
+    [crash] = outcome.crashes
+    assert starts(outcome.ledger[: crash.ledger]) == {"t0_fetch": 1}
+    assert crash.saved is not None
+    assert crash.saved.calls["t0_fetch"].status is CallStatus.STARTED
+    assert check(outcome, references[backend, True].skeleton) == set()
+    assert starts(outcome.ledger)["t0_fetch"] == 2
+    assert starts(outcome.ledger)["t0_charge"] == 1
 
 
 # -- generated kill points --------------------------------------------------------------------------
@@ -459,28 +550,33 @@ def kill_points(counts: Mapping[str, int]) -> st.SearchStrategy[KillPoint]:
     # also creates the tables); None: before its COMMIT.
     statements = st.none() | st.integers(0, 16)
 
-    return st.one_of(
+    points = [
         nth("request"),
         nth("save"),
         st.builds(KillPoint, st.just("write"), ordinal("write"), statement=statements),
         st.builds(KillPoint, st.just("append"), ordinal("append"), statement=statements),
         st.builds(KillPoint, st.just("save"), st.just(0), st.sampled_from(CALL_IDS)),
         st.builds(KillPoint, st.just("tool"), st.just(0), st.sampled_from(CALL_IDS), st.integers(0, 2)),
-    )
+    ]
+    if counts.get("event"):  # an eager run: between two events of a streaming reply
+        points.append(nth("event"))
+    return st.one_of(points)
 
 
+@pytest.mark.parametrize("eager", MODES, ids=MODE_IDS)
 @pytest.mark.parametrize("backend", BACKENDS)
 @given(data=st.data())
 @crash_settings
 def test_any_kill_point_then_resume_ends_the_run_as_without_the_crash(
-    workers: Workers, references: Mapping[str, Reference], backend: str, data: st.DataObject
+    workers: Workers, references: References, backend: str, eager: bool, data: st.DataObject
 ) -> None:
-    reference = references[backend]
+    reference = references[backend, eager]
     first = data.draw(kill_points(reference.counts), label="first kill point")
     second = data.draw(st.none() | kill_points(reference.counts), label="second kill point, while resuming")
     kills = [first] if second is None else [first, second]
     with tempfile.TemporaryDirectory() as name:
-        outcome = crash_and_resume(workers.run, Path(name), kills, [backend])
+        outcome = crash_and_resume(workers.run, Path(name), kills, [backend], eager=eager)
         interrupted = check(outcome, reference.skeleton)
     event(f"crashes: {len(outcome.crashes)}")
     event(f"interrupted calls: {len(interrupted)}")
+    event(f"kill points: {', '.join(point.kind for point in kills)}")
