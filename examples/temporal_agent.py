@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import tempfile
 import uuid
@@ -137,6 +138,10 @@ async def main() -> None:
         result = await run.result()
         message = await result.final_message(store)
         history = await run.workflow.fetch_history()
+    # temporalio/sdk-python#300: the SDK's native threads can crash the interpreter if they release
+    # the client and the worker while it shuts down; release them now, while the loop runs.
+    del client, env, worker, run
+    gc.collect()
 
     assert message is not None  # the run got at least one reply
     text = " ".join(block.text for block in message.content if block.type == "text")
