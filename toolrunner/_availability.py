@@ -18,7 +18,14 @@ from typing import Any
 
 from ._messages import field
 
-__all__ = ["added_definitions", "available_tools", "last_changes", "pending_message", "removed_tools"]
+__all__ = [
+    "added_definitions",
+    "available_tools",
+    "last_changes",
+    "pending_message",
+    "removed_by",
+    "removed_tools",
+]
 
 
 def pending_message(changes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -70,7 +77,12 @@ def last_changes(messages: Iterable[object]) -> dict[str, bool]:
 
 def removed_tools(messages: Iterable[object]) -> frozenset[str]:
     """The names the history has removed (and not added again since)."""
-    return frozenset(name for name, added in last_changes(messages).items() if not added)
+    return removed_by(last_changes(messages))
+
+
+def removed_by(changes: Mapping[str, bool]) -> frozenset[str]:
+    """The names that ``last_changes``' result leaves removed."""
+    return frozenset(name for name, added in changes.items() if not added)
 
 
 def available_tools(messages: Iterable[object], names: Iterable[str]) -> frozenset[str]:

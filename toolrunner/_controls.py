@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 
-from ._availability import last_changes, pending_message
+from ._availability import last_changes, pending_message, removed_by
 from ._errors import ApprovalError, ParamsError, ToolRunnerError
 from ._events import RunnerEvent, run_with_events
 from ._execution import ExecutionOptions, current_call
-from ._lifecycle import closed, pending_calls, steered
+from ._lifecycle import closed, pending_calls, record_of, steered
 from ._messages import message_param
 from ._params import ToolIndex, check_params, index_tools
 from ._state import CallStatus, Phase, RunState
@@ -177,14 +177,12 @@ class RunnerControls:
         """A paused turn's results would be lost with its reply: the ran calls must be appended first."""
         self._check_can_steer(method)
         if self._state.phase is Phase.AWAITING:
-            ran = sorted(  # in tool_use order
-                (
-                    tool_use_id
-                    for tool_use_id, record in self._state.calls.items()
-                    if record.status in (CallStatus.STARTED, CallStatus.FINISHED)
-                ),
-                key=[call.id for call in pending_calls(self._state)].index,
-            )
+            ran = [
+                call.id
+                for call in pending_calls(self._state)
+                if (record := record_of(self._state, call)) is not None
+                and record.status in (CallStatus.STARTED, CallStatus.FINISHED)
+            ]
             if ran:
                 raise ApprovalError(
                     f"{method}() was called while the run waits for decisions, and the calls {ran!r} of the "
@@ -266,8 +264,7 @@ class RunnerControls:
                 history = folded[2] | last_changes(messages[len(folded[0]) :])
             else:
                 history = last_changes(messages)
-            changes = history | last_changes((pending_message(state.tool_changes),))
-            removed = frozenset(name for name, added in changes.items() if not added)
+            removed = removed_by(history | last_changes((pending_message(state.tool_changes),)))
             self._folded = (messages, state.tool_changes, history)
             if removed != self._calls.execution.removed:
                 self._calls.execution = dataclasses.replace(self._calls.execution, removed=removed)

@@ -99,14 +99,13 @@ class RunnerExtensions:
         self._steps_in_new_tasks = False
         """Driven by a ``SyncToolRunner``: each step runs in a task of its own unless entered."""
 
-    def _driven_from_sync_code(self) -> None:
-        """A ``SyncToolRunner`` drives this runner (``_steps_in_new_tasks``)."""
-        self._steps_in_new_tasks = True
-
-    def _stream_in_sync_code(self) -> None:
-        """Yield the SDK's sync streams (``SyncToolRunner(stream=True)``), which the body reads in its
+    def _driven_from_sync_code(self, *, stream: bool = False) -> None:
+        """A ``SyncToolRunner`` drives this runner (``_steps_in_new_tasks``). With ``stream``, it
+        yields the SDK's sync streams (``SyncToolRunner(stream=True)``), which the body reads in its
         own thread; ``read_options`` refuses ``stream=True`` with a sync client everywhere else."""
-        self._options = dataclasses.replace(self._options, stream=True)
+        self._steps_in_new_tasks = True
+        if stream:
+            self._options = dataclasses.replace(self._options, stream=True)
 
     # -- the SDK's names ----------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from anthropic.tools import BetaToolsetCallContext
 from anthropic.types.beta import BetaToolUseBlock
 
 from ._errors import ToolInputError
-from ._tools import ApprovalGate, ToolContext
+from ._tools import JSON_TYPES, ApprovalGate, ToolContext
 
 __all__ = [
     "SDK_OBJECTS",
@@ -56,15 +56,6 @@ SDK_TOOLSETS = (BetaRunnableToolset, BetaAsyncRunnableToolset)
 SDK_OBJECTS = (*SDK_TOOLS, *SDK_TOOLSETS)
 """The SDK's tools and toolsets: what may have cleanup hooks."""
 
-_JSON_TYPES: dict[type, str] = {
-    list: "array",
-    str: "string",
-    int: "number",
-    float: "number",
-    bool: "boolean",
-    type(None): "null",
-}
-
 
 def input_object(name: str, raw: object) -> dict[str, Any]:
     """The model's input as a dict: a mapping, or a str holding a JSON object.
@@ -81,7 +72,7 @@ def input_object(name: str, raw: object) -> dict[str, Any]:
             decoded = None
         if isinstance(decoded, dict):
             return decoded  # pyright: ignore[reportUnknownVariableType]
-    kind = _JSON_TYPES.get(type(raw), type(raw).__name__)
+    kind = JSON_TYPES.get(type(raw), type(raw).__name__)
     if raw is not None:
         kind = f"{'an' if kind[:1] in ('a', 'e', 'i', 'o', 'u') else 'a'} {kind}"
     raise ToolInputError(

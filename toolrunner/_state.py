@@ -46,6 +46,7 @@ __all__ = [
     "plain_data",
     "read_request_usage",
     "request_usage_data",
+    "usage_data",
 ]
 
 STATE_VERSION = 3
@@ -213,7 +214,7 @@ class RunState:
             "reply": None if self.reply is None else _reply_data(self.reply),
             "steered": self.steered,
             "calls": [_record_data(record) for record in self.calls.values()],
-            "total": _usage_data(self.total),
+            "total": usage_data(self.total),
             "cost": None if self.cost is None else str(self.cost),
             "opened_at": self.opened_at,
             "final_answer": self.final_answer,
@@ -367,7 +368,7 @@ def request_usage_data(request: RequestUsage) -> dict[str, Any]:
     """One request's usage as JSON-able data."""
     return {
         "model": request.model,
-        **_usage_data(request.usage),
+        **usage_data(request.usage),
         "cost": None if request.cost is None else str(request.cost),
     }
 
@@ -387,7 +388,8 @@ def read_request_usage(data: Mapping[str, Any]) -> RequestUsage:
     )
 
 
-def _usage_data(usage: Usage) -> dict[str, int]:
+def usage_data(usage: Usage) -> dict[str, int]:
+    """Token counts as JSON-able data."""
     return {
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,

@@ -83,9 +83,7 @@ class SyncToolRunner(Generic[SyncItemT]):
                 "use ToolRunner with an anthropic.AsyncAnthropic client to start tools while a reply streams."
             )
         self._runner = ToolRunner(client, **options)
-        self._runner._driven_from_sync_code()  # pyright: ignore[reportPrivateUsage]
-        if stream:
-            self._runner._stream_in_sync_code()  # pyright: ignore[reportPrivateUsage]  # the one place it is allowed
+        self._runner._driven_from_sync_code(stream=stream)  # pyright: ignore[reportPrivateUsage]  # the one place
         self._portal: BlockingPortal | None = None
         self._block: ExitStack | None = None  # inside ``with runner:``: the portal and the entered runner
         self._iterating = False

@@ -41,7 +41,7 @@ R = TypeVar("R", default=Any)
 
 # What the Messages API accepts as a tool name.
 _NAME = re.compile(r"[a-zA-Z0-9_-]{1,128}")
-_JSON_TYPES: dict[type, str] = {
+JSON_TYPES: dict[type, str] = {
     list: "array",
     str: "string",
     int: "number",
@@ -239,7 +239,7 @@ class Tool(Generic[P, R]):
             else:
                 if isinstance(decoded, dict):
                     return decoded  # type: ignore[return-value]
-                what = f"a str holding a JSON {_JSON_TYPES.get(type(decoded), type(decoded).__name__)}"
+                what = f"a str holding a JSON {JSON_TYPES.get(type(decoded), type(decoded).__name__)}"
         raise ToolInputError(
             f"The input for tool {self.name!r} must be a JSON object matching its input_schema, but it was "
             f"{what}: {_short_repr(raw)}. Call {self.name} again with an object as its input."

@@ -57,9 +57,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from .._messages import check_history
     from .._results import tool_result_block
-    from .._state import Phase, RunState, read_request_usage
+    from .._state import Phase, RunState, read_request_usage, usage_data
     from .._types import ToolCall, ToolResultMessage
-    from .._usage import Usage
     from ._data import (
         ActivityOptions,
         Answer,
@@ -428,7 +427,7 @@ class ToolRunnerWorkflow:
             history=self._node,
             appended=list(state.messages[self._sent :]),
             requests=state.requests_sent,
-            usage=_usage_data(state.total),
+            usage=usage_data(state.total),
             cost=None if state.cost is None else str(state.cost),
         )
 
@@ -463,12 +462,3 @@ def _old_batches(calls: Sequence[ToolCall], specs: Mapping[str, ToolSpec]) -> It
 def _copy(block: ToolResultBlockParam | None) -> ToolResultBlockParam:
     assert block is not None
     return ToolResultBlockParam(**block)
-
-
-def _usage_data(usage: Usage) -> dict[str, int]:
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_input_tokens": usage.cache_read_input_tokens,
-        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-    }
