@@ -31,6 +31,7 @@ import gc
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -52,6 +53,11 @@ from toolrunner.testing import (
     tool_call,
     tool_reply,
 )
+
+# Run as a script: the sibling modules import as top-level modules.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _report import print_markdown_table, step
 
 MODEL = "claude-sonnet-4-6"
 MAX_TOKENS = 1024
@@ -496,28 +502,10 @@ def rows(
 
 
 def print_table(table: list[Row]) -> None:
-    header = ["measure", "baseline", "measured", "ratio", "goal", "result"]
-    cells = [
-        header,
-        *([row.measure, row.baseline, row.measured, row.ratio, row.goal, row.result] for row in table),
-    ]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
-
-    def show(line: list[str]) -> str:
-        return "| " + " | ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)) + " |"
-
-    print(show(header))
-    print("|" + "|".join("-" * (width + 2) for width in widths) + "|")
-    for line in cells[1:]:
-        print(show(line))
-
-
-def step(label: str, work: Callable[[], Any]) -> Any:
-    start = time.perf_counter()
-    print(f"  {label} ...", end="", flush=True)
-    value = work()
-    print(f" {time.perf_counter() - start:.1f} s", flush=True)
-    return value
+    print_markdown_table(
+        ["measure", "baseline", "measured", "ratio", "goal", "result"],
+        [[row.measure, row.baseline, row.measured, row.ratio, row.goal, row.result] for row in table],
+    )
 
 
 def main() -> None:

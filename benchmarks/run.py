@@ -24,7 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _contenders import CONTENDERS, Contender, Conversation, Run, run_once
 from _memory import child_main
+from _report import print_markdown_table, step
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "latest.json"
@@ -373,23 +374,7 @@ def print_table(rows: list[Row]) -> None:
         ]
         for row in rows
     ]
-    widths = [max(len(cells[i]) for cells in [header, *lines]) for i in range(len(header))]
-
-    def show(cells: list[str]) -> str:
-        return "| " + " | ".join(cell.ljust(width) for cell, width in zip(cells, widths, strict=True)) + " |"
-
-    print(show(header))
-    print("|" + "|".join("-" * (width + 2) for width in widths) + "|")
-    for cells in lines:
-        print(show(cells))
-
-
-def step(label: str, work: Callable[[], Any]) -> Any:
-    start = time.perf_counter()
-    print(f"  {label} ...", end="", flush=True)
-    value = work()
-    print(f" {time.perf_counter() - start:.1f} s", flush=True)
-    return value
+    print_markdown_table(header, lines)
 
 
 def run_suite(config: Config, *, quick: bool) -> list[Row]:
