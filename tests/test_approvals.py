@@ -396,15 +396,33 @@ async def test_an_awaiting_state_round_trips_and_a_version_1_state_loads() -> No
     data = json.loads(text)
     data["version"] = 1
     data["phase"], data["end_reason"] = "with_body", None
+    del data["failure"], data["tool_changes"]
+    later = ("approved_input", "decision", "decided_by", "decided_at", "tool")
     data["calls"] = [
-        {key: value for key, value in record.items() if key not in ("approved_input", "decision")}
+        {key: value for key, value in record.items() if key not in later}
         for record in data["calls"]
         if record["status"] in ("started", "finished")
     ]
     old = RunState.from_json(json.dumps(data))
     assert old.phase is Phase.WITH_BODY
     assert {record.decision for record in old.calls.values()} == {None}
-    assert STATE_VERSION == 3
+    assert old.failure is None and old.tool_changes == ()
+    assert STATE_VERSION == 4
+
+
+async def test_a_version_3_state_loads_without_who_decided_nor_the_waiting_tool() -> None:
+    runner = build(FakeMessagesAPI([three_calls(), text_reply("done")]))
+    await paused(runner)
+    data = json.loads(runner.state.to_json())
+    data["version"] = 3
+    del data["failure"]
+    data["calls"] = [
+        {key: value for key, value in record.items() if key not in ("decided_by", "decided_at", "tool")}
+        for record in data["calls"]
+    ]
+    old = RunState.from_json(json.dumps(data))
+    assert old.calls["pay_5"].status is CallStatus.AWAITING
+    assert (old.calls["pay_5"].decided_by, old.calls["pay_5"].tool, old.failure) == (None, None, None)
 
 
 def test_a_sync_runner_pauses_and_takes_decisions() -> None:

@@ -122,7 +122,8 @@ async def test_the_state_round_trips_through_json_in_every_phase() -> None:
                 assert {record.status for record in runner.state.calls.values()} <= set(CallStatus)
     round_trip(runner.state)
     seen.add(runner.state.phase)
-    assert seen == set(Phase) - {Phase.AWAITING}  # tests/test_approvals.py round-trips AWAITING
+    # tests/test_approvals.py round-trips AWAITING; RECEIVED is not used by the driver yet
+    assert seen == set(Phase) - {Phase.AWAITING, Phase.RECEIVED}
 
 
 async def test_a_state_with_calls_started_and_finished_round_trips() -> None:

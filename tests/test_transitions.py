@@ -242,3 +242,36 @@ class Lifecycle(RuleBasedStateMachine):
 
 Lifecycle.TestCase.settings = settings(max_examples=300, stateful_step_count=30, deadline=None)
 test_the_lifecycle_keeps_its_invariants = Lifecycle.TestCase
+
+
+def test_a_decision_stays_with_its_call_however_often_it_is_started_again() -> None:
+    # A person approved refund(amount=500) with the amount edited to 50, and said who they are. The
+    # call is started, then cancelled (or its save failed) and started again, then interrupted by
+    # a crash and started again after resume: each time it runs as decided, with the input edited.
+    gated = reply(1, 1, "tool_use", False)
+    state = reply_received(RunState(params={}, messages=(USER,)), gated, RequestUsage("m", Usage(), None))
+    (call,) = pending_calls(state)
+    state = calls_gated(state, [call], tools={call.id: {"name": "act", "input_schema": {"type": "object"}}})
+    state = call_decided(
+        state, call.id, "approved", approved_input={"n": 50}, by="ada", at="2026-11-26T09:00:00Z"
+    )
+    for _ in range(3):
+        state = call_started(state, call)
+        record = record_of(state, call)
+        assert record is not None and record.status is CallStatus.STARTED
+        assert (record.approved_input, record.decision, record.decided_by) == ({"n": 50}, "approved", "ada")
+        state = RunState.from_json(state.to_json())  # a crash: the saved state, resumed
+        state = resumed(state, may_run_again=lambda call: True)
+        record = record_of(state, call)
+        assert record is not None and record.status is CallStatus.APPROVED
+        assert record.approved_input == {"n": 50} and record.tool == {
+            "name": "act",
+            "input_schema": {"type": "object"},
+        }
+    state = call_finished(call_started(state, call), call, tool_result_block(call.id, "refunded 50"))
+    record = record_of(state, call)
+    assert record is not None and (record.status, record.approved_input, record.decided_at) == (
+        CallStatus.FINISHED,
+        {"n": 50},
+        "2026-11-26T09:00:00Z",
+    )

@@ -21,6 +21,7 @@ A saved state goes on in a new process through ``resumed``.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -262,15 +263,22 @@ def awaiting(state: RunState, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]
 
 
 def calls_gated(
-    state: RunState, gated: Sequence[ToolCall], denied: Sequence[tuple[ToolCall, str]] = ()
+    state: RunState,
+    gated: Sequence[ToolCall],
+    denied: Sequence[tuple[ToolCall, str]] = (),
+    *,
+    tools: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> RunState:
     """Calls whose tools require approval wait for a decision; those whose gate failed are denied
-    with the reason given (fail closed)."""
+    with the reason given (fail closed). ``tools`` gives, by tool_use id, the definition of a
+    waiting call's tool (name, description, input schema), kept with the call for whoever decides."""
     if not gated and not denied:
         return state
     calls = dict(state.calls)
     for call in gated:
-        calls[call.id] = CallRecord(call, CallStatus.AWAITING)
+        calls[call.id] = CallRecord(
+            call, CallStatus.AWAITING, tool=None if tools is None else tools.get(call.id)
+        )
     for call, reason in denied:
         calls[call.id] = _decided(call, "denied", tool_result_block(call.id, reason, is_error=True))
     return state.replace(calls=calls)
@@ -283,9 +291,12 @@ def call_decided(
     *,
     result: ToolResultBlockParam | None = None,
     approved_input: object = None,
+    by: str | None = None,
+    at: str | None = None,
 ) -> RunState:
     """Decide a call of the current turn: approve one that waits (perhaps with an edited input),
-    or deny or answer (with ``result``) one that waits or has not started.
+    or deny or answer (with ``result``) one that waits or has not started; ``by`` and ``at`` say
+    who decided and when (an ISO 8601 time), and are kept with the call.
 
     Raises:
         ApprovalError: No pending call has that id, or the call is decided, running or done already.
@@ -307,11 +318,20 @@ def call_decided(
         raise ApprovalError(
             f"the tool call {tool_use_id!r} {_DESCRIBED[status]}, so it cannot be {decision} now."
         )
+    tool = None if record is None else record.tool
     if decision == "approved":
-        new = CallRecord(call, CallStatus.APPROVED, approved_input=approved_input, decision="approved")
+        new = CallRecord(
+            call,
+            CallStatus.APPROVED,
+            approved_input=approved_input,
+            decision="approved",
+            decided_by=by,
+            decided_at=at,
+            tool=tool,
+        )
     else:
         assert result is not None
-        new = _decided(call, decision, result)
+        new = _decided(call, decision, result, by=by, at=at, tool=tool)
     return state.replace(calls={**state.calls, call.id: new})
 
 
@@ -323,8 +343,18 @@ _DESCRIBED = {
 }
 
 
-def _decided(call: ToolCall, decision: Decision, result: ToolResultBlockParam) -> CallRecord:
-    return CallRecord(call, CallStatus.FINISHED, result, decision=decision)
+def _decided(
+    call: ToolCall,
+    decision: Decision,
+    result: ToolResultBlockParam,
+    *,
+    by: str | None = None,
+    at: str | None = None,
+    tool: Mapping[str, Any] | None = None,
+) -> CallRecord:
+    return CallRecord(
+        call, CallStatus.FINISHED, result, decision=decision, decided_by=by, decided_at=at, tool=tool
+    )
 
 
 def turn_paused(state: RunState) -> RunState:
@@ -340,22 +370,23 @@ def turn_resumed(state: RunState) -> RunState:
 
 
 def call_started(state: RunState, call: ToolCall) -> RunState:
-    """A call of the current turn starts running (an approved call keeps its decision)."""
+    """A call of the current turn starts running. A decision on it (and the input a person
+    approved) stays with it, however often it is started again: after a cancellation, a failed
+    save or a crash, what runs is what was decided."""
     record = record_of(state, call)
-    if record is not None and record.status is CallStatus.APPROVED:
-        started = CallRecord(
-            call, CallStatus.STARTED, approved_input=record.approved_input, decision="approved"
-        )
-    else:
-        started = CallRecord(call, CallStatus.STARTED)
+    if record is None:
+        return state.replace(calls={**state.calls, call.id: CallRecord(call, CallStatus.STARTED)})
+    started = dataclasses.replace(record, status=CallStatus.STARTED, result=None)
     return state.replace(calls={**state.calls, call.id: started})
 
 
 def call_finished(state: RunState, call: ToolCall, result: ToolResultBlockParam) -> RunState:
     """A call finished: its result is kept, and the call never runs again."""
     record = record_of(state, call)
-    approved_input, decision = (None, None) if record is None else (record.approved_input, record.decision)
-    finished = CallRecord(call, CallStatus.FINISHED, result, approved_input=approved_input, decision=decision)
+    if record is None:
+        finished = CallRecord(call, CallStatus.FINISHED, result)
+    else:
+        finished = dataclasses.replace(record, status=CallStatus.FINISHED, result=result)
     return state.replace(calls={**state.calls, call.id: finished})
 
 
@@ -448,18 +479,13 @@ def resumed(state: RunState, *, may_run_again: Callable[[ToolCall], bool]) -> Ru
         if record.status is CallStatus.STARTED:
             if may_run_again(record.call):
                 if record.decision == "approved":  # runs again as approved, with the input approved
-                    calls[tool_use_id] = CallRecord(
-                        record.call,
-                        CallStatus.APPROVED,
-                        approved_input=record.approved_input,
-                        decision="approved",
-                    )
+                    calls[tool_use_id] = dataclasses.replace(record, status=CallStatus.APPROVED)
                 continue
             message = INTERRUPTED.format(name=record.call.name)
             block = tool_result_block(tool_use_id, message, is_error=True)
             if record.call.toolset_name is not None:  # a toolset member's result echoes its family
                 block["toolset_name"] = record.call.toolset_name
-            record = CallRecord(record.call, CallStatus.FINISHED, block)
+            record = dataclasses.replace(record, status=CallStatus.FINISHED, result=block)
         calls[tool_use_id] = record
     return state.replace(calls=calls)
 

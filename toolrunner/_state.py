@@ -49,12 +49,15 @@ __all__ = [
     "usage_data",
 ]
 
-STATE_VERSION = 3
+STATE_VERSION = 4
 """The version of ``RunState``'s JSON form that this toolrunner writes.
 
 Version 2 added decisions on tool calls (approvals): the statuses ``awaiting`` and ``approved``,
 and a call record's ``input`` and ``decision``; version 1 states load with none of them.
 Version 3 added the pending tool changes (``tool_changes``); older states load with none.
+Version 4 added who decided a call and when (``decided_by``, ``decided_at``), the definition of
+a waiting call's tool (``tool``), the phase ``received``, and the error that stopped the last
+step (``failure``); older states load with none of them.
 """
 
 
@@ -63,6 +66,9 @@ class Phase(enum.Enum):
 
     READY = "ready"
     """The next step is to send a request."""
+    RECEIVED = "received"
+    """A complete reply arrived and has not been handed to the loop body yet: the next step saves
+    it (if the run has a checkpointer) and hands it over."""
     STREAMING = "streaming"
     """A request's reply is streaming (to the loop body, or to the runner)."""
     WITH_BODY = "with_body"
@@ -98,6 +104,11 @@ class CallRecord:
         approved_input: The input the call runs with, when a person edited it on approval.
         decision: How a call that needed one was decided: ``"approved"``, ``"denied"`` or
             ``"answered"`` (its result came from elsewhere).
+        decided_by: Who decided it, as the decider said (``approve(..., by="ada")``), if known.
+        decided_at: When it was decided: an ISO 8601 time in UTC, if known.
+        tool: For a call that waits for a decision: its tool's definition as the model saw it
+            (``name``, ``description``, ``input_schema``), so that a person, or a process without
+            the tools, can read what the call does and check an edited input.
     """
 
     call: ToolCall
@@ -105,6 +116,9 @@ class CallRecord:
     result: ToolResultBlockParam | None = None
     approved_input: object = None
     decision: Decision | None = None
+    decided_by: str | None = None
+    decided_at: str | None = None
+    tool: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)  # no slots: ``replace`` copies the instance's dict at once
@@ -131,6 +145,8 @@ class RunState:
         tool_changes: The tool_addition / tool_removal blocks of ``add_tools()`` and
             ``remove_tools()`` not sent yet; the next request sends them in a ``role: "system"``
             message. They count at once: with the history's, they say which tools run.
+        failure: The error that stopped the last step (``{"type": ..., "message": ...}``), if the
+            step raised one (a service error, a refused save); ``None`` once a step succeeds.
     """
 
     params: Mapping[str, Any]
@@ -148,6 +164,7 @@ class RunState:
     end_reason: EndReason | None = None
     run_id: str | None = None
     tool_changes: tuple[Mapping[str, Any], ...] = ()
+    failure: Mapping[str, str] | None = None
 
     @property
     def requests_sent(self) -> int:
@@ -220,6 +237,7 @@ class RunState:
             "final_answer": self.final_answer,
             "end_reason": self.end_reason,
             "tool_changes": [plain_data(block, "tool_changes") for block in self.tool_changes],
+            "failure": None if self.failure is None else dict(self.failure),
         }
         if history:
             data["messages"] = [message_data(message, index) for index, message in enumerate(self.messages)]
@@ -285,9 +303,18 @@ def _from_version_2(data: Mapping[str, Any]) -> Mapping[str, Any]:
     return {"tool_changes": [], **data, "version": 3}
 
 
+def _from_version_3(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Version 3 kept neither who decided a call nor when, nor a waiting call's tool, nor a failure."""
+    calls = [
+        {"decided_by": None, "decided_at": None, "tool": None, **record} for record in data.get("calls", ())
+    ]
+    return {"failure": None, **data, "version": 4, "calls": calls}
+
+
 _MIGRATIONS: dict[int, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {
     1: _from_version_1,
     2: _from_version_2,
+    3: _from_version_3,
 }
 """From each older version to the next."""
 
@@ -319,6 +346,7 @@ def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]
         end_reason=end_reason,
         run_id=data["run_id"],
         tool_changes=tuple(dict(block) for block in data["tool_changes"]),
+        failure=None if data["failure"] is None else dict(data["failure"]),
     )
 
 
@@ -417,6 +445,9 @@ def _record_data(record: CallRecord) -> dict[str, Any]:
         "result": None if record.result is None else plain_data(record.result, f"the result of {call.id!r}"),
         "approved_input": plain_data(record.approved_input, f"the approved input of {call.id!r}"),
         "decision": record.decision,
+        "decided_by": record.decided_by,
+        "decided_at": record.decided_at,
+        "tool": None if record.tool is None else plain_data(record.tool, f"the tool of {call.id!r}"),
     }
 
 
@@ -433,6 +464,9 @@ def _read_record(data: Mapping[str, Any]) -> CallRecord:
         result=None if result is None else cast(ToolResultBlockParam, dict(result)),
         approved_input=data["approved_input"],
         decision=decision,
+        decided_by=data["decided_by"],
+        decided_at=data["decided_at"],
+        tool=None if data["tool"] is None else dict(data["tool"]),
     )
 
 
