@@ -406,7 +406,8 @@ async def test_an_awaiting_state_round_trips_and_a_version_1_state_loads() -> No
     old = RunState.from_json(json.dumps(data))
     assert old.phase is Phase.WITH_BODY
     assert {record.decision for record in old.calls.values()} == {None}
-    assert old.failure is None and old.tool_changes == ()
+    assert old.failure is None
+    assert old.tool_changes == ()
     assert STATE_VERSION == 4
 
 

@@ -258,19 +258,23 @@ def test_a_decision_stays_with_its_call_however_often_it_is_started_again() -> N
     for _ in range(3):
         state = call_started(state, call)
         record = record_of(state, call)
-        assert record is not None and record.status is CallStatus.STARTED
+        assert record is not None
+        assert record.status is CallStatus.STARTED
         assert (record.approved_input, record.decision, record.decided_by) == ({"n": 50}, "approved", "ada")
         state = RunState.from_json(state.to_json())  # a crash: the saved state, resumed
         state = resumed(state, may_run_again=lambda call: True)
         record = record_of(state, call)
-        assert record is not None and record.status is CallStatus.APPROVED
-        assert record.approved_input == {"n": 50} and record.tool == {
+        assert record is not None
+        assert record.status is CallStatus.APPROVED
+        assert record.approved_input == {"n": 50}
+        assert record.tool == {
             "name": "act",
             "input_schema": {"type": "object"},
         }
     state = call_finished(call_started(state, call), call, tool_result_block(call.id, "refunded 50"))
     record = record_of(state, call)
-    assert record is not None and (record.status, record.approved_input, record.decided_at) == (
+    assert record is not None
+    assert (record.status, record.approved_input, record.decided_at) == (
         CallStatus.FINISHED,
         {"n": 50},
         "2026-11-26T09:00:00Z",
