@@ -21,6 +21,7 @@ from toolrunner import (
     ApprovalDecided,
     ApprovalError,
     ApprovalRequested,
+    AwaitingApprovalError,
     CallStatus,
     MemoryCheckpointer,
     Phase,
@@ -527,7 +528,9 @@ async def test_leaving_async_with_keeps_a_paused_run_waiting_in_the_store_and_in
     store = MemoryCheckpointer()
     fake = FakeMessagesAPI([three_calls(), text_reply("done")])
     async with build(fake, checkpointer=store, run_id="r") as runner:
-        await runner.until_done()
+        with pytest.raises(AwaitingApprovalError, match=r"\['pay_5'\] wait for a decision") as paused_at:
+            await runner.until_done()  # a pause is no end: until_done() returns no reply
+        assert [call.id for call in paused_at.value.calls] == ["pay_5"]
         assert runner.end_reason == "awaiting_approval"
     assert runner.end_reason == "awaiting_approval"  # not "closed"
     assert [call.id for call in runner.pending_approvals] == ["pay_5"]
@@ -630,7 +633,7 @@ async def test_an_approved_idempotent_call_interrupted_while_running_runs_again_
         fake.async_client(), model=MODEL, max_tokens=64, messages=[USER], tools=tools,
         checkpointer=store, run_id="r",
     )  # fmt: skip
-    await runner.until_done()
+    await paused(runner)
     runner.approve("pay_5", input={"amount": 7})
     await runner.until_done()
     started = next(
@@ -657,8 +660,7 @@ async def test_an_approved_idempotent_call_interrupted_while_running_runs_again_
 async def test_steering_a_paused_run_whose_other_calls_ran_is_refused_and_nothing_is_lost() -> None:
     fake = FakeMessagesAPI([three_calls(), text_reply("done"), text_reply("and the follow-up")])
     runner = build(fake)
-    await runner.until_done()
-    assert runner.end_reason == "awaiting_approval"
+    await paused(runner)
     with pytest.raises(ApprovalError, match=r"'look_a', 'note_b'.*Decide the waiting calls first"):
         runner.push_messages({"role": "user", "content": "Never mind."})
     with pytest.raises(ApprovalError, match="already ran"):

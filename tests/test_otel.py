@@ -547,7 +547,8 @@ async def test_a_pause_for_approval_ends_the_run_and_the_decided_calls_belong_to
     )
     store = MemoryCheckpointer()
     runner = build(fake, traces, tools=[get_weather, pay], checkpointer=store, run_id="order-7")
-    await runner.until_done()
+    async for _ in runner:
+        pass
     assert runner.end_reason == "awaiting_approval"
     paused = traces.run()
     assert attributes(paused)["toolrunner.end_reason"] == "awaiting_approval"

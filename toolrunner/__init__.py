@@ -14,6 +14,7 @@ from ._checkpoint import (
 from ._compaction import CompactionControl as CompactionControl
 from ._errors import (
     ApprovalError as ApprovalError,
+    AwaitingApprovalError as AwaitingApprovalError,
     CheckpointError as CheckpointError,
     HistoryError as HistoryError,
     MalformedReplyError as MalformedReplyError,
@@ -96,6 +97,7 @@ __all__ = [
     "ApprovalError",
     "ApprovalGate",
     "ApprovalRequested",
+    "AwaitingApprovalError",
     "CachePolicy",
     "CallRecord",
     "CallStatus",

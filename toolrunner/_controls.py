@@ -1,76 +1,75 @@
 """What the loop body may ask of a runner: views of the run's state, steering (and the params it
-installs), decisions, ending the loop, and its events.
+installs), the tool results, decisions, ending the loop, and its events.
 
-``ToolRunner`` inherits ``RunnerControls``. These methods change the run only through transitions
-of ``_lifecycle`` and the driver's ``_set`` (see ``_runner.py``), and they refuse to steer from
-inside a tool or while the runner is finishing a turn, where the history would change under it.
+``ToolRunner`` inherits ``RunnerControls``. These methods change the run only through the core
+(``RunCore``: its transitions and its programs, driven by ``_runner.py``), and they refuse to
+steer from inside a tool or while the runner is finishing a turn, where the history would change
+under it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import anyio
 
-from ._availability import last_changes, pending_message, removed_by
-from ._errors import ApprovalError, ParamsError, ToolRunnerError
+from ._approvals import answer_block, check_approved_input
+from ._errors import ApprovalError, AwaitingApprovalError, ParamsError, ToolRunnerError
 from ._events import RunnerEvent, run_with_events
 from ._execution import ExecutionOptions, current_call
-from ._lifecycle import closed, pending_calls, record_of, steered
+from ._lifecycle import pending_calls
 from ._messages import message_param
-from ._params import ToolIndex, check_params, index_tools
-from ._state import CallStatus, Phase, RunState
-from ._types import EndReason, Reply, ToolCall
+from ._params import TRANSPORT, ToolIndex, check_params, index_tools
+from ._results import tool_result_block
+from ._state import Phase, RunState
+from ._types import EndReason, Reply, ToolCall, ToolResultMessage
 from ._usage import UsageTracker
 
 if TYPE_CHECKING:
-    from ._approvals import Approvals
-    from ._calls import TurnCalls
     from ._checkpoint import Saver
+    from ._core import RunCore
+    from ._effects import Program
     from ._options import Options
     from ._usage import Price
 
 __all__ = ["RunnerControls"]
+
+T = TypeVar("T")
 
 
 class RunnerControls:
     """The loop body's side of ``ToolRunner`` (see the module docstring)."""
 
     if TYPE_CHECKING:  # what the driver provides
-        _state: RunState
+        _core: RunCore
         _index: ToolIndex
-        _approvals: Approvals
+        _execution: ExecutionOptions
+        _limiter: anyio.CapacityLimiter | None
         _prices: Mapping[str, Price]
-        _usage: tuple[tuple[object, ...], UsageTracker] | None
         _advancing: bool
-        _checked: int
-
-        _emit: Callable[[RunnerEvent], None] | None
-
         _saver: Saver | None
-        _calls: TurnCalls
         _options: Options
         _tool_changes: dict[str, object]
-        _folded: tuple[tuple[Any, ...], tuple[Mapping[str, Any], ...], dict[str, bool]] | None
+        _transport: dict[str, Any]
 
-        _closing: bool
-
-        def _set(self, state: RunState) -> None: ...
         def __aiter__(self) -> AsyncIterator[Any]: ...
-        async def _abandon_stream(self) -> None: ...
-        async def _save(self) -> None: ...
+        async def _step(self, program: Program[T]) -> T: ...
+        async def _drive(self, program: Program[T]) -> T: ...
+        async def _save_now(self) -> None: ...
         async def _at_end(self) -> None: ...
+
+    _usage: tuple[tuple[object, ...], UsageTracker] | None = None
 
     # -- public state ---------------------------------------------------------------------------
 
     @property
     def state(self) -> RunState:
         """The run's state: one immutable value, serialisable with ``to_json()``."""
-        return self._state
+        return self._core.state
 
     @property
     def params(self) -> Mapping[str, Any]:
@@ -78,45 +77,81 @@ class RunnerControls:
 
         Change them with ``push_messages()`` and ``set_messages_params()``.
         """
+        state = self._core.state
         return MappingProxyType(
-            {**self._state.params, "messages": list(self._state.messages), "tools": self._index.tools}
+            {**state.params, **self._transport, "messages": list(state.messages), "tools": self._index.tools}
         )
 
     @property
     def messages(self) -> Sequence[Any]:
         """The history (a copy: change it with ``push_messages()`` and ``set_messages_params()``)."""
-        return list(self._state.messages)
+        return list(self._core.state.messages)
 
     @property
     def last_message(self) -> Reply | None:
         """The latest complete reply, or ``None`` before the first."""
-        return self._state.reply
+        return self._core.state.reply
 
     @property
     def requests_sent(self) -> int:
         """How many requests got a reply."""
-        return self._state.requests_sent
+        return self._core.state.requests_sent
 
     @property
     def usage(self) -> UsageTracker:
         """Token usage per request and in total, and the cost when the model has a price."""
-        if self._usage is None or self._usage[0] is not self._state.usage:
-            self._usage = (
-                self._state.usage,
-                UsageTracker.of_requests(self._state.usage, prices=self._prices),
-            )
+        usage = self._core.state.usage
+        if self._usage is None or self._usage[0] is not usage:
+            self._usage = (usage, UsageTracker.of_requests(usage, prices=self._prices))
         return self._usage[1]
 
     @property
     def finished(self) -> bool:
-        """Whether the loop has ended (steering opens it again)."""
-        return self._state.finished
+        """Whether the loop has ended, or is paused for decisions (steering opens it again)."""
+        return self._core.state.finished
 
     @property
     def end_reason(self) -> EndReason | None:
         """Why the loop ended (``"model"``, ``"max_iterations"``, ``"token_budget"``,
-        ``"cost_budget"`` or ``"closed"``), or ``None`` while it goes on."""
-        return self._state.end_reason
+        ``"cost_budget"``, ``"closed"``), or paused (``"awaiting_approval"``); ``None`` while it
+        goes on."""
+        return self._core.state.end_reason
+
+    # -- tools ------------------------------------------------------------------------------------
+
+    async def generate_tool_response(self) -> ToolResultMessage | None:
+        """The user message holding the tool_result blocks for the pending tool calls, or ``None``.
+
+        The pending calls are those of the reply the loop body holds (unless the body changed
+        the history), or else of the last message of the history. Results are computed once per
+        tool_use id and shared by concurrent callers; the history is never changed. With
+        ``stream=True`` it first reads the rest of the reply's stream.
+
+        Raises:
+            ApprovalError: Calls wait for a decision (the others ran); decide them first.
+            ToolRunnerError: Called from a tool for the turn that runs it (it would wait for itself).
+        """
+        core = self._core
+        if core.state.phase is Phase.STREAMING:
+            await self._step(core.finish_stream())
+        calls = pending_calls(core.state)
+        if not calls:
+            return None
+        running = current_call()
+        if running is not None and any(call.id == running.id for call in calls):
+            raise ToolRunnerError(
+                f"the tool {running.name!r} called generate_tool_response() for the turn it is a call of, so it "
+                "would wait for its own result forever; read ctx.call instead, or ask for the results from the "
+                "loop body."
+            )
+        results = await self._step(core.settle(calls))
+        if results is None:
+            waiting = [call.id for call in core.waiting()]
+            raise ApprovalError(
+                f"the tool calls {waiting!r} wait for a decision, so there is no complete tool response yet (the "
+                "calls that need none ran); decide them with approve(), deny() or answer() first."
+            )
+        return {"role": "user", "content": results}
 
     # -- steering ---------------------------------------------------------------------------------
 
@@ -128,9 +163,7 @@ class RunnerControls:
         """
         self._check_history_may_change("push_messages")
         params = [message_param(message, index) for index, message in enumerate(messages)]
-        history = self._state.messages
-        self._checked = min(self._checked, max(len(history) - 1, 0))
-        self._set(steered(self._state, messages=(*history, *params)))
+        self._core.push(params)
 
     def set_messages_params(
         self, params: Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any]]
@@ -156,7 +189,6 @@ class RunnerControls:
                 f"set_messages_params takes a mapping of params or a function of them, not {type(params).__name__!r}."
             )
         self._install(dict(new), steer=True)
-        self._checked = 0
 
     def _check_can_steer(self, method: str) -> None:
         """Steering belongs to the loop body: from a tool, or while the runner is between replies,
@@ -174,54 +206,66 @@ class RunnerControls:
             )
 
     def _check_history_may_change(self, method: str) -> None:
-        """A paused turn's results would be lost with its reply: the ran calls must be appended first."""
         self._check_can_steer(method)
-        if self._state.phase is Phase.AWAITING:
-            ran = [
-                call.id
-                for call in pending_calls(self._state)
-                if (record := record_of(self._state, call)) is not None
-                and record.status in (CallStatus.STARTED, CallStatus.FINISHED)
-            ]
-            if ran:
-                raise ApprovalError(
-                    f"{method}() was called while the run waits for decisions, and the calls {ran!r} of the "
-                    "waiting reply already ran: changing the history now would drop their results. Decide the "
-                    "waiting calls first (approve, deny or answer), iterate to append the results, then steer."
-                )
+        self._core.check_history_may_change(method)
 
     # -- decisions --------------------------------------------------------------------------------
 
     @property
     def pending_approvals(self) -> list[ToolCall]:
         """The calls of the current turn that wait for a decision, in tool_use order."""
-        return self._approvals.waiting()
+        return self._core.waiting()
 
-    def approve(self, tool_use_id: str, *, input: object = None) -> None:
-        """Approve a call that waits; with ``input`` it runs with that input (checked like the model's).
+    def approve(self, tool_use_id: str, *, input: object = None, by: str | None = None) -> None:
+        """Approve a call that waits; with ``input`` it runs with that input (checked like the
+        model's, and JSON data); ``by`` says who decided, kept with the call.
 
         Raises:
-            ApprovalError: No call waits with that id. ToolInputError: ``input`` does not fit the tool.
+            ApprovalError: No call waits with that id, or it was decided already (by another thread,
+                say), or ``input`` is not JSON data. ToolInputError: ``input`` does not fit the tool.
         """
         self._check_can_steer("approve")
-        self._approvals.approve(tool_use_id, input=input)
+        if input is not None:
+            call = self._core.find(tool_use_id)
+            check_approved_input(tool_use_id, None if call is None else self._core.tool_of(call), input)
+        self._core.decide(tool_use_id, "approved", approved_input=input, by=_who(by), at=_now())
 
-    def deny(self, tool_use_id: str, reason: str) -> None:
+    def deny(self, tool_use_id: str, reason: str, *, by: str | None = None) -> None:
         """Deny a call that waits (or has not started): the model reads ``reason`` as its error result."""
         self._check_can_steer("deny")
-        self._approvals.deny(tool_use_id, reason)
+        if not isinstance(reason, str) or not reason.strip():
+            raise ApprovalError(
+                f"deny({tool_use_id!r}, ...) needs a reason the model can read, not {reason!r}; for example "
+                "'The amount is over the limit; ask the user first.'"
+            )
+        self._core.decide(
+            tool_use_id,
+            "denied",
+            result=tool_result_block(tool_use_id, reason, is_error=True),
+            by=_who(by),
+            at=_now(),
+        )
 
-    def answer(self, tool_use_id: str, result: object, *, is_error: bool = False) -> None:
+    def answer(
+        self, tool_use_id: str, result: object, *, is_error: bool = False, by: str | None = None
+    ) -> None:
         """Answer a call that waits (or has not started) with a result computed elsewhere, as a
-        tool's return value (or a ``ToolError``) would be."""
+        tool's return value (or a ``ToolError``) would be.
+
+        Raises:
+            ApprovalError: No call can be answered with that id, or ``result`` cannot be a tool result.
+        """
         self._check_can_steer("answer")
-        self._approvals.answer(tool_use_id, result, is_error=is_error)
+        block = answer_block(self._options.result_adapter, tool_use_id, result, is_error=is_error)
+        self._core.decide(tool_use_id, "answered", result=block, by=_who(by), at=_now())
 
     # -- params -----------------------------------------------------------------------------------
 
     def _install(self, params: dict[str, Any], *, steer: bool) -> None:
-        """Check ``params`` and make them current; index the tools when they changed."""
+        """Check ``params`` and make them current; index the tools when they changed. Transport
+        params (headers, query, timeout) are kept apart: they are not part of the run's state."""
         check_params(params)
+        transport = {name: params.pop(name) for name in TRANSPORT if name in params}
         tools = params.pop("tools", None)
         if tools is not self._index.tools:
             self._index_tools(tools)
@@ -230,17 +274,17 @@ class RunnerControls:
             "params": params,
             "tools": self._index.saved,
         }
-        if steer and self._saver is not None:
-            self._saver.history_replaced()
-        self._set(steered(self._state, **changes) if steer else self._state.replace(**changes))
+        self._core.install(changes, steer=steer)
+        self._transport = transport
 
     def _index_tools(self, tools: object) -> None:
         self._index = index_tools(tools, self._tool_changes)
         limit = self._options.max_concurrency
-        self._calls.execution = ExecutionOptions(
+        if limit and self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(limit)
+        self._execution = ExecutionOptions(
             tools=self._index.runnable,
             adapter=self._options.result_adapter,
-            limiter=anyio.CapacityLimiter(limit) if limit else None,
             timeout=self._options.tool_timeout,
             unrunnable=self._index.unrunnable,
             gated=any(
@@ -248,27 +292,9 @@ class RunnerControls:
                 for tool in (*self._index.runnable.values(), *self._index.families.values())
             ),
             families=self._index.families,
-            removed=self._calls.execution.removed,
+            removed=self._execution.removed,
         )
-
-    def _execution(self) -> ExecutionOptions:
-        """How calls run now: the tools the history and the pending changes removed are left out
-        (folded again only when either changed)."""
-        state = self._state
-        folded = self._folded
-        if folded is None or folded[0] is not state.messages or folded[1] is not state.tool_changes:
-            messages = state.messages
-            if folded is not None and messages[: len(folded[0])] == folded[0]:
-                # Appended to (the common case): only the new messages are folded, so a turn's
-                # cost does not grow with the history.
-                history = folded[2] | last_changes(messages[len(folded[0]) :])
-            else:
-                history = last_changes(messages)
-            removed = removed_by(history | last_changes((pending_message(state.tool_changes),)))
-            self._folded = (messages, state.tool_changes, history)
-            if removed != self._calls.execution.removed:
-                self._calls.execution = dataclasses.replace(self._calls.execution, removed=removed)
-        return self._calls.execution
+        self._core.tools = self._execution
 
     # -- ending -----------------------------------------------------------------------------------
 
@@ -282,16 +308,17 @@ class RunnerControls:
         their results are appended), then ends the loop.
         """
         if self._advancing:
-            self._closing = True
+            self._core.closing = True
             return
-        self._set(closed(self._state))
+        self._core.close()
 
     async def aclose(self) -> None:
         """``close()``, and also close an unread stream and cancel tools started early."""
         self.close()
         with anyio.CancelScope(shield=True):
-            await self._abandon_stream()
-            await self._save()
+            await self._drive(self._core.abandon_stream())
+            if self._saver is not None:
+                await self._save_now()
         await self._at_end()  # not shielded: a toolset's close() must be the innermost scope (_close_tools)
 
     async def _leave(self, *, failed: bool) -> None:
@@ -299,22 +326,36 @@ class RunnerControls:
         for a decision, which may come days later, or the block is left by an exception (a crash, a
         shutdown's cancellation): then the run stays as the last step saved it, to be resumed or
         iterated again; only an unread stream is dropped."""
-        if failed or self._state.phase is Phase.AWAITING:
+        if failed or self._core.state.phase is Phase.AWAITING:
             with anyio.CancelScope(shield=True):
-                await self._abandon_stream()
+                await self._drive(self._core.abandon_stream())
             await self._at_end()  # the tools close (in ``async with``, its exit closes them)
             return
         await self.aclose()
 
     async def until_done(self) -> Reply:
-        """Run the loop to its end and return the final reply; resumes a loop left by ``break``."""
+        """Run the loop to its end and return the final reply; resumes a loop left by ``break``.
+
+        Raises:
+            AwaitingApprovalError: The loop paused: calls wait for a decision (``error.calls``).
+                Decide them, then call ``until_done()`` again.
+        """
         async for _ in self:
             pass
-        if self._state.reply is None:
+        state = self._core.state
+        if state.phase is Phase.AWAITING:
+            waiting = self._core.waiting()
+            raise AwaitingApprovalError(
+                f"the run paused: the tool calls {[call.id for call in waiting]!r} wait for a decision, so there is "
+                "no final reply yet. Decide them with approve(), deny() or answer() (runner.pending_approvals "
+                "lists them), then call until_done() again.",
+                waiting,
+            )
+        if state.reply is None:
             raise ToolRunnerError(
                 "the runner ended before any request got a reply, so there is no final message."
             )
-        return self._state.reply
+        return state.reply
 
     def __iter__(self) -> NoReturn:
         raise TypeError(
@@ -334,11 +375,31 @@ class RunnerControls:
 
         The iteration ends after ``LoopFinished``, or when the loop fails; the loop's error is then
         raised as the block exits. Leaving the block early cancels the loop (it can be resumed
-        like after ``break``).
+        like after ``break``). Opened on a paused run, it first gives the decisions taken since the
+        pause (``ApprovalDecided``), which the run now takes up.
         """
-        async with run_with_events(self.until_done, self._listen) as events:
+        backlog = self._core.decided_since_pause() if self._core.state.phase is Phase.AWAITING else []
+        async with run_with_events(self._run_to_end, self._listen, backlog) as events:
             yield events
 
+    def _run_to_end(self) -> Awaitable[object]:
+        return self._drain()
+
+    async def _drain(self) -> None:
+        async for _ in self:
+            pass
+
     def _listen(self, emit: Callable[[RunnerEvent], None] | None) -> Callable[[RunnerEvent], None] | None:
-        previous, self._emit = self._emit, emit
+        previous, self._core.listener = self._core.listener, emit
         return previous
+
+
+def _now() -> str:
+    """The time of a decision, as the state keeps it (ISO 8601, UTC, to the second)."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _who(by: object) -> str | None:
+    if by is None or isinstance(by, str):
+        return by
+    raise ApprovalError(f"by= takes who decided, as a str (a name or an id), not {type(by).__name__!r}.")

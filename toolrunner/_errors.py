@@ -13,6 +13,7 @@ Exceptions that user code raises on purpose are kept apart from failures of the 
         ├── StateError               (also ValueError) a saved state that cannot be loaded or saved
         ├── CheckpointError          a run that cannot be saved or resumed (two runners of one run, ...)
         ├── ApprovalError            (also ValueError) a decision on a tool call that cannot be taken
+        │   └── AwaitingApprovalError  the run paused for decisions where an end was awaited (until_done)
         └── HistoryError             (also ValueError) a history the service would reject
             └── UnansweredToolUseError   a client tool_use with no tool_result in the next message
 
@@ -27,6 +28,7 @@ from typing import Any
 
 __all__ = [
     "ApprovalError",
+    "AwaitingApprovalError",
     "CheckpointError",
     "HistoryError",
     "MalformedReplyError",
@@ -93,6 +95,19 @@ class ApprovalError(ToolRunnerError, ValueError):
     """A decision on a tool call that cannot be taken (no pending call has the id; the call is
     decided, running or done already), or tool results asked for while calls still wait for a
     decision."""
+
+
+class AwaitingApprovalError(ApprovalError):
+    """The run paused, not ended: tool calls wait for a decision. ``until_done()`` raises it rather
+    than return the reply that asked for the calls, which is no answer.
+
+    Attributes:
+        calls: The calls that wait (``ToolCall``), in tool_use order.
+    """
+
+    def __init__(self, message: str, calls: Iterable[Any] = ()) -> None:
+        super().__init__(message)
+        self.calls: list[Any] = list(calls)
 
 
 class CheckpointError(ToolRunnerError):

@@ -12,7 +12,7 @@ call is reported once, across a pause and a resume.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TypeAlias
@@ -110,15 +110,20 @@ Listener: TypeAlias = Callable[[RunnerEvent], None]
 
 @asynccontextmanager
 async def run_with_events(
-    run: Callable[[], Awaitable[object]], listen: Callable[[Listener | None], Listener | None]
+    run: Callable[[], Awaitable[object]],
+    listen: Callable[[Listener | None], Listener | None],
+    backlog: Sequence[RunnerEvent] = (),
 ) -> AsyncGenerator[AsyncIterator[RunnerEvent]]:
-    """Run ``run()`` in the background and hand over its events as they happen.
+    """Run ``run()`` in the background and hand over its events as they happen, after ``backlog``
+    (events that happened before, which the iteration is about to act on).
 
     ``listen(listener)`` installs the runner's listener and returns the one it replaces, which
     keeps hearing every event and is put back at the end. The iteration ends when ``run()`` does;
     its error is raised as the block exits. Leaving the block early cancels ``run()``.
     """
     send, receive = anyio.create_memory_object_stream[RunnerEvent](float("inf"))
+    for event in backlog:
+        send.send_nowait(event)
     failure: list[BaseException] = []
 
     def emit(event: RunnerEvent) -> None:

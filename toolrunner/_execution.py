@@ -1,17 +1,19 @@
-"""Running one message's tool calls: concurrency, order, limits, timeouts, failures.
+"""Running tool calls: one call's execution (input checks, timeouts, failures), and the order of
+one message's calls (``CallPlan``, pure, which every driver follows).
 
 Invariants:
 
 - every call gets exactly one tool_result, whatever its siblings do;
-- a result is reported (``hooks.finished``) only once its call has finished, so a cancelled run leaves
-  behind the finished calls and nothing half-done;
+- a call that is cancelled gives no result, so a cancelled run leaves behind the finished calls
+  and nothing half-done;
 - ``Exception`` from a tool becomes an ``is_error`` result; cancellation and other
   ``BaseException``s propagate. A ``CancelledError`` that a tool raises from inside itself (it
   awaited a future someone else cancelled) is an ``Exception`` in effect: the call's own task was
   not cancelled, so it becomes the call's ``is_error`` result.
 
-The runner learns of each call through ``CallHooks``: ``started`` before the tool runs (the
-journal records it, a checkpoint may be saved), ``finished`` once its result exists.
+``execute`` runs one call; the order of its effects around it (journal, save) is the core's
+(``RunCore.call``). ``run_one`` runs a call between ``CallHooks`` for a driver that has no core
+around the call (a Temporal activity).
 """
 
 from __future__ import annotations
@@ -44,11 +46,10 @@ __all__ = [
     "CallPlan",
     "ExecutionOptions",
     "Step",
-    "answer",
     "current_call",
+    "execute",
     "not_executed",
     "run_one",
-    "run_tool_calls",
 ]
 
 logger = logging.getLogger("toolrunner")
@@ -70,8 +71,6 @@ class ExecutionOptions:
     tools: Mapping[str, RunnableTool]
     """The runnable tools by name."""
     adapter: ToolResultAdapter
-    limiter: anyio.CapacityLimiter | None = None
-    """Caps how many calls run at once (``max_concurrency``); ``None``: no cap."""
     timeout: float | None = None
     """Default per-call timeout in seconds; a tool's own ``timeout`` wins."""
     unrunnable: frozenset[str] = frozenset()
@@ -110,22 +109,6 @@ class CallHooks:
     """The call finished with this block after so many seconds (a cancelled call never does)."""
     traced: TracedCall = untraced
     """Runs the call's execution in its tracing span (``tracing=``); as it is without tracing."""
-
-
-async def run_tool_calls(calls: Sequence[ToolCall], options: ExecutionOptions, hooks: CallHooks) -> None:
-    """Run ``calls`` in the order ``CallPlan`` gives, handing each finished call's tool_result block
-    to ``hooks.finished``; a call the plan skips gets the SDK's "Not executed" result."""
-    if len(calls) == 1:  # the common case: one call, nothing to order or to halt
-        await run_one(calls[0], options, hooks)
-        return
-    plan = CallPlan(calls, options.runs_alone)
-    while (step := plan.next_step()) is not None:
-        if step.skip:
-            await answer(step.calls[0], not_executed(step.calls[0]), hooks)
-        elif len(step.calls) == 1:
-            plan.ran(step.calls[0], await run_one(step.calls[0], options, hooks))
-        else:
-            await _run_batch(step.calls, options, hooks)  # ordinary tools: never a toolset member
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,12 +163,6 @@ class CallPlan:
             self._halted.add(call.toolset_name)
 
 
-async def answer(call: ToolCall, block: ResultBlock, hooks: CallHooks) -> None:
-    """Answer a call that is not run with ``block``, journaled like a call that ran."""
-    await hooks.started(call, False)
-    await hooks.finished(call, block, 0.0)
-
-
 def not_executed(call: ToolCall) -> ResultBlock:
     """The result of a toolset member not run because an earlier one of its family failed."""
     text = _HALT_TEXT.get(call.toolset_name or "", _HALT_TEXT["browser"])
@@ -206,55 +183,47 @@ def _for_call(block: ResultBlock, call: ToolCall) -> ResultBlock:
     return block
 
 
-async def _run_batch(calls: Sequence[ToolCall], options: ExecutionOptions, hooks: CallHooks) -> None:
-    if len(calls) == 1:  # no task group needed: saves a task per iteration on the common path
-        await run_one(calls[0], options, hooks)
-        return
-    try:
-        async with anyio.create_task_group() as group:
-            for call in calls:
-                group.start_soon(run_one, call, options, hooks)
-    except BaseExceptionGroup as error:
-        # A tool's exceptions are results, so only what the runner raises around a call (a refused
-        # checkpoint, which every call then raises again) or a BaseException (KeyboardInterrupt, ...)
-        # gets here: raise it as itself, as a single call would, so `except KeyboardInterrupt` works.
-        distinct = {id(exception): exception for exception in error.exceptions}
-        if len(distinct) == 1:
-            raise error.exceptions[0] from None
-        raise
-
-
 async def run_one(
     call: ToolCall, options: ExecutionOptions, hooks: CallHooks, *, early: bool = False
 ) -> ResultBlock:
     """Run one call between ``hooks.started`` and ``hooks.finished``; a cancelled call never finishes."""
     await hooks.started(call, early)
     started = time.perf_counter()
-    if hooks.traced is untraced:  # no tracing: no wrapper around the call
-        block = _for_call(await _run_one(call, options, hooks), call)
-    else:
-        block = _for_call(await hooks.traced(call, _run_one(call, options, hooks)), call)
+    block = await execute(call, hooks.input_of(call), options, hooks.context, hooks.traced)
     await hooks.finished(call, block, time.perf_counter() - started)
     return block
 
 
-async def _run_one(call: ToolCall, options: ExecutionOptions, hooks: CallHooks) -> ResultBlock:
+async def execute(
+    call: ToolCall,
+    input: object,
+    options: ExecutionOptions,
+    context: Callable[[ToolCall], ToolContext],
+    traced: TracedCall = untraced,
+) -> ResultBlock:
+    """Run the tool of ``call`` with ``input``, in its tracing span: its tool_result block (an
+    error result for a tool it does not have, a bad input, an exception, a timeout)."""
+    if traced is untraced:  # no tracing: no wrapper around the call
+        return _for_call(await _run_one(call, input, options, context), call)
+    return _for_call(await traced(call, _run_one(call, input, options, context)), call)
+
+
+async def _run_one(
+    call: ToolCall, input: object, options: ExecutionOptions, context: Callable[[ToolCall], ToolContext]
+) -> ResultBlock:
     tool = options.find(call)
     if tool is None:
         return tool_result_block(call.id, _unknown_tool_message(call, options), is_error=True)
     try:
-        arguments = tool.parse_input(hooks.input_of(call))
+        arguments = tool.parse_input(input)
     except ToolInputError as error:
         return tool_result_block(call.id, str(error), is_error=True)
-    kwargs = tool.call_kwargs(arguments, hooks.context(call))
+    kwargs = tool.call_kwargs(arguments, context(call))
     time_limit = tool.timeout if tool.timeout is not None else options.timeout
     adapter = options.adapter
     token = _current_call.set(call)  # worker threads get a copy of the context
     try:
-        if options.limiter is None:
-            return await _invoke(tool, call, kwargs, adapter, time_limit)
-        async with options.limiter:
-            return await _invoke(tool, call, kwargs, adapter, time_limit)
+        return await _invoke(tool, call, kwargs, adapter, time_limit)
     except ToolError as error:
         raised = error
     except SdkToolError as error:  # the SDK's ToolError: the same, with the same kind of content

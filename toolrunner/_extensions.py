@@ -1,16 +1,11 @@
 """What ``ToolRunner`` does beyond the core loop, in the SDK runner's terms: its tools' lifetime,
 tool changes in the middle of a run, compaction, and the SDK's method names.
 
-``ToolRunner`` inherits ``RunnerExtensions``; the driver (``_runner.py``) calls the hooks below at
-fixed points, and every change to the run's state still goes through ``_set``:
+``ToolRunner`` inherits ``RunnerExtensions``. What the core decides (when pending tool changes are
+sent, when a compaction request is made and what it replaces) is in ``_core``; what is here is the
+code it cannot hold: the tools themselves, and their lifetime:
 
 - ``_open_tools``: entering the runner, and before each request (toolsets given since are opened);
-- ``_before_send``: before each request: toolsets' tool lists re-read when they changed, pending
-  tool changes sent (a ``role: "system"`` message), a pending compaction made this request's job;
-- ``_adjust_request``: the request's keyword arguments, made a compaction request when it is one;
-- ``_turn_ended``: the state a finished turn leaves, before it is made current: a compaction reply
-  replaces the history it summarizes; a pending compaction keeps the loop open for one request;
-- ``_after_turn``: client-side compaction (``compaction_control``) once a turn is finished;
 - ``_close_tools``: leaving the runner, or, when it was not entered, when the loop ends.
 
 Who owns what: a runner opens the ``Toolset`` objects it is given that are not open, and closes
@@ -27,39 +22,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from ._availability import last_changes, pending_message, removed_tools
-from ._compaction import (
-    DEFAULT_THRESHOLD,
-    CompactionControl,
-    compaction_answered,
-    compaction_request,
-    has_summary,
-    kept_open_for_compaction,
-    split_point,
-    summarized_history,
-    summary_counted,
-    summary_request,
-    summary_text,
-    tokens_used,
-)
+from ._availability import last_changes, pending_message
 from ._errors import ParamsError, ToolRunnerError
-from ._lifecycle import Step, step_for
-from ._messages import client_tool_calls, field
+from ._messages import field
 from ._params import runnable_of
-from ._requests import send_request
 from ._sdk_tools import SDK_TOOLSETS, close_sdk_object
-from ._state import Phase, RunState
 from ._toolsets import Toolset
 from ._types import Reply, ToolResultMessage
-from ._usage import request_usage
 
 if TYPE_CHECKING:
-    from ._checkpoint import Saver
+    from ._core import RunCore
     from ._options import Options
     from ._params import ToolIndex
-    from ._requests import Client
-    from ._tracing import RunTrace
-    from ._usage import Price
 
 __all__ = ["RunnerExtensions"]
 
@@ -70,20 +44,15 @@ class RunnerExtensions:
     """The SDK-runner parts of ``ToolRunner`` (see the module docstring)."""
 
     if TYPE_CHECKING:  # what the driver provides
-        _state: RunState
+        _core: RunCore
         _index: ToolIndex
         _options: Options
-        _client: Client
-        _saver: Saver | None
-        _prices: Mapping[str, Price]
-        _trace: RunTrace
 
-        def _set(self, state: RunState) -> None: ...
         def _index_tools(self, tools: object) -> None: ...
         def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None: ...
         async def generate_tool_response(self) -> ToolResultMessage | None: ...
 
-    def _init_extensions(self, compaction_control: CompactionControl | None) -> None:
+    def _init_extensions(self) -> None:
         self._tool_changes: dict[str, object] = {}
         """Tools added (the tool, or a raw definition) or removed (None) by name: ``add_tools()``. What
         is code lives here (the SDK runner's ``_tool_overrides``); the blocks that say which tools are
@@ -91,11 +60,6 @@ class RunnerExtensions:
         self._opened: list[Toolset] = []  # the toolsets this runner opened, in order
         self._entered = False  # inside `async with runner`
         self._sdk_closed: set[int] = set()  # SDK tools and toolsets whose cleanup this runner ran
-        self._pending_compaction: dict[str, Any] | None = None  # compact_before_next_turn()
-        self._compacting: tuple[dict[str, Any], int] | None = None
-        """The config of the compaction request under way and the history length it summarizes."""
-        self._final_compaction = False  # the loop ends once the compaction request is answered
-        self._control = compaction_control
         self._steps_in_new_tasks = False
         """Driven by a ``SyncToolRunner``: each step runs in a task of its own unless entered."""
 
@@ -106,6 +70,7 @@ class RunnerExtensions:
         self._steps_in_new_tasks = True
         if stream:
             self._options = dataclasses.replace(self._options, stream=True)
+            self._core.stream = True
 
     # -- the SDK's names ----------------------------------------------------------------------
 
@@ -151,7 +116,7 @@ class RunnerExtensions:
             blocks.append(
                 {"type": "tool_addition", "tool": {"type": "tool_definition", "definition": definition}}
             )
-        self._set(self._state.replace(tool_changes=(*self._state.tool_changes, *blocks)))
+        self._core.set(self._core.state.replace(tool_changes=(*self._core.state.tool_changes, *blocks)))
         self._index_tools(self._index.tools)
 
     def remove_tools(self, *tools: object) -> None:
@@ -191,21 +156,12 @@ class RunnerExtensions:
         ]
         for name in names:
             self._tool_changes[name] = None
-        self._set(self._state.replace(tool_changes=(*self._state.tool_changes, *blocks)))
+        self._core.set(self._core.state.replace(tool_changes=(*self._core.state.tool_changes, *blocks)))
         self._index_tools(self._index.tools)
-
-    def _keep_removals(self, before: RunState, after: RunState) -> None:
-        """A compaction replaced the history: the removals of the part it summarized stay in force
-        (in this runner's memory, as the SDK's runner keeps them), whether or not the compaction
-        block's ``tool_changes`` carry them."""
-        lost = removed_tools(before.messages) - removed_tools(after.messages)
-        if lost:
-            self._tool_changes.update(dict.fromkeys(lost))
-            self._index_tools(self._index.tools)
 
     def _history_additions(self) -> set[str]:
         """The names the history's tool_addition blocks (and the pending ones) made available."""
-        state = self._state
+        state = self._core.state
         changes = last_changes((*state.messages, pending_message(state.tool_changes)))
         return {name for name, added in changes.items() if added}
 
@@ -227,8 +183,8 @@ class RunnerExtensions:
             ParamsError: ``context_management`` has a compaction edit, which the service does not
                 take together with a compaction block.
         """
-        _check_can_compact(self._state.params)
-        self._pending_compaction = {"type": "summarize"} if compaction is None else dict(compaction)
+        _check_can_compact(self._core.state.params)
+        self._core.pending_compaction = {"type": "summarize"} if compaction is None else dict(compaction)
 
     # -- hooks ------------------------------------------------------------------------------------
 
@@ -273,93 +229,6 @@ class RunnerExtensions:
         """The loop ended: without ``async with``, that is when the tools close."""
         if not self._entered:
             await self._close_tools()
-
-    async def _before_send(self) -> None:
-        index = self._index
-        if index.sdk_objects or index.toolsets:
-            await self._open_tools()
-            if index.stale():
-                self._index_tools(index.tools)
-        state = self._state
-        if state.tool_changes:
-            messages = state.messages
-            if (
-                field(messages[-1], "role") if messages else None
-            ) != "assistant":  # a resumed turn stays last
-                system = pending_message(state.tool_changes)
-                state = state.replace(messages=(*messages, system), tool_changes=())
-                self._set(state)
-        if self._pending_compaction is None:
-            return
-        paused = state.reply is not None and step_for(state.reply.stop_reason) is Step.RESUME
-        if not paused:  # a paused turn is resumed first
-            self._compacting = (self._pending_compaction, len(state.messages))
-            self._pending_compaction = None
-
-    def _adjust_request(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        if self._compacting is None:
-            return kwargs
-        return compaction_request(kwargs, self._compacting[0])
-
-    def _turn_ended(self, state: RunState) -> RunState:
-        """``state`` is what ``turn_finished`` made of the turn; adjust it for compaction."""
-        if self._compacting is not None:
-            compacted = self._compacting[1]
-            self._compacting = None
-            if state.reply is not None and not has_summary(state.reply):
-                logger.warning("Compaction produced no summary; keeping the conversation as it is.")
-            if self._saver is not None:
-                self._saver.history_replaced()
-            last, self._final_compaction = self._final_compaction, False
-            answered = compaction_answered(state, compacted, last=last)
-            self._keep_removals(state, answered)
-            return answered
-        if self._pending_compaction is not None and state.phase is Phase.DONE and state.end_reason == "model":
-            reply = state.reply
-            if reply is not None and client_tool_calls(reply):
-                logger.warning(
-                    "The pending compaction was skipped because the last turn (stop_reason=%r) ended with tool calls "
-                    "whose results were not sent. Call compact_before_next_turn() again if you continue the "
-                    "conversation.",
-                    reply.stop_reason,
-                )
-                self._pending_compaction = None
-                return state
-            self._final_compaction = True
-            return kept_open_for_compaction(state)
-        return state
-
-    async def _after_turn(self) -> None:
-        """Client-side compaction: once a turn whose reply reached the threshold is finished, and
-        the loop goes on, replace the older turns with a summary."""
-        control, state = self._control, self._state
-        if control is None or not control["enabled"] or state.phase is not Phase.READY or state.reply is None:
-            return
-        threshold = control.get("context_token_threshold", DEFAULT_THRESHOLD)
-        used = tokens_used(state.reply)
-        if used < threshold:
-            return
-        point = split_point(state.messages, control.get("keep_turns", 1))
-        if point == 0:
-            return
-        logger.info(
-            "Token usage %d has exceeded the threshold of %d. Performing compaction.", used, threshold
-        )
-        kwargs = summary_request(state.params, state.messages[:point], control)
-        self._trace.sending()
-        reply = cast(Reply, await send_request(self._client, kwargs))
-        summary = summary_text(reply)
-        usage = request_usage(reply, self._prices)
-        state = self._state
-        if summary is None:
-            logger.warning("The summary request gave no text; keeping the conversation as it is.")
-            self._set(summary_counted(state, None, usage))
-            return
-        self._set(summary_counted(state, summarized_history(state.messages, point, summary), usage))
-        self._keep_removals(state, self._state)
-        if self._saver is not None:
-            self._saver.history_replaced()
-        logger.info("Compaction complete: %d messages replaced with a summary.", point)
 
 
 async def _release(toolsets: list[Toolset], holder: object) -> None:

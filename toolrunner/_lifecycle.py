@@ -10,7 +10,7 @@ One iteration, as the driver goes through it::
 
     READY --limit_reached--> DONE (or one last request with tool_choice none: final_answer)
     READY --stream_opened--> STREAMING --reply_received--> WITH_BODY
-    READY --reply_received-------------------------------> WITH_BODY
+    READY --reply_received--> RECEIVED --delivered-------> WITH_BODY
     WITH_BODY --calls_gated, (call_started, call_finished)*, turn_finished--> READY or DONE
     WITH_BODY --turn_paused--> AWAITING --call_decided*, turn_resumed--> WITH_BODY
     STREAMING --stream_abandoned--> READY (the request is sent again)
@@ -55,6 +55,7 @@ __all__ = [
     "calls_to_answer",
     "closed",
     "container_param",
+    "delivered",
     "limit_reached",
     "pending_calls",
     "ready_to_send",
@@ -139,7 +140,7 @@ def calls_to_answer(last_message: object | None, last_reply: object | None) -> t
 def pending_calls(state: RunState) -> tuple[ToolCall, ...]:
     """The calls the current turn answers: those of the reply the body holds (unless it changed
     the history), or else those of the history's last message."""
-    if state.phase in (Phase.WITH_BODY, Phase.AWAITING) and not state.steered:
+    if state.phase in (Phase.WITH_BODY, Phase.AWAITING, Phase.RECEIVED) and not state.steered:
         return calls_to_answer(state.reply, state.reply)
     if state.phase is Phase.STREAMING:
         return ()
@@ -220,11 +221,13 @@ def stream_abandoned(state: RunState) -> RunState:
 
 
 def reply_received(state: RunState, reply: Reply, usage: RequestUsage) -> RunState:
-    """A complete reply (checked with ``check_reply``): the body gets it, its usage counts. A
-    reply whose stream the body closed the loop on counts, but the loop stays closed."""
+    """A complete reply (checked with ``check_reply``): its usage counts, and it waits to be
+    handed to the body (``RECEIVED``); a streamed reply is with the body already (it held the
+    stream). A reply whose stream the body closed the loop on counts, but the loop stays closed."""
     streamed = state.phase is Phase.STREAMING
+    phase = Phase.WITH_BODY if streamed else Phase.RECEIVED
     return state.replace(
-        phase=Phase.DONE if state.phase is Phase.DONE else Phase.WITH_BODY,
+        phase=Phase.DONE if state.phase is Phase.DONE else phase,
         reply=reply,
         steered=state.steered if streamed else False,
         calls=state.calls if streamed else {},
@@ -232,6 +235,13 @@ def reply_received(state: RunState, reply: Reply, usage: RequestUsage) -> RunSta
         total=state.total + usage.usage,
         cost=None if usage.cost is None or state.cost is None else state.cost + usage.cost,
     )
+
+
+def delivered(state: RunState) -> RunState:
+    """The reply was handed to the loop body, which may steer until it asks for the next."""
+    if state.phase is not Phase.RECEIVED:
+        return state
+    return state.replace(phase=Phase.WITH_BODY)
 
 
 def steered(state: RunState, **changes: Any) -> RunState:
@@ -402,7 +412,7 @@ def turn_finished(state: RunState, results: ToolResultMessage | None) -> RunStat
     history (and unless it is empty: the service accepts no empty message but the last), then the
     results, and decide whether the loop goes on."""
     reply = state.reply
-    assert state.phase in (Phase.WITH_BODY, Phase.AWAITING)
+    assert state.phase in (Phase.WITH_BODY, Phase.AWAITING, Phase.RECEIVED)
     assert reply is not None
     messages = state.messages
     if not state.steered and reply.content:
@@ -428,7 +438,7 @@ def closed(state: RunState) -> RunState:
     if state.phase is Phase.DONE:
         return state
     if (
-        state.phase is Phase.WITH_BODY
+        state.phase in (Phase.WITH_BODY, Phase.RECEIVED)
         and not state.steered
         and state.reply is not None
         and state.reply.content

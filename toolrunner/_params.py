@@ -24,6 +24,7 @@ from ._tools import Tool, as_tool
 from ._toolsets import RunnableTool, Toolset
 
 __all__ = [
+    "TRANSPORT",
     "ToolIndex",
     "beta_only_params",
     "check_params",
@@ -34,6 +35,10 @@ __all__ = [
 ]
 
 REQUIRED = ("model", "max_tokens", "messages")
+
+TRANSPORT = ("extra_headers", "extra_query", "timeout")
+"""Request params that say how to send, not what: not part of the run's state (never saved, so a
+secret in a header stays out of the store), given again on resume."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,70 +1,76 @@
-"""The async driver: the I/O of a tool loop, around the pure lifecycle of ``_lifecycle``.
+"""The async driver: ``ToolRunner`` performs the effects of the run's orchestration (``_core``).
 
-The run's state is one value, ``self._state`` (a ``RunState``); every change to it goes through a
-transition of ``_lifecycle`` and ``_set``. One iteration (``__anext__``):
-
-1. finish the previous turn if a reply is out with the loop body (``_finish_turn``): read the
-   rest of its stream, answer the calls ``pending_calls`` names, and let ``turn_finished`` append
-   what belongs in the history and decide whether the loop goes on;
-2. stop if the loop is over, or a limit is reached (``ready_to_send``);
-3. check the history, send the request, hand the reply (or its stream) to the body.
+What to do next, and in which order, is ``RunCore``'s: its programs yield effects (send this
+request, save, run these calls, execute this tool, wait for decisions) and this module performs
+each one with the runner's client, store, tools and task group, in the caller's task, and sends
+the outcome back (``_drive``). One iteration (``__anext__``) drives ``RunCore.iteration`` and
+hands its result to the loop body.
 
 What lives here and not in the state cannot be saved: the client, the tools, open streams, the
-events of calls running now, and the guard that one task advances the runner at a time.
+calls running now, and the guard that one task advances the runner at a time.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Generator, Mapping, Sequence
+import dataclasses
+import time
+from collections.abc import AsyncIterator, Callable, Generator, Mapping
 from types import TracebackType
-from typing import Any, Generic, Literal, Self, cast, overload
+from typing import Any, Generic, Literal, Self, TypeVar, cast, overload
 
 import anthropic
 import anyio
 import anyio.abc
-from anthropic.types import ToolResultBlockParam
-from typing_extensions import TypeVar, Unpack
+from typing_extensions import TypeVar as DefaultTypeVar, Unpack
 
-from ._approvals import Approvals
+from ._approvals import ask, gate
 from ._availability import added_definitions, pending_message
-from ._calls import RunnerLink, TurnCalls
+from ._calls import RunningCalls, raise_single
 from ._checkpoint import Saver
+from ._compaction import compaction_request
 from ._controls import RunnerControls
-from ._errors import ApprovalError, CheckpointError, ParamsError, ToolRunnerError
-from ._events import LoopFinished, MessageFinished, RunnerEvent, TextDelta
-from ._execution import ExecutionOptions
-from ._extensions import RunnerExtensions
-from ._lifecycle import (
-    Step,
-    calls_dropped,
-    closed,
-    pending_calls,
-    ready_to_send,
-    reply_received,
-    request_params,
-    resumed,
-    step_for,
-    stream_abandoned,
-    stream_opened,
-    turn_finished,
-    turn_paused,
-    turn_resumed,
+from ._core import RunCore
+from ._effects import (
+    Ask,
+    AwaitDecisions,
+    Decisions,
+    Derive,
+    DropStream,
+    Effect,
+    Ended,
+    EndStream,
+    Execute,
+    Gate,
+    OpenStream,
+    Prepare,
+    Program,
+    ReadStream,
+    Request,
+    RunCalls,
+    Save,
+    Send,
+    Summarize,
 )
-from ._messages import check_history, check_reply
+from ._errors import CheckpointError, ParamsError, ToolRunnerError
+from ._events import RunnerEvent
+from ._execution import ExecutionOptions, execute
+from ._extensions import RunnerExtensions
+from ._lifecycle import request_params, resumed
 from ._options import RunnerOptions, read_options
-from ._params import ToolIndex, resolve_tools
+from ._params import TRANSPORT, ToolIndex, resolve_tools
 from ._requests import Client, send_request
-from ._state import Phase, RunState
+from ._state import RunState
 from ._streaming import StreamWatch
 from ._tools import ToolContext
 from ._tracing import start_trace
-from ._types import Reply, ReplyStream, ToolCall, ToolResultMessage
-from ._usage import DEFAULT_PRICES, UsageTracker, request_usage
+from ._types import Reply, ReplyStream, ToolCall
+from ._usage import DEFAULT_PRICES, request_usage
 
 __all__ = ["ToolRunner"]
 
-ItemT = TypeVar("ItemT", default=Reply)
+ItemT = DefaultTypeVar("ItemT", default=Reply)
+T = TypeVar("T")
 
 
 class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
@@ -99,7 +105,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
     def __init__(self, client: Client, *, stream: bool = False, **options: Unpack[RunnerOptions]) -> None:
         params = self._configure(client, stream, options)
         self._install({**params, "tools": self._options.tools}, steer=False)
-        self._state = self._state.replace(run_id=self._options.run_id)
+        self._core.set(self._core.state.replace(run_id=self._options.run_id))
 
     @overload
     @classmethod
@@ -118,9 +124,11 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         """Go on with a saved run: ``await ToolRunner.resume(client, run_id=..., checkpointer=..., tools=[...])``.
 
         The request params and the history come from the saved state; the options (tools above
-        all: they are code) are given again. Calls that finished are answered from the journal and
-        never run again; a call that had started but not finished runs again if its tool is
-        ``idempotent``, and otherwise gets an ``is_error`` result saying it was interrupted.
+        all: they are code) are given again, and so are the transport params (``extra_headers``,
+        ``extra_query``, ``timeout``), which are never saved. Calls that finished are answered from
+        the journal and never run again; a call that had started but not finished runs again if
+        its tool is ``idempotent``, and otherwise gets an ``is_error`` result saying it was
+        interrupted.
 
         Tools changed mid-run stay changed: a tool the history (or a pending change) removed is not
         run, and a tool that ``add_tools()`` added (a ``tool_addition`` of the saved history) may be
@@ -150,10 +158,11 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         added = added_definitions((*saved.messages, pending_message(saved.tool_changes)))
         tools, extra = resolve_tools(saved.tools, runner._options.tools, run_id, added=added)
         runner._tool_changes.update(extra)  # run, but not sent in the tools param: as add_tools() left them
-        runner._state = saved  # what _execution() folds, and may_run_again reads
+        runner._core.state = saved  # what the fold of tool changes reads, and may_run_again
         runner._index_tools(tools)
         runner._saver = Saver(checkpointer, run_id, loaded=loaded)
-        runner._state = resumed(loaded.state, may_run_again=runner._may_run_again)
+        runner._core.durable = True
+        runner._core.state = resumed(saved, may_run_again=runner._may_run_again)
         return runner
 
     def _configure(self, client: Client, stream: bool, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -166,40 +175,50 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._options, params = read_options(
             options, stream=stream, is_async=isinstance(client, anthropic.AsyncAnthropic)
         )
+        self._transport = {name: params.pop(name) for name in TRANSPORT if name in params}
         self._client = client
-        self._emit = self._options.on_event
         self._prices = DEFAULT_PRICES if self._options.prices is None else self._options.prices
-        self._trace = start_trace(self._options.tracing, client, lambda: self._state)
-        link = RunnerLink(
-            state=lambda: self._state,
-            update=self._set,
-            emit=self._report,
-            listening=lambda: self._emit is not None,
-            saving=lambda: self._saver is not None,
-            save=self._save,
-            context=lambda call: ToolContext(call=call, runner=self),
-            trace=self._trace.tool_call,
-        )
-        self._calls = TurnCalls(link, ExecutionOptions(tools={}, adapter=self._options.result_adapter))
-        self._approvals = Approvals(
-            link,
-            find=lambda call: self._execution().find(call),
-            gated=lambda: self._execution().gated,
-            adapter=self._options.result_adapter,
-            callback=self._options.approve,
-        )
         checkpointer, run_id = self._options.checkpointer, self._options.run_id
         self._saver = None if checkpointer is None or run_id is None else Saver(checkpointer, run_id)
+        self._execution = ExecutionOptions(tools={}, adapter=self._options.result_adapter)
+        self._limiter: anyio.CapacityLimiter | None = None
+        self._epoch = 0  # the core's history_epoch at the last save
+        self._core = RunCore(
+            RunState(params={}),
+            tools=self._execution,
+            usage_of=lambda reply: request_usage(reply, self._prices),
+            limits=self._options.limits,
+            stream=self._options.stream,
+            durable=self._saver is not None,
+            asks=self._options.approve is not None,
+            compaction_control=self._options.compaction_control,
+            ended=lambda state: self._trace.ended(state),
+        )
+        self._core.listener = self._options.on_event
+        self._trace = start_trace(self._options.tracing, client, lambda: self._core.state)
+        self._running = RunningCalls()
         self._open: StreamWatch | None = None  # the stream of the reply being received
         self._advancing = False  # inside __anext__
-        self._closing = False  # close() came from another task while advancing
         self._task_group: anyio.abc.TaskGroup | None = None
-        self._checked = 0  # the history is known to be valid before this index (see check_history)
         self._index = ToolIndex(tools=[], wire=[], runnable={}, unrunnable=frozenset())
-        self._usage: tuple[tuple[object, ...], UsageTracker] | None = None
-        self._folded: tuple[tuple[Any, ...], tuple[Mapping[str, Any], ...], dict[str, bool]] | None = None
-        self._state = RunState(params={})
-        self._init_extensions(self._options.compaction_control)
+        self._performers: dict[type[Any], Callable[[Any], Any]] = {
+            Save: self._do_save,
+            Derive: self._do_derive,
+            Prepare: self._do_prepare,
+            Send: self._do_send,
+            Summarize: self._do_summarize,
+            OpenStream: self._do_open_stream,
+            ReadStream: self._do_read_stream,
+            EndStream: self._do_end_stream,
+            DropStream: self._do_drop_stream,
+            Gate: self._do_gate,
+            Ask: self._do_ask,
+            RunCalls: self._do_run_calls,
+            Execute: self._do_execute,
+            AwaitDecisions: self._do_await_decisions,
+            Ended: self._do_ended,
+        }
+        self._init_extensions()
         return params
 
     async def __aenter__(self) -> Self:
@@ -222,52 +241,27 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
+        """Leave the runner (see ``_leave``). An exception of the block passes through as itself:
+        the runner's task group holds only the calls started early, and is not told of it."""
         group, self._task_group = self._task_group, None
         assert group is not None, "__aexit__ without __aenter__"
+        # A cancellation must reach the task group's scope (it may be its own); an error of the
+        # block is not the group's, and would come out of it wrapped in an ExceptionGroup.
+        passed = (
+            (exc_type, exc, tb) if exc is not None and not isinstance(exc, Exception) else (None, None, None)
+        )
         try:
             await self._leave(failed=exc is not None)
         finally:
             group.cancel_scope.cancel()  # tools started early whose results nobody asked for
             try:
-                await group.__aexit__(exc_type, exc, tb)
+                await group.__aexit__(*passed)
+            except BaseExceptionGroup as error:
+                raise_single(error)
             finally:
                 self._entered = False
                 await self._close_tools()
         return None
-
-    # -- tools ------------------------------------------------------------------------------------
-
-    async def generate_tool_response(self) -> ToolResultMessage | None:
-        """The user message holding the tool_result blocks for the pending tool calls, or ``None``.
-
-        The pending calls are those of the reply the loop body holds (unless the body changed
-        the history), or else of the last message of the history. Results are computed once per
-        tool_use id and shared by concurrent callers; the history is never changed. With
-        ``stream=True`` it first reads the rest of the reply's stream.
-
-        Raises:
-            ApprovalError: Calls wait for a decision (the others ran); decide them first.
-        """
-        await self._read_stream()
-        calls = pending_calls(self._state)
-        if not calls:
-            return None
-        results = await self._settle(calls)
-        if results is None:
-            waiting = [call.id for call in self._approvals.waiting()]
-            raise ApprovalError(
-                f"the tool calls {waiting!r} wait for a decision, so there is no complete tool response yet (the "
-                "calls that need none ran); decide them with approve(), deny() or answer() first."
-            )
-        return {"role": "user", "content": results}
-
-    async def _settle(self, calls: Sequence[ToolCall]) -> list[ToolResultBlockParam] | None:
-        """Find the calls that wait, let the ``approve=`` callback decide them, run what may run;
-        the results in order, or ``None`` while calls still wait."""
-        self._execution()
-        await self._approvals.gate(calls)
-        await self._approvals.ask()
-        return await self._calls.settle(calls)
 
     # -- iteration --------------------------------------------------------------------------------
 
@@ -276,25 +270,25 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
 
     async def __anext__(self) -> ItemT:
         with self._advance(), self._trace.iteration():
-            if self._state.phase in (Phase.STREAMING, Phase.WITH_BODY, Phase.AWAITING):
-                await self._finish_turn()
-            if self._state.phase is Phase.READY:
-                self._set(ready_to_send(self._state, self._options.limits))
-            if self._closing:
-                self._close_now()
-            if self._state.finished:
-                await self._save()
-                await self._at_end()
-                raise StopAsyncIteration
-            item = await self._send()
-            if self._closing:  # closed while the request was out: keep the reply, run nothing
-                with anyio.CancelScope(shield=True):
-                    await self._abandon_stream()
-                self._close_now()
-                await self._save()
-                await self._at_end()
-                raise StopAsyncIteration
+            item = await self._step(self._core.iteration())
+        if item is None:
+            raise StopAsyncIteration
         return cast(ItemT, item)
+
+    async def _step(self, program: Program[T]) -> T:
+        """Drive ``program``; an error that stops it is recorded in the state (``failure``) and saved
+        when the store takes it, for whoever lists the runs; a later step that succeeds clears it."""
+        core = self._core
+        if core.state.failure is not None:
+            core.set(core.state.replace(failure=None))
+        try:
+            return await self._drive(program)
+        except Exception as error:
+            core.set(core.state.replace(failure={"type": type(error).__name__, "message": _message(error)}))
+            if self._saver is not None:
+                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    await self._save_now()
+            raise
 
     @contextlib.contextmanager
     def _advance(self) -> Generator[None]:
@@ -308,140 +302,165 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         finally:
             self._advancing = False
 
-    def _close_now(self) -> None:
-        self._closing = False
-        self._set(closed(self._state))
+    async def _drive(self, program: Program[T]) -> T:
+        """Perform the effects ``program`` yields, sending each outcome back (or throwing in what
+        performing it raised, so the program can clean up), until it returns."""
+        outcome: Any = None
+        failure: BaseException | None = None
+        performers = self._performers
+        while True:
+            try:
+                effect: Effect = program.send(outcome) if failure is None else program.throw(failure)
+            except StopIteration as stop:
+                return cast(T, stop.value)
+            failure = None
+            try:
+                outcome = await performers[type(effect)](effect)
+            except BaseException as error:
+                outcome, failure = None, error
 
-    async def _finish_turn(self) -> None:
-        """Steps 3 to 5 for the reply the body held. The history changes in one transition, after
-        the tools ran, so a cancelled turn leaves it as it was and can be finished again. While
-        calls wait for a decision, the loop pauses instead (``AWAITING``)."""
-        await self._read_stream()
-        if self._state.phase not in (Phase.WITH_BODY, Phase.AWAITING):
-            return  # the stream failed and was dropped: the request is sent again
-        calls = pending_calls(self._state)
-        results = await self._settle(calls) if calls else None
-        if calls and results is None:
-            self._set(turn_paused(self._state))
-            return
-        message: ToolResultMessage | None = {"role": "user", "content": results} if results else None
-        before = self._state
-        finished = turn_finished(turn_resumed(before), message)
-        self._set(self._turn_ended(finished))
-        if self._saver is not None and self._state is finished and finished.phase is Phase.READY:
-            self._saver.derived(before, finished)  # written with the next save that has news
-        steered = before.steered
-        if not steered and self._state.messages is finished.messages:
-            # A reply and the results of all its calls, as the runner appends them, are valid as
-            # made: the next check starts after them. A reply appended without results may hold
-            # calls its stop reason kept from running: the check starts at it.
-            self._checked = len(finished.messages) - (message is None)
-        await self._after_turn()
+    # -- the effects ------------------------------------------------------------------------------
 
-    def _start_early(self, call: ToolCall) -> None:
-        assert self._task_group is not None
-        self._execution()
-        self._calls.start_early(call, self._task_group)
+    async def _do_save(self, effect: Save) -> None:
+        if self._saver is not None:
+            await self._save_now()
 
-    def _report(self, event: RunnerEvent) -> None:
-        if self._emit is not None:
-            self._emit(event)
+    async def _save_now(self) -> None:
+        saver, core = self._saver, self._core
+        assert saver is not None
+        if core.history_epoch != self._epoch:  # the history was replaced: the store writes it anew
+            self._epoch = core.history_epoch
+            saver.history_replaced()
+        await saver.save(lambda: core.state)
 
-    def _set(self, state: RunState) -> None:
-        """Make ``state`` current; the one place the state changes, and where the end is reported."""
-        ended = state.finished and not self._state.finished
-        self._state = state
-        if ended:
-            assert state.end_reason is not None
-            self._trace.ended(state)
-            self._report(LoopFinished(message=state.reply, reason=state.end_reason))
+    async def _do_derive(self, effect: Derive) -> None:
+        if self._saver is not None:
+            self._saver.derived(effect.before, self._core.state)
 
-    def _accept(self, reply: Reply, *, streamed: bool = False) -> None:
-        """Take a complete reply (checked): it is the latest, its usage counts, listeners hear of it."""
-        check_reply(reply)
-        self._set(reply_received(self._state, reply, request_usage(reply, self._prices)))
-        if self._emit is not None:
-            if not streamed:  # a streamed reply's text was reported as it arrived
-                for index, block in enumerate(reply.content):
-                    if block.type == "text":
-                        self._emit(TextDelta(text=block.text, index=index))
-            self._emit(MessageFinished(message=reply))
+    async def _do_prepare(self, effect: Prepare) -> None:
+        index = self._index
+        if index.sdk_objects or index.toolsets:
+            await self._open_tools()
+            if index.stale():
+                self._index_tools(index.tools)
 
-    async def _gate_and_save(self) -> None:
-        """After a reply: its calls that need a decision wait; the state is saved."""
-        if self._execution().gated:
-            await self._approvals.gate(pending_calls(self._state))
-        await self._save()
+    def _kwargs(self, request: Request) -> dict[str, Any]:
+        kwargs = request_params(request.state, self._index.wire, self._options.cache)
+        if request.compaction is not None:
+            kwargs = compaction_request(kwargs, request.compaction)
+        if self._transport:
+            kwargs |= self._transport
+        return kwargs
 
-    async def _send(self) -> Reply | ReplyStream:
+    async def _do_send(self, effect: Send) -> Reply:
+        kwargs = self._kwargs(effect.request)
+        self._trace.sending()
+        return cast(Reply, await send_request(self._client, kwargs))
+
+    async def _do_summarize(self, effect: Summarize) -> Reply:
+        self._trace.sending()
+        return cast(Reply, await send_request(self._client, {**effect.kwargs, **self._transport}))
+
+    async def _do_open_stream(self, effect: OpenStream) -> ReplyStream:
         if self._options.run_tools_eagerly and self._task_group is None:
             raise ToolRunnerError(
                 "run_tools_eagerly=True runs tools in the runner's task group: enter the runner first, "
                 "with `async with ToolRunner(...) as runner:`."
             )
-        await self._before_send()
-        state = self._state
-        check_history(state.messages, self._checked)
-        self._checked = max(len(state.messages) - 1, 0)
-        await self._save()
-        kwargs = self._adjust_request(request_params(state, self._index.wire, self._options.cache))
+        kwargs = self._kwargs(effect.request)
         self._trace.sending()
-        if not self._options.stream:
-            reply = cast(Reply, await send_request(self._client, kwargs))
-            self._accept(reply)
-            await self._gate_and_save()
-            return reply
         self._open = cast(
             StreamWatch,
             await send_request(
                 self._client,
                 kwargs,
                 stream=True,
-                emit=self._emit,
+                emit=self._core.listener,
                 on_tool_use=self._start_early if self._options.run_tools_eagerly else None,
             ),
         )
-        self._set(stream_opened(self._state))
         return self._open.stream
 
-    async def _read_stream(self) -> None:
-        """Read the rest of the stream the body holds and take its final message. If the stream
-        fails here, drop it and what started early, and raise its error; if the body already got
-        the error, just drop them. Either way the next iteration sends the request again."""
+    async def _do_read_stream(self, effect: ReadStream) -> Reply | None:
         watch = self._open
-        if watch is None:
-            return
+        assert watch is not None, "ReadStream without an open stream"
         if watch.error is not None:  # the body read the stream and got its error already
-            await self._abandon_stream()
-            return
-        try:
-            reply = await watch.final_message()
-            check_reply(reply)
-        except BaseException:
-            with anyio.CancelScope(shield=True):
-                await self._abandon_stream()
-            raise
-        await watch.close()
-        self._accept(reply, streamed=True)
-        self._open = None
-        keep = step_for(reply.stop_reason) is Step.RUN_TOOLS
-        dropped = await self._calls.settle_early(watch.tool_use_ids, keep=keep)
-        self._set(calls_dropped(self._state, dropped))
-        await self._gate_and_save()
+            return None
+        return await watch.final_message()
 
-    async def _abandon_stream(self) -> None:
+    async def _do_end_stream(self, effect: EndStream) -> list[str]:
         watch, self._open = self._open, None
-        if watch is None:
-            return
+        assert watch is not None, "EndStream without an open stream"
         await watch.close()
-        await self._calls.settle_early(watch.tool_use_ids, keep=False)
-        self._set(stream_abandoned(self._state))
+        return await self._running.settle_early(watch.tool_use_ids, keep=effect.keep)
+
+    async def _do_drop_stream(self, effect: DropStream) -> None:
+        with anyio.CancelScope(shield=True):
+            watch, self._open = self._open, None
+            if watch is None:
+                return
+            await watch.close()
+            await self._running.settle_early(watch.tool_use_ids, keep=False)
+
+    async def _do_gate(self, effect: Gate) -> Any:
+        return await gate(effect.calls, self._core.tool_of)
+
+    async def _do_ask(self, effect: Ask) -> object:
+        callback = self._options.approve
+        assert callback is not None
+        return await ask(callback, effect.call)
+
+    async def _do_run_calls(self, effect: RunCalls) -> None:
+        state = lambda: self._core.state  # noqa: E731
+        await self._running.run(
+            effect.calls, lambda call: state().result_of(call) is not None, self._run_call
+        )
+
+    async def _run_call(self, call: ToolCall, *, early: bool = False) -> None:
+        """One call's program, holding a concurrency slot from before the call is journaled."""
+        if self._limiter is None:
+            await self._drive(self._core.call(call, early=early))
+            return
+        async with self._limiter:
+            await self._drive(self._core.call(call, early=early))
+
+    async def _do_execute(self, effect: Execute) -> tuple[Any, float]:
+        options = self._execution
+        if options.removed != effect.removed:
+            options = self._execution = dataclasses.replace(options, removed=effect.removed)
+            self._core.tools = options
+        started = time.perf_counter()
+        block = await execute(effect.call, effect.input, options, self._context, self._trace.tool_call)
+        return block, time.perf_counter() - started
+
+    def _context(self, call: ToolCall) -> ToolContext:
+        return ToolContext(call=call, runner=self)
+
+    async def _do_await_decisions(self, effect: AwaitDecisions) -> Decisions:
+        return Decisions.PAUSED  # the loop pauses; it goes on when iterated again
+
+    async def _do_ended(self, effect: Ended) -> None:
+        await self._at_end()
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _start_early(self, call: ToolCall) -> None:
+        """A client tool_use block of the streaming reply is complete: start it, if it may start."""
+        assert self._task_group is not None
+        if self._core.may_start_early(call):
+            self._running.start_early(call, self._task_group, lambda call: self._run_call(call, early=True))
+
+    def _report(self, event: RunnerEvent) -> None:
+        self._core.emit(event)
 
     def _may_run_again(self, call: ToolCall) -> bool:
-        tool = self._execution().find(call)
+        tool = self._core.tool_of(call)
         return tool is not None and tool.idempotent
 
-    async def _save(self) -> None:
-        """Save the current state to the checkpointer, if there is one and the state changed."""
-        if self._saver is not None:
-            await self._saver.save(lambda: self._state)
+
+def _message(error: BaseException) -> str:
+    """An exception's message for the state; never fails (an exception's ``__str__`` may)."""
+    try:
+        return str(error)[:2000]
+    except Exception:
+        return f"{type(error).__name__} (its message could not be read)"

@@ -183,17 +183,19 @@ class SyncToolRunner(Generic[SyncItemT]):
         """The calls of the current turn that wait for a decision (see ``ToolRunner``)."""
         return self._runner.pending_approvals
 
-    def approve(self, tool_use_id: str, *, input: object = None) -> None:
+    def approve(self, tool_use_id: str, *, input: object = None, by: str | None = None) -> None:
         """Approve a call that waits (see ``ToolRunner.approve``)."""
-        self._runner.approve(tool_use_id, input=input)
+        self._runner.approve(tool_use_id, input=input, by=by)
 
-    def deny(self, tool_use_id: str, reason: str) -> None:
+    def deny(self, tool_use_id: str, reason: str, *, by: str | None = None) -> None:
         """Deny a call (see ``ToolRunner.deny``)."""
-        self._runner.deny(tool_use_id, reason)
+        self._runner.deny(tool_use_id, reason, by=by)
 
-    def answer(self, tool_use_id: str, result: object, *, is_error: bool = False) -> None:
+    def answer(
+        self, tool_use_id: str, result: object, *, is_error: bool = False, by: str | None = None
+    ) -> None:
         """Answer a call with a result computed elsewhere (see ``ToolRunner.answer``)."""
-        self._runner.answer(tool_use_id, result, is_error=is_error)
+        self._runner.answer(tool_use_id, result, is_error=is_error, by=by)
 
     def generate_tool_response(self) -> ToolResultMessage | None:
         """The tool_result message for the pending calls, or ``None`` (cached; see ``ToolRunner``)."""
@@ -204,7 +206,8 @@ class SyncToolRunner(Generic[SyncItemT]):
         return self._call(self._runner.generate_tool_response)
 
     def until_done(self) -> Reply:
-        """Run the loop to its end and return the final reply."""
+        """Run the loop to its end and return the final reply (see ``ToolRunner.until_done``: a run
+        that pauses for decisions raises ``AwaitingApprovalError``)."""
         return self._call(self._runner.until_done)
 
     def close(self) -> None:

@@ -117,7 +117,8 @@ async def test_a_call_waits_a_day_for_its_approval_without_holding_a_worker(
         messages=[{"role": "user", "content": "Go."}],
         tools=TOOLS,
     )
-    await runner.until_done()
+    async for _ in runner:  # to the pause
+        pass
     runner.approve("refund", input={"account": 7, "amount": 50})
     await runner.until_done()
     assert [request.body for request in fake.requests] == [request.body for request in plain_fake.requests]
@@ -193,7 +194,8 @@ async def test_a_gate_that_is_a_function_decides_per_call_and_fails_closed(
         messages=[{"role": "user", "content": "Go."}],
         tools=TOOLS,
     )
-    await runner.until_done()
+    async for _ in runner:  # to the pause
+        pass
     runner.approve("large")
     await runner.until_done()
     assert [request.body for request in fake.requests] == [request.body for request in plain_fake.requests]
@@ -273,7 +275,8 @@ async def test_pending_approvals_keep_a_toolset_members_family(
         messages=[{"role": "user", "content": "Go."}],
         tools=[Browser()],
     )
-    await runner.until_done()
+    async for _ in runner:  # to the pause
+        pass
     fake, browser = FakeMessagesAPI(script()), Browser()
     async with worker(temporal_env, fake, MemoryPayloadStore(), tools=[browser]) as queue:
         run = await start(temporal_env.client, queue, run_id="gated-family", tools=[Browser()])

@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
         call_started,
         calls_gated,
         closed,
+        delivered,
         pending_calls,
         ready_to_send,
         reply_received,
@@ -281,10 +282,12 @@ class ToolRunnerWorkflow:
         reply = (BetaMessage if output.beta else Message).model_validate(output.reply)
         state = reply_received(self._state, reply, read_request_usage(output.usage))
         calls = {call.id: call for call in pending_calls(state)}
-        self._state = calls_gated(
-            state,
-            [calls[tool_use_id] for tool_use_id in output.gated],
-            [(calls[tool_use_id], reason) for tool_use_id, reason in output.denied.items()],
+        self._state = delivered(
+            calls_gated(
+                state,
+                [calls[tool_use_id] for tool_use_id in output.gated],
+                [(calls[tool_use_id], reason) for tool_use_id, reason in output.denied.items()],
+            )
         )
 
     # -- tools ----------------------------------------------------------------------------------
