@@ -105,7 +105,7 @@ from ._lifecycle import (
 )
 from ._messages import check_history, check_reply, client_tool_calls, field
 from ._results import tool_result_block
-from ._state import CallStatus, Decision, Phase, RunState
+from ._state import CallRecord, CallStatus, Decision, Phase, RunState
 from ._toolsets import RunnableTool
 from ._types import Reply, ToolCall, ToolResultMessage
 from ._usage import RequestUsage
@@ -176,6 +176,8 @@ class RunCore:
         """The history is known to be valid before this index (``check_history``)."""
         self.history_epoch = 0
         """Grows when the history is replaced rather than appended to (a store then writes it anew)."""
+        self._starting: dict[str, CallRecord | None] = {}
+        """Calls journaled as started whose own save is not written yet, with their record before."""
         self._cleared: dict[str, ToolCall] = {}
         """The current turn's calls whose gate said no decision is needed: a gate is asked once."""
         self._decided_since_pause: list[RunnerEvent] = []
@@ -450,23 +452,62 @@ class RunCore:
 
     def call(self, call: ToolCall, *, early: bool = False) -> Program[None]:
         """One call: journaled as started and saved before the tool runs (a crash from here on is an
-        interruption), then its result journaled and saved (it never runs again)."""
+        interruption), then its result journaled and saved (it never runs again).
+
+        Until its own save is written, the start is left out of every other save (``saveable``),
+        and if that save fails or is cancelled, the start is undone: the tool never began, so the
+        call did not start, and a crash must not report it interrupted."""
+        previous = record_of(self.state, call)
         self.set(call_started(self.state, call))
+        self._starting[call.id] = previous
+        try:
+            yield Save(starting=call.id)
+        except BaseException:
+            self._unstart(call)
+            raise
+        del self._starting[call.id]
         if self.listening:
             self.emit(ToolCallStarted(call=call, early=early))
-        yield Save()
         block, seconds = yield Execute(call, self.input_of(call), self.removed())
         self._finished(call, block, seconds)
         yield Save()
 
     def _answer(self, call: ToolCall, block: ToolResultBlockParam) -> Program[None]:
         """Answer a call that is not run with ``block``, journaled like a call that ran."""
-        self.set(call_started(self.state, call))
+        self.set(call_started(self.state, call))  # nothing runs, so nothing to save before the result
         if self.listening:
             self.emit(ToolCallStarted(call=call, early=False))
-        yield Save()
         self._finished(call, block, 0.0)
         yield Save()
+
+    def _unstart(self, call: ToolCall) -> None:
+        """Undo a start whose save did not happen: the call's record is as it was."""
+        previous = self._starting.pop(call.id)
+        record = record_of(self.state, call)
+        if record is None or record.status is not CallStatus.STARTED:
+            return  # decided or finished meanwhile
+        calls = dict(self.state.calls)
+        if previous is None:
+            del calls[call.id]
+        else:
+            calls[call.id] = previous
+        self.set(self.state.replace(calls=calls))
+
+    def saveable(self, starting: str | None = None) -> RunState:
+        """The state a save writes: the current one, less the starts of calls (other than
+        ``starting``) whose own save has not been written yet, which may not have begun."""
+        pending = self._starting
+        if not pending or (len(pending) == 1 and starting in pending):
+            return self.state
+        calls = dict(self.state.calls)
+        for call_id, previous in pending.items():
+            if call_id == starting:
+                continue
+            if previous is None:
+                calls.pop(call_id, None)
+            else:
+                calls[call_id] = previous
+        return self.state.replace(calls=calls)
 
     def _finished(self, call: ToolCall, block: ToolResultBlockParam, seconds: float) -> None:
         self.set(call_finished(self.state, call, block))

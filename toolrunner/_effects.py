@@ -10,7 +10,7 @@ The effects, with the outcome each expects:
 ============================  ================================================================
 effect                        outcome
 ============================  ================================================================
-``Save``                      ``None``: the current state is saved (or there is no store)
+``Save``                      ``None``: the state is saved (or there is no store)
 ``Derive``                    ``None``: the state follows from ``before`` (no write needed)
 ``Prepare``                   ``None``: the tools are open and their lists read again
 ``Send``                      the reply to ``request`` (the core checks it)
@@ -75,7 +75,11 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Save:
-    """Save the run's current state, if the run has a store."""
+    """Save the run's state as ``RunCore.saveable(starting)`` gives it (the current state, less
+    the starts of other calls whose own save has not been written), if the run has a store.
+    ``starting``: the call this save journals as started, which begins once it is written."""
+
+    starting: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -323,15 +323,15 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
 
     async def _do_save(self, effect: Save) -> None:
         if self._saver is not None:
-            await self._save_now()
+            await self._save_now(effect.starting)
 
-    async def _save_now(self) -> None:
+    async def _save_now(self, starting: str | None = None) -> None:
         saver, core = self._saver, self._core
         assert saver is not None
         if core.history_epoch != self._epoch:  # the history was replaced: the store writes it anew
             self._epoch = core.history_epoch
             saver.history_replaced()
-        await saver.save(lambda: core.state)
+        await saver.save(lambda: core.saveable(starting))
 
     async def _do_derive(self, effect: Derive) -> None:
         if self._saver is not None:
