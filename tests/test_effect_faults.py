@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 import anyio.lowlevel
@@ -39,7 +39,7 @@ from hypothesis import given, strategies as st
 from tests._hypothesis_profiles import property_settings
 from tests.effect_scripts import Crash, Glitch, Ledger, Script, decide, follow_up, make_tools, scripts
 from tests.helpers import MODEL, plain
-from toolrunner import CallStatus, Checkpoint, MemoryCheckpointer, ToolRunner
+from toolrunner import CallStatus, Checkpoint, MemoryCheckpointer, Reply, ToolRunner
 from toolrunner._effects import Execute, Save, Send
 from toolrunner._lifecycle import INTERRUPTED
 from toolrunner.testing import FakeMessagesAPI
@@ -71,8 +71,10 @@ class Outcome:
 class Store(MemoryCheckpointer):
     """A store in memory that a dead process cannot write to."""
 
-    dead = False
-    crash = Crash()
+    def __init__(self) -> None:
+        super().__init__()
+        self.dead = False
+        self.crash = Crash()
 
     async def save(self, checkpoint: Checkpoint) -> None:
         if self.dead:
@@ -83,9 +85,7 @@ class Store(MemoryCheckpointer):
 class Injector:
     """Counts the effects a run performs, checks the saves, and strikes once at ``fault.at``."""
 
-    def __init__(
-        self, fault: Fault | None, ledger: Ledger, script: Script, store: MemoryCheckpointer
-    ) -> None:
+    def __init__(self, fault: Fault | None, ledger: Ledger, script: Script, store: Store) -> None:
         self.fault = fault
         self.ledger = ledger
         self.script = script
@@ -94,7 +94,7 @@ class Injector:
         self.allowed_interrupted: set[str] = set()
         self.violations: list[str] = []
         self.dead = False
-        self.store = store
+        self.store: Store = store
         self.written_starts: set[str] = set()
         self.crash = Crash()  # one death: the tasks that meet it raise the same exception
 
@@ -197,6 +197,14 @@ class Injector:
         raise AssertionError("the cancellation did not strike")
 
 
+def text_index(message: Reply) -> int | None:
+    """The index of a text reply ("text 3"), or ``None`` for a reply with tool calls."""
+    if message.stop_reason != "end_turn":
+        return None
+    block: Any = message.content[0]
+    return int(block.text.split()[1])
+
+
 async def run_script(script: Script, fault: Fault | None) -> Outcome:
     """Play ``script`` with ``ToolRunner``, as a loop body would, surviving ``fault``."""
     ledger = Ledger()
@@ -212,10 +220,10 @@ async def run_script(script: Script, fault: Fault | None) -> Outcome:
         "max_iterations": 40,
     }
 
-    def start() -> ToolRunner[Any]:
+    def start() -> ToolRunner[Reply]:
         return ToolRunner(fake.async_client(), model=MODEL, max_tokens=256, messages=[USER], **options)
 
-    runner = start()
+    runner = start()  # replaced by a resumed one after a crash
     injector.install(runner)
     delivered: list[Any] = []
     last = len(script.turns) - 1
@@ -225,9 +233,7 @@ async def run_script(script: Script, fault: Fault | None) -> Outcome:
                 injector.scope = scope
                 async for message in runner:
                     delivered.append(plain(message.content))
-                    index = (
-                        int(message.content[0].text.split()[1]) if message.stop_reason == "end_turn" else None
-                    )
+                    index = text_index(message)
                     if index is not None and index != last:
                         runner.push_messages(message, follow_up(index))
             if scope.cancelled_caught:
@@ -237,7 +243,7 @@ async def run_script(script: Script, fault: Fault | None) -> Outcome:
             if await store.load("run") is None:  # it died before its first save: start it again
                 runner = start()
             else:
-                runner = await ToolRunner.resume(fake.async_client(), **options)
+                runner = cast("ToolRunner[Reply]", await ToolRunner.resume(fake.async_client(), **options))
             injector.install(runner)
             continue
         except Glitch:
