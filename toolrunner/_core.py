@@ -247,7 +247,11 @@ class RunCore:
         """One step of the loop: finish the turn the body held, then send the next request and
         return what the body gets (the reply, or the stream); ``None`` once the loop stops."""
         if self.state.phase is Phase.RECEIVED:  # a reply the body has not had (its save failed, or resumed)
-            return (yield from self._hand_over())
+            if not self.stream:
+                return (yield from self._hand_over())
+            # A body that reads streams cannot be handed a complete reply (a run saved by a runner
+            # that did not stream, resumed by one that does): its turn goes on as if handed over.
+            self.set(delivered(self.state))
         if self.state.phase in (Phase.STREAMING, Phase.WITH_BODY, Phase.AWAITING):
             yield from self._finish_turn()
         if self.state.phase is Phase.READY:
@@ -290,6 +294,7 @@ class RunCore:
     def _hand_over(self) -> Program[Reply]:
         """A complete reply (``RECEIVED``): its calls that need a decision wait, it is saved, and
         the body gets it. If the save fails, the next iteration saves and hands it over again."""
+        yield Prepare()  # after a resume, the tools (a toolset's) may not be open yet
         yield from self._gate(pending_calls(self.state))
         yield Save()
         self.set(delivered(self.state))
@@ -402,6 +407,7 @@ class RunCore:
         """Find the calls that wait, let the ``approve=`` callback decide them, run what may run
         (those that need no decision, and those approved, also while this runs); then all the
         results in order, or ``None`` while calls still wait."""
+        yield Prepare()  # the calls' tools are open (a resumed run's toolsets, say)
         yield from self._gate(calls)
         yield from self._ask()
         if not awaiting(self.state, calls):  # the common case: nothing waits

@@ -93,8 +93,8 @@ class Derive:
 
 @dataclass(frozen=True, slots=True)
 class Prepare:
-    """A request is about to be built: open the tools that are not open, and read again the tool
-    lists that changed."""
+    """Tools are about to be needed (a request is built, calls are gated or run): open the tools that
+    are not open, and read again the tool lists that changed."""
 
 
 @dataclass(frozen=True, slots=True)

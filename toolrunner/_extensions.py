@@ -24,11 +24,13 @@ import anyio
 
 from ._availability import last_changes, pending_message
 from ._errors import ParamsError, ToolRunnerError
+from ._lifecycle import pending_calls
 from ._messages import field
 from ._params import runnable_of
 from ._sdk_tools import SDK_TOOLSETS, close_sdk_object
+from ._state import Phase
 from ._toolsets import Toolset
-from ._types import Reply, ToolResultMessage
+from ._types import Reply, ToolCall, ToolResultMessage
 
 if TYPE_CHECKING:
     from ._core import RunCore
@@ -62,6 +64,10 @@ class RunnerExtensions:
         self._sdk_closed: set[int] = set()  # SDK tools and toolsets whose cleanup this runner ran
         self._steps_in_new_tasks = False
         """Driven by a ``SyncToolRunner``: each step runs in a task of its own unless entered."""
+        self._held: set[str] = set()
+        """The ids ``defer_tool_call()`` holds (for the reply streaming now)."""
+        self._streamed: list[ToolCall] = []
+        """The client calls whose blocks finished streaming in the current reply, in order."""
 
     def _driven_from_sync_code(self, *, stream: bool = False) -> None:
         """A ``SyncToolRunner`` drives this runner (``_steps_in_new_tasks``). With ``stream``, it
@@ -81,6 +87,43 @@ class RunnerExtensions:
     async def generate_tool_call_response(self) -> ToolResultMessage | None:
         """The SDK runner's name for ``generate_tool_response()``."""
         return await self.generate_tool_response()
+
+    def defer_tool_call(self, tool_use: object) -> None:
+        """Hold a call of the reply streaming now, as the SDK's runner does: with
+        ``run_tools_eagerly=True`` it does not start while the reply streams, and runs with the rest
+        of the turn, when the loop body asks for the next reply or calls ``generate_tool_response()``
+        (decide on it meanwhile, or answer it yourself with ``answer()``). The reply's other calls still
+        start early. It does nothing without ``run_tools_eagerly``, for a call that started already,
+        or for an id the reply does not have.
+
+        Args:
+            tool_use: The call's ``tool_use`` block (a stream event's ``content_block``), or its id.
+
+        Raises:
+            ParamsError: ``tool_use`` is neither a ``tool_use`` block nor an id.
+        """
+        tool_use_id = tool_use if isinstance(tool_use, str) else getattr(tool_use, "id", None)
+        if not isinstance(tool_use_id, str):
+            raise ParamsError(
+                f"defer_tool_call() takes a tool_use block or its id, not {type(tool_use).__name__!r}."
+            )
+        if self._options.run_tools_eagerly:
+            self._held.add(tool_use_id)
+
+    @property
+    def deferred_tool_calls(self) -> list[ToolCall]:
+        """The calls of the current reply that ``defer_tool_call()`` holds and that have not run, in
+        the model's order, once their blocks finished streaming (read it when done with the stream).
+        Empty without ``run_tools_eagerly``."""
+        state = self._core.state
+        pending = {call.id for call in pending_calls(state)} if state.phase is not Phase.STREAMING else None
+        return [
+            call
+            for call in self._streamed
+            if call.id in self._held
+            and (pending is None or call.id in pending)
+            and state.result_of(call) is None
+        ]
 
     # -- tool changes ---------------------------------------------------------------------------
 
@@ -208,6 +251,8 @@ class RunnerExtensions:
                 )
             if toolset not in self._opened and await toolset.acquire(self):
                 self._opened.append(toolset)
+        if self._index.toolsets and self._index.stale():  # what they list now they are open
+            self._index_tools(self._index.tools)
 
     async def _close_tools(self) -> None:
         """Close the toolsets this runner opened and run the cleanup of its SDK tools, last first.

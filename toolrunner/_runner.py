@@ -144,6 +144,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             raise ParamsError("resume needs the checkpointer=... and the run_id=... of the saved run.")
         runner = cls.__new__(cls)
         params = runner._configure(client, stream, options)
+        runner._transport = {name: params.pop(name) for name in TRANSPORT if name in params}
         if params:
             raise ParamsError(
                 f"resume takes the request params from the saved run, so {sorted(params)!r} cannot be given; "
@@ -175,7 +176,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._options, params = read_options(
             options, stream=stream, is_async=isinstance(client, anthropic.AsyncAnthropic)
         )
-        self._transport = {name: params.pop(name) for name in TRANSPORT if name in params}
+        self._transport: dict[str, Any] = {}
         self._client = client
         self._prices = DEFAULT_PRICES if self._options.prices is None else self._options.prices
         checkpointer, run_id = self._options.checkpointer, self._options.run_id
@@ -341,8 +342,6 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         index = self._index
         if index.sdk_objects or index.toolsets:
             await self._open_tools()
-            if index.stale():
-                self._index_tools(index.tools)
 
     def _kwargs(self, request: Request) -> dict[str, Any]:
         kwargs = request_params(request.state, self._index.wire, self._options.cache)
@@ -368,6 +367,8 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
                 "with `async with ToolRunner(...) as runner:`."
             )
         kwargs = self._kwargs(effect.request)
+        self._held.clear()
+        self._streamed = []
         self._trace.sending()
         self._open = cast(
             StreamWatch,
@@ -447,7 +448,8 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
     def _start_early(self, call: ToolCall) -> None:
         """A client tool_use block of the streaming reply is complete: start it, if it may start."""
         assert self._task_group is not None
-        if self._core.may_start_early(call):
+        self._streamed.append(call)
+        if call.id not in self._held and self._core.may_start_early(call):
             self._running.start_early(call, self._task_group, lambda call: self._run_call(call, early=True))
 
     def _report(self, event: RunnerEvent) -> None:

@@ -76,31 +76,40 @@ class SyncToolRunner(Generic[SyncItemT]):
                 f"SyncToolRunner needs a sync anthropic.Anthropic client, not {type(client).__name__!r}; "
                 "with anthropic.AsyncAnthropic use ToolRunner and `async for`."
             )
-        if stream and options.get("run_tools_eagerly"):
-            raise ParamsError(
-                "SyncToolRunner(stream=True) does not take run_tools_eagerly=True: your code reads each stream in "
-                "its own thread, and the tools start once the reply is complete. Leave run_tools_eagerly out, or "
-                "use ToolRunner with an anthropic.AsyncAnthropic client to start tools while a reply streams."
-            )
+        _refuse_eager_streams(stream, options)
         self._runner = ToolRunner(client, **options)
         self._runner._driven_from_sync_code(stream=stream)  # pyright: ignore[reportPrivateUsage]  # the one place
         self._portal: BlockingPortal | None = None
         self._block: ExitStack | None = None  # inside ``with runner:``: the portal and the entered runner
         self._iterating = False
 
+    @overload
     @classmethod
-    def resume(cls, client: anthropic.Anthropic, **options: Unpack[RunnerOptions]) -> Self:
+    def resume(
+        cls, client: anthropic.Anthropic, *, stream: Literal[False] = False, **options: Unpack[RunnerOptions]
+    ) -> SyncToolRunner[Reply]: ...
+    @overload
+    @classmethod
+    def resume(
+        cls, client: anthropic.Anthropic, *, stream: Literal[True], **options: Unpack[RunnerOptions]
+    ) -> SyncToolRunner[SyncReplyStream]: ...
+    @classmethod
+    def resume(
+        cls, client: anthropic.Anthropic, *, stream: bool = False, **options: Unpack[RunnerOptions]
+    ) -> SyncToolRunner[Any]:
         """Go on with a saved run (see ``ToolRunner.resume``): ``SyncToolRunner.resume(client,
-        run_id=..., checkpointer=..., tools=[...])``."""
+        run_id=..., checkpointer=..., tools=[...])``; with ``stream=True`` it yields the SDK's sync
+        streams, as ``SyncToolRunner(stream=True)`` does."""
         if not isinstance(client, anthropic.Anthropic):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ParamsError(
                 f"SyncToolRunner needs a sync anthropic.Anthropic client, not {type(client).__name__!r}."
             )
+        _refuse_eager_streams(stream, options)
         _refuse_inside_an_event_loop()
         with start_blocking_portal() as portal:
             runner = portal.call(partial(ToolRunner.resume, client, **options))
-        sync = cls.__new__(cls)
-        runner._driven_from_sync_code()  # pyright: ignore[reportPrivateUsage]
+        sync = cast("SyncToolRunner[Any]", cls.__new__(cls))
+        runner._driven_from_sync_code(stream=stream)  # pyright: ignore[reportPrivateUsage]
         sync._runner = runner
         sync._portal = None
         sync._block = None
@@ -287,6 +296,15 @@ class SyncToolRunner(Generic[SyncItemT]):
                 yield portal
             finally:
                 self._portal = None
+
+
+def _refuse_eager_streams(stream: bool, options: Mapping[str, object]) -> None:
+    if stream and options.get("run_tools_eagerly"):
+        raise ParamsError(
+            "SyncToolRunner(stream=True) does not take run_tools_eagerly=True: your code reads each stream in "
+            "its own thread, and the tools start once the reply is complete. Leave run_tools_eagerly out, or "
+            "use ToolRunner with an anthropic.AsyncAnthropic client to start tools while a reply streams."
+        )
 
 
 def _refuse_inside_an_event_loop() -> None:
