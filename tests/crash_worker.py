@@ -382,7 +382,9 @@ async def _async_body(context: ToolContext) -> str:
     wire = tripwire()
     if wire.passing("tool", call):
         assert wire.point is not None
-        if wire.point.after:  # no thread hop otherwise: the loop would go on (a reply streaming) before the kill
+        if (
+            wire.point.after
+        ):  # no thread hop otherwise: the loop would go on (a reply streaming) before the kill
             await anyio.to_thread.run_sync(wire.wait_for_siblings, call, wire.point.after)
         wire.kill()
     await anyio.lowlevel.checkpoint()  # an async tool that does yield to the loop
