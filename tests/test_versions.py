@@ -2,9 +2,9 @@
 
 ``.ci/run`` runs the suite twice: in ``.venv``, as README.md says (the newest versions), and in
 ``.venv-floors``, with ``.ci/floors.txt`` as pip constraints (each requirement at the lowest version
-``pyproject.toml`` allows). These tests keep the floors in one place in effect: a floor changed in
-``pyproject.toml`` and not in ``.ci/floors.txt``, or the reverse, fails here, so the declared range
-stays the tested range.
+``pyproject.toml`` allows). A floor changed in ``pyproject.toml`` and not in ``.ci/floors.txt``, or
+the reverse, fails here, so the declared range stays the tested range; so does a floor the
+"Supported versions" tables of README.md and docs/index.md do not give.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parent.parent
 FLOORS = ROOT / ".ci" / "floors.txt"
 PROJECT = "claude-toolrunner"
+# The requirements the README's table lists; docs/index.md lists every one a user installs.
+CORE = ("anthropic", "pydantic", "anyio")
 
 
 def requirements_of(extra: str | None) -> list[Requirement]:
@@ -61,6 +63,14 @@ def declared_floors() -> dict[str, Version]:
     return floors_of(requirements_of("test"))
 
 
+def user_floors() -> dict[str, Version]:
+    """The floors of what users install: the dependencies and the extras of the library's features."""
+    floors = floors_of(requirements_of(None))
+    for extra in ("server", "mcp", "otel", "temporal"):
+        floors |= floors_of(requirements_of(extra))
+    return floors
+
+
 def pinned_floors() -> dict[str, Version]:
     pins: dict[str, Version] = {}
     for number, line in enumerate(FLOORS.read_text().splitlines(), 1):
@@ -94,3 +104,24 @@ def test_ci_runs_the_suite_on_the_floors_in_a_venv_of_its_own() -> None:
     assert "pip install --quiet -c .ci/floors.txt -e '.[test]'" in script
     assert "python3 -m venv --clear .venv-floors" in script
     assert ".venv-floors/" in (ROOT / ".gitignore").read_text().splitlines()
+
+
+def supported_versions(page: Path) -> str:
+    text = page.read_text()
+    assert "\n## Supported versions\n" in text, f"{page.name} has no '## Supported versions' section"
+    return text.split("\n## Supported versions\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_supported_versions_tables_give_the_floors() -> None:
+    """README.md's table gives the core floors, docs/index.md's every floor a user installs, in rows
+    that start ``| `name` | floor |`` (the newest version CI ran on follows)."""
+    floors = user_floors()
+    assert set(CORE) <= floors.keys()
+    for page, names in ((ROOT / "README.md", CORE), (ROOT / "docs" / "index.md", sorted(floors))):
+        section = supported_versions(page)
+        missing = [
+            f"| `{name}` | {floors[name]} |"
+            for name in names
+            if f"| `{name}` | {floors[name]} |" not in section
+        ]
+        assert not missing, f"the Supported versions table of {page.name} lacks the rows {missing}"
