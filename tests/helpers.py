@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from toolrunner.testing import FakeMessagesAPI
 
@@ -40,3 +44,22 @@ def results_of(message: Any) -> list[tuple[str, Any, bool]]:
         for block in plain(message)["content"]
         if block["type"] == "tool_result"
     ]
+
+
+RECORDED = Path(__file__).parent / "fixtures" / "recorded" / "python-sdk" / "tool_runner"
+
+# The recordings name the models they were made with, and a replay sends those names again, as the
+# runner sends the model it is given. The SDK warns (DeprecationWarning) about each model it has
+# since deprecated: claude-sonnet-4-5, claude-opus-4-5 from anthropic 2.13 on, more to come. That is
+# a warning about the recorded data, not about the runner: the replay tests ignore it for the
+# recorded models only. Anywhere else it stays an error, and the recordings stay as recorded.
+RECORDED_MODELS = sorted(
+    {
+        exchange["request"]["body"]["model"]
+        for path in RECORDED.glob("*.json")
+        for exchange in json.loads(path.read_text())
+    }
+)
+replays_recorded_models = pytest.mark.filterwarnings(
+    f"ignore:The model '({'|'.join(map(re.escape, RECORDED_MODELS))})' is deprecated:DeprecationWarning"
+)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import anthropic
 import pytest
 
-from tests.helpers import plain
+from tests.helpers import plain, replays_recorded_models
 from toolrunner import ToolRunner, tool
 from toolrunner.testing import FakeMessagesAPI, message_reply
 
@@ -89,6 +89,7 @@ CASES: dict[str, dict[str, Any]] = {
 }
 
 
+@replays_recorded_models
 @pytest.mark.parametrize("name", list(CASES))
 async def test_the_runner_sends_the_recorded_requests(name: str) -> None:
     exchanges = load(name)
@@ -140,8 +141,7 @@ def submit_analysis(summary: str) -> str:
     return "Analysis submitted"
 
 
-# The recording's model is one this SDK deprecates: the warning is about the recording, not the runner.
-@pytest.mark.filterwarnings("ignore:The model 'claude-sonnet-4-5' is deprecated:DeprecationWarning")
+@replays_recorded_models
 async def test_client_side_compaction_sends_the_recorded_summary_request() -> None:
     """client_side_compaction: the SDK's client-side compaction (``compaction_control``, threshold
     500, ``max_iterations=1``) asked for a summary once the first reply's usage passed the threshold.

@@ -17,7 +17,7 @@ import httpx2
 import pytest
 from anthropic.lib.streaming import AsyncMessageStream
 
-from tests.helpers import MODEL, USER, plain, results_of, roles, sent_messages
+from tests.helpers import MODEL, USER, plain, replays_recorded_models, results_of, roles, sent_messages
 from toolrunner import ToolRunner, ToolRunnerError, tool
 from toolrunner.testing import (
     FakeMessagesAPI,
@@ -230,6 +230,7 @@ async def test_a_stream_cut_cancels_tools_started_early() -> None:
 RECORDED = Path(__file__).parent / "fixtures" / "recorded" / "python-sdk" / "tool_runner"
 
 
+@replays_recorded_models
 @pytest.mark.parametrize("name", ["streaming_call", "streaming_call_events"])
 async def test_recorded_streams_replay(name: str) -> None:
     """The recorded SSE bodies, served as they are: the runner sends the recorded messages."""

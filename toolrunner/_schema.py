@@ -12,7 +12,8 @@ from typing import Annotated, Any, get_origin
 import pydantic
 from pydantic import BaseModel, ConfigDict
 from pydantic.fields import FieldInfo
-from pydantic.json_schema import GenerateJsonSchema
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 from ._errors import ToolDefinitionError
 
@@ -130,6 +131,15 @@ class _SchemaGenerator(GenerateJsonSchema):
     # Titles given explicitly with Field(title=...) stay.
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
+
+    # A stdlib dataclass takes ``extra="forbid"`` from the model around it, so it refuses fields it
+    # does not name; pydantic writes that into its schema from 2.14 on, earlier releases leave it out.
+    def dataclass_schema(self, schema: core_schema.DataclassSchema) -> JsonSchemaValue:
+        json_schema = super().dataclass_schema(schema)
+        config = schema.get("config") or {}
+        if config.get("extra_fields_behavior") == "forbid" and json_schema.get("type") == "object":
+            json_schema.setdefault("additionalProperties", False)
+        return json_schema
 
 
 def json_schema(name: str, model: type[BaseModel]) -> dict[str, Any]:

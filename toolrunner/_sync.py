@@ -313,11 +313,23 @@ def _refuse_inside_an_event_loop() -> None:
         asyncio.get_running_loop()
         inside = "asyncio"
     except RuntimeError:
-        trio = sys.modules.get("trio")
-        inside = "trio" if trio is not None and trio.lowlevel.in_trio_run() else None
+        inside = "trio" if _in_trio_run() else None
     if inside is not None:
         raise ToolRunnerError(
             f"SyncToolRunner was used inside a running {inside} event loop, which it would block; use "
             "ToolRunner with `async for` there (an anthropic.AsyncAnthropic client is best), or run the sync "
             "code in a worker thread."
         )
+
+
+def _in_trio_run() -> bool:
+    """Whether this thread runs a trio event loop. ``trio.lowlevel.in_trio_run()`` says so from
+    trio 0.29 on; anyio runs on trio from 0.26.1, so ask for the run's token, which every trio has."""
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return False
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        return False
+    return True

@@ -21,7 +21,9 @@ from toolrunner.testing import (
 )
 
 USER: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
-RECORDED = Path("/work/shared/fixtures/recorded/python-sdk/sse/tool_use_response.txt")
+RECORDED = (
+    Path(__file__).parent.parent / "fixtures" / "recorded" / "python-sdk" / "sse" / "tool_use_response.txt"
+)
 
 REPLIES: dict[str, ScriptedReply] = {
     "text": text_reply("Paris is sunny today, with a light breeze from the west."),
