@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import Any, Self, cast
@@ -32,6 +32,7 @@ from anthropic.types.beta import BetaMessage
 
 from ._errors import StateError
 from ._messages import read_reply, reply_data
+from ._state_schema import check_messages, check_state, check_usage, migrated
 from ._types import Decision, EndReason, Reply, ToolCall
 from ._usage import RequestUsage, Usage
 
@@ -210,12 +211,18 @@ class RunState:
         """Read a state written by ``to_json`` of this or an older version.
 
         Raises:
-            StateError: The text is not a saved state, or a newer toolrunner wrote it.
+            StateError: The text is not a saved state (not JSON, nested too deeply, a field that
+                does not fit; the message names it), or a newer toolrunner wrote it.
         """
         try:
             data = json.loads(text)
         except ValueError as error:
             raise StateError(f"the saved state is not valid JSON ({error}); it cannot be loaded.") from None
+        except RecursionError:
+            raise StateError(
+                "the saved state is nested too deeply for Python to read (deeper than its recursion limit); it "
+                "cannot be loaded. Load only what RunState.to_json() or a checkpointer wrote."
+            ) from None
         return cls.from_dict(data)
 
     def to_dict(self, *, history: bool = True) -> dict[str, Any]:
@@ -256,17 +263,16 @@ class RunState:
         given, stand for the parts ``to_dict(history=False)`` left out.
 
         Raises:
-            StateError: The data is not a saved state, or a newer toolrunner wrote it.
+            StateError: The data is not a saved state, a newer toolrunner wrote it, or a field does
+                not fit the saved form's schema (``_state_schema``; the message names the field).
         """
-        if not isinstance(data, Mapping) or not isinstance(
-            cast("Mapping[str, Any]", data).get("version"), int
-        ):
+        version = cast("Mapping[str, Any]", data).get("version") if isinstance(data, Mapping) else None
+        if not isinstance(version, int) or isinstance(version, bool):
             raise StateError(
                 f"the saved data is not a RunState (no 'version' field: {_preview(cast(object, data))}); load only what "
                 "RunState.to_json() or a checkpointer wrote."
             )
         data = cast("Mapping[str, Any]", data)
-        version: int = data["version"]
         if version < 1:
             raise StateError(
                 f"the saved data has state version {version}, which no toolrunner wrote (versions start at 1); "
@@ -278,55 +284,42 @@ class RunState:
                 f"{STATE_VERSION}); upgrade toolrunner to resume it."
             )
         try:
-            for old in range(version, STATE_VERSION):
-                data = _MIGRATIONS[old](data)
-            return _read(
-                data,
-                data["messages"] if messages is None else messages,
-                data["usage"] if usage is None else usage,
+            data = migrated(data, version)
+            check_state(data)
+            messages = check_messages(data["messages"] if messages is None else messages)
+            usage = check_usage(data["usage"] if usage is None else usage)
+            return _read(data, messages, usage)
+        except (KeyError, TypeError, ValueError, ArithmeticError, RecursionError) as error:
+            problem = (
+                f"{error.args[0]} is missing"
+                if isinstance(error, KeyError)
+                else str(error)
+                if type(error) is ValueError
+                else f"{type(error).__name__}: {error}"
             )
-        except (KeyError, TypeError, ValueError, ArithmeticError, pydantic.ValidationError) as error:
             raise StateError(
-                f"the saved state (version {version}) is damaged and cannot be loaded: {type(error).__name__}: "
-                f"{_preview(error, 200)}."
+                f"the saved state (version {version}) is damaged and cannot be loaded: {_cut(problem, 300)}. "
+                "Restore it from a copy, or correct that field as RunState.to_json() writes it."
             ) from error
-
-
-def _from_version_1(data: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Version 1 had no decisions: its call records lack ``approved_input`` and ``decision``."""
-    calls = [{"approved_input": None, "decision": None, **record} for record in data.get("calls", ())]
-    return {**data, "version": 2, "calls": calls}
-
-
-def _from_version_2(data: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Version 2 kept no pending tool changes (they lived in the runner's memory)."""
-    return {"tool_changes": [], **data, "version": 3}
-
-
-def _from_version_3(data: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Version 3 kept neither who decided a call nor when, nor a waiting call's tool, nor a failure."""
-    calls = [
-        {"decided_by": None, "decided_at": None, "tool": None, **record} for record in data.get("calls", ())
-    ]
-    return {"failure": None, **data, "version": 4, "calls": calls}
-
-
-_MIGRATIONS: dict[int, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {
-    1: _from_version_1,
-    2: _from_version_2,
-    3: _from_version_3,
-}
-"""From each older version to the next."""
 
 
 _FIELD_NAMES = tuple(item.name for item in fields(RunState))
 
 
 def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]) -> RunState:
+    """The state of checked data (``_state_schema``); what the schema cannot say is checked here."""
     phase = Phase(data["phase"])
     end_reason = data["end_reason"]
     if (phase in (Phase.DONE, Phase.AWAITING)) != (end_reason is not None):
-        raise ValueError(f"phase {phase.value!r} with end_reason {end_reason!r}")
+        raise ValueError(
+            f"end_reason is {end_reason!r} in the phase {phase.value!r}; it is set exactly in the phases 'done' "
+            "and 'awaiting'"
+        )
+    if phase in (Phase.RECEIVED, Phase.WITH_BODY, Phase.AWAITING) and data["reply"] is None:
+        raise ValueError(f"reply is None in the phase {phase.value!r}, which holds a reply")
+    ids = [record["id"] for record in data["calls"]]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"calls has two records of one tool_use id ({ids!r})")
     requests = tuple(read_request_usage(item) for item in usage)
     records = [_read_record(item) for item in data["calls"]]
     cost = data["cost"]
@@ -336,12 +329,12 @@ def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]
         messages=tuple(messages),
         phase=phase,
         reply=None if data["reply"] is None else _read_reply(data["reply"]),
-        steered=bool(data["steered"]),
+        steered=data["steered"],
         calls={record.call.id: record for record in records},
         usage=requests,
         total=Usage(**data["total"]),
         cost=None if cost is None else Decimal(cost),
-        opened_at=int(data["opened_at"]),
+        opened_at=data["opened_at"],
         final_answer=data["final_answer"],
         end_reason=end_reason,
         run_id=data["run_id"],
@@ -357,21 +350,31 @@ def plain_data(value: object, where: str) -> Any:
     """``value`` as JSON-able data: SDK models are dumped the way the SDK sends them.
 
     Raises:
-        StateError: Something in it JSON cannot carry; the message says where.
+        StateError: Something in it JSON cannot carry, or it is nested too deeply to be written;
+            the message says where.
     """
+    try:
+        return _plain(value, where)
+    except RecursionError:
+        raise StateError(
+            f"{where} is nested too deeply to be saved (deeper than Python's recursion limit); keep such data "
+            "out of the run's state, or flatten it."
+        ) from None
+
+
+def _plain(value: object, where: str) -> Any:
     if value is None or isinstance(value, str | bool | int):
         return value
     if isinstance(value, float):
         return value
     if isinstance(value, Mapping):
         return {
-            str(key): plain_data(item, f"{where}[{key!r}]")
+            str(key): _plain(item, f"{where}[{key!r}]")
             for key, item in cast("Mapping[object, object]", value).items()
         }
     if isinstance(value, list | tuple):
         return [
-            plain_data(item, f"{where}[{index}]")
-            for index, item in enumerate(cast("Sequence[object]", value))
+            _plain(item, f"{where}[{index}]") for index, item in enumerate(cast("Sequence[object]", value))
         ]
     if isinstance(value, pydantic.BaseModel):
         return value.model_dump(
@@ -471,5 +474,12 @@ def _read_record(data: Mapping[str, Any]) -> CallRecord:
 
 
 def _preview(value: object, limit: int = 80) -> str:
-    text = repr(value) if not isinstance(value, BaseException) else str(value)
+    try:
+        text = repr(value)
+    except Exception:  # a foreign object's __repr__ may raise; the error is still reported
+        text = f"a {type(value).__name__!r}"
+    return _cut(text, limit)
+
+
+def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
