@@ -321,7 +321,7 @@ class SQLiteCheckpointer:
                 messages=[json.loads(text) for (text,) in messages],
                 usage=[json.loads(text) for (text,) in usage],
             )
-        except (ValueError, StateError) as error:
+        except (ValueError, StateError, RecursionError) as error:  # RecursionError: a row nested too deeply
             raise StateError(
                 f"the saved run {run_id!r} in {str(self.path)!r} cannot be loaded: {error}"
             ) from error

@@ -33,6 +33,7 @@ from ._errors import ParamsError
 from ._events import RunnerEvent
 from ._lifecycle import Limits
 from ._results import DEFAULT_ADAPTER, ToolResultAdapter
+from ._text import sendable_text
 from ._tools import Tool
 from ._toolsets import RunnableTool, Toolset
 from ._tracing import Tracing
@@ -185,6 +186,12 @@ def read_options(
     run_id = given.get("run_id")
     if run_id is not None and (not isinstance(run_id, str) or not run_id):
         raise ParamsError(f"run_id must be a non-empty str or None, not {run_id!r}.")
+    if run_id is not None and sendable_text(run_id) is not run_id:
+        raise ParamsError(
+            f"run_id {run_id!r} holds lone surrogates (as os.listdir gives for names that are not UTF-8), which "
+            "no store can save as UTF-8; name the run with valid text (from such a file name: "
+            "os.fsencode(name).hex())."
+        )
     if checkpointer is not None and run_id is None:
         run_id = uuid.uuid4().hex
     approve = cast("ApproveCallback | None", given.get("approve"))
