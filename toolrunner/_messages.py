@@ -153,11 +153,20 @@ def check_history(messages: Sequence[object], start: int = 0) -> None:
 
     Raises ``UnansweredToolUseError`` if an assistant message has a client tool_use that the
     message after it does not answer (the last message has none after it), and ``HistoryError``
-    if a user message has a tool_result for no tool_use of the message before it, if a message's
-    content is empty (only a final assistant message may be), or if one message calls a tool_use
-    id twice. The runner checks only what changed since its last check, so a long history adds
-    nothing to a request's cost.
+    if a user message has a tool_result for no tool_use of the message before it or after another
+    block, if a message's content is empty (only a final assistant message may be) or holds an
+    empty text block, if one message calls a tool_use id twice, if the history is empty, or if it
+    starts with an assistant message (other than one that goes on from a compaction). The runner
+    checks only what changed since its last check, so a long history adds nothing to a request's
+    cost. ``toolrunner.testing``'s fake refuses the same histories (``_validation.py``).
     """
+    if not messages:
+        raise HistoryError(
+            "the history is empty, and the service would reject a request without messages with a 400; give "
+            "messages=[{'role': 'user', 'content': '...'}]."
+        )
+    if start <= 0:
+        _check_first_message(messages)
     last = len(messages) - 1
     for index in range(max(start, 0), len(messages)):
         message = messages[index]
@@ -170,6 +179,7 @@ def check_history(messages: Sequence[object], start: int = 0) -> None:
                 f"messages[{index}] has empty content; the service accepts that only for a final assistant "
                 "message and would reject this history with a 400. Remove that message or give it content."
             )
+        _check_text_blocks(index, _blocks(message))
         calls = client_tool_calls(message)
         if calls:
             duplicate = _duplicate([call.id for call in calls])
@@ -200,6 +210,7 @@ def check_history(messages: Sequence[object], start: int = 0) -> None:
                 )
         results = tool_result_ids(message)
         if results:
+            _check_results_first(index, _blocks(message))
             asked = {call.id for call in client_tool_calls(messages[index - 1])} if index > 0 else set[str]()
             stray = sorted(results - asked)
             if stray:
@@ -213,6 +224,61 @@ def check_history(messages: Sequence[object], start: int = 0) -> None:
                     + "; the service would reject this history with a 400. Put each tool_result right after the "
                     "assistant message whose tool_use it answers, or remove it."
                 )
+
+
+def _check_first_message(messages: Sequence[object]) -> None:
+    """The conversation starts with a user message, or goes on from a compaction (an assistant
+    message that opens with a ``compaction`` block, as a compaction leaves the history)."""
+    for index, message in enumerate(messages):
+        role = field(message, "role")
+        if role == "system":
+            continue  # a system message at the start is refused by check_system_message
+        blocks = _blocks(message)
+        if role == "user" or (role == "assistant" and blocks and field(blocks[0], "type") == "compaction"):
+            return
+        raise HistoryError(
+            f"messages[{index}] is the first message and has the role {role!r}; the service takes a history "
+            "that starts with a user message and would reject this one with a 400. Start with the user's "
+            "message (an assistant's text can be quoted in it)."
+        )
+
+
+def _check_text_blocks(index: int, blocks: Sequence[object]) -> None:
+    """No text block is empty, at the top level of a message or in a tool_result's content."""
+    for position, block in enumerate(blocks):
+        kind = field(block, "type")
+        if kind == "text" and field(block, "text") == "":
+            raise HistoryError(
+                f"messages[{index}].content[{position}] is an empty text block, which the service rejects with a "
+                "400; remove the block or give it text."
+            )
+        if kind == "tool_result":
+            inner = field(block, "content")
+            if isinstance(inner, list | tuple):
+                for item in cast("Sequence[object]", inner):
+                    if field(item, "type") == "text" and field(item, "text") == "":
+                        raise HistoryError(
+                            f"messages[{index}].content[{position}] is a tool_result with an empty text block, "
+                            "which the service rejects with a 400; remove that block or give it text."
+                        )
+
+
+def _check_results_first(index: int, blocks: Sequence[object]) -> None:
+    """In the message that answers tool calls, the tool_result blocks come first (invariant 1 of
+    docs/reliability.md): the service rejects one after another block."""
+    other: object = None  # the type of the first block that is not a tool_result
+    seen = False
+    for block in blocks:
+        kind = field(block, "type")
+        if kind != "tool_result":
+            if not seen:
+                seen, other = True, kind
+        elif seen:
+            raise HistoryError(
+                f"messages[{index}] has a tool_result after a {other!r} block; the service takes the tool_result "
+                "blocks first in the message that answers tool calls and would reject this history with a 400. "
+                "Put the tool_result blocks first, then the other blocks."
+            )
 
 
 def reply_param(reply: Reply) -> dict[str, Any]:
@@ -322,30 +388,65 @@ def message_param(message: object, index: int) -> Any:
             "which cannot be sent as UTF-8; replace them first, for example with "
             "text.encode('utf-16-le', 'surrogatepass').decode('utf-16-le', 'replace')."
         )
-    if _holds_non_finite(cast(object, content)):
+    if not _is_json(message):
+        where, problem = _first_non_json(message)
         raise HistoryError(
-            f"message {index} holds a NaN or infinite number, which JSON cannot carry, so no request could be "
-            "sent; replace it first (toolrunner writes a tool's NaN as the string 'NaN')."
+            f"message {index} holds {problem} at {where}, which JSON cannot carry, so no request could be sent "
+            "(nor the run saved); replace it with JSON data (str, numbers, lists, dicts) first."
         )
     return message
 
 
-def _holds_non_finite(value: object) -> bool:
+def _is_json(value: object) -> bool:
+    """Whether ``value`` is JSON data a request (and a saved state) can carry: str, finite numbers,
+    bools, None, dicts with str keys, lists and tuples of them, and the SDK's models (dumped by
+    the SDK). One loop over a stack: this runs on every message given to a runner."""
     stack = [value]
     while stack:
         value = stack.pop()
+        kind = type(value)
+        if kind is str or kind is int or kind is bool or value is None:
+            continue
         if isinstance(value, float):
             if not math.isfinite(value):
-                return True
+                return False
         elif isinstance(value, Mapping):
-            stack.extend(cast("Mapping[object, object]", value).values())
+            items = cast("Mapping[object, object]", value)
+            if not all(type(key) is str for key in items):
+                return False
+            stack.extend(items.values())
         elif isinstance(value, list | tuple):
             stack.extend(cast("Sequence[object]", value))
-    return False
+        elif not isinstance(value, str | int | BaseModel):  # subclasses of str and int are JSON too
+            return False
+    return True
+
+
+def _first_non_json(value: object, where: str = "") -> tuple[str, str]:
+    """Where ``_is_json`` fails in ``value``, and what is there (only called when it does)."""
+    if isinstance(value, float):
+        return where, f"a NaN or infinite number ({value!r})"
+    if isinstance(value, Mapping):
+        for key, item in cast("Mapping[object, object]", value).items():
+            if not isinstance(key, str):
+                return (
+                    where or "the message",
+                    f"the key {_preview(key)} (a {type(key).__name__!r}; JSON keys are str)",
+                )
+            if not _is_json(item):
+                return _first_non_json(item, f"{where}[{key!r}]")
+    if isinstance(value, list | tuple):
+        for position, item in enumerate(cast("Sequence[object]", value)):
+            if not _is_json(item):
+                return _first_non_json(item, f"{where}[{position}]")
+    return where, f"a {type(cast(object, value)).__name__!r}"
 
 
 def _preview(value: object) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except Exception:  # a foreign object's __repr__ may raise; the problem is still reported
+        text = f"a {type(value).__name__!r}"
     return text if len(text) <= 120 else text[:117] + "..."
 
 

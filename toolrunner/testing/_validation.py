@@ -80,6 +80,8 @@ def find_invalid_request(body: Mapping[str, Any]) -> str | None:
         # the assistant message before it from being "the final assistant message".
         if not blocks and not (index == last and role == "assistant"):
             return f"messages.{index}: all messages must have non-empty content except for the optional final assistant message"
+        if _has_empty_text(blocks):
+            return "messages: text content blocks must be non-empty"
         problem = _find_invalid_tool_use_id(index, blocks)
         if problem is not None:
             return problem
@@ -95,6 +97,18 @@ def find_invalid_request(body: Mapping[str, Any]) -> str | None:
     if not conversation or (conversation[0][0] != "user" and not _starts_with_compaction(conversation[0])):
         return 'messages: first message must use the "user" role'
     return _find_unpaired_tool_blocks(turns) or find_invalid_breakpoints(body)
+
+
+def _has_empty_text(blocks: list[Any]) -> bool:
+    """Whether a text block is empty, in the content or in a tool_result's content (the service
+    refuses both: `messages: text content blocks must be non-empty`)."""
+    for block in blocks:
+        if _field(block, "type") == "text" and _field(block, "text") == "":
+            return True
+        inner = _field(block, "content") if _field(block, "type") == "tool_result" else None
+        if isinstance(inner, list) and _has_empty_text(cast(list[Any], inner)):
+            return True
+    return False
 
 
 def _starts_with_compaction(turn: tuple[str, list[Any]]) -> bool:
