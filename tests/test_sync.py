@@ -9,7 +9,7 @@ import anthropic
 import pytest
 
 from tests.helpers import MODEL, USER, roles
-from toolrunner import ParamsError, SyncToolRunner, tool
+from toolrunner import ParamsError, SyncToolRunner, ToolRunnerError, tool
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 GUARD = 10
@@ -87,3 +87,36 @@ async def test_an_async_client_is_refused_with_a_pointer_to_tool_runner() -> Non
     async with fake.async_client() as client:
         with pytest.raises(ParamsError, match="use ToolRunner"):
             SyncToolRunner(client, model=MODEL, max_tokens=64, messages=[USER])  # type: ignore[arg-type]
+
+
+def test_a_nested_loop_over_one_runner_is_a_toolrunner_error_and_the_outer_loop_goes_on() -> None:
+    fake = FakeMessagesAPI([text_reply("first"), text_reply("second")])
+    runner = SyncToolRunner(fake.client(), model=MODEL, max_tokens=64, messages=[USER])
+    seen: list[str] = []
+    for message in runner:
+        seen.append(message.stop_reason or "")
+        with pytest.raises(ToolRunnerError, match=r"already being iterated.*finish or break the outer loop"):
+            for _ in runner:
+                pass
+        if len(seen) == 1:
+            runner.push_messages({"role": "user", "content": "And then?"})
+    assert len(seen) == 2
+    assert runner.end_reason == "model"
+
+
+def test_entering_a_runner_twice_or_inside_its_loop_is_a_toolrunner_error() -> None:
+    fake = FakeMessagesAPI([text_reply("done")])
+    runner = SyncToolRunner(fake.client(), model=MODEL, max_tokens=64, messages=[USER])
+    with runner:
+        with pytest.raises(
+            ToolRunnerError, match=r"already entered or being iterated.*one `with runner:` block"
+        ):
+            runner.__enter__()
+        assert runner.until_done().content[0].type == "text"
+    other = SyncToolRunner(
+        FakeMessagesAPI([text_reply("done")]).client(), model=MODEL, max_tokens=64, messages=[USER]
+    )
+    for _ in other:
+        with pytest.raises(ToolRunnerError, match="already entered or being iterated"):
+            other.__enter__()
+    assert other.end_reason == "model"

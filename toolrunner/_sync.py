@@ -229,7 +229,10 @@ class SyncToolRunner(Generic[SyncItemT]):
         (an MCP session) open and close in one task, and the tools stay open across ``for`` loops
         and follow-ups in the block."""
         if self._portal is not None:
-            raise RuntimeError("this runner is already being iterated or entered; leave that first.")
+            raise ToolRunnerError(
+                "this SyncToolRunner is already entered or being iterated; use one `with runner:` block around "
+                "its loops (iterate inside it, never enter it twice), and leave a `for` loop before entering it."
+            )
         _refuse_inside_an_event_loop()
         block = ExitStack()
         try:
@@ -259,7 +262,10 @@ class SyncToolRunner(Generic[SyncItemT]):
 
     def _iterate(self) -> Generator[SyncItemT]:
         if self._iterating:
-            raise RuntimeError("this runner is already being iterated; finish or break that loop first.")
+            raise ToolRunnerError(
+                "this SyncToolRunner is already being iterated (a `for` loop over it inside another); finish or "
+                "break the outer loop first, or steer it from the outer loop's body."
+            )
         with self._open_portal() as portal:
             self._iterating = True
             try:
@@ -288,7 +294,10 @@ class SyncToolRunner(Generic[SyncItemT]):
             yield self._portal
             return
         if self._portal is not None:
-            raise RuntimeError("this runner is already being iterated; finish or break that loop first.")
+            raise ToolRunnerError(
+                "this SyncToolRunner is already being iterated (a `for` loop over it inside another); finish or "
+                "break the outer loop first, or steer it from the outer loop's body."
+            )
         _refuse_inside_an_event_loop()
         with start_blocking_portal() as portal:
             self._portal = portal
