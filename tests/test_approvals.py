@@ -282,6 +282,36 @@ async def test_a_gate_that_raises_denies_the_call_and_says_why() -> None:
     assert runs == {}
 
 
+async def test_a_gate_that_raises_an_exception_that_cannot_be_shown_still_denies_the_call() -> None:
+    class Unshowable(Exception):
+        def __str__(self) -> str:
+            raise AttributeError("no message")
+
+    def broken(call: ToolCall) -> bool:
+        raise Unshowable
+
+    @tool(name="pay", requires_approval=broken)
+    async def gated_pay(amount: int) -> str:
+        """Pay an amount."""
+        runs["pay"] += 1
+        return "paid"
+
+    runner = ToolRunner(
+        FakeMessagesAPI(
+            [tool_reply(tool_call("pay", {"amount": 5}, id="p")), text_reply("ok")]
+        ).async_client(),
+        model=MODEL,
+        max_tokens=64,
+        messages=[USER],
+        tools=[gated_pay],
+    )
+    await runner.until_done()
+    [(_, content, is_error)] = answers(runner)
+    assert is_error
+    assert "denied because deciding whether it needs approval failed (Unshowable: " in content
+    assert runs == {}
+
+
 @pytest.mark.parametrize(
     ("verdict", "expected"),
     [

@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from tests.helpers import MODEL, USER, plain, results_of, roles, sent_messages
-from toolrunner import ToolContext, ToolError, ToolRunner, tool
+from toolrunner import MemoryCheckpointer, ToolContext, ToolError, ToolRunner, tool
 from toolrunner.testing import FakeMessagesAPI, message_reply, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -395,3 +395,59 @@ async def test_cancelling_while_tools_run_appends_nothing_and_resumes_without_re
     assert sorted(runs) == ["fast", "gated", "gated"]  # the finished call did not run again
     assert roles(sent_messages(fake)[1]) == ["user", "assistant", "user"]
     assert [c for _, c, _ in result_contents(runner)] == ["fast", "gated"]
+
+
+class Unprintable(Exception):
+    """An exception whose ``__repr__`` raises (as a buggy library's may)."""
+
+    def __repr__(self) -> str:
+        raise AttributeError("'Unprintable' object has no attribute 'code'")
+
+
+class Unshowable(Unprintable):
+    """An exception whose ``__str__`` raises too."""
+
+    def __str__(self) -> str:
+        raise AttributeError("'Unshowable' object has no attribute 'code'")
+
+
+async def test_an_exception_that_cannot_be_formatted_still_gives_one_error_result_and_runs_once() -> None:
+    runs: list[str] = []
+
+    @tool
+    async def broken() -> str:
+        """Fail with an exception whose repr raises."""
+        runs.append("broken")
+        raise Unprintable("the disk is full")
+
+    @tool
+    def worse() -> str:
+        """Fail with an exception that cannot be shown at all."""
+        runs.append("worse")
+        raise Unshowable("never shown")
+
+    @tool
+    async def refuse() -> str:
+        """Raise a ToolError whose content is an exception that cannot be shown."""
+        runs.append("refuse")
+        raise ToolError([{"type": "text", "text": "no"}, Unshowable()])  # type: ignore[list-item]
+
+    store = MemoryCheckpointer()
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(tool_call("broken", {}, id="a"), tool_call("worse", {}, id="b"), tool_call("refuse", {}, id="c")),
+            text_reply("ok"),
+        ]
+    )  # fmt: skip
+    runner = runner_for(fake, broken, worse, refuse, checkpointer=store, run_id="r")
+    await runner.until_done()
+    results = result_contents(runner)
+    assert results[:2] == [
+        ("a", "Unprintable('the disk is full')", True),
+        ("b", "Unshowable('<its message cannot be shown: formatting it raised>')", True),
+    ]
+    assert results[2][2] is True
+    assert sorted(runs) == ["broken", "refuse", "worse"]  # once each: the results are journaled
+    saved = await store.load("r")
+    assert saved is not None
+    assert saved.state.end_reason == "model"

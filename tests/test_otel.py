@@ -416,6 +416,35 @@ async def test_a_call_whose_result_is_an_error_fails_its_span_and_a_tool_that_ra
     assert traces.run().status.status_code is StatusCode.UNSET  # error results are the model's to handle
 
 
+async def test_a_tool_exception_that_cannot_be_shown_is_recorded_with_its_type(traces: Traces) -> None:
+    class Unshowable(Exception):
+        def __repr__(self) -> str:
+            raise AttributeError("no repr")
+
+        def __str__(self) -> str:
+            raise AttributeError("no str")
+
+    @tool
+    async def broken(city: str) -> str:
+        """Always fails.
+
+        Args:
+            city: The city.
+        """
+        raise Unshowable
+
+    fake = FakeMessagesAPI(
+        [tool_reply(tool_call("broken", {"city": "Oslo"}, id="call_broken")), text_reply("Sorry.")]
+    )
+    await build(fake, traces, tools=[broken]).until_done()
+    span = traces.tool_span("call_broken")
+    assert str(attributes(span)["error.type"]).endswith("Unshowable")
+    (event,) = span.events
+    assert dict(event.attributes or {})["exception.message"] == (
+        "Unshowable('<its message cannot be shown: formatting it raised>')"
+    )
+
+
 async def test_a_failed_request_is_recorded_on_the_run_which_fails_if_it_ends_without_another_try(
     traces: Traces,
 ) -> None:

@@ -40,6 +40,8 @@ __all__ = [
     "ToolInputError",
     "ToolRunnerError",
     "UnansweredToolUseError",
+    "describe",
+    "message_of",
 ]
 
 
@@ -127,3 +129,26 @@ class HistoryError(ToolRunnerError, ValueError):
 
 class UnansweredToolUseError(HistoryError):
     """A client tool_use block is not answered by a tool_result in the message after it."""
+
+
+def describe(error: BaseException) -> str:
+    """An exception's type and message as ``repr`` gives them, for the model and for logs; an
+    ``OSError``'s from ``str``, as its ``repr`` drops the file name.
+
+    Never raises: an exception from user code may have a ``__repr__`` or ``__str__`` that raises
+    (or arguments whose ``repr`` does), and formatting it must not become a second failure.
+    """
+    if not isinstance(error, OSError):
+        try:
+            return repr(error)
+        except Exception:
+            pass
+    return f"{type(error).__name__}({message_of(error)!r})"
+
+
+def message_of(error: BaseException) -> str:
+    """``str(error)``, or a stand-in when that raises (see ``describe``); never raises."""
+    try:
+        return str(error)
+    except Exception:
+        return "<its message cannot be shown: formatting it raised>"

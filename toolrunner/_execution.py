@@ -34,7 +34,7 @@ import anyio.to_thread
 from anthropic.lib.tools import ToolError as SdkToolError
 from anthropic.types import ToolResultBlockParam
 
-from ._errors import ToolError, ToolInputError
+from ._errors import ToolError, ToolInputError, describe
 from ._results import ResultTooLargeError, ToolResultAdapter, tool_result_block
 from ._tools import ToolContext
 from ._toolsets import RunnableTool
@@ -241,18 +241,10 @@ async def _run_one(
 def _failure(call: ToolCall, error: Exception) -> ResultBlock:
     """The is_error result for a call that raised, or whose value could not be converted."""
     if isinstance(error, ResultTooLargeError | ToolCancelledError | ToolInputError):  # written for the model
-        return tool_result_block(call.id, str(error), is_error=True)
+        return tool_result_block(call.id, str(error), is_error=True)  # toolrunner's own: str never fails
     tool_failed(error)
     logger.exception("Tool %r raised while answering tool_use %r", call.name, call.id)
-    return tool_result_block(call.id, _describe(error), is_error=True)
-
-
-def _describe(error: Exception) -> str:
-    """The exception's type and message, as ``repr`` gives them; an OSError's ``repr`` drops the
-    file name, so it is built from ``str`` instead."""
-    if isinstance(error, OSError):
-        return f"{type(error).__name__}({str(error)!r})"
-    return repr(error)
+    return tool_result_block(call.id, describe(error), is_error=True)
 
 
 async def _invoke(

@@ -32,6 +32,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, TracerProvider
 from opentelemetry.util.types import AttributeValue
 
+from ._errors import describe
 from ._messages import field
 from ._state import RunState
 from ._types import ToolCall
@@ -93,7 +94,7 @@ class OtelTrace:
         if isinstance(exc, Exception) and not isinstance(exc, StopAsyncIteration):
             self._failed = exc  # the run's span fails if the run ends before an iteration goes well
             if self._run is not None:
-                self._run.span.record_exception(exc)
+                _record_exception(self._run.span, exc)
 
     def sending(self) -> None:
         span = self._open_run()
@@ -119,7 +120,7 @@ class OtelTrace:
 
         def failed(error: Exception) -> None:
             raised.append(error)
-            span.record_exception(error)
+            _record_exception(span, error)
 
         token = otel_context.attach(trace.set_span_in_context(span))
         failures_token = self._failures.set(failed)
@@ -129,7 +130,7 @@ class OtelTrace:
             finished = True
         except Exception as error:  # around the tool (a checkpoint refused, say), not the tool itself
             _set_error(span, type(error).__qualname__)
-            span.record_exception(error)
+            _record_exception(span, error)
             raise
         finally:
             self._failures.reset(failures_token)
@@ -226,6 +227,18 @@ class _Run:
 def _abandon(span: Span) -> None:
     span.set_attribute(END_REASON, "abandoned")
     span.end()
+
+
+def _record_exception(span: Span, error: BaseException) -> None:
+    """``span.record_exception(error)``, which formats the error with ``str``: an exception from
+    user code whose ``__str__`` raises is recorded with ``describe``'s text instead."""
+    try:
+        span.record_exception(error)
+    except Exception:
+        span.add_event(
+            "exception",
+            {"exception.type": type(error).__qualname__, "exception.message": describe(error)},
+        )
 
 
 def _set_error(span: Span, error_type: str) -> None:
