@@ -7,6 +7,9 @@ with timings: a runner that ran calls one after another would time out in ``fail
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
+import textwrap
 import threading
 from typing import Any
 
@@ -207,9 +210,12 @@ async def test_tool_error_gives_an_is_error_result_with_its_content() -> None:
     ]
 
 
-async def test_an_exception_gives_an_error_result_naming_it_and_is_logged(
+async def test_an_exception_gives_an_error_result_naming_it_and_is_logged_as_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """The model handles a tool's failure, so it is no ERROR of the application: a WARNING line
+    without the traceback, and the traceback at DEBUG."""
+
     @tool
     async def broken() -> str:
         """Fail."""
@@ -224,15 +230,63 @@ async def test_an_exception_gives_an_error_result_naming_it_and_is_logged(
         [tool_reply(tool_call("broken", {}, id="a"), tool_call("fine", {}, id="b")), text_reply("ok")]
     )
     runner = runner_for(fake, broken, fine)
-    with caplog.at_level(logging.ERROR, logger="toolrunner"):
+    with caplog.at_level(logging.DEBUG, logger="toolrunner"):
         await runner.until_done()
     assert result_contents(runner) == [
         ("a", "RuntimeError('Unexpected error, try again')", True),
         ("b", "fine", False),
     ]
-    [record] = caplog.records
-    assert "'broken'" in record.getMessage()
-    assert record.exc_info is not None
+    warning, debug = [record for record in caplog.records if record.name == "toolrunner"]
+    assert warning.levelno == logging.WARNING
+    assert warning.getMessage() == (
+        "Tool 'broken' raised while answering tool_use 'a'; the model gets it as an is_error result: "
+        "RuntimeError('Unexpected error, try again')"
+    )
+    assert warning.exc_info is None
+    assert debug.levelno == logging.DEBUG
+    assert debug.exc_info is not None
+    assert debug.getMessage().startswith("The traceback of: Tool 'broken' raised")
+
+
+async def test_at_the_default_level_a_tool_failure_is_one_warning_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    @tool
+    async def broken() -> str:
+        """Fail."""
+        raise RuntimeError("no")
+
+    fake = FakeMessagesAPI([tool_reply(tool_call("broken", {}, id="a")), text_reply("ok")])
+    with caplog.at_level(logging.WARNING, logger="toolrunner"):
+        await runner_for(fake, broken).until_done()
+    assert [(record.levelno, record.exc_info) for record in caplog.records] == [(logging.WARNING, None)]
+
+
+def test_an_application_without_logging_prints_nothing_of_a_tool_failure() -> None:
+    """The package's logger has a NullHandler: Python's last-resort handler, which prints WARNING
+    and above to stderr when no handler is found, never sees toolrunner's records."""
+    program = textwrap.dedent(
+        """
+        from toolrunner import SyncToolRunner, tool
+        from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
+
+        @tool
+        def broken() -> str:
+            \"\"\"Fail.\"\"\"
+            raise RuntimeError("no")
+
+        fake = FakeMessagesAPI([tool_reply(tool_call("broken", {}, id="a")), text_reply("ok")])
+        runner = SyncToolRunner(
+            fake.client(), model="claude-sonnet-4-6", max_tokens=64,
+            messages=[{"role": "user", "content": "Go."}], tools=[broken],
+        )
+        runner.until_done()
+        print("done")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True)
+    assert done.stdout == "done\n"
+    assert done.stderr == ""
 
 
 class Abort(BaseException):

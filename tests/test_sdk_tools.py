@@ -155,11 +155,11 @@ async def test_an_exception_from_an_sdk_tool_is_an_error_result_and_is_logged(
         raise RuntimeError("boom")
 
     fake = FakeMessagesAPI([tool_reply(tool_call("broken", {"x": 1}, id="a")), text_reply("Done.")])
-    with caplog.at_level(logging.ERROR, logger="toolrunner"):
+    with caplog.at_level(logging.WARNING, logger="toolrunner"):
         runner = runner_for(fake, [broken])
         await runner.until_done()
     assert results_of(runner.messages[2]) == [("a", "RuntimeError('boom')", True)]
-    assert [record.levelno for record in caplog.records] == [logging.ERROR]
+    assert [record.levelno for record in caplog.records] == [logging.WARNING]
 
 
 class Memory(BetaAbstractMemoryTool):

@@ -4,6 +4,8 @@ The public names are re-exported here; the modules behind them are private. The 
 kit is the public subpackage ``toolrunner.testing``.
 """
 
+import logging as _logging
+
 from ._caching import CachePolicy as CachePolicy
 from ._checkpoint import (
     Checkpoint as Checkpoint,
@@ -161,3 +163,7 @@ __all__ = [
     "tool",
     "tool_result_block",
 ]
+
+# A library logs and leaves the output to the application: without a handler of its own, an
+# application that configured no logging would print the library's warnings to stderr.
+_logging.getLogger("toolrunner").addHandler(_logging.NullHandler())

@@ -48,6 +48,7 @@ __all__ = [
     "Step",
     "current_call",
     "execute",
+    "log_handled",
     "not_executed",
     "run_one",
 ]
@@ -243,8 +244,25 @@ def _failure(call: ToolCall, error: Exception) -> ResultBlock:
     if isinstance(error, ResultTooLargeError | ToolCancelledError | ToolInputError):  # written for the model
         return tool_result_block(call.id, str(error), is_error=True)  # toolrunner's own: str never fails
     tool_failed(error)
-    logger.exception("Tool %r raised while answering tool_use %r", call.name, call.id)
-    return tool_result_block(call.id, describe(error), is_error=True)
+    text = describe(error)
+    log_handled(
+        error,
+        "Tool %r raised while answering tool_use %r; the model gets it as an is_error result: %s",
+        call.name,
+        call.id,
+        text,
+    )
+    return tool_result_block(call.id, text, is_error=True)
+
+
+def log_handled(error: BaseException, message: str, *args: object) -> None:
+    """Log a failure that the run handles (the model reads it, or the run goes on without what
+    failed): one ``WARNING`` line without the traceback, and the traceback at ``DEBUG``. It is no
+    error of the application, so it is never logged at ``ERROR``; the library's logger has a
+    ``NullHandler``, so an application that configured no logging prints neither."""
+    logger.warning(message, *args)
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug("The traceback of: " + message, *args, exc_info=error)
 
 
 async def _invoke(

@@ -46,7 +46,8 @@ except ImportError as error:
         "toolrunner.mcp needs the mcp package, version 2.3 or later; install it with: pip install 'claude-toolrunner[mcp]'"
     ) from error
 
-from ._errors import ToolDefinitionError, ToolError, ToolRunnerError
+from ._errors import ToolDefinitionError, ToolError, ToolRunnerError, describe
+from ._execution import log_handled
 from ._mcp_results import result_value
 from ._sdk_tools import input_object
 from ._tools import ApprovalGate, ToolContext
@@ -267,10 +268,12 @@ class MCPToolset(Toolset):
             heard = await changes.next_notice()
             try:
                 await self._list(session, changes)
-            except Exception:
-                logger.exception(
-                    "Listing the tools of the MCP toolset %r again failed; it keeps the tools it has.",
+            except Exception as error:
+                log_handled(
+                    error,
+                    "Listing the tools of the MCP toolset %r again failed (%s); it keeps the tools it has.",
                     self.name,
+                    describe(error),
                 )
             changes.listed_up_to(heard)
 
