@@ -564,3 +564,61 @@ def test_non_finite_floats_in_a_mixed_list() -> None:
         "type": "text",
         "text": '{"score": "NaN"}',
     }
+
+
+# -- dicts that look like blocks but are not ones the service takes -----------------------------------
+
+NOTION_TEXT = {
+    "type": "text",
+    "text": {"content": "Meeting notes", "link": None},
+}  # as the Notion API returns
+
+
+@pytest.mark.parametrize(
+    "shaped",
+    [
+        NOTION_TEXT,
+        {"type": "text", "text": "hi", "colour": "red"},  # a field the service does not know
+        {"type": "image", "source": "https://e.x/cat.png"},
+        {"type": "document", "source": {"type": "base64", "media_type": "application/zip", "data": "UEsD"}},
+        {"type": "tool_reference"},
+    ],
+)
+def test_a_dict_shaped_like_a_block_that_the_service_refuses_is_data(shaped: dict[str, typing.Any]) -> None:
+    assert DEFAULT_ADAPTER.to_content(shaped) == json.dumps(shaped, ensure_ascii=False)
+    assert DEFAULT_ADAPTER.to_content([shaped, Image(PNG)]) == [
+        {"type": "text", "text": json.dumps(shaped, ensure_ascii=False)},
+        image_block(PNG, "image/png"),
+    ]
+    assert DEFAULT_ADAPTER.error_content(ToolError([shaped])) == json.dumps([shaped], ensure_ascii=False)
+
+
+def test_valid_blocks_of_every_kind_are_still_blocks() -> None:
+    valid: list[dict[str, typing.Any]] = [
+        {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}},
+        image_block(PNG, "image/png"),
+        {"type": "image", "source": {"type": "url", "url": "https://e.x/cat.png"}},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x"}, "title": "t"},
+        {"type": "search_result", "source": "https://e.x", "title": "t", "content": [{"type": "text", "text": "x"}]},
+        {"type": "tool_reference", "tool_name": "lookup"},
+    ]  # fmt: skip
+    for block in valid:
+        assert DEFAULT_ADAPTER.to_content(block) == [block]
+
+
+def test_an_empty_text_block_is_taken_as_an_empty_string() -> None:
+    empty = {"type": "text", "text": ""}
+    assert DEFAULT_ADAPTER.to_content(empty) == ""
+    assert DEFAULT_ADAPTER.to_content([empty, Image(PNG)]) == [image_block(PNG, "image/png")]
+
+
+def test_tool_result_block_makes_any_adapters_blocks_ones_the_service_takes() -> None:
+    content: typing.Any = [NOTION_TEXT, {"type": "text", "text": ""}, {"type": "text", "text": "ok"}]
+    assert tool_result_block("t", content) == {
+        "type": "tool_result",
+        "tool_use_id": "t",
+        "content": [
+            {"type": "text", "text": json.dumps(NOTION_TEXT, ensure_ascii=False)},
+            {"type": "text", "text": "ok"},
+        ],
+    }

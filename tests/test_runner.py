@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 from collections import Counter
 from typing import Any
 
@@ -14,7 +15,7 @@ from anthropic.resources.messages import Messages
 from anthropic.types.beta import BetaMessage
 
 from tests.helpers import MODEL, USER, plain, results_of, roles, sent_messages
-from toolrunner import ToolRunner, UnansweredToolUseError, tool
+from toolrunner import DEFAULT_ADAPTER, ToolResultAdapter, ToolRunner, UnansweredToolUseError, tool
 from toolrunner.testing import FakeMessagesAPI, message_reply, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -501,3 +502,37 @@ async def test_editing_a_generated_response_does_not_change_the_cache() -> None:
             assert again["content"][0].get("content") == "Paris: sunny"
             assert message.stop_reason == "tool_use"
     assert results_of(runner.messages[2])[0] == ("toolu_paris", "Paris: sunny", False)
+
+
+async def test_a_tool_returning_a_dict_shaped_like_an_invalid_block_sends_it_as_data() -> None:
+    """The Notion API returns rich text as ``{"type": "text", "text": {...}}``: sent as a block, the
+    service would answer 400; it is data, sent as JSON text, and the fake (which validates as the
+    service does) takes the request."""
+    page = {"type": "text", "text": {"content": "Meeting notes", "link": None}}
+
+    @tool
+    def read_page(page_id: str) -> dict[str, Any]:
+        """Read a page's title."""
+        return page
+
+    class Raw(ToolResultAdapter):
+        def to_content(self, value: object) -> Any:
+            return [value]  # a custom adapter that does no checking
+
+    for adapter in (DEFAULT_ADAPTER, Raw()):
+        fake = FakeMessagesAPI(
+            [tool_reply(tool_call("read_page", {"page_id": "p"}, id="a")), text_reply("Meeting notes.")]
+        )
+        runner = ToolRunner(
+            fake.async_client(),
+            model=MODEL,
+            max_tokens=64,
+            messages=[USER],
+            tools=[read_page],
+            result_adapter=adapter,
+        )
+        await runner.until_done()
+        [(_, content, is_error)] = results_of(fake.requests[1].messages[2])
+        assert not is_error
+        text = content if isinstance(content, str) else content[0]["text"]
+        assert json.loads(text) == page

@@ -10,16 +10,18 @@ from __future__ import annotations
 import base64
 import codecs
 import dataclasses
+import functools
 import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeAlias, cast
+from typing import Annotated, Any, TypeAlias, cast
 
 import anthropic
 import pydantic
 import pydantic_core
 from anthropic.types import ToolResultBlockParam
+from anthropic.types.beta.beta_tool_result_block_param import Content as BetaToolResultContent
 
 from ._errors import ResultTooLargeError, ToolError
 from ._text import sendable, sendable_text
@@ -149,9 +151,11 @@ class ToolResultAdapter:
       PNG, JPEG, GIF and WebP become base64 image blocks, PDFs a PDF document block, UTF-8 text a
       text document; other images and files become a short text note naming them.
     * A content block (a dict whose ``"type"`` is a tool_result block type such as ``"text"`` or
-      ``"image"``, which includes the SDK's ``*BlockParam`` dicts, or an SDK model of such a block)
-      is sent as a one-block list. Dicts are passed on unchanged and not checked (only copied to
-      repair lone surrogates, below).
+      ``"image"`` and that the SDK's type for that block accepts, checked strictly and with no
+      field the type lacks; or an SDK model of such a block) is sent as a one-block list, unchanged
+      (only copied to repair lone surrogates, below). A dict that only looks like one (the Notion
+      API's ``{"type": "text", "text": {...}}``) is data: JSON text. An empty text block is an
+      empty string.
     * A list or tuple holding any block, bytes, path, :class:`Image` or :class:`File` becomes
       blocks in order: strings become text blocks, ``None`` is skipped, and other items become
       text blocks of JSON.
@@ -244,14 +248,19 @@ class ToolResultAdapter:
             return self._text(self._json_text(items))
         if self._is_block(value):
             return [self._block(value)]
+        if _is_empty_text(value):
+            return self._text("")  # as an empty string is
         if isinstance(value, bytes | bytearray | Path | Image | File):
             return self._file(value)
         return self._text(self._json_text(value))
 
     def _is_block(self, value: object) -> bool:
+        """Whether ``value`` is a content block the service takes in a tool_result: a dict that the
+        SDK's type for its ``type`` accepts, or an SDK model of such a block. A dict that only looks
+        like one (``{"type": "text", "text": {...}}``, as the Notion API returns) is data."""
         if isinstance(value, Mapping):
-            kind = cast("Mapping[str, object]", value).get("type")
-            return isinstance(kind, str) and kind in CONTENT_BLOCK_TYPES
+            block = cast("Mapping[str, object]", value)
+            return _has_block_type(block) and _is_valid_block(block)
         if isinstance(value, anthropic.BaseModel):
             # Only the SDK's own models: a user's model with a ``type`` field is data.
             return getattr(value, "type", None) in CONTENT_BLOCK_TYPES
@@ -288,7 +297,7 @@ class ToolResultAdapter:
 
     def _blocks(self, item: object) -> list[ContentBlock]:
         """The blocks for one item of a mixed list."""
-        if item is None or (isinstance(item, str) and not item):
+        if item is None or (isinstance(item, str) and not item) or _is_empty_text(item):
             return []
         if self._is_block(item):
             return [self._block(item)]
@@ -432,9 +441,60 @@ class ToolResultAdapter:
             if any(self._is_rich(item) for item in items):
                 return "\n".join(self._plain(item) for item in items if item is not None)
             return self._json_text(items)
-        if self._is_block(value):
-            return _block_text(self._block(value))
+        if _has_block_type(value) or (isinstance(value, anthropic.BaseModel) and self._is_block(value)):
+            return _block_text(self._block(value))  # a rendering: blocks the service would refuse too
         return self._json_text(value)
+
+
+def _has_block_type(value: object) -> bool:
+    """Whether ``value`` is a dict whose ``type`` is one a tool_result's content may hold."""
+    if not isinstance(value, Mapping):
+        return False
+    kind = cast("Mapping[str, object]", value).get("type")
+    return isinstance(kind, str) and kind in CONTENT_BLOCK_TYPES
+
+
+def _is_empty_text(value: object) -> bool:
+    """An empty text block, which the service refuses: the adapter takes it as an empty string."""
+    if not isinstance(value, Mapping):
+        return False
+    block = cast("Mapping[str, object]", value)
+    return block.get("type") == "text" and block.get("text") == ""
+
+
+def _is_valid_block(block: Mapping[str, object]) -> bool:
+    if block.get("type") == "text" and block.get("text") == "":
+        return False
+    try:
+        _block_schema().validate_python(block)
+    except pydantic.ValidationError:
+        return False
+    return True
+
+
+@functools.cache
+def _block_schema() -> pydantic.TypeAdapter[Any]:
+    """The SDK's own types of a tool_result's content blocks (the beta union: a superset), checked
+    as the service checks them: strictly, with no field the type lacks. Built on first use."""
+    return pydantic.TypeAdapter(
+        Annotated[BetaToolResultContent, pydantic.Field(discriminator="type")],
+        config=pydantic.ConfigDict(strict=True, extra="forbid"),
+    )
+
+
+def _is_block_or_model(item: object) -> bool:
+    if not isinstance(item, Mapping):
+        return True
+    block = cast("Mapping[str, object]", item)
+    return _has_block_type(block) and _is_valid_block(block)
+
+
+def _as_data(item: object) -> Any:
+    """A block of a tool_result's content as the service takes it: itself, or, for a dict it would
+    refuse as a block, a text block of the dict's JSON."""
+    if _is_block_or_model(item):
+        return item
+    return {"type": "text", "text": DEFAULT_ADAPTER._json_text(item)}  # pyright: ignore[reportPrivateUsage]
 
 
 def _safe_repr(value: object) -> str:
@@ -484,9 +544,17 @@ def tool_result_block(
     """A ``tool_result`` block answering ``tool_use_id``.
 
     ``content=None`` (the empty success) leaves out the ``content`` key; ``is_error`` is only set
-    when true. The content is made sendable (:func:`sendable`) whichever adapter made it.
+    when true. The content is made sendable whichever adapter made it: lone surrogates are
+    repaired (:func:`sendable`), and in a list of blocks, a dict the service would refuse as a
+    block (see ``ToolResultAdapter``) becomes a text block of its JSON, as the adapter sends such
+    data, and an empty text block is left out.
+
+    Raises:
+        TypeError: Such a dict holds a value JSON cannot carry.
     """
     block: dict[str, object] = {"type": "tool_result", "tool_use_id": tool_use_id}
+    if isinstance(content, list) and not all(_is_block_or_model(item) for item in content):
+        content = [_as_data(item) for item in cast("list[object]", content) if not _is_empty_text(item)]
     if content is not None:
         block["content"] = sendable(content)
     if is_error:
