@@ -71,7 +71,8 @@ class Tool(Generic[P, R]):
     """A function offered to the model as a tool; made by ``@tool``.
 
     Calling a ``Tool`` calls the function, so decorated functions can be tested as they are.
-    Treat the attributes as read-only: the runner relies on them not changing.
+    Treat the attributes as read-only: the runner relies on them not changing. To run another
+    implementation in a test, use ``toolrunner.testing.override_tool``.
 
     Attributes:
         name: The name the model calls the tool by.

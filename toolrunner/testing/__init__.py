@@ -7,9 +7,12 @@
 
 The clients are real `anthropic` clients over an in-process `httpx2` transport, so requests, SSE
 streams and errors go through the SDK's own code. This package imports nothing else from toolrunner.
+Two doubles serve code that uses toolrunner itself: `override_tool` swaps a tool's implementation
+for a `with` block, and `FailingCheckpointer` fails on chosen saves.
 """
 
 from ._caching import PromptCache as PromptCache
+from ._doubles import FailingCheckpointer as FailingCheckpointer, override_tool as override_tool
 from ._fake import (
     FakeMessagesAPI as FakeMessagesAPI,
     RecordedRequest as RecordedRequest,
@@ -35,6 +38,7 @@ from ._server import ServedFake as ServedFake, serve as serve
 
 __all__ = [
     "Disconnect",
+    "FailingCheckpointer",
     "FakeMessagesAPI",
     "Fault",
     "PromptCache",
@@ -48,6 +52,7 @@ __all__ = [
     "disconnect",
     "fault",
     "message_reply",
+    "override_tool",
     "serve",
     "stream_cut",
     "text_reply",
