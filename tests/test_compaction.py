@@ -115,7 +115,9 @@ async def test_client_side_compaction_replaces_older_turns_with_a_summary(
         [
             tool_reply(tool_call("lookup", {"q": "a"}, id="a")),  # 15 tokens: under the threshold
             tool_reply(tool_call("lookup", {"q": "b"}, id="b"), usage=BIG),  # 1,100 tokens
-            text_reply("<summary>Looked up a and b.</summary>"),  # the summary
+            text_reply(
+                "<summary>Looked up a and b.</summary>", usage={"input_tokens": 50, "output_tokens": 12}
+            ),
             text_reply("Done."),
         ]
     )
@@ -151,6 +153,10 @@ async def test_client_side_compaction_replaces_older_turns_with_a_summary(
     assert results_of(last[2]) == [("b", "found b", False)]
     assert runner.requests_sent == 4  # the summary request counts, and so do its tokens
     assert "Token usage 1100 has exceeded the threshold of 1000. Performing compaction." in caplog.messages
+    # As the SDK's line, with the new token usage (the summary's output tokens).
+    assert (
+        "Compaction complete. New token usage: 12 (messages replaced with a summary: 3)." in caplog.messages
+    )
 
 
 async def test_client_side_compaction_is_checked_when_the_runner_is_made() -> None:
@@ -195,7 +201,8 @@ async def test_compact_before_next_turn_sends_a_compaction_request_and_replaces_
     assert request["compaction"] == {"type": "summarize"}
     assert "context_management" not in request
     assert "stop_sequences" not in request
-    assert fake.requests[1].headers["anthropic-beta"] == "context-management-2025-06-27,compact-2026-09-04"
+    # As the SDK's runner, no beta of its own: the run's betas only.
+    assert fake.requests[1].headers["anthropic-beta"] == "context-management-2025-06-27"
     assert roles(request["messages"]) == ["user", "assistant", "user"]  # the whole history, results included
     # The next request continues from the compaction block alone, with the run's own params.
     assert fake.requests[2].body["messages"] == [
@@ -215,6 +222,7 @@ async def test_a_compaction_pending_when_the_loop_ends_is_its_last_request() -> 
             runner.compact_before_next_turn({"type": "summarize", "instructions": "Keep names."})
     assert replies == ["end_turn", "compaction"]
     assert fake.requests[1].body["compaction"] == {"type": "summarize", "instructions": "Keep names."}
+    assert fake.requests[1].headers["anthropic-beta"] == "x"  # the run's betas, none added
     assert roles(fake.requests[1].body["messages"]) == ["user", "assistant"]
     assert [plain(message)["content"][0]["type"] for message in runner.messages] == ["compaction"]
     assert runner.end_reason == "model"

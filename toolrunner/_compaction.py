@@ -27,7 +27,6 @@ from ._state import Phase, RunState
 from ._usage import RequestUsage
 
 __all__ = [
-    "COMPACTION_BETA",
     "DEFAULT_SUMMARY_PROMPT",
     "DEFAULT_THRESHOLD",
     "CompactionControl",
@@ -43,9 +42,6 @@ __all__ = [
     "summary_text",
     "tokens_used",
 ]
-
-COMPACTION_BETA = "compact-2026-09-04"
-"""The beta a ``compaction`` request needs (the SDK's ``compact_before_next_turn`` says so)."""
 
 DEFAULT_THRESHOLD = 100_000
 """Client-side compaction starts when a reply's usage reaches this many tokens (the SDK's default)."""
@@ -196,7 +192,9 @@ _REPLY_ONLY = ("context_management", "stop_sequences", "output_format")
 
 def compaction_request(kwargs: Mapping[str, Any], compaction: Mapping[str, Any]) -> dict[str, Any]:
     """A request's keyword arguments made a compaction request, as the SDK's runner makes one: the
-    params that only shape a reply left out, ``compaction`` set, and the compaction beta on."""
+    params that only shape a reply left out, and ``compaction`` set. As in the SDK, no beta is added:
+    ``compaction`` is a param of the beta endpoint only, which the request goes to with the run's own
+    ``betas`` (the caller passes ``betas=["compact-2026-09-04"]``, see docs/migrating.md)."""
     request = {name: value for name, value in kwargs.items() if name not in _REPLY_ONLY}
     tool_choice = request.get("tool_choice")
     if isinstance(tool_choice, Mapping) and field(cast(object, tool_choice), "type") in ("any", "tool"):
@@ -206,10 +204,6 @@ def compaction_request(kwargs: Mapping[str, Any], compaction: Mapping[str, Any])
         config = cast("Mapping[str, Any]", output_config)
         request["output_config"] = {key: value for key, value in config.items() if key != "format"}
     request["compaction"] = dict(compaction)
-    betas = list(request.get("betas") or [])
-    if COMPACTION_BETA not in betas:
-        betas.append(COMPACTION_BETA)
-    request["betas"] = betas
     return request
 
 

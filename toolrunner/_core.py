@@ -739,10 +739,10 @@ class RunCore:
         self.set(summary_counted(state, summarized_history(state.messages, point, summary), usage))
         self._keep_removals(state, self.state)
         self.history_epoch += 1
-        logger.info(
-            "Compaction complete: %d messages replaced with a summary (the last reply used %d tokens).",
+        logger.info(  # as the SDK's line: the new token usage is the summary's output
+            "Compaction complete. New token usage: %d (messages replaced with a summary: %d).",
+            reply.usage.output_tokens,
             point,
-            used,
         )
 
 

@@ -214,7 +214,7 @@ class RunnerExtensions:
         """Compact the conversation before the model's next turn, as the SDK's runner does.
 
         Once the current turn is finished (its tools ran), the next request is a compaction
-        request (the ``compaction`` param, with the ``compact-2026-09-04`` beta): the reply, with
+        request (the ``compaction`` param; pass ``betas=["compact-2026-09-04"]``): the reply, with
         ``stop_reason == "compaction"``, is yielded like any other, and replaces the history it
         summarizes; then the loop goes on. After the loop's last turn, the compaction is the last
         request. Calling it again before then replaces the pending config.
