@@ -203,6 +203,30 @@ async def test_a_session_is_closed_when_opening_the_toolset_fails(caplog: pytest
     assert errors(caplog) == []
 
 
+async def test_a_toolset_opened_with_open_is_open_and_a_runner_uses_its_session() -> None:
+    """``await toolset.open()`` (public) marks the toolset open: a runner uses that session and leaves it
+    open, where it used to open a second session and leak the first."""
+    server = Watched()
+    toolset = MCPToolset(server)
+    await toolset.open()
+    assert toolset.is_open
+    session = toolset.session
+    await toolset.open()  # open already: nothing happens
+    for _ in range(2):
+        async with ToolRunner(
+            adding().async_client(), model=MODEL, max_tokens=100, messages=[USER], tools=[toolset]
+        ) as runner:
+            await runner.until_done()
+        [(_, _, is_error)] = results_of(runner.messages[2])
+        assert not is_error
+        assert toolset.session is session
+    assert server.events == ["connected"]
+    await toolset.close()
+    assert not toolset.is_open
+    await toolset.close()  # closed already: nothing happens
+    assert server.events == ["connected", "disconnected"]
+
+
 async def test_closing_a_toolset_in_another_task_than_the_one_that_opened_it_is_refused() -> None:
     server = Watched()
     toolset = MCPToolset(server)
@@ -219,6 +243,7 @@ async def test_closing_a_toolset_in_another_task_than_the_one_that_opened_it_is_
             ToolRunnerError, match=r"^The MCP toolset 'mcp' was opened in one task and closed in another"
         ):
             await toolset.close()
+        assert toolset.is_open  # the refused close left it open, for its task to close
         leave.set()
     assert server.events == ["connected", "disconnected"]
 

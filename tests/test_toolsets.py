@@ -93,6 +93,60 @@ async def test_a_toolset_you_opened_is_shared_and_never_closed_by_a_runner() -> 
     assert [event for event, _ in session.events] == ["open", "close"]
 
 
+async def test_a_toolset_you_opened_with_open_is_open_and_never_opened_again_by_a_runner() -> None:
+    session = Session()
+    await session.open()
+    assert session.is_open
+    await session.open()
+    async with runner_for(two_turns(), [session]) as runner:
+        await runner.until_done()
+    assert [event for event, _ in session.events] == ["open"]
+    assert session.is_open
+    await session.close()
+    await session.close()
+    assert [event for event, _ in session.events] == ["open", "close"]
+    assert not session.is_open
+
+
+class Layered(Session):
+    """A toolset whose open() and close() call the ones of its parent class."""
+
+    async def open(self) -> None:
+        await super().open()
+        self.events.append(("layered open", 0))
+
+    async def close(self) -> None:
+        self.events.append(("layered close", 0))
+        await super().close()
+
+
+async def test_open_and_close_that_call_the_parents_run_each_layer_once() -> None:
+    layered = Layered()
+    async with runner_for(two_turns(), [layered]) as runner:
+        await runner.until_done()
+    assert [event for event, _ in layered.events] == ["open", "layered open", "layered close", "close"]
+    assert not layered.is_open
+
+
+async def test_two_tasks_opening_one_toolset_open_it_once() -> None:
+    release = anyio.Event()
+
+    class Slow(Session):
+        async def open(self) -> None:
+            await super().open()
+            await release.wait()
+
+    slow = Slow()
+    async with anyio.create_task_group() as group:
+        group.start_soon(slow.open)
+        group.start_soon(slow.open)
+        await anyio.wait_all_tasks_blocked()
+        release.set()
+    assert [event for event, _ in slow.events] == ["open"]
+    assert slow.is_open
+    await slow.close()
+
+
 async def test_a_toolset_that_lists_other_tools_is_read_again_before_the_next_request() -> None:
     session = Session()
     fake = FakeMessagesAPI(

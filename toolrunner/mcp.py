@@ -187,16 +187,19 @@ class MCPToolset(Toolset):
         """
         if self._stack is None:
             return
-        if anyio.get_current_task().id != self._opener:
+        self._check_closable()
+        stack, self._stack = self._stack, None
+        self._session = self._client = self._changes = None
+        self._definitions, self._listed = [], ()
+        await stack.aclose()
+
+    def _check_closable(self) -> None:
+        if self._stack is not None and anyio.get_current_task().id != self._opener:
             raise ToolRunnerError(
                 f"The MCP toolset {self.name!r} was opened in one task and closed in another, but its session "
                 "must be closed in the task that opened it; enter the runner with `async with ToolRunner(...)`, "
                 "or open the toolset yourself with `async with toolset:`, around the whole run."
             )
-        stack, self._stack = self._stack, None
-        self._session = self._client = self._changes = None
-        self._definitions, self._listed = [], ()
-        await stack.aclose()
 
     # -- the connection ---------------------------------------------------------------------------
 
