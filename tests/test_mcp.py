@@ -19,7 +19,15 @@ from mcp.server.mcpserver.exceptions import ToolError as ServerToolError
 from mcp.types import Tool as MCPTool, ToolListChangedNotification
 
 from tests.helpers import MODEL, USER, results_of
-from toolrunner import ToolCall, ToolDefinitionError, ToolInputError, ToolRunner, ToolRunnerError, Toolset
+from toolrunner import (
+    ToolCall,
+    ToolDefinitionError,
+    ToolInputError,
+    ToolRunner,
+    ToolRunnerError,
+    Toolset,
+    tool as tool_decorator,
+)
 from toolrunner.mcp import MCPToolset
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
@@ -158,6 +166,41 @@ async def test_two_servers_tools_do_not_clash_with_prefixes() -> None:
         *(f"south_{name}" for name in ("add", "stock", "order", "files_read", "unlock")),
     ]
     assert (first.name, second.name) == ("north", "south")
+
+
+async def test_two_servers_whose_tools_clash_are_refused_with_prefix_as_the_fix() -> None:
+    fake = FakeMessagesAPI([text_reply("Hello.")])
+    first, second = MCPToolset(Shop(), name="north"), MCPToolset(Shop(), name="south")
+    assert first.prefix is None
+    with pytest.raises(
+        ToolDefinitionError,
+        match=(
+            r"^two tools are named 'add' \(one of the toolset 'north' and one of the toolset 'south'\); tool names "
+            r"must be unique\. Give the toolset 'south' a prefix \(MCPToolset\(\.\.\., prefix='\.\.\.'\) offers its "
+            r"tools as '<prefix>_add'\)\.$"
+        ),
+    ):
+        async with first, second:
+            await runner_for(fake, first, second).until_done()
+    assert fake.requests == []
+    assert not first.is_open
+    assert not second.is_open
+
+
+async def test_a_server_tool_that_clashes_with_a_function_tool_names_both_fixes() -> None:
+    @tool_decorator
+    def add(a: int, b: int) -> int:
+        """Add two numbers, locally."""
+        return a + b
+
+    fake = FakeMessagesAPI([text_reply("Hello.")])
+    shop = MCPToolset(Shop(), name="shop")
+    runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=100, messages=[USER], tools=[add, shop])
+    with pytest.raises(
+        ToolDefinitionError, match=r"a prefix .*, or rename the other tool with @tool\(name=\.\.\.\)\.$"
+    ):
+        async with shop:
+            await runner.until_done()
 
 
 async def test_an_error_the_server_reports_is_an_is_error_result_the_model_reads(mode: str) -> None:

@@ -190,6 +190,7 @@ class _Indexer:
         self.toolsets: list[Toolset] = []
         self.listed: list[object] = []
         self.sdk_objects: list[object] = []
+        self.origins: dict[str, Toolset | None] = {}  # the toolset each name came from, if any
 
     def add_entry(self, entry: object) -> None:
         if isinstance(entry, Mapping):
@@ -210,7 +211,7 @@ class _Indexer:
             listed = entry.tools()
             self.listed.append(listed)
             for item in listed:  # the toolset owns them: their cleanup is its own (Toolset.close)
-                self._add_runnable(runnable_of(item), None)
+                self._add_runnable(runnable_of(item), None, toolset=entry)
         elif isinstance(entry, SDK_TOOLSETS):
             tool = SdkToolsetTool(entry)
             self.tools.append(entry)
@@ -222,7 +223,7 @@ class _Indexer:
             self.saved.append(tool.name)
             self._add_runnable(cast(RunnableTool, tool), entry)
 
-    def _add_runnable(self, tool: RunnableTool, source: object) -> None:
+    def _add_runnable(self, tool: RunnableTool, source: object, *, toolset: Toolset | None = None) -> None:
         family = getattr(tool, "toolset_name", None)
         if isinstance(family, str):
             if family in self.families:
@@ -231,17 +232,16 @@ class _Indexer:
                 )
             self.families[family] = tool
         else:
-            self._claim(tool.name)
+            self._claim(tool.name, toolset)
             self.runnable[tool.name] = tool
         self.wire.append(tool.to_param())
         if isinstance(source, SDK_OBJECTS):
             self.sdk_objects.append(cast(object, source))
 
-    def _claim(self, name: str) -> None:
+    def _claim(self, name: str, toolset: Toolset | None = None) -> None:
         if name in self.runnable or name in self.unrunnable:
-            raise ToolDefinitionError(
-                f"two tools are named {name!r}; tool names must be unique. Rename one with @tool(name=...)."
-            )
+            raise ToolDefinitionError(_clash(name, self.origins.get(name), toolset))
+        self.origins[name] = toolset
 
     def change(self, name: str, entry: object) -> None:
         """A tool added (or replaced) under ``name``, or removed (``entry`` is None)."""
@@ -255,6 +255,26 @@ class _Indexer:
         self.runnable[name] = runnable_of(entry)
         if isinstance(entry, SDK_TOOLS):
             self.sdk_objects.append(cast(object, entry))
+
+
+def _clash(name: str, first: Toolset | None, second: Toolset | None) -> str:
+    """Why two tools cannot share ``name``, and the fix that fits where they come from: a prefix for
+    a toolset that takes one (``MCPToolset(..., prefix=...)``), else ``@tool(name=...)``."""
+    where = [f"one of the toolset {toolset.name!r}" for toolset in (first, second) if toolset is not None]
+    sources = f" ({' and '.join(where)})" if where else ""
+    prefixed = [toolset for toolset in (first, second) if toolset is not None and hasattr(toolset, "prefix")]
+    if prefixed:
+        fix = (
+            f"Give the toolset {prefixed[-1].name!r} a prefix (MCPToolset(..., prefix='...') offers its tools as "
+            f"'<prefix>_{name}')"
+            + ("" if len(where) == 2 else ", or rename the other tool with @tool(name=...)")
+            + "."
+        )
+    elif where:
+        fix = "Rename the tool in its toolset, or the other one with @tool(name=...)."
+    else:
+        fix = "Rename one with @tool(name=...)."
+    return f"two tools are named {name!r}{sources}; tool names must be unique. {fix}"
 
 
 def _is_toolset(definition: Mapping[str, Any]) -> bool:

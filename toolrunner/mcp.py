@@ -128,6 +128,11 @@ class MCPToolset(Toolset):
         self._client_used = False
 
     @property
+    def prefix(self) -> str | None:
+        """What the tools' names start with (``<prefix>_<name>``), or ``None``."""
+        return self._prefix
+
+    @property
     def session(self) -> ClientSession:
         """The open MCP session (yours, if you gave one), for the server's resources and prompts.
 
