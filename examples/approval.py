@@ -23,7 +23,14 @@ import anyio
 import anyio.to_thread
 
 from toolrunner import Tool, ToolRunner, tool
-from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
+from toolrunner.testing import (
+    FakeMessagesAPI,
+    RecordedRequest,
+    ScriptEntry,
+    text_reply,
+    tool_call,
+    tool_reply,
+)
 
 FILES = {"build.log": "old output\n", "notes.txt": "keep me\n", "cache.tmp": "scratch\n"}
 DEFAULT_ANSWERS = ["y", "n"]  # used when standard input has no more lines
@@ -58,6 +65,23 @@ def ask(question: str) -> str:
     return answer
 
 
+def report(request: RecordedRequest) -> ScriptEntry:
+    """Claude's last reply, written from the results it got: what the person approved was deleted,
+    what they denied stays."""
+    names = {
+        block["id"]: block["input"]["name"]
+        for block in request.messages[-2]["content"]
+        if block["type"] == "tool_use"
+    }
+    results = [block for block in request.messages[-1]["content"] if block["type"] == "tool_result"]
+    deleted = [names[block["tool_use_id"]] for block in results if not block.get("is_error")]
+    kept = [names[block["tool_use_id"]] for block in results if block.get("is_error")]
+    parts = [f"I deleted {' and '.join(deleted)}"] if deleted else ["I deleted nothing"]
+    if kept:
+        parts.append(f"{' and '.join(kept)} {'stays' if len(kept) == 1 else 'stay'}, as you asked")
+    return text_reply("; ".join(parts) + ".")
+
+
 def client() -> anthropic.AsyncAnthropic:
     if os.environ.get("ANTHROPIC_API_KEY"):
         return anthropic.AsyncAnthropic()
@@ -69,8 +93,8 @@ def client() -> anthropic.AsyncAnthropic:
                 tool_call("delete_file", {"name": "notes.txt"}),
                 text="The log and the notes look stale; I will delete both.",
             ),
-            text_reply("I deleted build.log; notes.txt stays, as you asked."),
-        ]
+        ],
+        responder=report,  # once the script is used up
     )
     return fake.async_client()
 

@@ -10,15 +10,25 @@ from __future__ import annotations
 
 import os
 import time
+from datetime import datetime
 from typing import Literal
+from zoneinfo import ZoneInfo
 
 import anthropic
 import anyio
 
-from toolrunner import ToolRunner, tool
-from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
+from toolrunner import ToolError, ToolRunner, tool
+from toolrunner.testing import (
+    FakeMessagesAPI,
+    RecordedRequest,
+    ScriptEntry,
+    text_reply,
+    tool_call,
+    tool_reply,
+)
 
 FORECASTS = {"paris": (18, "sunny"), "berlin": (11, "cloudy")}
+TIME_ZONES = {"paris": "Europe/Paris", "berlin": "Europe/Berlin"}
 
 
 @tool
@@ -42,7 +52,16 @@ def get_local_time(city: str) -> str:
     Args:
         city: The city's name.
     """
-    return f"{city}: {time.strftime('%H:%M')}"
+    zone = TIME_ZONES.get(city.lower())
+    if zone is None:
+        raise ToolError(f"No time zone is known for {city!r}; ask for Paris or Berlin.")
+    return f"{city}: {datetime.now(ZoneInfo(zone)):%H:%M}"
+
+
+def answer_from_results(request: RecordedRequest) -> ScriptEntry:
+    """Claude's answer, written from the tool results the request carries, as Claude writes it."""
+    paris, berlin, clock = (block["content"] for block in request.messages[-1]["content"])
+    return text_reply(f"{paris}; {berlin}. The local time in Berlin is {clock.split(': ')[1]}.")
 
 
 def offline_client() -> anthropic.AsyncAnthropic:
@@ -54,9 +73,9 @@ def offline_client() -> anthropic.AsyncAnthropic:
                 tool_call("get_weather", {"city": "Berlin"}),
                 tool_call("get_local_time", {"city": "Berlin"}),
                 text="I'll look up both cities at once.",
-            ),
-            text_reply("Paris is sunny at 18 °C; Berlin is cloudy at 11 °C, and it is evening there."),
-        ]
+            )
+        ],
+        responder=answer_from_results,  # once the script is used up
     )
     return fake.async_client()
 

@@ -7,6 +7,7 @@ Each example runs in a subprocess without ANTHROPIC_API_KEY, so it talks to the 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -112,6 +113,15 @@ def test_the_approval_example_follows_the_answers_typed_at_its_prompt() -> None:
     assert "Delete 'build.log'? [y/N] n" in result.stdout
     assert "Delete 'notes.txt'? [y/N] y" in result.stdout
     assert "Left in the folder: ['build.log', 'cache.tmp']" in result.stdout
+    # Claude's last words follow the answers too (they used to be canned: "notes.txt stays").
+    assert "Claude: I deleted notes.txt; build.log stays, as you asked." in result.stdout
+
+
+def test_the_quickstarts_answer_states_the_time_its_tool_gave() -> None:
+    result = run(str(EXAMPLES / "quickstart.py"))
+    assert result.returncode == 0, result.stderr
+    [clock] = re.findall(r"<- Berlin: (\d\d:\d\d)", result.stdout)
+    assert f"The local time in Berlin is {clock}." in result.stdout
 
 
 @pytest.mark.parametrize("name", pytest_files())

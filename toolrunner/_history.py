@@ -82,7 +82,8 @@ def from_openai(
       of the calls; a user message right after them joins that message after the results.
     * A call with no result gets an ``is_error`` result saying so. With
       ``keep_trailing_calls=True``, the calls of a last assistant message that no result
-      follows are left unanswered, for the runner to run.
+      follows are left unanswered, for you to answer (a runner given such a history raises
+      ``UnansweredToolUseError`` before sending: it runs only the calls of its replies).
     * Tool ids go through :func:`sanitize_tool_id` on both sides, so each pair still matches.
 
     Raises:
