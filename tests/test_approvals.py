@@ -7,6 +7,7 @@ once, and their results wait until every call is settled.
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from typing import Any, Literal
 
@@ -282,15 +283,24 @@ async def test_a_gate_that_raises_denies_the_call_and_says_why() -> None:
     assert runs == {}
 
 
-async def test_a_gate_that_raises_an_exception_that_cannot_be_shown_still_denies_the_call() -> None:
-    class Unshowable(Exception):
-        def __str__(self) -> str:
-            raise AttributeError("no message")
+class Unshowable(Exception):
+    """An exception whose ``__str__`` and ``__repr__`` raise (as a buggy library's may)."""
 
+    def __str__(self) -> str:
+        raise AttributeError("no message")
+
+    def __repr__(self) -> str:
+        raise AttributeError("no repr")
+
+
+@pytest.mark.parametrize("where", ["gate", "approve"])
+async def test_a_gate_or_approve_callback_raising_an_exception_that_cannot_be_shown_denies_the_call(
+    where: str, caplog: pytest.LogCaptureFixture
+) -> None:
     def broken(call: ToolCall) -> bool:
         raise Unshowable
 
-    @tool(name="pay", requires_approval=broken)
+    @tool(name="pay", requires_approval=broken if where == "gate" else True)
     async def gated_pay(amount: int) -> str:
         """Pay an amount."""
         runs["pay"] += 1
@@ -304,12 +314,15 @@ async def test_a_gate_that_raises_an_exception_that_cannot_be_shown_still_denies
         max_tokens=64,
         messages=[USER],
         tools=[gated_pay],
+        approve=broken if where == "approve" else None,
     )
-    await runner.until_done()
+    with caplog.at_level(logging.WARNING, logger="toolrunner"):  # formatting the log line must not fail
+        await runner.until_done()
     [(_, content, is_error)] = answers(runner)
     assert is_error
-    assert "denied because deciding whether it needs approval failed (Unshowable: " in content
+    assert "failed (Unshowable: " in content
     assert runs == {}
+    assert any("Unshowable(" in record.getMessage() for record in caplog.records)
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ from anthropic.types import ToolResultBlockParam
 
 from ._core import failed_reason
 from ._effects import Gated
-from ._errors import ApprovalError, ToolError
+from ._errors import ApprovalError, ToolError, describe
 from ._results import ToolResultAdapter, tool_result_block
 from ._toolsets import RunnableTool
 from ._types import ToolCall
@@ -82,7 +82,10 @@ async def evaluate_gates(
             needs = requires is True or (callable(requires) and bool(await ask(requires, call)))
         except Exception as error:
             logger.warning(
-                "Deciding whether tool_use %r needs approval raised: %s", call.id, error, exc_info=True
+                "Deciding whether tool_use %r needs approval raised: %s",
+                call.id,
+                describe(error),
+                exc_info=True,
             )
             denied.append((call, failed_reason(call, "deciding whether it needs approval", error)))
             continue

@@ -67,7 +67,7 @@ from ._effects import (
     Send,
     Summarize,
 )
-from ._errors import ApprovalError, ToolRunnerError
+from ._errors import ApprovalError, ToolRunnerError, describe
 from ._events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -558,7 +558,7 @@ class RunCore:
                 verdict = yield Ask(call)
             except Exception as error:
                 logger.warning(
-                    "The approve callback raised for tool_use %r: %s", call.id, error, exc_info=True
+                    "The approve callback raised for tool_use %r: %s", call.id, describe(error), exc_info=True
                 )
                 self.deny(call.id, failed_reason(call, "asking for approval", error))
                 continue

@@ -263,9 +263,9 @@ class MCPToolset(Toolset):
             pass  # an older protocol: the server sends its notifications unasked, to _hear
         except Exception as error:
             logger.warning(
-                "The MCP toolset %r cannot watch its server's tools for changes (%r); it keeps the tools it has.",
+                "The MCP toolset %r cannot watch its server's tools for changes (%s); it keeps the tools it has.",
                 self.name,
-                error,
+                describe(error),
             )
         if not started:
             task_status.started()
