@@ -8,21 +8,29 @@ what the model reads. :func:`tool_result_block` wraps that content in a ``tool_r
 from __future__ import annotations
 
 import base64
-import codecs
 import dataclasses
-import functools
 import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeAlias, cast
+from typing import Any, TypeAlias, cast
 
 import anthropic
 import pydantic
 import pydantic_core
 from anthropic.types import ToolResultBlockParam
-from anthropic.types.beta.beta_tool_result_block_param import Content as BetaToolResultContent
 
+from ._blocks import (
+    CONTENT_BLOCK_TYPES,
+    IMAGE_MEDIA_TYPES,
+    PDF,
+    SNIFF_BYTES,
+    has_block_type,
+    is_empty_text,
+    is_valid_block,
+    looks_binary,
+    sniff,
+)
 from ._errors import ResultTooLargeError, ToolError
 from ._text import sendable, sendable_text
 
@@ -39,17 +47,13 @@ __all__ = [
     "tool_result_block",
 ]
 
+_ELLIPSIS = "…"
+
 ContentBlock: TypeAlias = dict[str, Any]
 """One content block as the service reads it (``{"type": "text", "text": ...}``, ...)."""
 
 ToolResultContent: TypeAlias = str | list[ContentBlock]
 """The ``content`` of a tool_result block: text, or content blocks in order."""
-
-# The block types a tool_result may hold (the SDK's ``ToolResultBlockParam`` content union, and its
-# beta twin). ``tests/test_results.py`` checks this against the installed SDK.
-CONTENT_BLOCK_TYPES: frozenset[str] = frozenset(
-    {"text", "image", "document", "search_result", "tool_reference", "browser_state"}
-)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -82,56 +86,6 @@ class Link:
 
     name: str
     url: str
-
-
-# Media types the service accepts for image blocks, by their magic numbers.
-IMAGE_MEDIA_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
-_PDF = "application/pdf"
-_SNIFF_BYTES = 8192
-_ELLIPSIS = "…"
-
-
-def _sniff(head: bytes) -> str | None:
-    """The media type of a file from its first bytes, for the formats that matter here."""
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if head.startswith((b"GIF87a", b"GIF89a")):
-        return "image/gif"
-    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
-        return "image/webp"
-    if head.startswith(b"%PDF-"):
-        return _PDF
-    # Images the service does not accept; recognised so the fallback can say what they are.
-    if head[:2] == b"BM" and head[6:10] == b"\0\0\0\0":
-        return "image/bmp"
-    if head.startswith((b"II*\x00", b"MM\x00*")):
-        return "image/tiff"
-    if head[4:8] == b"ftyp":
-        brand = head[8:12]
-        if brand in (b"avif", b"avis"):
-            return "image/avif"
-        if brand in (b"heic", b"heix", b"hevc", b"heim", b"heis", b"mif1", b"msf1"):
-            return "image/heic"
-    if head.startswith(b"\x00\x00\x01\x00"):
-        return "image/x-icon"
-    if head.startswith((b"\xff\x0a", b"\x00\x00\x00\x0cJXL \r\n\x87\n")):
-        return "image/jxl"
-    if head.startswith(b"8BPS"):
-        return "image/vnd.adobe.photoshop"
-    return None
-
-
-def _looks_binary(head: bytes) -> bool:
-    if b"\x00" in head:
-        return True
-    try:
-        # Not final: the prefix may end inside a multi-byte character.
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-    except UnicodeDecodeError:
-        return True
-    return False
 
 
 def _label(name: str | None, what: str) -> str:
@@ -248,7 +202,7 @@ class ToolResultAdapter:
             return self._text(self._json_text(items))
         if self._is_block(value):
             return [self._block(value)]
-        if _is_empty_text(value):
+        if is_empty_text(value):
             return self._text("")  # as an empty string is
         if isinstance(value, bytes | bytearray | Path | Image | File):
             return self._file(value)
@@ -260,7 +214,7 @@ class ToolResultAdapter:
         like one (``{"type": "text", "text": {...}}``, as the Notion API returns) is data."""
         if isinstance(value, Mapping):
             block = cast("Mapping[str, object]", value)
-            return _has_block_type(block) and _is_valid_block(block)
+            return has_block_type(block) and is_valid_block(block)
         if isinstance(value, anthropic.BaseModel):
             # Only the SDK's own models: a user's model with a ``type`` field is data.
             return getattr(value, "type", None) in CONTENT_BLOCK_TYPES
@@ -297,7 +251,7 @@ class ToolResultAdapter:
 
     def _blocks(self, item: object) -> list[ContentBlock]:
         """The blocks for one item of a mixed list."""
-        if item is None or (isinstance(item, str) and not item) or _is_empty_text(item):
+        if item is None or (isinstance(item, str) and not item) or is_empty_text(item):
             return []
         if self._is_block(item):
             return [self._block(item)]
@@ -340,13 +294,13 @@ class ToolResultAdapter:
         the file will not be sent whole (the checks in ``_file_content`` then give the same answer)."""
         with path.open("rb") as file:
             size = os.fstat(file.fileno()).st_size
-            head = file.read(_SNIFF_BYTES)
-            kind = _sniff(head)
+            head = file.read(SNIFF_BYTES)
+            kind = sniff(head)
             if kind in IMAGE_MEDIA_TYPES:
                 limit = self.max_image_bytes
-            elif kind == _PDF and not as_image:
+            elif kind == PDF and not as_image:
                 limit = self.max_document_bytes
-            elif kind is not None or as_image or _looks_binary(head):
+            elif kind is not None or as_image or looks_binary(head):
                 return self._fallback(kind, name, size, as_image=as_image)
             else:
                 limit = None if self.max_text_chars is None else 4 * self.max_text_chars
@@ -360,7 +314,7 @@ class ToolResultAdapter:
         return head + rest
 
     def _file_content(self, data: bytes, name: str | None, *, as_image: bool) -> ToolResultContent:
-        kind = _sniff(data[:64])
+        kind = sniff(data[:64])
         if kind in IMAGE_MEDIA_TYPES:
             self._check_size(kind, name, len(data))
             return [
@@ -369,11 +323,11 @@ class ToolResultAdapter:
                     "source": {"type": "base64", "media_type": kind, "data": base64.b64encode(data).decode()},
                 }
             ]
-        if kind == _PDF and not as_image:
+        if kind == PDF and not as_image:
             self._check_size(kind, name, len(data))
             block: ContentBlock = {
                 "type": "document",
-                "source": {"type": "base64", "media_type": _PDF, "data": base64.b64encode(data).decode()},
+                "source": {"type": "base64", "media_type": PDF, "data": base64.b64encode(data).decode()},
             }
             if name:
                 block["title"] = name
@@ -441,52 +395,16 @@ class ToolResultAdapter:
             if any(self._is_rich(item) for item in items):
                 return "\n".join(self._plain(item) for item in items if item is not None)
             return self._json_text(items)
-        if _has_block_type(value) or (isinstance(value, anthropic.BaseModel) and self._is_block(value)):
+        if has_block_type(value) or (isinstance(value, anthropic.BaseModel) and self._is_block(value)):
             return _block_text(self._block(value))  # a rendering: blocks the service would refuse too
         return self._json_text(value)
-
-
-def _has_block_type(value: object) -> bool:
-    """Whether ``value`` is a dict whose ``type`` is one a tool_result's content may hold."""
-    if not isinstance(value, Mapping):
-        return False
-    kind = cast("Mapping[str, object]", value).get("type")
-    return isinstance(kind, str) and kind in CONTENT_BLOCK_TYPES
-
-
-def _is_empty_text(value: object) -> bool:
-    """An empty text block, which the service refuses: the adapter takes it as an empty string."""
-    if not isinstance(value, Mapping):
-        return False
-    block = cast("Mapping[str, object]", value)
-    return block.get("type") == "text" and block.get("text") == ""
-
-
-def _is_valid_block(block: Mapping[str, object]) -> bool:
-    if block.get("type") == "text" and block.get("text") == "":
-        return False
-    try:
-        _block_schema().validate_python(block)
-    except pydantic.ValidationError:
-        return False
-    return True
-
-
-@functools.cache
-def _block_schema() -> pydantic.TypeAdapter[Any]:
-    """The SDK's own types of a tool_result's content blocks (the beta union: a superset), checked
-    as the service checks them: strictly, with no field the type lacks. Built on first use."""
-    return pydantic.TypeAdapter(
-        Annotated[BetaToolResultContent, pydantic.Field(discriminator="type")],
-        config=pydantic.ConfigDict(strict=True, extra="forbid"),
-    )
 
 
 def _is_block_or_model(item: object) -> bool:
     if not isinstance(item, Mapping):
         return True
     block = cast("Mapping[str, object]", item)
-    return _has_block_type(block) and _is_valid_block(block)
+    return has_block_type(block) and is_valid_block(block)
 
 
 def _as_data(item: object) -> Any:
@@ -554,7 +472,7 @@ def tool_result_block(
     """
     block: dict[str, object] = {"type": "tool_result", "tool_use_id": tool_use_id}
     if isinstance(content, list) and not all(_is_block_or_model(item) for item in content):
-        content = [_as_data(item) for item in cast("list[object]", content) if not _is_empty_text(item)]
+        content = [_as_data(item) for item in cast("list[object]", content) if not is_empty_text(item)]
     if content is not None:
         block["content"] = sendable(content)
     if is_error:
