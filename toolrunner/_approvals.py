@@ -26,6 +26,7 @@ from anthropic.types import ToolResultBlockParam
 from ._core import failed_reason
 from ._effects import Gated
 from ._errors import ApprovalError, ToolError, describe
+from ._execution import log_handled
 from ._results import ToolResultAdapter, tool_result_block
 from ._toolsets import RunnableTool
 from ._types import ToolCall
@@ -81,11 +82,8 @@ async def evaluate_gates(
             requires = tool.requires_approval
             needs = requires is True or (callable(requires) and bool(await ask(requires, call)))
         except Exception as error:
-            logger.warning(
-                "Deciding whether tool_use %r needs approval raised: %s",
-                call.id,
-                describe(error),
-                exc_info=True,
+            log_handled(
+                error, "Deciding whether tool_use %r needs approval raised: %s", call.id, describe(error)
             )
             denied.append((call, failed_reason(call, "deciding whether it needs approval", error)))
             continue

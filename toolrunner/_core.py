@@ -67,7 +67,7 @@ from ._effects import (
     Send,
     Summarize,
 )
-from ._errors import ApprovalError, ToolRunnerError, describe
+from ._errors import ApprovalError, ToolRunnerError, describe, message_of
 from ._events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -78,7 +78,7 @@ from ._events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from ._execution import CallPlan, not_executed
+from ._execution import CallPlan, log_handled, not_executed
 from ._lifecycle import (
     Limits,
     Step,
@@ -557,8 +557,8 @@ class RunCore:
             try:
                 verdict = yield Ask(call)
             except Exception as error:
-                logger.warning(
-                    "The approve callback raised for tool_use %r: %s", call.id, describe(error), exc_info=True
+                log_handled(
+                    error, "The approve callback raised for tool_use %r: %s", call.id, describe(error)
                 )
                 self.deny(call.id, failed_reason(call, "asking for approval", error))
                 continue
@@ -759,12 +759,5 @@ def failed_reason(call: ToolCall, what: str, error: Exception) -> str:
     """The reason the model reads for a call denied because deciding on it raised (fail closed)."""
     return (
         f"This call to {call.name!r} was denied because {what} failed ({type(error).__name__}: "
-        f"{_text_of(error)}); it did not run."
+        f"{message_of(error)}); it did not run."
     )
-
-
-def _text_of(error: Exception) -> str:
-    try:
-        return str(error)
-    except Exception:  # an exception whose __str__ raises: its type says enough
-        return "its message could not be read"

@@ -52,7 +52,7 @@ from ._effects import (
     Send,
     Summarize,
 )
-from ._errors import CheckpointError, ParamsError, ToolRunnerError
+from ._errors import CheckpointError, ParamsError, ToolRunnerError, message_of
 from ._events import RunnerEvent
 from ._execution import ExecutionOptions, execute
 from ._extensions import RunnerExtensions
@@ -461,8 +461,5 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
 
 
 def _message(error: BaseException) -> str:
-    """An exception's message for the state; never fails (an exception's ``__str__`` may)."""
-    try:
-        return str(error)[:2000]
-    except Exception:
-        return f"{type(error).__name__} (its message could not be read)"
+    """An exception's message for the state (``message_of``: never fails), cut to a size a summary shows."""
+    return message_of(error)[:2000]
