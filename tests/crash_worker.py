@@ -330,7 +330,7 @@ class TrippingStore(SQLiteCheckpointer):
         if cut == self._UNTIL_COMMIT:
             # The save's own COMMIT follows its write of the run's row (a first save also commits
             # the tables before that).
-            if statement.startswith("INSERT INTO toolrunner_runs"):
+            if statement.startswith(("INSERT INTO toolrunner_runs", "UPDATE toolrunner_runs")):
                 self._wrote_run = True
             elif statement.startswith("COMMIT") and self._wrote_run:
                 self._wire.kill()

@@ -7,16 +7,12 @@ kit is the public subpackage ``toolrunner.testing``.
 import logging as _logging
 
 from ._caching import CachePolicy as CachePolicy
-from ._checkpoint import (
-    Checkpoint as Checkpoint,
-    Checkpointer as Checkpointer,
-    MemoryCheckpointer as MemoryCheckpointer,
-    SQLiteCheckpointer as SQLiteCheckpointer,
-)
+from ._checkpoint import Checkpoint as Checkpoint, Checkpointer as Checkpointer, RunStore as RunStore
 from ._compaction import CompactionControl as CompactionControl
 from ._errors import (
     ApprovalError as ApprovalError,
     AwaitingApprovalError as AwaitingApprovalError,
+    CheckpointConflictError as CheckpointConflictError,
     CheckpointError as CheckpointError,
     HistoryError as HistoryError,
     MalformedReplyError as MalformedReplyError,
@@ -48,7 +44,9 @@ from ._history import (
     to_openai as to_openai,
 )
 from ._lifecycle import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step
+from ._memory import MemoryCheckpointer as MemoryCheckpointer
 from ._options import RunnerOptions as RunnerOptions
+from ._postgres import PostgresCheckpointer as PostgresCheckpointer
 from ._results import (
     DEFAULT_ADAPTER as DEFAULT_ADAPTER,
     File as File,
@@ -59,6 +57,14 @@ from ._results import (
     tool_result_block as tool_result_block,
 )
 from ._runner import ToolRunner as ToolRunner
+from ._runs import (
+    RunPage as RunPage,
+    RunStatus as RunStatus,
+    RunSummary as RunSummary,
+    decisions_since as decisions_since,
+    run_status as run_status,
+)
+from ._sqlite import SQLiteCheckpointer as SQLiteCheckpointer
 from ._state import (
     STATE_VERSION as STATE_VERSION,
     CallRecord as CallRecord,
@@ -104,6 +110,7 @@ __all__ = [
     "CallRecord",
     "CallStatus",
     "Checkpoint",
+    "CheckpointConflictError",
     "CheckpointError",
     "Checkpointer",
     "CompactionControl",
@@ -120,12 +127,17 @@ __all__ = [
     "MessageFinished",
     "ParamsError",
     "Phase",
+    "PostgresCheckpointer",
     "Price",
     "Reply",
     "ReplyStream",
     "RequestUsage",
     "ResultTooLargeError",
+    "RunPage",
     "RunState",
+    "RunStatus",
+    "RunStore",
+    "RunSummary",
     "RunnableTool",
     "RunnerEvent",
     "RunnerOptions",
@@ -154,8 +166,10 @@ __all__ = [
     "UnansweredToolUseError",
     "Usage",
     "UsageTracker",
+    "decisions_since",
     "find_price",
     "from_openai",
+    "run_status",
     "sanitize_tool_id",
     "text_of",
     "thinking_text",

@@ -1,4 +1,6 @@
-"""Where runs are saved: the ``Checkpointer`` protocol, and a store in memory and one in SQLite.
+"""Where runs are saved: the ``Checkpointer`` protocol that the runner saves through, the
+``RunStore`` protocol of a store that can also be queried and decided through, and the runner's
+side of saving (``Saver``).
 
 A runner with a checkpointer saves its ``RunState`` after each reply, before each tool call starts,
 as soon as each finishes, and when the loop ends. A save is a ``Checkpoint``: the state, and how
@@ -7,28 +9,39 @@ much of it the store holds already. The history and the per-request usage only g
 at turn 400 as at turn 10.
 
 Two runners must not drive one run: each save carries the number of saves before it
-(``sequence``), and a store refuses a save that does not follow the one it holds.
+(``sequence``), and a store refuses a save that does not follow the one it holds
+(``CheckpointConflictError``). A decision taken through the store is such a save too, so a runner
+that holds the run sees it, and of two deciders of one call only one wins.
+
+The stores: ``MemoryCheckpointer`` (``_memory``), ``SQLiteCheckpointer`` (``_sqlite``) and
+``PostgresCheckpointer`` (``_postgres``); the last two share their rows' encoding (``_sqlstore``).
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal, Protocol, cast, runtime_checkable
+from datetime import datetime
+from typing import Protocol, runtime_checkable
 
 import anyio
-import anyio.to_thread
 
-from ._errors import CheckpointError, StateError
-from ._state import STATE_VERSION, RunState, message_data, request_usage_data
+from ._errors import CheckpointConflictError, CheckpointError
+from ._runs import RunPage, RunStatus, RunSummary, answered, approved, decided_at, denied, utc
+from ._state import CallRecord, RunState
 from ._text import sendable_text
 
-__all__ = ["Checkpoint", "Checkpointer", "MemoryCheckpointer", "SQLiteCheckpointer", "Saver"]
+__all__ = [
+    "Checkpoint",
+    "Checkpointer",
+    "DecidingStore",
+    "RunStore",
+    "Saver",
+    "check_sequence",
+    "store_json",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +70,9 @@ class Checkpointer(Protocol):
     """A store of runs: what ``ToolRunner(checkpointer=...)`` saves to and ``ToolRunner.resume`` loads from.
 
     ``save`` must be atomic (all of the checkpoint or nothing) and refuse a checkpoint whose
-    ``sequence`` does not follow the stored one (``CheckpointError``): that is how two runners of
-    one run are caught. A store may write everything each time (``state.to_json()``) or only what
+    ``sequence`` does not follow the stored one (``CheckpointConflictError``): that is how two
+    runners of one run are caught. Other failures are ``CheckpointError``s: the runner saves again
+    at its next step. A store may write everything each time (``state.to_json()``) or only what
     ``kept_messages`` and ``kept_usage`` say is new.
     """
 
@@ -71,265 +85,174 @@ class Checkpointer(Protocol):
         ...
 
 
-def _check_sequence(run_id: str, stored: int | None, checkpoint: Checkpoint) -> None:
-    if checkpoint.sequence == 0 and stored is not None:
-        raise CheckpointError(
+@runtime_checkable
+class RunStore(Checkpointer, Protocol):
+    """A checkpointer that can also be queried, cleaned up and decided through (see
+    docs/operating.md): ``MemoryCheckpointer``, ``SQLiteCheckpointer`` and ``PostgresCheckpointer``.
+
+    Listing reads summaries that the store writes beside each state, in the same transaction, so
+    that it costs the same whatever the runs hold. A decision is a save of the run (its sequence
+    moves), so it reaches a runner that holds the run, and of two deciders only one wins.
+    """
+
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
+        updated_before: datetime | None = None,
+        updated_after: datetime | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunPage:
+        """The runs that match, newest first, ``limit`` at a time; ``cursor`` is the previous page's."""
+        ...
+
+    async def get_run(self, run_id: str) -> RunSummary | None:
+        """The summary of one run, or ``None``."""
+        ...
+
+    async def delete_run(self, run_id: str) -> bool:
+        """Delete a run; whether there was one."""
+        ...
+
+    async def prune_runs(
+        self,
+        *,
+        updated_before: datetime,
+        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
+    ) -> int:
+        """Delete the runs last saved before ``updated_before`` (of those statuses); how many."""
+        ...
+
+    async def approve_call(
+        self, run_id: str, tool_use_id: str, *, input: object = None, by: str | None = None
+    ) -> CallRecord:
+        """Approve a waiting call (with ``input``, to run with that input instead)."""
+        ...
+
+    async def deny_call(
+        self, run_id: str, tool_use_id: str, reason: str | None = None, *, by: str | None = None
+    ) -> CallRecord:
+        """Deny a waiting call; the model reads ``reason``."""
+        ...
+
+    async def answer_call(
+        self, run_id: str, tool_use_id: str, result: object, *, is_error: bool = False, by: str | None = None
+    ) -> CallRecord:
+        """Answer a waiting call with a result computed elsewhere."""
+        ...
+
+
+def check_sequence(run_id: str, stored: int | None, sequence: int) -> CheckpointConflictError | None:
+    """Why a save of ``run_id`` with ``sequence`` cannot follow the stored one (``None``: it can)."""
+    if sequence == 0 and stored is not None:
+        return CheckpointConflictError(
             f"a run named {run_id!r} is saved already; resume it with ToolRunner.resume(..., run_id={run_id!r}), "
             "or start the new run under another run_id."
         )
-    if checkpoint.sequence > 0 and stored != checkpoint.sequence - 1:
-        raise CheckpointError(
+    if sequence > 0 and stored is None:
+        return CheckpointConflictError(
+            f"the run {run_id!r} was deleted from the store since this runner loaded it, so this one stops here; "
+            "start it again under a new run_id if it should go on."
+        )
+    if sequence > 0 and stored != sequence - 1:
+        return CheckpointConflictError(
             f"the run {run_id!r} was saved by another runner since this one loaded it (save "
-            f"{'none' if stored is None else stored + 1} is stored, this is save {checkpoint.sequence + 1}); "
+            f"{'none' if stored is None else stored + 1} is stored, this is save {sequence + 1}); "
             "only one runner may drive a run at a time, so this one stops here."
+        )
+    return None
+
+
+class DecidingStore:
+    """Decisions through the store, over ``load`` and ``save`` (shared by the stores): load the run,
+    decide the call in the saved state, save it as the run's next save. A save refused because
+    the run moved meanwhile is tried again from the newer state, which says who decided the call
+    if someone did."""
+
+    _ATTEMPTS = 20
+
+    async def load(self, run_id: str) -> Checkpoint | None:
+        raise NotImplementedError
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        raise NotImplementedError
+
+    def _now(self) -> float:
+        """The store's clock (seconds since the epoch): the times it writes and decides at."""
+        return time.time()
+
+    async def approve_call(
+        self, run_id: str, tool_use_id: str, *, input: object = None, by: str | None = None
+    ) -> CallRecord:
+        """Approve a call that waits for a decision; with ``input``, it runs with that input,
+        checked against the input schema saved with the call.
+
+        Raises:
+            CheckpointError: There is no run named ``run_id``.
+            ApprovalError: The call does not wait for a decision (the message says who decided it).
+            ToolInputError: ``input`` does not fit the schema, or no schema was saved with the call.
+        """
+        return await self._decide(
+            run_id,
+            tool_use_id,
+            lambda state, at: approved(state, run_id, tool_use_id, input=input, by=by, at=at),
+        )
+
+    async def deny_call(
+        self, run_id: str, tool_use_id: str, reason: str | None = None, *, by: str | None = None
+    ) -> CallRecord:
+        """Deny a call that waits for a decision; the model reads ``reason`` as its error result
+        (by default, that a person denied it).
+
+        Raises:
+            CheckpointError: There is no run named ``run_id``.
+            ApprovalError: The call does not wait for a decision, or ``reason`` is empty.
+        """
+        return await self._decide(
+            run_id, tool_use_id, lambda state, at: denied(state, run_id, tool_use_id, reason, by=by, at=at)
+        )
+
+    async def answer_call(
+        self, run_id: str, tool_use_id: str, result: object, *, is_error: bool = False, by: str | None = None
+    ) -> CallRecord:
+        """Answer a call that waits for a decision with ``result`` (made into tool_result content
+        as a tool's return value is); ``is_error`` marks it an error.
+
+        Raises:
+            CheckpointError: There is no run named ``run_id``.
+            ApprovalError: The call does not wait for a decision.
+        """
+        return await self._decide(
+            run_id,
+            tool_use_id,
+            lambda state, at: answered(state, run_id, tool_use_id, result, is_error=is_error, by=by, at=at),
+        )
+
+    async def _decide(
+        self, run_id: str, tool_use_id: str, decide: Callable[[RunState, str], RunState]
+    ) -> CallRecord:
+        for _ in range(self._ATTEMPTS):
+            loaded = await self.load(run_id)
+            if loaded is None:
+                raise CheckpointError(
+                    f"{self!r} has no saved run named {run_id!r}; list its runs to find the name."
+                )
+            state = decide(loaded.state, decided_at(utc(self._now())))
+            try:
+                await self.save(
+                    Checkpoint(run_id, state, loaded.sequence + 1, loaded.kept_messages, loaded.kept_usage)
+                )
+            except CheckpointConflictError:
+                continue  # the run moved: decide again from where it stands (or learn who decided)
+            return state.calls[tool_use_id]
+        raise CheckpointConflictError(
+            f"the run {run_id!r} changed {self._ATTEMPTS} times while {tool_use_id!r} was being decided; try again."
         )
 
 
-class MemoryCheckpointer:
-    """Keeps runs in memory, as JSON text: for tests, and to see what a store receives.
-
-    Attributes:
-        saves: How many saves each run got.
-    """
-
-    def __init__(self) -> None:
-        self._runs: dict[str, tuple[int, str]] = {}
-        self.saves: dict[str, int] = {}
-
-    async def save(self, checkpoint: Checkpoint) -> None:
-        stored = self._runs.get(checkpoint.run_id)
-        _check_sequence(checkpoint.run_id, None if stored is None else stored[0], checkpoint)
-        self._runs[checkpoint.run_id] = (checkpoint.sequence, checkpoint.state.to_json())
-        self.saves[checkpoint.run_id] = self.saves.get(checkpoint.run_id, 0) + 1
-
-    async def load(self, run_id: str) -> Checkpoint | None:
-        stored = self._runs.get(run_id)
-        if stored is None:
-            return None
-        state = RunState.from_json(stored[1])
-        return Checkpoint(run_id, state, stored[0], len(state.messages), len(state.usage))
-
-    def run_ids(self) -> list[str]:
-        """The runs saved here."""
-        return list(self._runs)
-
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS toolrunner_runs (
-    run_id TEXT PRIMARY KEY, sequence INTEGER NOT NULL, version INTEGER NOT NULL,
-    state TEXT NOT NULL, updated REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS toolrunner_messages (
-    run_id TEXT NOT NULL, position INTEGER NOT NULL, message TEXT NOT NULL, PRIMARY KEY (run_id, position)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS toolrunner_usage (
-    run_id TEXT NOT NULL, position INTEGER NOT NULL, usage TEXT NOT NULL, PRIMARY KEY (run_id, position)
-) WITHOUT ROWID;
-"""
-_TABLES = {"toolrunner_runs", "toolrunner_messages", "toolrunner_usage"}
-_COLUMNS = {
-    "toolrunner_runs": ["run_id", "sequence", "version", "state", "updated"],
-    "toolrunner_messages": ["run_id", "position", "message"],
-    "toolrunner_usage": ["run_id", "position", "usage"],
-}
-_LENGTHS = "stored_lengths"
-"""The header's key for the lengths of the history and the usage the rows hold."""
-
-
-class SQLiteCheckpointer:
-    """Keeps runs in an SQLite file (the standard library's ``sqlite3``, WAL mode), off the event loop.
-
-    Runs of several runners and processes may share one file. Each save is one transaction that
-    writes the state's fixed-size part and only the new messages and usage entries.
-
-    Args:
-        path: The database file; created if missing. Its tables are named ``toolrunner_*``.
-        synchronous: SQLite's ``synchronous`` setting. ``"NORMAL"`` (the default) loses nothing
-            when the process dies (a crash, SIGKILL, an OOM kill); ``"FULL"`` also survives the
-            machine losing power, at the cost of a disk flush per save.
-        timeout: Seconds to wait for another writer of the file before failing.
-    """
-
-    def __init__(
-        self,
-        path: str | Path,
-        *,
-        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
-        timeout: float = 10.0,
-    ) -> None:
-        if synchronous not in ("NORMAL", "FULL"):
-            raise ValueError(f"synchronous must be 'NORMAL' or 'FULL', not {synchronous!r}.")
-        self.path = Path(path)
-        self._synchronous = synchronous
-        self._timeout = timeout
-        self._lock = threading.Lock()  # one connection, used from worker threads one at a time
-        self._connection: sqlite3.Connection | None = None
-
-    def __repr__(self) -> str:
-        return f"SQLiteCheckpointer({str(self.path)!r})"
-
-    async def save(self, checkpoint: Checkpoint) -> None:
-        # Encoding happens here, on the event loop's thread, so the state is read where it lives.
-        state = checkpoint.state
-        # How long the history and the usage are, so that a load notices rows lost or added.
-        header = _json({**state.to_dict(history=False), _LENGTHS: [len(state.messages), len(state.usage)]})
-        messages = [
-            (position, _json(message_data(state.messages[position], position)))
-            for position in range(checkpoint.kept_messages, len(state.messages))
-        ]
-        usage = [
-            (position, _json(request_usage_data(state.usage[position])))
-            for position in range(checkpoint.kept_usage, len(state.usage))
-        ]
-        await anyio.to_thread.run_sync(self._write, checkpoint, header, messages, usage)
-
-    async def load(self, run_id: str) -> Checkpoint | None:
-        return await anyio.to_thread.run_sync(self._read, run_id)
-
-    def close(self) -> None:
-        """Close the connection (the next use opens it again)."""
-        with self._lock:
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
-
-    # -- in a worker thread -------------------------------------------------------------------
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._connection is not None:
-            return self._connection
-        try:
-            connection = sqlite3.connect(
-                self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
-            )
-            try:
-                self._set_up(connection)
-            except BaseException:
-                connection.close()
-                raise
-        except sqlite3.DatabaseError as error:
-            raise CheckpointError(
-                f"{str(self.path)!r} cannot be used as a checkpoint database ({error}); give SQLiteCheckpointer "
-                "the path of an SQLite file of its own, or of a new file."
-            ) from error
-        self._connection = connection
-        return connection
-
-    def _set_up(self, connection: sqlite3.Connection) -> None:
-        """WAL mode and the tables. Switching to WAL can find another connection doing the same,
-        and SQLite then answers "locked" without waiting: try again until ``timeout``."""
-        deadline = time.monotonic() + self._timeout
-        while True:
-            try:
-                if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                    connection.execute("PRAGMA journal_mode=WAL")
-                connection.execute(f"PRAGMA synchronous={self._synchronous}")
-                tables = {
-                    row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
-                }
-                if not tables >= _TABLES:
-                    connection.execute("BEGIN IMMEDIATE")  # waits for other writers, unlike executescript
-                    for statement in _SCHEMA.split(";"):
-                        if statement.strip():
-                            connection.execute(statement)
-                    connection.execute("COMMIT")
-                for table, expected in _COLUMNS.items():
-                    columns = [row[1] for row in connection.execute(f"PRAGMA table_info({table})")]
-                    if columns != expected:
-                        raise CheckpointError(
-                            f"{str(self.path)!r} has a table {table!r} that toolrunner did not make (its columns are "
-                            f"{columns!r}); give SQLiteCheckpointer a file of its own, or a new file."
-                        )
-                return
-            except sqlite3.OperationalError as error:
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                if "locked" not in str(error) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
-
-    def _write(
-        self,
-        checkpoint: Checkpoint,
-        header: str,
-        messages: list[tuple[int, str]],
-        usage: list[tuple[int, str]],
-    ) -> None:
-        run_id = checkpoint.run_id
-        with self._lock:
-            connection = self._connect()
-            try:
-                connection.execute("BEGIN IMMEDIATE")
-                row = connection.execute(
-                    "SELECT sequence FROM toolrunner_runs WHERE run_id = ?", (run_id,)
-                ).fetchone()
-                _check_sequence(run_id, None if row is None else int(row[0]), checkpoint)
-                connection.execute(
-                    "INSERT INTO toolrunner_runs (run_id, sequence, version, state, updated) VALUES (?, ?, ?, ?, ?) "
-                    "ON CONFLICT (run_id) DO UPDATE SET sequence = excluded.sequence, version = excluded.version, "
-                    "state = excluded.state, updated = excluded.updated",
-                    (run_id, checkpoint.sequence, STATE_VERSION, header, time.time()),
-                )
-                for table, kept, rows in (
-                    ("toolrunner_messages", checkpoint.kept_messages, messages),
-                    ("toolrunner_usage", checkpoint.kept_usage, usage),
-                ):
-                    column = "message" if table == "toolrunner_messages" else "usage"
-                    connection.execute(
-                        f"DELETE FROM {table} WHERE run_id = ? AND position >= ?", (run_id, kept)
-                    )
-                    connection.executemany(
-                        f"INSERT INTO {table} (run_id, position, {column}) VALUES (?, ?, ?)",
-                        [(run_id, position, text) for position, text in rows],
-                    )
-                connection.execute("COMMIT")
-            except BaseException:
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                raise
-
-    def _read(self, run_id: str) -> Checkpoint | None:
-        with self._lock:
-            connection = self._connect()
-            connection.execute("BEGIN")  # one snapshot of the three tables
-            try:
-                row = connection.execute(
-                    "SELECT sequence, state FROM toolrunner_runs WHERE run_id = ?", (run_id,)
-                ).fetchone()
-                if row is None:
-                    return None
-                messages = connection.execute(
-                    "SELECT message FROM toolrunner_messages WHERE run_id = ? ORDER BY position", (run_id,)
-                ).fetchall()
-                usage = connection.execute(
-                    "SELECT usage FROM toolrunner_usage WHERE run_id = ? ORDER BY position", (run_id,)
-                ).fetchall()
-            finally:
-                connection.execute("COMMIT")
-        try:
-            header: object = json.loads(row[1])
-            lengths: object = None
-            if isinstance(header, dict):
-                lengths = cast("dict[str, object]", header).pop(_LENGTHS, None)
-            if lengths is not None and lengths != [len(messages), len(usage)]:
-                raise ValueError(
-                    f"the run's history and usage have the lengths {lengths!r}, but the file holds {len(messages)} "
-                    f"and {len(usage)} rows for it (rows were deleted or added by hand)"
-                )
-            state = RunState.from_dict(
-                cast(object, header),
-                messages=[json.loads(text) for (text,) in messages],
-                usage=[json.loads(text) for (text,) in usage],
-            )
-        except (ValueError, StateError, RecursionError) as error:  # RecursionError: a row nested too deeply
-            raise StateError(
-                f"the saved run {run_id!r} in {str(self.path)!r} cannot be loaded: {error}"
-            ) from error
-        return Checkpoint(run_id, state, int(row[0]), len(state.messages), len(state.usage))
-
-
-def _json(value: object) -> str:
-    """``value`` as JSON text SQLite can store as UTF-8. A lone surrogate (a tool's input can hold
+def store_json(value: object) -> str:
+    """``value`` as JSON text a store can keep as UTF-8. A lone surrogate (a tool's input can hold
     one, as ``os.listdir`` gives them) is written as a ``\\udcXX`` escape, which reads back as the
     same string."""
     text = json.dumps(value, ensure_ascii=False)
@@ -343,7 +266,7 @@ class Saver:
     def __init__(self, checkpointer: Checkpointer, run_id: str, *, loaded: Checkpoint | None = None) -> None:
         self._checkpointer = checkpointer
         self._run_id = run_id
-        self._lock = anyio.Lock()
+        self._lock = anyio.Lock(fast_acquire=True)
         self._saved: RunState | None = None if loaded is None else loaded.state
         self._sequence = 0 if loaded is None else loaded.sequence + 1
         self._kept_messages = 0 if loaded is None else loaded.kept_messages
@@ -352,7 +275,8 @@ class Saver:
         # is then no longer a prefix of the state's.
         self._epoch = 0
         self._saved_epoch = 0
-        self._refused: CheckpointError | None = None  # once refused, this runner saves no more
+        self._refused: CheckpointConflictError | None = None  # once refused, this runner saves no more
+        self._uncertain: tuple[Checkpoint, int] | None = None  # the last save and its epoch, if it failed
 
     def derived(self, before: RunState, after: RunState) -> None:
         """``after`` follows from ``before`` by a pure transition (a finished turn's append, from a
@@ -366,25 +290,60 @@ class Saver:
         self._epoch += 1
 
     async def save(self, current: Callable[[], RunState]) -> None:
-        """Save the state ``current()`` gives once the previous save is done, if it changed."""
+        """Save the state ``current()`` gives once the previous save is done, if it changed.
+
+        A save refused because the run moved (``CheckpointConflictError``) refuses every later
+        one. Any other failure (a full disk, a lost connection) leaves the store as the last save
+        left it, or, when the store could not tell (a connection lost during its commit), perhaps
+        holding this save: the next save finds out which, and writes what is missing.
+        """
         async with self._lock:
-            if self._refused is not None:
-                raise self._refused
-            state, epoch = current(), self._epoch
-            if state is self._saved:
+            for attempt in range(2):
+                if self._refused is not None:
+                    raise self._refused
+                state, epoch = current(), self._epoch
+                if state is self._saved:
+                    return
+                same_history = epoch == self._saved_epoch
+                checkpoint = Checkpoint(
+                    self._run_id,
+                    state,
+                    self._sequence,
+                    kept_messages=min(self._kept_messages, len(state.messages)) if same_history else 0,
+                    kept_usage=min(self._kept_usage, len(state.usage)),
+                )
+                try:
+                    await self._checkpointer.save(checkpoint)
+                except CheckpointConflictError as error:
+                    if attempt == 0 and await self._saved_after_all():
+                        continue
+                    self._refused = error
+                    raise
+                except Exception:
+                    self._uncertain = checkpoint, epoch
+                    raise
+                self._uncertain = None
+                self._saved_as(checkpoint, epoch)
                 return
-            same_history = epoch == self._saved_epoch
-            checkpoint = Checkpoint(
-                self._run_id,
-                state,
-                self._sequence,
-                kept_messages=min(self._kept_messages, len(state.messages)) if same_history else 0,
-                kept_usage=min(self._kept_usage, len(state.usage)),
-            )
-            try:
-                await self._checkpointer.save(checkpoint)
-            except CheckpointError as error:
-                self._refused = error
-                raise
-            self._saved, self._saved_epoch, self._sequence = state, epoch, self._sequence + 1
-            self._kept_messages, self._kept_usage = len(state.messages), len(state.usage)
+
+    def _saved_as(self, checkpoint: Checkpoint, epoch: int) -> None:
+        state = checkpoint.state
+        self._saved, self._saved_epoch, self._sequence = state, epoch, checkpoint.sequence + 1
+        self._kept_messages, self._kept_usage = len(state.messages), len(state.usage)
+
+    async def _saved_after_all(self) -> bool:
+        """Whether the save that failed last is in the store after all (its commit went through,
+        but the answer was lost): then it counts as saved, and the refusal was of its repetition."""
+        if self._uncertain is None:
+            return False
+        (uncertain, epoch), self._uncertain = self._uncertain, None
+        try:
+            stored = await self._checkpointer.load(self._run_id)
+        except Exception:
+            return False
+        if stored is None or stored.sequence != uncertain.sequence:
+            return False
+        if stored.state.to_dict() != uncertain.state.to_dict():
+            return False
+        self._saved_as(uncertain, epoch)
+        return True

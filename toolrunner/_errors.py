@@ -11,7 +11,8 @@ Exceptions that user code raises on purpose are kept apart from failures of the 
         ├── ParamsError              (also ValueError) runner arguments or params that cannot be sent
         ├── MalformedReplyError      a reply the history must not take (nothing is appended)
         ├── StateError               (also ValueError) a saved state that cannot be loaded or saved
-        ├── CheckpointError          a run that cannot be saved or resumed (two runners of one run, ...)
+        ├── CheckpointError          a run that cannot be saved or resumed (a store that fails, no such run, ...)
+        │   └── CheckpointConflictError  another runner or decider saved the run since it was loaded
         ├── ApprovalError            (also ValueError) a decision on a tool call that cannot be taken
         │   └── AwaitingApprovalError  the run paused for decisions where an end was awaited (until_done)
         └── HistoryError             (also ValueError) a history the service would reject
@@ -29,6 +30,7 @@ from typing import Any
 __all__ = [
     "ApprovalError",
     "AwaitingApprovalError",
+    "CheckpointConflictError",
     "CheckpointError",
     "HistoryError",
     "MalformedReplyError",
@@ -113,9 +115,18 @@ class AwaitingApprovalError(ApprovalError):
 
 
 class CheckpointError(ToolRunnerError):
-    """A run cannot be saved or resumed: another runner saved it since this one loaded it, a new run
-    takes a name that is saved already, there is no saved run of that name, or the store cannot be
-    used."""
+    """A run cannot be saved or resumed: there is no saved run of that name, or the store cannot be
+    used (a full disk, a lost connection, a file that is not a store), or (``CheckpointConflictError``)
+    another runner saved the run since this one loaded it.
+
+    A store that failed (but not a conflict) can be tried again: the next save writes what this one
+    did not."""
+
+
+class CheckpointConflictError(CheckpointError):
+    """A save refused because the run is not as this runner loaded it: another runner (or a person
+    deciding a call through the store) saved it since, or a new run takes a name that is saved
+    already. A runner refused once saves no more; resume the run again to go on from the store."""
 
 
 class StateError(ToolRunnerError, ValueError):

@@ -1,0 +1,133 @@
+"""``MemoryCheckpointer``: runs kept in memory, as JSON text, with the summaries a listing reads."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from ._checkpoint import Checkpoint, DecidingStore, check_sequence
+from ._runs import (
+    RunPage,
+    RunStatus,
+    RunSummary,
+    SummaryColumns,
+    check_limit,
+    check_time,
+    cursor_after,
+    read_cursor,
+    read_statuses,
+    utc,
+)
+from ._state import RunState
+
+__all__ = ["MemoryCheckpointer"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Saved:
+    sequence: int
+    text: str
+    created: float
+    updated: float
+    columns: SummaryColumns
+
+    def summary(self, run_id: str) -> RunSummary:
+        return self.columns.summary(run_id, utc(self.created), utc(self.updated))
+
+
+class MemoryCheckpointer(DecidingStore):
+    """Keeps runs in memory, as JSON text: for tests, and to see what a store receives. It is a
+    ``RunStore``: its runs can be listed, deleted and decided as in the other stores.
+
+    Attributes:
+        saves: How many saves each run got.
+    """
+
+    def __init__(self) -> None:
+        self._runs: dict[str, _Saved] = {}
+        self.saves: dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return "MemoryCheckpointer()"
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        run_id = checkpoint.run_id
+        stored = self._runs.get(run_id)
+        refused = check_sequence(run_id, None if stored is None else stored.sequence, checkpoint.sequence)
+        if refused is not None:
+            raise refused
+        state = checkpoint.state
+        text, now = state.to_json(), self._now()
+        created = now if stored is None else stored.created
+        self._runs[run_id] = _Saved(checkpoint.sequence, text, created, now, SummaryColumns.of(state))
+        self.saves[run_id] = self.saves.get(run_id, 0) + 1
+
+    async def load(self, run_id: str) -> Checkpoint | None:
+        stored = self._runs.get(run_id)
+        if stored is None:
+            return None
+        state = RunState.from_json(stored.text)
+        return Checkpoint(run_id, state, stored.sequence, len(state.messages), len(state.usage))
+
+    def run_ids(self) -> list[str]:
+        """The runs saved here."""
+        return list(self._runs)
+
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
+        updated_before: datetime | None = None,
+        updated_after: datetime | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunPage:
+        statuses = read_statuses(status)
+        before = check_time(updated_before, "updated_before")
+        after = check_time(updated_after, "updated_after")
+        check_limit(limit)
+        start = read_cursor(cursor)
+        found = sorted(
+            (
+                (saved.created, run_id, saved)
+                for run_id, saved in self._runs.items()
+                if (statuses is None or RunStatus(saved.columns.status) in statuses)
+                and (before is None or saved.updated < before.timestamp())
+                and (after is None or saved.updated >= after.timestamp())
+                and (start is None or (saved.created, run_id) < (float(start[0]), start[1]))
+            ),
+            key=lambda item: (item[0], item[1]),
+            reverse=True,
+        )
+        page = found[:limit]
+        runs = tuple(saved.summary(run_id) for _, run_id, saved in page)
+        more = len(found) > limit
+        return RunPage(runs, cursor_after(repr(page[-1][0]), page[-1][1]) if more else None)
+
+    async def get_run(self, run_id: str) -> RunSummary | None:
+        stored = self._runs.get(run_id)
+        return None if stored is None else stored.summary(run_id)
+
+    async def delete_run(self, run_id: str) -> bool:
+        self.saves.pop(run_id, None)
+        return self._runs.pop(run_id, None) is not None
+
+    async def prune_runs(
+        self,
+        *,
+        updated_before: datetime,
+        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
+    ) -> int:
+        statuses = read_statuses(status)
+        before = check_time(updated_before, "updated_before", required=True)
+        assert before is not None
+        doomed = [
+            run_id
+            for run_id, saved in self._runs.items()
+            if saved.updated < before.timestamp()
+            and (statuses is None or RunStatus(saved.columns.status) in statuses)
+        ]
+        for run_id in doomed:
+            await self.delete_run(run_id)
+        return len(doomed)

@@ -1,0 +1,370 @@
+"""``PostgresCheckpointer``: runs in PostgreSQL, through psycopg 3 and a pool of its connections.
+
+Runners of many processes and machines share one database. Connections are psycopg's blocking
+ones, used from worker threads, as ``SQLiteCheckpointer`` uses its file: psycopg's async
+connections work on asyncio only, and a store must serve trio, and the event loop of each
+``for`` loop of a ``SyncToolRunner``, alike. The saves of one event loop that arrive while a write
+is under way share a transaction (``_batching``), in the order of their run ids (so that two
+processes' transactions never wait for each other in a cycle).
+
+A save is one statement per table: the run's row is written only over the save it follows
+(``UPDATE ... WHERE sequence = ...``), so the check and the write are one, and PostgreSQL's row
+lock makes a second writer of one run wait, then find the sequence moved.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, LiteralString, TypeVar, cast
+
+import anyio.to_thread
+
+from ._batching import GroupCommit
+from ._checkpoint import Checkpoint, DecidingStore, check_sequence
+from ._errors import CheckpointConflictError, CheckpointError
+from ._runs import RunPage, RunStatus, RunSummary, cursor_after
+from ._sqlstore import SUMMARY, EncodedSave, decode, encode, listing, prune_filter, summary_of
+from ._state import STATE_VERSION
+
+if TYPE_CHECKING:
+    import psycopg
+    import psycopg_pool
+
+__all__ = ["PostgresCheckpointer"]
+
+T = TypeVar("T")
+
+_COLUMNS = {
+    "toolrunner_runs": [
+        "run_id", "sequence", "version", "state", "created", "updated",
+        "status", "end_reason", "waiting", "turns", "cost", "failure",
+    ],
+    "toolrunner_messages": ["run_id", "position", "message"],
+    "toolrunner_usage": ["run_id", "position", "usage"],
+}  # fmt: skip
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS toolrunner_runs (
+    run_id TEXT PRIMARY KEY, sequence BIGINT NOT NULL, version INTEGER NOT NULL, state TEXT NOT NULL,
+    created TIMESTAMPTZ NOT NULL, updated TIMESTAMPTZ NOT NULL, status TEXT NOT NULL, end_reason TEXT,
+    waiting TEXT, turns INTEGER NOT NULL, cost TEXT, failure TEXT
+);
+CREATE TABLE IF NOT EXISTS toolrunner_messages (
+    run_id TEXT NOT NULL, position INTEGER NOT NULL, message TEXT NOT NULL, PRIMARY KEY (run_id, position)
+);
+CREATE TABLE IF NOT EXISTS toolrunner_usage (
+    run_id TEXT NOT NULL, position INTEGER NOT NULL, usage TEXT NOT NULL, PRIMARY KEY (run_id, position)
+);
+CREATE INDEX IF NOT EXISTS toolrunner_runs_by_status ON toolrunner_runs (status, created, run_id);
+CREATE INDEX IF NOT EXISTS toolrunner_runs_by_created ON toolrunner_runs (created, run_id)
+"""
+_LOCK = 7_231_964_020
+"""The advisory lock that serialises the making of the tables (``CREATE ... IF NOT EXISTS`` may
+otherwise collide with another process doing the same)."""
+_SUMMARY = "status, end_reason, waiting, turns, cost, failure"
+_INSERT = (
+    f"INSERT INTO toolrunner_runs (sequence, version, state, updated, {_SUMMARY}, run_id, created) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO NOTHING"
+)
+_UPDATE = (
+    "UPDATE toolrunner_runs SET sequence = %s, version = %s, state = %s, updated = %s, status = %s, "
+    "end_reason = %s, waiting = %s, turns = %s, cost = %s, failure = %s WHERE run_id = %s AND sequence = %s"
+)
+_LOAD = """
+SELECT run.sequence, run.state,
+    ARRAY(SELECT message FROM toolrunner_messages WHERE run_id = run.run_id ORDER BY position),
+    ARRAY(SELECT usage FROM toolrunner_usage WHERE run_id = run.run_id ORDER BY position)
+FROM toolrunner_runs AS run WHERE run.run_id = %s
+"""
+
+
+class PostgresCheckpointer(DecidingStore):
+    """Keeps runs in PostgreSQL (psycopg 3, pooled connections), off the event loop; the
+    ``[postgres]`` extra installs psycopg.
+
+    Runners of many processes and machines may share the database. Each save is one transaction
+    that writes the state's fixed-size part, its summary, and only the new messages and usage
+    entries; saves that many runs make at once share a transaction. It is a ``RunStore``: its runs
+    can be listed, deleted, pruned and decided. Its tables (``toolrunner_*``) are made in the
+    connection's current schema (set one with ``options=-csearch_path=...`` in the URL).
+
+    Args:
+        url: A libpq connection string or URL (``postgresql://user:password@host/dbname``).
+        min_connections: Connections the pool keeps open.
+        max_connections: Connections the pool may open.
+        timeout: Seconds to wait for a connection before failing.
+    """
+
+    def __init__(
+        self, url: str, *, min_connections: int = 1, max_connections: int = 4, timeout: float = 10.0
+    ) -> None:
+        try:
+            import psycopg.conninfo
+            import psycopg_pool
+        except ImportError as error:  # pragma: no cover - the test extra installs them
+            raise CheckpointError(
+                f"PostgresCheckpointer needs psycopg and psycopg_pool ({error}); install them with "
+                "pip install 'claude-toolrunner[postgres]'."
+            ) from None
+        try:
+            parts = psycopg.conninfo.conninfo_to_dict(url)
+        except psycopg.ProgrammingError as error:
+            raise CheckpointError(
+                f"the PostgreSQL URL cannot be read ({error}); give a postgresql:// URL."
+            ) from None
+        # What names the database in messages and repr: never the password.
+        self._where = f"{parts.get('dbname', '')} on {parts.get('host') or 'localhost'}"
+        self._timeout = timeout
+
+        def pool() -> psycopg_pool.ConnectionPool[psycopg.Connection[Any]]:
+            return psycopg_pool.ConnectionPool(
+                url,
+                min_size=min_connections,
+                max_size=max_connections,
+                timeout=timeout,
+                kwargs={"autocommit": True},
+                open=False,
+                name="toolrunner",
+            )
+
+        self._new_pool = pool  # a closed pool cannot be opened again: each opening makes a new one
+        self._pool = pool()
+        self._lock = threading.Lock()  # guards opening the pool and making the tables
+        self._ready = False
+        self._commits = GroupCommit(self._write, name="toolrunner saves to PostgreSQL")
+
+    def __repr__(self) -> str:
+        return f"PostgresCheckpointer(<{self._where}>)"
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        await self._commits.submit(encode(checkpoint))
+
+    async def load(self, run_id: str) -> Checkpoint | None:
+        def read(connection: psycopg.Connection[Any]) -> Checkpoint | None:
+            row = connection.execute(_LOAD, (run_id,)).fetchone()
+            if row is None:
+                return None
+            sequence, header, messages, usage = row
+            return decode(run_id, int(sequence), header, messages, usage, f"PostgreSQL ({self._where})")
+
+        return await self._run(read, "load the run")
+
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
+        updated_before: datetime | None = None,
+        updated_after: datetime | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunPage:
+        query = listing(status, updated_before, updated_after, limit, cursor)
+        sql, parameters = query.query(lambda moment: moment, datetime.fromisoformat)
+
+        def read(connection: psycopg.Connection[Any]) -> RunPage:
+            rows = connection.execute(_sql(_placeholders(sql)), parameters).fetchall()
+            page = rows[: query.limit]
+            runs = tuple(summary_of(row, _utc) for row in page)
+            more = len(rows) > query.limit
+            return RunPage(runs, cursor_after(page[-1][1].isoformat(), page[-1][0]) if more else None)
+
+        return await self._run(read, "list the runs")
+
+    async def get_run(self, run_id: str) -> RunSummary | None:
+        def read(connection: psycopg.Connection[Any]) -> RunSummary | None:
+            row = connection.execute(
+                _sql(f"SELECT {SUMMARY} FROM toolrunner_runs WHERE run_id = %s"), (run_id,)
+            ).fetchone()
+            return None if row is None else summary_of(row, _utc)
+
+        return await self._run(read, "read the run")
+
+    async def delete_run(self, run_id: str) -> bool:
+        return await self._run(
+            lambda connection: _delete(connection, "run_id = ?", [run_id]) > 0, "delete the run"
+        )
+
+    async def prune_runs(
+        self,
+        *,
+        updated_before: datetime,
+        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
+    ) -> int:
+        where, parameters = prune_filter(updated_before, status, lambda moment: moment)
+        return await self._run(lambda connection: _delete(connection, where, parameters), "prune the runs")
+
+    def close(self) -> None:
+        """Close the pool's connections (the next use opens them again)."""
+        with self._lock:
+            if self._ready:
+                self._pool.close()
+                self._pool = self._new_pool()
+                self._ready = False
+
+    # -- in a worker thread -------------------------------------------------------------------
+
+    async def _run(self, work: Callable[[psycopg.Connection[Any]], T], what: str) -> T:
+        return await anyio.to_thread.run_sync(self._with_connection, work, what)
+
+    def _with_connection(self, work: Callable[[psycopg.Connection[Any]], T], what: str) -> T:
+        import psycopg
+        import psycopg_pool
+
+        try:
+            self._open()
+            with self._pool.connection() as connection:
+                return work(connection)
+        except psycopg_pool.PoolTimeout as error:
+            raise CheckpointError(
+                f"could not {what}: no connection to PostgreSQL ({self._where}) within {self._timeout}s ({error}); "
+                "check that the server is up and reachable, then try again."
+            ) from None
+        except psycopg.Error as error:
+            raise self._failed(error, what) from None
+
+    def _open(self) -> None:
+        if self._ready:
+            return
+        with self._lock:
+            if self._ready:
+                return
+            self._pool.open(wait=False)
+            try:
+                with self._pool.connection() as connection:
+                    self._set_up(connection)
+            except BaseException:
+                self._pool.close()
+                self._pool = self._new_pool()
+                raise
+            self._ready = True
+
+    def _set_up(self, connection: psycopg.Connection[Any]) -> None:
+        with connection.transaction():
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+            for statement in _SCHEMA.split(";"):
+                connection.execute(_sql(statement))
+            rows = connection.execute(
+                "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND table_name = ANY(%s) ORDER BY table_name, ordinal_position",
+                (list(_COLUMNS),),
+            ).fetchall()
+        found: dict[str, list[str]] = {}
+        for table, column in rows:
+            found.setdefault(table, []).append(column)
+        for table, expected in _COLUMNS.items():
+            if found.get(table) != expected:
+                raise CheckpointError(
+                    f"PostgreSQL ({self._where}) has a table {table!r} that toolrunner did not make (its columns "
+                    f"are {found.get(table)!r}); give PostgresCheckpointer a database or schema of its own."
+                )
+
+    def _write(self, saves: Sequence[EncodedSave]) -> list[Exception | None]:
+        """Write a batch of saves in one transaction: each save's own refusal, or the batch's failure."""
+        import psycopg
+        import psycopg_pool
+
+        # In run id order (sorted is stable: one run's saves keep theirs), so that two processes'
+        # batches lock the rows they share in the same order.
+        order = sorted(range(len(saves)), key=lambda index: saves[index].run_id)
+        refusals: list[Exception | None] = [None] * len(saves)
+        try:
+            self._open()
+            now = datetime.fromtimestamp(self._now(), UTC)
+            with (
+                self._pool.connection() as connection,
+                connection.transaction(),
+                connection.cursor() as cursor,
+            ):
+                for index in order:
+                    refusals[index] = _write_one(cursor, saves[index], now)
+        except psycopg_pool.PoolTimeout as error:
+            return [
+                CheckpointError(
+                    f"could not save the run {save.run_id!r}: no connection to PostgreSQL ({self._where}) within "
+                    f"{self._timeout}s ({error}); the run can be saved again once the server is reachable."
+                )
+                for save in saves
+            ]
+        except psycopg.Error as error:
+            return [self._failed(error, f"save the run {save.run_id!r}") for save in saves]
+        except CheckpointError as error:
+            return [error] * len(saves)
+        return refusals
+
+    def _failed(self, error: psycopg.Error, what: str) -> CheckpointError:
+        """The project's error for a PostgreSQL failure: what happened, and what to do."""
+        import psycopg.errors
+
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if isinstance(error, psycopg.errors.DiskFull):
+            return CheckpointError(
+                f"could not {what}: the disk of PostgreSQL ({self._where}) is full ({message}); free some space, and "
+                "the run can be saved again: its next save writes what this one did not."
+            )
+        if isinstance(error, psycopg.OperationalError):
+            return CheckpointError(
+                f"could not {what}: the connection to PostgreSQL ({self._where}) failed ({message}); check the "
+                "server, then try again (a run saves again at its next step)."
+            )
+        return CheckpointError(
+            f"could not {what} in PostgreSQL ({self._where}): {type(error).__name__}: {message}."
+        )
+
+
+def _write_one(
+    cursor: psycopg.Cursor[Any], save: EncodedSave, now: datetime
+) -> CheckpointConflictError | None:
+    run_id, columns = save.run_id, save.columns
+    values = (
+        save.sequence, STATE_VERSION, save.header, now, columns.status, columns.end_reason,
+        columns.waiting, columns.turns, columns.cost, columns.failure,
+    )  # fmt: skip
+    if save.sequence == 0:
+        cursor.execute(_INSERT, (*values, run_id, now))
+    else:  # only over the save this one follows: the check and the write are one statement
+        cursor.execute(_UPDATE, (*values, run_id, save.sequence - 1))
+    if cursor.rowcount != 1:
+        row = cursor.execute("SELECT sequence FROM toolrunner_runs WHERE run_id = %s", (run_id,)).fetchone()
+        refusal = check_sequence(run_id, None if row is None else int(row[0]), save.sequence)
+        assert refusal is not None
+        return refusal
+    for table, column, kept, rows in (
+        ("toolrunner_messages", "message", save.kept_messages, save.messages),
+        ("toolrunner_usage", "usage", save.kept_usage, save.usage),
+    ):
+        cursor.execute(_sql(f"DELETE FROM {table} WHERE run_id = %s AND position >= %s"), (run_id, kept))
+        if rows:
+            cursor.executemany(
+                _sql(f"INSERT INTO {table} (run_id, position, {column}) VALUES (%s, %s, %s)"),
+                [(run_id, position, text) for position, text in rows],
+            )
+    return None
+
+
+def _delete(connection: psycopg.Connection[Any], where: str, parameters: list[object]) -> int:
+    where = _placeholders(where)
+    with connection.transaction():
+        for table in ("toolrunner_messages", "toolrunner_usage"):
+            connection.execute(
+                _sql(
+                    f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM toolrunner_runs WHERE {where})"
+                ),
+                parameters,
+            )
+        return connection.execute(_sql(f"DELETE FROM toolrunner_runs WHERE {where}"), parameters).rowcount
+
+
+def _placeholders(sql: str) -> str:
+    """``_sqlstore``'s ``?`` placeholders as psycopg's."""
+    return sql.replace("?", "%s")
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.astimezone(UTC)
+
+
+def _sql(text: str) -> LiteralString:
+    """SQL text made here from constants (values go as parameters, never into the text), typed as
+    psycopg's ``execute`` wants it."""
+    return cast("LiteralString", text)

@@ -1,0 +1,449 @@
+"""Saved runs as a person sees them, in pure code: a run's status and summary, the filters of a
+listing, and decisions taken through a store, with no I/O.
+
+A run's status is a function of its state alone (``run_status``), so every store computes it the
+same way and writes it beside the state, in the same transaction. A decision through a store is a
+transition of the saved state (``approved``, ``denied``, ``answered``, over
+``_lifecycle.call_decided``); the store saves its result as the run's next save, so that a
+runner holding the run sees its sequence move, and of two deciders only one can win.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import enum
+import importlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, Protocol, cast
+
+from ._approvals import DENIED
+from ._errors import ApprovalError, ParamsError, StateError, ToolInputError
+from ._lifecycle import awaiting, call_decided, pending_calls
+from ._results import DEFAULT_ADAPTER, tool_result_block
+from ._state import CallRecord, CallStatus, Phase, RunState, plain_data
+from ._types import EndReason, ToolCall
+
+__all__ = [
+    "RunPage",
+    "RunStatus",
+    "RunSummary",
+    "SummaryColumns",
+    "answered",
+    "approved",
+    "check_input",
+    "check_limit",
+    "check_time",
+    "cursor_after",
+    "decided_at",
+    "decisions_since",
+    "denied",
+    "read_cursor",
+    "read_statuses",
+    "run_status",
+    "summary_columns",
+    "utc",
+    "waiting_calls",
+]
+
+
+class RunStatus(enum.Enum):
+    """Where a saved run stands, as its state says (``run_status``)."""
+
+    RUNNING = "running"
+    """Neither finished nor waiting: a runner is driving it, or it stopped (a crash, a deploy) and
+    goes on when it is resumed; the time it was last saved tells which."""
+    AWAITING = "awaiting"
+    """Calls wait for a decision (``RunSummary.waiting``): approve, deny or answer them."""
+    FINISHED = "finished"
+    """The loop ended; ``end_reason`` says why."""
+    FAILED = "failed"
+    """The last step raised (``RunSummary.failure``), and the run has not gone on since."""
+
+
+def waiting_calls(state: RunState) -> tuple[ToolCall, ...]:
+    """The calls of the current turn that wait for a decision (none once the loop ended)."""
+    if state.phase is Phase.DONE or not any(
+        record.status is CallStatus.AWAITING for record in state.calls.values()
+    ):
+        return ()
+    return awaiting(state, pending_calls(state))
+
+
+def run_status(state: RunState, waiting: tuple[ToolCall, ...] | None = None) -> RunStatus:
+    """The status of a run in ``state``: finished once the loop ended; else failed if its last
+    step raised; else awaiting if calls wait for a decision (``waiting``, if known); else running."""
+    if state.phase is Phase.DONE:
+        return RunStatus.FINISHED
+    if state.failure is not None:
+        return RunStatus.FAILED
+    if waiting_calls(state) if waiting is None else waiting:
+        return RunStatus.AWAITING
+    return RunStatus.RUNNING
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """One saved run, as a store lists it.
+
+    Attributes:
+        run_id: The run's name in the store.
+        status: Where it stands.
+        end_reason: Why the loop ended (or ``"awaiting_approval"``: it paused), if it did.
+        waiting: The calls that wait for a decision: their id, tool and input.
+        created: When the run was first saved (UTC).
+        updated: When it was last saved (UTC).
+        turns: How many requests got a reply.
+        cost: What they cost in US dollars; ``None`` once one had no price.
+        failure: The error that stopped the last step (``{"type": ..., "message": ...}``), if any.
+    """
+
+    run_id: str
+    status: RunStatus
+    end_reason: EndReason | None
+    waiting: tuple[ToolCall, ...]
+    created: datetime
+    updated: datetime
+    turns: int
+    cost: Decimal | None
+    failure: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunPage:
+    """One page of a listing: the runs, newest first, and the cursor of the next page (``None``
+    after the last)."""
+
+    runs: tuple[RunSummary, ...]
+    cursor: str | None
+
+
+# -- the summary columns ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryColumns:
+    """What a store writes beside the state, in the same transaction, to list runs without loading
+    them: plain values a SQL column holds (JSON text for ``waiting`` and ``failure``)."""
+
+    status: str
+    end_reason: str | None
+    waiting: str | None
+    turns: int
+    cost: str | None
+    failure: str | None
+
+    @classmethod
+    def of(cls, state: RunState) -> SummaryColumns:
+        calls = waiting_calls(state)
+        waiting = None
+        if calls:
+            waiting = _json(
+                [{"id": call.id, "name": call.name, "input": _input_data(call)} for call in calls]
+            )
+        return cls(
+            status=run_status(state, calls).value,
+            end_reason=state.end_reason,
+            waiting=waiting,
+            turns=state.requests_sent,
+            cost=None if state.cost is None else str(state.cost),
+            failure=None if state.failure is None else _json(dict(state.failure)),
+        )
+
+    def summary(self, run_id: str, created: datetime, updated: datetime) -> RunSummary:
+        """The summary these columns make, with the store's times."""
+        waiting: list[dict[str, Any]] = [] if self.waiting is None else json.loads(self.waiting)
+        return RunSummary(
+            run_id=run_id,
+            status=RunStatus(self.status),
+            end_reason=cast("EndReason | None", self.end_reason),
+            waiting=tuple(ToolCall(item["id"], item["name"], item["input"]) for item in waiting),
+            created=created,
+            updated=updated,
+            turns=self.turns,
+            cost=None if self.cost is None else Decimal(self.cost),
+            failure=None if self.failure is None else json.loads(self.failure),
+        )
+
+
+def summary_columns(state: RunState) -> SummaryColumns:
+    """The summary columns of ``state``."""
+    return SummaryColumns.of(state)
+
+
+def _input_data(call: ToolCall) -> object:
+    try:
+        return plain_data(call.input, "input")
+    except StateError:  # the state could not be saved either; the summary shows what it can
+        return repr(call.input)
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+# -- listing ----------------------------------------------------------------------------------------
+
+
+def read_statuses(status: RunStatus | str | Iterable[RunStatus | str] | None) -> frozenset[RunStatus] | None:
+    """The statuses a listing keeps (``None``: all), from a status, its name, or several.
+
+    Raises:
+        ParamsError: A name that is no status.
+    """
+    if status is None:
+        return None
+    items: Iterable[RunStatus | str] = [status] if isinstance(status, RunStatus | str) else status
+    found: set[RunStatus] = set()
+    for item in items:
+        if isinstance(item, RunStatus):
+            found.add(item)
+            continue
+        try:
+            found.add(RunStatus(item))
+        except ValueError:
+            names = ", ".join(repr(status.value) for status in RunStatus)
+            raise ParamsError(f"{item!r} is not a run status; use one of {names}.") from None
+    return frozenset(found)
+
+
+def check_time(value: datetime | None, name: str, *, required: bool = False) -> datetime | None:
+    """``value``, checked to be timezone-aware (a naive time is ambiguous across machines)."""
+    if value is None and not required:
+        return None
+    if not isinstance(value, datetime) or value.tzinfo is None:
+        raise ParamsError(
+            f"{name} must be a timezone-aware datetime, not {value!r}; for example datetime.now(UTC) - "
+            "timedelta(days=7)."
+        )
+    return value
+
+
+def check_limit(limit: int) -> int:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+        raise ParamsError(f"limit must be an int from 1 to 1000, not {limit!r}.")
+    return limit
+
+
+def cursor_after(created: str, run_id: str) -> str:
+    """The cursor of the page after the run with that creation key (as the store orders it)."""
+    text = json.dumps([created, run_id], ensure_ascii=False, separators=(",", ":"))
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def read_cursor(cursor: str | None) -> tuple[str, str] | None:
+    """The creation key and run id a cursor holds (``None`` for the first page).
+
+    Raises:
+        ParamsError: Not a cursor a listing gave.
+    """
+    if cursor is None:
+        return None
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        created, run_id = json.loads(text)
+        if isinstance(created, str) and isinstance(run_id, str):
+            return created, run_id
+    except (ValueError, TypeError, binascii.Error):
+        pass
+    raise ParamsError(f"{cursor!r} is not a cursor of this store's listing; pass the cursor a RunPage gave.")
+
+
+def utc(seconds: float) -> datetime:
+    """A time in seconds since the epoch, as a UTC datetime."""
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+# -- decisions --------------------------------------------------------------------------------------
+
+
+def decided_at(now: datetime) -> str:
+    """A decision's time as the journal keeps it: ISO 8601, UTC, milliseconds."""
+    return now.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+def _waiting_record(state: RunState, run_id: str, tool_use_id: str) -> CallRecord:
+    """The record of the call a person decides, or an ``ApprovalError`` that says why it cannot
+    be decided (and who decided it, when someone did)."""
+    record = state.calls.get(tool_use_id)
+    waiting = waiting_calls(state)
+    if record is not None and record.decision is not None:
+        who = "" if record.decided_by is None else f" by {record.decided_by!r}"
+        when = "" if record.decided_at is None else f" at {record.decided_at}"
+        raise ApprovalError(
+            f"the call {tool_use_id!r} of run {run_id!r} was {record.decision}{who}{when}; it cannot be "
+            "decided again."
+        )
+    if not any(call.id == tool_use_id for call in waiting):
+        if not waiting:
+            raise ApprovalError(
+                f"no call of the run {run_id!r} waits for a decision, so {tool_use_id!r} cannot be decided; find "
+                "the runs that wait with list_runs(status='awaiting') or `toolrunner runs list --status awaiting`."
+            )
+        raise ApprovalError(
+            f"the run {run_id!r} has no call {tool_use_id!r} waiting for a decision; the calls that wait are "
+            f"{[call.id for call in waiting]!r}."
+        )
+    assert record is not None
+    return record
+
+
+def approved(
+    state: RunState, run_id: str, tool_use_id: str, *, input: object = None, by: str | None, at: str
+) -> RunState:
+    """``state`` with a waiting call approved; with ``input``, to run with that input instead,
+    checked against the input schema saved with the call.
+
+    Raises:
+        ApprovalError: The call does not wait for a decision (the message says who decided it).
+        ToolInputError: ``input`` does not fit the tool's schema, or the schema is not saved.
+    """
+    record = _waiting_record(state, run_id, tool_use_id)
+    if input is not None:
+        check_input(record, input)
+    return call_decided(state, tool_use_id, "approved", approved_input=input, by=by, at=at)
+
+
+def denied(
+    state: RunState, run_id: str, tool_use_id: str, reason: str | None, *, by: str | None, at: str
+) -> RunState:
+    """``state`` with a waiting call denied: the model reads ``reason`` as its error result (with
+    ``None``, the runner's own wording for a call a person denied)."""
+    if reason is not None and (not isinstance(reason, str) or not reason.strip()):
+        raise ApprovalError(
+            f"denying {tool_use_id!r} needs a reason the model can read, not {reason!r}; for example 'The "
+            "amount is over the limit; ask the user first.'"
+        )
+    record = _waiting_record(state, run_id, tool_use_id)
+    if reason is None:
+        reason = DENIED.format(name=record.call.name)
+    block = tool_result_block(tool_use_id, reason, is_error=True)
+    return call_decided(state, tool_use_id, "denied", result=block, by=by, at=at)
+
+
+def answered(
+    state: RunState,
+    run_id: str,
+    tool_use_id: str,
+    result: object,
+    *,
+    is_error: bool = False,
+    by: str | None,
+    at: str,
+) -> RunState:
+    """``state`` with a waiting call answered with ``result`` (made into tool_result content as a
+    tool's return value is, by the default result adapter)."""
+    _waiting_record(state, run_id, tool_use_id)
+    block = tool_result_block(tool_use_id, DEFAULT_ADAPTER.to_content(result), is_error=is_error)
+    return call_decided(state, tool_use_id, "answered", result=block, by=by, at=at)
+
+
+def check_input(record: CallRecord, input: object) -> None:
+    """Check an edited input against the input schema saved with its call (``record.tool``).
+
+    Raises:
+        ToolInputError: The input is not a JSON object, does not fit the schema, or no schema was
+            saved with the call (a process without the tools cannot check it then).
+    """
+    call = record.call
+    try:
+        data: object = plain_data(input, "the input")
+    except StateError as error:
+        raise ToolInputError(f"the edited input of {call.id!r} cannot be saved: {error}") from None
+    if not isinstance(data, dict):
+        raise ToolInputError(
+            f"the edited input of {call.id!r} must be a JSON object (the tool's arguments), not {input!r}."
+        )
+    schema: object = None if record.tool is None else record.tool.get("input_schema")
+    if not isinstance(schema, Mapping):
+        raise ToolInputError(
+            f"the call {call.id!r} to {call.name!r} was saved without its tool's input schema, so an edited "
+            "input cannot be checked here; approve it as it is, deny it, or approve the edit in the app "
+            "(runner.approve(..., input=...)), which has the tool."
+        )
+    schema = cast("Mapping[str, Any]", schema)
+    jsonschema: Any = importlib.import_module("jsonschema")  # imported when used: most runs never edit one
+    validator_class: _ValidatorClass = jsonschema.validators.validator_for(
+        schema, default=jsonschema.Draft202012Validator
+    )
+    try:
+        validator_class.check_schema(schema)
+    except jsonschema.SchemaError as error:
+        raise ToolInputError(
+            f"the input schema saved with {call.id!r} is not a valid JSON schema ({error.message}); approve the "
+            "call as it is, or deny it."
+        ) from None
+    errors = sorted(
+        validator_class(schema).iter_errors(cast(object, data)),
+        key=lambda error: [str(part) for part in error.path],
+    )
+    if errors:
+        problems = "; ".join(
+            f"{'/'.join(str(part) for part in error.path) or '(the input)'}: {error.message}"
+            for error in errors[:5]
+        )
+        raise ToolInputError(
+            f"the edited input of {call.id!r} does not fit the input schema of {call.name!r}: {problems}. Fix the "
+            "input, or approve the call as it is."
+        )
+
+
+class _SchemaProblem(Protocol):
+    message: str
+    path: Iterable[object]
+
+
+class _Validator(Protocol):
+    def iter_errors(self, instance: object) -> Iterable[_SchemaProblem]: ...
+
+
+class _ValidatorClass(Protocol):
+    def __call__(self, schema: Mapping[str, Any]) -> _Validator: ...
+    def check_schema(self, schema: Mapping[str, Any]) -> None: ...
+
+
+# -- what a runner that holds the run reads from the store -----------------------------------------
+
+
+def decisions_since(held: RunState, stored: RunState) -> dict[str, CallRecord] | None:
+    """The decisions taken through the store on calls that wait in ``held``, if ``stored`` differs
+    from ``held`` by those alone; ``None`` if anything else differs (another runner went on with
+    the run). An empty dict: the two are the same run state.
+
+    A runner whose save was refused (the run's sequence moved) reads the store: with the decisions
+    this returns, it may apply them and go on; with ``None`` it must stop.
+    """
+    if held.calls.keys() != stored.calls.keys():
+        return None
+    decided: dict[str, CallRecord] = {}
+    waiting = {call.id for call in waiting_calls(held)}
+    for tool_use_id, mine in held.calls.items():
+        theirs = stored.calls[tool_use_id]
+        if _record(theirs) == _record(mine):
+            continue
+        if tool_use_id not in waiting or theirs.decision is None or theirs.call != mine.call:
+            return None
+        decided[tool_use_id] = theirs
+    if (
+        len(held.messages) != len(stored.messages)
+        or held.usage != stored.usage
+        or {**held.to_dict(), "calls": None} != {**stored.to_dict(), "calls": None}
+    ):
+        return None
+    return decided
+
+
+def _record(record: CallRecord) -> dict[str, Any]:
+    return {
+        "call": record.call,
+        "status": record.status,
+        "result": plain_data(record.result, "result"),
+        "approved_input": plain_data(record.approved_input, "approved_input"),
+        "decision": record.decision,
+        "decided_by": record.decided_by,
+        "decided_at": record.decided_at,
+    }
