@@ -240,24 +240,26 @@ class PostgresCheckpointer(DecidingStore):
             self._ready = True
 
     def _set_up(self, connection: psycopg.Connection[Any]) -> None:
+        """Make the tables that are missing, after checking that those present are toolrunner's."""
         with connection.transaction():
             connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
-            for statement in _SCHEMA.split(";"):
-                connection.execute(_sql(statement))
             rows = connection.execute(
                 "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() "
                 "AND table_name = ANY(%s) ORDER BY table_name, ordinal_position",
                 (list(_COLUMNS),),
             ).fetchall()
-        found: dict[str, list[str]] = {}
-        for table, column in rows:
-            found.setdefault(table, []).append(column)
-        for table, expected in _COLUMNS.items():
-            if found.get(table) != expected:
-                raise CheckpointError(
-                    f"PostgreSQL ({self._where}) has a table {table!r} that toolrunner did not make (its columns "
-                    f"are {found.get(table)!r}); give PostgresCheckpointer a database or schema of its own."
-                )
+            found: dict[str, list[str]] = {}
+            for table, column in rows:
+                found.setdefault(table, []).append(column)
+            for table, columns in found.items():
+                if columns != _COLUMNS[table]:
+                    raise CheckpointError(
+                        f"PostgreSQL ({self._where}) has a table {table!r} that toolrunner did not make (its columns "
+                        f"are {columns!r}); give PostgresCheckpointer a database or schema of its own."
+                    )
+            if found.keys() != _COLUMNS.keys():
+                for statement in _SCHEMA.split(";"):
+                    connection.execute(_sql(statement))
 
     def _write(self, saves: Sequence[EncodedSave]) -> list[Exception | None]:
         """Write a batch of saves in one transaction: each save's own refusal, or the batch's failure."""

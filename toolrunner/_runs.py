@@ -425,7 +425,14 @@ def decisions_since(held: RunState, stored: RunState) -> dict[str, CallRecord] |
         theirs = stored.calls[tool_use_id]
         if _record(theirs) == _record(mine):
             continue
-        if tool_use_id not in waiting or theirs.decision is None or theirs.call != mine.call:
+        # A decision as a decider leaves it: approved and not started, or answered (denied) at once.
+        fresh = CallStatus.APPROVED if theirs.decision == "approved" else CallStatus.FINISHED
+        if (
+            tool_use_id not in waiting
+            or theirs.decision is None
+            or theirs.status is not fresh
+            or theirs.call != mine.call
+        ):
             return None
         decided[tool_use_id] = theirs
     if (
