@@ -43,18 +43,28 @@ import sys
 import threading
 import traceback
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal, NoReturn, cast
+from typing import Any, Literal, NoReturn, cast
 
 import anthropic
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import httpx2
+import psycopg
 
-from toolrunner import CallStatus, Checkpoint, Phase, SQLiteCheckpointer, ToolContext, ToolRunner, tool
+from toolrunner import (
+    CallStatus,
+    Checkpoint,
+    Phase,
+    PostgresCheckpointer,
+    SQLiteCheckpointer,
+    ToolContext,
+    ToolRunner,
+    tool,
+)
 from toolrunner.testing import (
     FakeMessagesAPI,
     RecordedRequest,
@@ -71,6 +81,8 @@ __all__ = [
     "RUN_ID",
     "Job",
     "KillPoint",
+    "StoreKind",
+    "Tripping",
     "Tripwire",
     "expected_result",
     "run",
@@ -116,6 +128,7 @@ def expected_result(call_id: str) -> str:
 # -- the job --------------------------------------------------------------------------------------
 
 Kind = Literal["request", "event", "save", "write", "append", "tool"]
+StoreKind = Literal["sqlite", "postgres"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,14 +167,17 @@ class KillPoint:
 @dataclass(frozen=True, slots=True)
 class Job:
     """One worker: its backend, its directory (``runs.db``, ``ledger.txt``), where it kills itself,
-    its number (it writes ``worker-<number>.log`` and, when it ends, ``counts-<number>.json``), and
-    whether it streams with eager tools (see the module docstring)."""
+    its number (it writes ``worker-<number>.log`` and, when it ends, ``counts-<number>.json``),
+    whether it streams with eager tools (see the module docstring), and its store: ``"sqlite"``
+    (``runs.db`` in the directory) or ``"postgres"`` (the database at ``url``)."""
 
     backend: str
     directory: str
     number: int
     kill: KillPoint | None = None
     eager: bool = False
+    store: StoreKind = "sqlite"
+    url: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -280,19 +296,22 @@ def tripwire() -> Tripwire:
     return _tripwire
 
 
-class TrippingStore(SQLiteCheckpointer):
-    """The SQLite store, with the ``save``, ``write`` and ``append`` kill points."""
+class Tripping:
+    """The ``save``, ``write`` and ``append`` kill points, around a store's ``save``; the store
+    reports each SQL statement of its transaction (``before``, and ``after`` its last one)."""
 
     _UNTIL_COMMIT = -1
 
-    def __init__(self, path: Path, wire: Tripwire) -> None:
-        super().__init__(path)
+    def __init__(self, wire: Tripwire) -> None:
         self._wire = wire
         self._cut: int | None = None  # kill before this statement of the save under way
         self._statements = 0
         self._wrote_run = False
+        self._last = ""  # the save's last statement (for the stores that report no COMMIT)
 
-    async def save(self, checkpoint: Checkpoint) -> None:
+    async def tripping_save(
+        self, checkpoint: Checkpoint, save: Callable[[Checkpoint], Awaitable[None]]
+    ) -> None:
         wire = self._wire
         appends = any(
             _holds_results(message) for message in checkpoint.state.messages[checkpoint.kept_messages :]
@@ -303,10 +322,12 @@ class TrippingStore(SQLiteCheckpointer):
         if write or append:
             assert wire.point is not None
             cut = self._UNTIL_COMMIT if wire.point.statement is None else wire.point.statement
+        new_usage = len(checkpoint.state.usage) > checkpoint.kept_usage
+        self._last = "INSERT INTO toolrunner_usage" if new_usage else "DELETE FROM toolrunner_usage"
         self._cut, self._statements, self._wrote_run = cut, 0, False
         wire.save_started()
         try:
-            await super().save(checkpoint)
+            await save(checkpoint)
         finally:
             self._cut = None
             wire.save_ended()
@@ -317,13 +338,8 @@ class TrippingStore(SQLiteCheckpointer):
             if record.status is CallStatus.FINISHED and wire.passing("save", id_):
                 wire.kill()
 
-    def _connect(self) -> sqlite3.Connection:
-        connection = super()._connect()
-        connection.set_trace_callback(self._trace)
-        return connection
-
-    def _trace(self, statement: str) -> None:
-        """Runs in the worker thread, before each statement of the connection."""
+    def before(self, statement: str) -> None:
+        """Runs in the worker thread, before each statement of the store's connection."""
         cut = self._cut
         if cut is None:
             return
@@ -338,6 +354,61 @@ class TrippingStore(SQLiteCheckpointer):
         if self._statements == cut:
             self._wire.kill()
         self._statements += 1
+
+    def after(self, statement: str) -> None:
+        """After a statement, for a store whose COMMIT the worker does not see: the save's last
+        statement done, its COMMIT is next."""
+        if self._cut == self._UNTIL_COMMIT and self._wrote_run and statement.startswith(self._last):
+            self._wire.kill()
+
+
+class TrippingSQLite(SQLiteCheckpointer):
+    """The SQLite store with the kill points; SQLite's trace callback reports each statement."""
+
+    def __init__(self, path: Path, wire: Tripwire) -> None:
+        super().__init__(path)
+        self._tripping = Tripping(wire)
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        await self._tripping.tripping_save(checkpoint, super().save)
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = super()._connect()
+        connection.set_trace_callback(self._tripping.before)
+        return connection
+
+
+class TrippingPostgres(PostgresCheckpointer):
+    """The PostgreSQL store with the kill points; its connections' cursors report each statement
+    (the transaction's COMMIT is psycopg's own: the kill before it comes after the last statement)."""
+
+    def __init__(self, url: str, wire: Tripwire) -> None:
+        self._tripping = Tripping(wire)
+        super().__init__(url, max_connections=2)
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        await self._tripping.tripping_save(checkpoint, super().save)
+
+    def _connection_options(self) -> dict[str, Any]:
+        tripping = self._tripping
+
+        class ReportingCursor(psycopg.Cursor[Any]):
+            def execute(self, query: Any, params: Any = None, **options: Any) -> Any:
+                tripping.before(_text(query))
+                done = super().execute(query, params, **options)
+                tripping.after(_text(query))
+                return done
+
+            def executemany(self, query: Any, params_seq: Any, **options: Any) -> None:
+                tripping.before(_text(query))
+                super().executemany(query, params_seq, **options)
+                tripping.after(_text(query))
+
+        return {**super()._connection_options(), "cursor_factory": ReportingCursor}
+
+
+def _text(query: object) -> str:
+    return query.decode() if isinstance(query, bytes) else str(query)
 
 
 def _holds_results(message: object) -> bool:
@@ -509,7 +580,12 @@ def _client(job: Job, wire: Tripwire) -> anthropic.AsyncAnthropic:
 
 
 async def drive(job: Job, wire: Tripwire) -> None:
-    store = TrippingStore(job.database, wire)
+    store: TrippingSQLite | TrippingPostgres
+    if job.store == "sqlite":
+        store = TrippingSQLite(job.database, wire)
+    else:
+        assert job.url is not None
+        store = TrippingPostgres(job.url, wire)
     try:
         async with _client(job, wire) as client:
             if await store.load(RUN_ID) is None:  # nothing saved yet (or a first save that was cut short)

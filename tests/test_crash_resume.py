@@ -1,11 +1,12 @@
-"""Crash tests: a worker process SIGKILLs itself at a chosen point, and a new process resumes the run.
+"""Crash tests: a worker process SIGKILLs itself at a chosen point, and a new process resumes the run,
+on each store a process can die with: SQLite, and PostgreSQL (a real server, ``postgres_server.py``).
 
 The worker (``tests/crash_worker.py``) drives a checkpointed run of a three-turn conversation with
 parallel calls (sync and async tools, idempotent and not) against a fake whose answers follow from
 the request alone, and its tools write ``start``/``finish`` lines to a ledger file. A worker is
 killed during a request, right after a save, before any SQL statement of a save (of one that
 appends a turn's results, say), or inside a call while it runs once some of its siblings have
-finished; a second worker resumes from the SQLite file (and may be killed in turn), and a last one
+finished; a second worker resumes from the store (and may be killed in turn), and a last one
 finishes the run. Each scenario runs plain (``stream=False``) and eager (``stream=True,
 run_tools_eagerly=True``, where a worker can also be killed between two events of a streaming
 reply, and the idempotent calls start while their reply streams).
@@ -48,9 +49,10 @@ import pytest
 from hypothesis import event, given, settings, strategies as st
 
 from tests._hypothesis_profiles import PROFILE, property_settings
-from tests.crash_worker import CALLS, IDEMPOTENT, RUN_ID, Job, KillPoint, expected_result
+from tests.crash_worker import CALLS, IDEMPOTENT, RUN_ID, Job, KillPoint, StoreKind, expected_result
+from tests.postgres_server import new_schema
 from tests.reliability_helpers import Skeleton, pairing_problems, plain, skeleton
-from toolrunner import CallStatus, Phase, RunState, SQLiteCheckpointer
+from toolrunner import CallStatus, Phase, PostgresCheckpointer, RunState, SQLiteCheckpointer
 
 ROOT = Path(__file__).resolve().parent.parent
 BACKENDS = ["asyncio", "trio"]
@@ -59,10 +61,16 @@ MODE_IDS = ["plain", "eager"]
 GUARD = 120  # seconds for a plain subprocess; only reached when a worker hangs (it stops itself at 60)
 KILLED = -signal.SIGKILL
 
+STORES: list[StoreKind] = ["sqlite", "postgres"]
+"""The stores a process can die with (``MemoryCheckpointer`` dies with it: it has no crash to test)."""
+
 # Each example forks two or three workers (tens of milliseconds each): a modest count keeps this file
-# well under a minute in CI; HYPOTHESIS_PROFILE=thorough explores many more kill points.
+# to a couple of minutes in CI; HYPOTHESIS_PROFILE=thorough explores many more kill points. The
+# PostgreSQL store's statements are the SQLite store's, so fewer examples suffice to cover them.
 EXAMPLES = {"ci": 50, "thorough": 1_000, "dev": 5}[PROFILE]
 crash_settings = settings(property_settings, max_examples=EXAMPLES)
+POSTGRES_EXAMPLES = {"ci": 8, "thorough": 300, "dev": 3}[PROFILE]
+postgres_crash_settings = settings(property_settings, max_examples=POSTGRES_EXAMPLES)
 
 CALL_IDS = sorted(CALLS)
 
@@ -158,9 +166,34 @@ def read_ledger(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def load(database: Path) -> RunState | None:
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a scenario's files and run live: its directory (the ledger, the logs), and its store:
+    ``runs.db`` there, or a schema of its own on the PostgreSQL server at ``url``."""
+
+    directory: Path
+    store: StoreKind = "sqlite"
+    url: str | None = None
+
+    def job(self, backend: str, number: int, kill: KillPoint | None = None, eager: bool = False) -> Job:
+        return Job(backend, str(self.directory), number, kill, eager, self.store, self.url)
+
+
+@pytest.fixture(params=STORES)
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> Place:
+    """Each store a process can die with: SQLite, and PostgreSQL on the session's server."""
+    if request.param == "sqlite":
+        return Place(tmp_path)
+    return Place(tmp_path, "postgres", request.getfixturevalue("postgres_url"))
+
+
+def load(job: Job) -> RunState | None:
     """The state the store holds, read the way a resuming process reads it."""
-    store = SQLiteCheckpointer(database)
+    if job.store == "sqlite":
+        store: SQLiteCheckpointer | PostgresCheckpointer = SQLiteCheckpointer(job.database)
+    else:
+        assert job.url is not None
+        store = PostgresCheckpointer(job.url)
     try:
         checkpoint = anyio.run(store.load, RUN_ID)
     finally:
@@ -170,7 +203,7 @@ def load(database: Path) -> RunState | None:
 
 def crash_and_resume(
     run: Callable[[Job], int],
-    directory: Path,
+    place: Place,
     kills: Sequence[KillPoint | None],
     backends: Sequence[str],
     *,
@@ -179,9 +212,9 @@ def crash_and_resume(
     """Run a worker per kill point (each resuming what the last left), then one to the end; a
     worker whose kill point is never reached ends the run itself. ``backends`` cycles over workers."""
     crashes: list[Crash] = []
-    job = Job(backends[0], str(directory), 0, eager=eager)
+    job = place.job(backends[0], 0, eager=eager)
     for number, kill in enumerate([*kills, None]):
-        job = Job(backends[number % len(backends)], str(directory), number, kill, eager)
+        job = place.job(backends[number % len(backends)], number, kill, eager)
         before = len(read_ledger(job.ledger))
         status = run(job)
         ledger = read_ledger(job.ledger)
@@ -192,12 +225,12 @@ def crash_and_resume(
                 f"worker {number} was killed, but not at {kill}: {killed}\n{log}"
             )
             assert kill is not None
-            crashes.append(Crash(kill, len(ledger), load(job.database)))
+            crashes.append(Crash(kill, len(ledger), load(job)))
             continue
         assert status == 0, f"worker {number} (kill point {kill}) exited with {status}:\n{log}"
         assert not killed, f"worker {number} wrote {killed} but was not killed:\n{log}"
         break
-    final = load(job.database)
+    final = load(job)
     assert final is not None, "the run was never saved"
     return Outcome(crashes, read_ledger(job.ledger), final)
 
@@ -341,7 +374,7 @@ def references(workers: Workers) -> References:
                 job = Job(backend, name, 0, eager=eager)
                 status = workers.run(job)
                 assert status == 0, job.log.read_text()
-                final = load(job.database)
+                final = load(job)
                 assert final is not None
                 found[backend, eager] = Reference(
                     skeleton(final.messages), _counts(job), pairing_problems(final.messages)
@@ -391,9 +424,9 @@ eager_modes = pytest.mark.parametrize("eager", MODES, ids=MODE_IDS)
 @eager_modes
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_killed_during_a_request_the_next_process_sends_it_again(
-    workers: Workers, references: References, backend: str, eager: bool, tmp_path: Path
+    workers: Workers, references: References, backend: str, eager: bool, place: Place
 ) -> None:
-    outcome = crash_and_resume(workers.run, tmp_path, [KillPoint("request", 1)], [backend], eager=eager)
+    outcome = crash_and_resume(workers.run, place, [KillPoint("request", 1)], [backend], eager=eager)
     [crash] = outcome.crashes
     saved = crash.saved
     assert saved is not None
@@ -410,10 +443,10 @@ def test_killed_during_a_request_the_next_process_sends_it_again(
 @eager_modes
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_killed_right_after_a_calls_result_is_saved_it_is_answered_from_the_journal(
-    workers: Workers, references: References, backend: str, eager: bool, tmp_path: Path
+    workers: Workers, references: References, backend: str, eager: bool, place: Place
 ) -> None:
     kills = [KillPoint("save", 0, "t0_charge")]
-    outcome = crash_and_resume(workers.run, tmp_path, kills, [backend], eager=eager)
+    outcome = crash_and_resume(workers.run, place, kills, [backend], eager=eager)
     [crash] = outcome.crashes
     assert crash.saved is not None
     assert crash.saved.calls["t0_charge"].status is CallStatus.FINISHED
@@ -435,10 +468,10 @@ def test_killed_inside_a_running_call_after_siblings_finished(
     eager: bool,
     call: str,
     after: int,
-    tmp_path: Path,
+    place: Place,
 ) -> None:
     kills = [KillPoint("tool", call=call, after=after)]
-    outcome = crash_and_resume(workers.run, tmp_path, kills, [backend], eager=eager)
+    outcome = crash_and_resume(workers.run, place, kills, [backend], eager=eager)
     [crash] = outcome.crashes
     finished, started = saved_calls(crash.saved)
     assert call in started
@@ -458,9 +491,9 @@ def test_killed_inside_a_running_call_after_siblings_finished(
 @eager_modes
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_killed_while_a_turns_results_are_appended_the_save_is_all_or_nothing(
-    workers: Workers, references: References, backend: str, eager: bool, tmp_path: Path
+    workers: Workers, references: References, backend: str, eager: bool, place: Place
 ) -> None:
-    outcome = crash_and_resume(workers.run, tmp_path, [KillPoint("append", 0)], [backend], eager=eager)
+    outcome = crash_and_resume(workers.run, place, [KillPoint("append", 0)], [backend], eager=eager)
     [crash] = outcome.crashes
     # The save was cut before its COMMIT: the store holds the one before, whose journal has both
     # results and whose history does not have them yet.
@@ -477,22 +510,22 @@ def test_killed_while_a_turns_results_are_appended_the_save_is_all_or_nothing(
 @eager_modes
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_killed_again_while_resuming_the_interrupted_call_stays_answered_as_interrupted(
-    workers: Workers, references: References, backend: str, eager: bool, tmp_path: Path
+    workers: Workers, references: References, backend: str, eager: bool, place: Place
 ) -> None:
     kills = [KillPoint("tool", call="t1_charge", after=2), KillPoint("append", 0)]
-    outcome = crash_and_resume(workers.run, tmp_path, kills, [backend], eager=eager)
+    outcome = crash_and_resume(workers.run, place, kills, [backend], eager=eager)
     assert [crash.point for crash in outcome.crashes] == kills
     assert check(outcome, references[backend, eager].skeleton) == {"t1_charge"}
     assert starts(outcome.ledger)["t1_charge"] == 1
 
 
 def test_a_plain_subprocess_crashes_on_trio_and_resumes_on_asyncio(
-    references: References, tmp_path: Path
+    references: References, place: Place
 ) -> None:
     """Without the fork server: every worker starts a new interpreter (and the saved state does not
     depend on the backend that wrote it)."""
     kills = [KillPoint("tool", call="t0_charge", after=1)]
-    outcome = crash_and_resume(run_subprocess, tmp_path, kills, ["trio", "asyncio"])
+    outcome = crash_and_resume(run_subprocess, place, kills, ["trio", "asyncio"])
     assert len(outcome.crashes) == 1
     assert check(outcome, references["asyncio", False].skeleton) == {"t0_charge"}
 
@@ -502,13 +535,13 @@ def test_a_plain_subprocess_crashes_on_trio_and_resumes_on_asyncio(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_killed_as_a_reply_ends_streaming_only_its_idempotent_call_had_started(
-    workers: Workers, references: References, backend: str, tmp_path: Path
+    workers: Workers, references: References, backend: str, place: Place
 ) -> None:
     """Killed before turn 1's message_stop: email and charge wait for the reply to be whole and
     saved, so they had not started; read may have, and runs again with the reply requested again."""
     reference = references[backend, True]
     kills = [KillPoint("event", reference.last_event(1))]
-    outcome = crash_and_resume(workers.run, tmp_path, kills, [backend], eager=True)
+    outcome = crash_and_resume(workers.run, place, kills, [backend], eager=True)
     [crash] = outcome.crashes
     before = starts(outcome.ledger[: crash.ledger])
     assert not before.keys() & {"t1_email", "t1_charge"}, f"started before the reply was whole: {before}"
@@ -519,12 +552,12 @@ def test_killed_as_a_reply_ends_streaming_only_its_idempotent_call_had_started(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_killed_inside_a_call_started_early_it_runs_again_with_its_reply(
-    workers: Workers, references: References, backend: str, tmp_path: Path
+    workers: Workers, references: References, backend: str, place: Place
 ) -> None:
     """fetch, turn 0's second call, starts as its block closes and is killed at once; charge, the
     first call, had not started: it waits for the reply, and the reply for fetch."""
     kills = [KillPoint("tool", call="t0_fetch")]
-    outcome = crash_and_resume(workers.run, tmp_path, kills, [backend], eager=True)
+    outcome = crash_and_resume(workers.run, place, kills, [backend], eager=True)
     [crash] = outcome.crashes
     assert starts(outcome.ledger[: crash.ledger]) == {"t0_fetch": 1}
     assert crash.saved is not None
@@ -563,6 +596,25 @@ def kill_points(counts: Mapping[str, int]) -> st.SearchStrategy[KillPoint]:
     return st.one_of(points)
 
 
+def any_kill_point(
+    workers: Workers,
+    reference: Reference,
+    new_place: Callable[[Path], Place],
+    backend: str,
+    eager: bool,
+    data: st.DataObject,
+) -> None:
+    first = data.draw(kill_points(reference.counts), label="first kill point")
+    second = data.draw(st.none() | kill_points(reference.counts), label="second kill point, while resuming")
+    kills = [first] if second is None else [first, second]
+    with tempfile.TemporaryDirectory() as name:
+        outcome = crash_and_resume(workers.run, new_place(Path(name)), kills, [backend], eager=eager)
+        interrupted = check(outcome, reference.skeleton)
+    event(f"crashes: {len(outcome.crashes)}")
+    event(f"interrupted calls: {len(interrupted)}")
+    event(f"kill points: {', '.join(point.kind for point in kills)}")
+
+
 @pytest.mark.parametrize("eager", MODES, ids=MODE_IDS)
 @pytest.mark.parametrize("backend", BACKENDS)
 @given(data=st.data())
@@ -570,13 +622,22 @@ def kill_points(counts: Mapping[str, int]) -> st.SearchStrategy[KillPoint]:
 def test_any_kill_point_then_resume_ends_the_run_as_without_the_crash(
     workers: Workers, references: References, backend: str, eager: bool, data: st.DataObject
 ) -> None:
-    reference = references[backend, eager]
-    first = data.draw(kill_points(reference.counts), label="first kill point")
-    second = data.draw(st.none() | kill_points(reference.counts), label="second kill point, while resuming")
-    kills = [first] if second is None else [first, second]
-    with tempfile.TemporaryDirectory() as name:
-        outcome = crash_and_resume(workers.run, Path(name), kills, [backend], eager=eager)
-        interrupted = check(outcome, reference.skeleton)
-    event(f"crashes: {len(outcome.crashes)}")
-    event(f"interrupted calls: {len(interrupted)}")
-    event(f"kill points: {', '.join(point.kind for point in kills)}")
+    any_kill_point(workers, references[backend, eager], Place, backend, eager, data)
+
+
+@pytest.mark.parametrize("eager", MODES, ids=MODE_IDS)
+@pytest.mark.parametrize("backend", BACKENDS)
+@given(data=st.data())
+@postgres_crash_settings
+def test_any_kill_point_then_resume_ends_the_run_as_without_the_crash_on_postgres(
+    workers: Workers,
+    references: References,
+    postgres_server: str,
+    backend: str,
+    eager: bool,
+    data: st.DataObject,
+) -> None:
+    def new_place(directory: Path) -> Place:
+        return Place(directory, "postgres", new_schema(postgres_server))
+
+    any_kill_point(workers, references[backend, eager], new_place, backend, eager, data)

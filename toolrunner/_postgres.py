@@ -116,26 +116,31 @@ class PostgresCheckpointer(DecidingStore):
         # What names the database in messages and repr: never the password.
         self._where = f"{parts.get('dbname', '')} on {parts.get('host') or 'localhost'}"
         self._timeout = timeout
-
-        def pool() -> psycopg_pool.ConnectionPool[psycopg.Connection[Any]]:
-            return psycopg_pool.ConnectionPool(
-                url,
-                min_size=min_connections,
-                max_size=max_connections,
-                timeout=timeout,
-                kwargs={"autocommit": True},
-                open=False,
-                name="toolrunner",
-            )
-
-        self._new_pool = pool  # a closed pool cannot be opened again: each opening makes a new one
-        self._pool = pool()
+        self._url, self._sizes = url, (min_connections, max_connections)
+        self._pool_type = psycopg_pool.ConnectionPool
+        self._pool = self._new_pool()
         self._lock = threading.Lock()  # guards opening the pool and making the tables
         self._ready = False
         self._commits = GroupCommit(self._write, name="toolrunner saves to PostgreSQL")
 
     def __repr__(self) -> str:
         return f"PostgresCheckpointer(<{self._where}>)"
+
+    def _new_pool(self) -> psycopg_pool.ConnectionPool[psycopg.Connection[Any]]:
+        """A pool, not open yet (a closed pool cannot be opened again: each opening makes a new one)."""
+        return self._pool_type(
+            self._url,
+            min_size=self._sizes[0],
+            max_size=self._sizes[1],
+            timeout=self._timeout,
+            kwargs=self._connection_options(),
+            open=False,
+            name="toolrunner",
+        )
+
+    def _connection_options(self) -> dict[str, Any]:
+        """The keyword arguments of each connection (``psycopg.Connection.connect``)."""
+        return {"autocommit": True}
 
     async def save(self, checkpoint: Checkpoint) -> None:
         await self._commits.submit(encode(checkpoint))
