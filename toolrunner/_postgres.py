@@ -231,17 +231,18 @@ class PostgresCheckpointer(DecidingStore):
     def _open(self) -> None:
         if self._ready:
             return
+        import psycopg
+
         with self._lock:
             if self._ready:
                 return
+            # One connection first, outside the pool: it makes the tables, and a server that cannot
+            # be reached says why at once (the pool would try again in the background until timeout).
+            with psycopg.connect(
+                self._url, connect_timeout=max(1, round(self._timeout)), **self._connection_options()
+            ) as connection:
+                self._set_up(connection)
             self._pool.open(wait=False)
-            try:
-                with self._pool.connection() as connection:
-                    self._set_up(connection)
-            except BaseException:
-                self._pool.close()
-                self._pool = self._new_pool()
-                raise
             self._ready = True
 
     def _set_up(self, connection: psycopg.Connection[Any]) -> None:
