@@ -9,6 +9,7 @@ import logging as _logging
 from ._caching import CachePolicy as CachePolicy
 from ._checkpoint import Checkpoint as Checkpoint, Checkpointer as Checkpointer, RunStore as RunStore
 from ._compaction import CompactionControl as CompactionControl
+from ._console import EventPrinter as EventPrinter
 from ._errors import (
     ApprovalError as ApprovalError,
     AwaitingApprovalError as AwaitingApprovalError,
@@ -72,6 +73,7 @@ from ._state import (
     Phase as Phase,
     RunState as RunState,
 )
+from ._stores import open_store as open_store
 from ._sync import SyncReplyStream as SyncReplyStream, SyncToolRunner as SyncToolRunner
 from ._tools import ApprovalGate as ApprovalGate, Tool as Tool, ToolContext as ToolContext, tool as tool
 from ._toolsets import RunnableTool as RunnableTool, Toolset as Toolset
@@ -116,6 +118,7 @@ __all__ = [
     "CompactionControl",
     "Decision",
     "EndReason",
+    "EventPrinter",
     "File",
     "HistoryError",
     "Image",
@@ -169,6 +172,7 @@ __all__ = [
     "decisions_since",
     "find_price",
     "from_openai",
+    "open_store",
     "run_status",
     "sanitize_tool_id",
     "text_of",

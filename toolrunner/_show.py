@@ -119,9 +119,9 @@ def _waiting(summary: RunSummary) -> str:
     return ""
 
 
-def plural(count: int, noun: str) -> str:
-    """``1 run``, ``2 runs``."""
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``1 run``, ``2 runs`` (``many``: the plural, when it is not ``noun`` + s)."""
+    return f"{count:,} {noun if count == 1 else many or noun + 's'}"
 
 
 def moment(value: datetime) -> str:

@@ -1,0 +1,117 @@
+"""``EventPrinter``: an ``on_event`` that prints what a run does, one line an event, so that a person
+can watch a long run from a script without writing a listener.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping
+from typing import TextIO
+
+from ._events import (
+    ApprovalDecided,
+    ApprovalRequested,
+    LoopFinished,
+    MessageFinished,
+    RunnerEvent,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from ._show import call_text, plural
+from ._usage import Price, UsageTracker
+
+__all__ = ["EventPrinter"]
+
+
+class EventPrinter:
+    """Prints a run's events as they happen: each reply (its stop reason, tokens and text), each
+    tool call as it starts and finishes (with its duration, and whether it failed), each call that
+    waits for a decision and each decision, and the run's usage and cost when the loop ends or
+    pauses. Pass it as ``on_event=EventPrinter()``.
+
+    ``[toolu_...]`` at the end of a line is the call's tool_use id (what ``toolrunner runs approve``
+    takes); the time at the start of a line counts from the first event.
+
+    Args:
+        file: Where to print; standard error when ``None`` (the output stays the script's own).
+        text: Print each reply's text whole; by default its first line, cut at 100 characters.
+        prices: The prices the cost at the end is counted with (``DEFAULT_PRICES`` when ``None``).
+        clock: Seconds, for the times and durations shown (``time.monotonic``).
+    """
+
+    def __init__(
+        self,
+        *,
+        file: TextIO | None = None,
+        text: bool = False,
+        prices: Mapping[str, Price] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.file = file
+        self.text = text
+        self._usage = UsageTracker(prices=prices)
+        self._clock = clock
+        self._start: float | None = None
+
+    def __call__(self, event: RunnerEvent) -> None:
+        if isinstance(event, TextDelta):
+            return  # the reply's text comes whole, with its reply
+        now = self._clock()
+        if self._start is None:
+            self._start = now
+        stamp = f"{now - self._start:7.1f}s "
+        for line in self._lines(event):
+            print(stamp + line, file=self.file or sys.stderr, flush=True)
+            stamp = " " * len(stamp)
+
+    def _lines(self, event: RunnerEvent) -> list[str]:
+        if isinstance(event, MessageFinished):
+            return self._reply(event)
+        if isinstance(event, ToolCallStarted):
+            early = " (while the reply streams)" if event.early else ""
+            return [f"  start    {call_text(event.call, limit=100)}{early}  [{event.call.id}]"]
+        if isinstance(event, ToolCallFinished):
+            outcome = "error" if event.is_error else "done"
+            return [f"  {outcome:<8} {event.call.name} in {event.duration:.2f}s  [{event.call.id}]"]
+        if isinstance(event, ApprovalRequested):
+            return [f"  waits    {call_text(event.call, limit=100)}: needs a decision  [{event.call.id}]"]
+        if isinstance(event, ApprovalDecided):
+            return [f"  {event.decision:<8} {event.call.name}  [{event.call.id}]"]
+        if isinstance(event, LoopFinished):
+            return [self._end(event)]
+        return []
+
+    def _reply(self, event: MessageFinished) -> list[str]:
+        message = event.message
+        request = self._usage.record(message)
+        usage = request.usage
+        tokens = f"{usage.input_tokens:,} in, {usage.output_tokens:,} out"
+        if usage.cache_read_input_tokens:
+            tokens += f", {usage.cache_read_input_tokens:,} from the cache"
+        lines = [f"reply {len(self._usage.requests)} ({message.stop_reason}): {tokens} tokens"]
+        words = "".join(
+            getattr(block, "text", "") for block in message.content if block.type == "text"
+        ).strip()
+        if words and self.text:
+            lines += [f"  {line}" for line in words.splitlines()]
+        elif words:
+            first = words.splitlines()[0]
+            cut = len(first) > 100 or "\n" in words
+            lines.append(f"  {first[:100]}{'…' if cut else ''}")
+        return lines
+
+    def _end(self, event: LoopFinished) -> str:
+        tracker = self._usage
+        total = tracker.total
+        cost = "" if tracker.cost is None else f", ${tracker.cost:.4f}"
+        what = (
+            "paused: calls wait for a decision"
+            if event.reason == "awaiting_approval"
+            else f"ended ({event.reason})"
+        )
+        return (
+            f"{what}: {plural(len(tracker.requests), 'reply', 'replies')}, {total.input_tokens:,} in and "
+            f"{total.output_tokens:,} out tokens{cost}"
+        )
