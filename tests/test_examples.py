@@ -58,6 +58,16 @@ EXPECTED: dict[str, list[str]] = {
         "may or may not have taken effect",
         "The card was charged 1 time(s); the run ended (model) after 2 requests.",
     ],
+    "operating.py": [
+        'waits    refund {"order": "A-1047", "amount": 120}: needs a decision',
+        "The run stopped: awaiting_approval.",
+        "support-A-1047  awaiting  2",
+        "── assistant (the latest reply)",
+        "Approved toolu_fake_0002 (refund) of run support-A-1047 by ada at",
+        "Refunds made: [('A-1047', 120)]",
+        "ended (model): 3 replies, 30 in and 15 out tokens",
+        "Deleted 1 run (finished) last saved before",
+    ],
     "temporal_agent.py": [
         "started support-",
         "  [worker] -> order_history",
