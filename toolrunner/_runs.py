@@ -74,16 +74,18 @@ def waiting_calls(state: RunState) -> tuple[ToolCall, ...]:
     return awaiting(state, pending_calls(state))
 
 
-def run_status(state: RunState, waiting: tuple[ToolCall, ...] | None = None) -> RunStatus:
+def run_status(state: RunState) -> RunStatus:
     """The status of a run in ``state``: finished once the loop ended; else failed if its last
-    step raised; else awaiting if calls wait for a decision (``waiting``, if known); else running."""
+    step raised; else awaiting if calls wait for a decision; else running."""
+    return _status(state, waiting_calls(state))
+
+
+def _status(state: RunState, waiting: tuple[ToolCall, ...]) -> RunStatus:
     if state.phase is Phase.DONE:
         return RunStatus.FINISHED
     if state.failure is not None:
         return RunStatus.FAILED
-    if waiting_calls(state) if waiting is None else waiting:
-        return RunStatus.AWAITING
-    return RunStatus.RUNNING
+    return RunStatus.AWAITING if waiting else RunStatus.RUNNING
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +148,7 @@ class SummaryColumns:
                 [{"id": call.id, "name": call.name, "input": _input_data(call)} for call in calls]
             )
         return cls(
-            status=run_status(state, calls).value,
+            status=_status(state, calls).value,
             end_reason=state.end_reason,
             waiting=waiting,
             turns=state.requests_sent,
