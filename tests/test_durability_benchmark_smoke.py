@@ -24,6 +24,10 @@ ROWS = (
     "turn run (",
     "at once: toolrunner vs hand loop",
     "at once: toolrunner + SQLite vs hand loop",
+    "at once: toolrunner + SQLite vs toolrunner without a store",
+    "at once: toolrunner + PostgreSQL vs toolrunner without a store",
+    "waiting runs among 500 saved runs: SQLite",
+    "waiting runs among 500 saved runs: PostgreSQL",
 )
 
 
@@ -47,5 +51,5 @@ def test_quick_run_prints_every_row() -> None:
         assert len(matching) == 1, f"no single row with {row!r} in:\n{done.stdout}"
         assert any(
             result in matching[0]
-            for result in ("too small to judge", "saves per turn", "loops alike", "one shared file")
+            for result in ("too small to judge", "saves per turn", "loops alike", "one shared file", "the server's")
         )
