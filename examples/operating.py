@@ -24,7 +24,7 @@ from pathlib import Path
 import anthropic
 import anyio
 
-from toolrunner import EventPrinter, SQLiteCheckpointer, ToolRunner, tool
+from toolrunner import AwaitingApprovalError, EventPrinter, SQLiteCheckpointer, ToolRunner, tool
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 refunds: list[tuple[str, int]] = []
@@ -90,12 +90,15 @@ async def main() -> None:
         run_id="support-A-1047",
         on_event=printer,
     )
-    await runner.until_done()
-    print(f"The run stopped: {runner.state.end_reason}.")
-    waiting = runner.pending_approvals
-    store.close()
-    if not waiting:
+    try:
+        await runner.until_done()
+    except AwaitingApprovalError as paused:
+        waiting = paused.calls
+    else:
         return  # the model did not ask for a refund: nothing waits
+    finally:
+        store.close()
+    print(f"The run stopped: {runner.state.end_reason}.")
 
     # Later, elsewhere: someone on call, with the store's URL and nothing else.
     toolrunner_command("runs", "list", "--status", "awaiting", "--store", url)

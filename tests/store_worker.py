@@ -18,7 +18,7 @@ from pathlib import Path
 
 import anyio
 
-from toolrunner import CheckpointConflictError, ToolRunner, open_store, tool
+from toolrunner import AwaitingApprovalError, CheckpointConflictError, ToolRunner, open_store, tool
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 REFUSED = 3
@@ -49,8 +49,10 @@ async def start(url: str, run_id: str) -> int:
         checkpointer=store,
         run_id=run_id,
     )
-    await runner.until_done()
-    print(runner.state.end_reason, " ".join(call.id for call in runner.pending_approvals))
+    try:
+        await runner.until_done()
+    except AwaitingApprovalError as paused:
+        print(runner.state.end_reason, " ".join(call.id for call in paused.calls))
     close(store)
     return 0
 

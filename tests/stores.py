@@ -16,6 +16,7 @@ import pytest
 
 from tests.helpers import MODEL
 from toolrunner import (
+    AwaitingApprovalError,
     Checkpoint,
     MemoryCheckpointer,
     PostgresCheckpointer,
@@ -111,24 +112,23 @@ async def finished_run(store: RunStore, run_id: str) -> None:
 
 
 async def paused_run(store: RunStore, run_id: str, *amounts: int, schema: bool = True) -> list[str]:
-    """A run paused with a call to ``pay`` per amount waiting for a decision; the calls' ids. With
-    ``schema``, the calls carry their tool's definition, as a runner that saves it leaves them."""
+    """A run paused with a call to ``pay`` per amount waiting for a decision; the calls' ids. Without
+    ``schema``, the calls carry no definition of their tool (a process without the tools cannot
+    check an edited input then)."""
     ids = [f"{run_id}_pay{n}" for n in range(len(amounts or (120,)))]
     calls = [
         tool_call("pay", {"amount": amount}, id=id_)
         for id_, amount in zip(ids, amounts or (120,), strict=True)
     ]
-    await runner(store, run_id, [tool_reply(*calls), text_reply("Paid.")]).until_done()
-    if schema:
-        definition = dict(pay.to_param())
+    with pytest.raises(AwaitingApprovalError):
+        await runner(store, run_id, [tool_reply(*calls), text_reply("Paid.")]).until_done()
+    if not schema:  # as a runner that saved no tool definitions with waiting calls (toolrunner 0.1) left it
 
-        def with_tool(state: RunState) -> RunState:
-            records = {
-                key: dataclasses.replace(record, tool=definition) for key, record in state.calls.items()
-            }
+        def without_tool(state: RunState) -> RunState:
+            records = {key: dataclasses.replace(record, tool=None) for key, record in state.calls.items()}
             return state.replace(calls=records)
 
-        await save_changed(store, run_id, with_tool)
+        await save_changed(store, run_id, without_tool)
     return ids
 
 

@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from tests.stores import Clock, finished_run, paid, paused_run, running_run, save_changed
-from toolrunner import RunState, RunStore, SQLiteCheckpointer, ToolRunner
+from toolrunner import CheckpointError, RunState, RunStore, SQLiteCheckpointer, ToolRunner
 from toolrunner._cli import ExitCode, run
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
@@ -419,3 +419,52 @@ def test_a_run_whose_last_step_failed_is_listed_and_shown_with_its_failure(sqlit
     assert "APIError: overloaded" in sqlite.out
     assert sqlite("runs", "show", "mid") == ExitCode.OK
     assert sqlite.out.splitlines()[2] == "failed: APIError: overloaded"
+
+
+def test_what_a_model_or_a_tool_wrote_cannot_steer_the_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An escape sequence in the history is shown, not sent to the terminal; a lone surrogate is
+    shown as U+FFFD (text) or escaped (JSON), instead of failing to print."""
+    store = SQLiteCheckpointer(tmp_path / "runs.db")
+
+    async def hostile(store: RunStore) -> None:
+        from tests.stores import look
+
+        script = [
+            tool_reply(
+                tool_call("look", {"q": "caf\udce9\x1b]0;pwned\x07"}, id="toolu_x"),
+                text="\x1b[2J\x1b[Hcleared",
+            ),
+            text_reply("done \x9b31m"),
+        ]
+        runner = ToolRunner(
+            FakeMessagesAPI(script).async_client(),
+            model="claude-sonnet-4-6",
+            max_tokens=64,
+            messages=[{"role": "user", "content": "Go."}],
+            tools=[look],
+            checkpointer=store,
+            run_id="hostile",
+        )
+        await runner.until_done()
+
+    fill(store, monkeypatch, hostile)
+    cli = Cli(str(tmp_path / "runs.db"))
+    assert cli("runs", "show", "hostile") == ExitCode.OK
+    assert "\x1b" not in cli.out
+    assert "\x9b" not in cli.out
+    assert "\\x1b[2J\\x1b[Hcleared" in cli.out
+    assert "caf\ufffd\\x1b]0;pwned\\x07" in cli.out
+    assert cli("runs", "show", "hostile", "--json") == ExitCode.OK
+    data = json.loads(cli.out)
+    assert data["state"]["messages"][1]["content"][1]["input"]["q"].endswith("]0;pwned\x07")
+
+
+def test_a_store_in_a_directory_that_does_not_exist_is_named(tmp_path: Path) -> None:
+    async def main() -> None:
+        store = SQLiteCheckpointer(tmp_path / "missing" / "runs.db")
+        with pytest.raises(CheckpointError, match=r"cannot be opened .*; check that its directory exists"):
+            await store.list_runs()
+
+    anyio.run(main)

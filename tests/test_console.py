@@ -7,7 +7,7 @@ import io
 import pytest
 
 from tests.helpers import MODEL, USER
-from toolrunner import EventPrinter, ToolError, ToolRunner, tool
+from toolrunner import AwaitingApprovalError, EventPrinter, ToolError, ToolRunner, tool
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -58,7 +58,8 @@ async def test_the_printer_shows_replies_calls_durations_decisions_and_the_usage
         tools=[look, fail, pay],
         on_event=EventPrinter(file=out, clock=Ticks()),
     )
-    await runner.until_done()  # pauses: pay waits
+    with pytest.raises(AwaitingApprovalError):
+        await runner.until_done()  # pauses: pay waits
     runner.approve("toolu_pay")
     await runner.until_done()
     lines = out.getvalue().splitlines()

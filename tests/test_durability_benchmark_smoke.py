@@ -51,5 +51,11 @@ def test_quick_run_prints_every_row() -> None:
         assert len(matching) == 1, f"no single row with {row!r} in:\n{done.stdout}"
         assert any(
             result in matching[0]
-            for result in ("too small to judge", "saves per turn", "loops alike", "one shared file", "the server's")
+            for result in (
+                "too small to judge",
+                "saves per turn",
+                "loops alike",
+                "one shared file",
+                "the server's",
+            )
         )

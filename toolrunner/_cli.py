@@ -32,9 +32,20 @@ from ._errors import (
     ToolInputError,
 )
 from ._runs import RunStatus, RunSummary, waiting_calls
-from ._show import age, conversation, moment, plural, record_data, runs_table, summary_data, waiting_lines
+from ._show import (
+    age,
+    conversation,
+    moment,
+    plural,
+    printable,
+    record_data,
+    runs_table,
+    summary_data,
+    waiting_lines,
+)
 from ._state import CallRecord
 from ._stores import open_store, store_path
+from ._text import sendable_text
 
 __all__ = ["ExitCode", "main"]
 
@@ -103,16 +114,16 @@ def run(argv: list[str], out: TextIO, err: TextIO, *, now: Callable[[], float] =
             if callable(close):
                 close()
     except _Exit as exit_:
-        print(f"toolrunner: {exit_}", file=err)
+        print(f"toolrunner: {printable(str(exit_))}", file=err)
         return exit_.code
     except (ParamsError, ToolInputError) as error:
-        print(f"toolrunner: {error}", file=err)
+        print(f"toolrunner: {printable(str(error))}", file=err)
         return ExitCode.USAGE
     except CheckpointConflictError as error:
-        print(f"toolrunner: {error}", file=err)
+        print(f"toolrunner: {printable(str(error))}", file=err)
         return ExitCode.CONFLICT
     except (CheckpointError, StateError) as error:
-        print(f"toolrunner: {error}", file=err)
+        print(f"toolrunner: {printable(str(error))}", file=err)
         return ExitCode.FAILED
     return ExitCode.OK
 
@@ -129,10 +140,13 @@ class _Context:
 
     def print(self, *lines: str) -> None:
         for line in lines:
-            print(line, file=self.out)
+            print(printable(line), file=self.out)
 
     def json(self, data: object) -> None:
-        print(json.dumps(data, ensure_ascii=False, indent=2), file=self.out)
+        text = json.dumps(data, ensure_ascii=False, indent=2)
+        if sendable_text(text) is not text:  # a lone surrogate: written as a \udcXX escape instead
+            text = json.dumps(data, indent=2)
+        print(text, file=self.out)
 
 
 # -- the commands ------------------------------------------------------------------------------------

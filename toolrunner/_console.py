@@ -19,7 +19,7 @@ from ._events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from ._show import call_text, plural
+from ._show import call_text, plural, printable
 from ._usage import Price, UsageTracker
 
 __all__ = ["EventPrinter"]
@@ -63,7 +63,7 @@ class EventPrinter:
             self._start = now
         stamp = f"{now - self._start:7.1f}s "
         for line in self._lines(event):
-            print(stamp + line, file=self.file or sys.stderr, flush=True)
+            print(stamp + printable(line), file=self.file or sys.stderr, flush=True)
             stamp = " " * len(stamp)
 
     def _lines(self, event: RunnerEvent) -> list[str]:

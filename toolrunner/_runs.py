@@ -21,7 +21,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol, cast
 
-from ._approvals import DENIED
+from ._approvals import answer_block
+from ._core import denied_reason
 from ._errors import ApprovalError, ParamsError, StateError, ToolInputError
 from ._lifecycle import awaiting, call_decided, pending_calls
 from ._results import DEFAULT_ADAPTER, tool_result_block
@@ -322,7 +323,7 @@ def denied(
         )
     record = _waiting_record(state, run_id, tool_use_id)
     if reason is None:
-        reason = DENIED.format(name=record.call.name)
+        reason = denied_reason(record.call)
     block = tool_result_block(tool_use_id, reason, is_error=True)
     return call_decided(state, tool_use_id, "denied", result=block, by=by, at=at)
 
@@ -338,9 +339,13 @@ def answered(
     at: str,
 ) -> RunState:
     """``state`` with a waiting call answered with ``result`` (made into tool_result content as a
-    tool's return value is, by the default result adapter)."""
+    tool's return value is, by the default result adapter; a ``ToolError`` is an error result).
+
+    Raises:
+        ApprovalError: The call does not wait, or ``result`` cannot be a tool result.
+    """
     _waiting_record(state, run_id, tool_use_id)
-    block = tool_result_block(tool_use_id, DEFAULT_ADAPTER.to_content(result), is_error=is_error)
+    block = answer_block(DEFAULT_ADAPTER, tool_use_id, result, is_error=is_error)
     return call_decided(state, tool_use_id, "answered", result=block, by=by, at=at)
 
 

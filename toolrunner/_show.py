@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from ._runs import RunStatus, RunSummary, waiting_calls
 from ._state import CallRecord, Phase, RunState, plain_data
+from ._text import sendable_text
 from ._types import ToolCall
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "conversation",
     "moment",
     "plural",
+    "printable",
     "record_data",
     "runs_table",
     "summary_data",
@@ -35,6 +37,18 @@ LINE_LIMIT = 12
 """Lines of a text block shown before it is cut."""
 INPUT_LIMIT = 160
 """Characters of a tool call's input shown in a line."""
+
+
+_CONTROL = {
+    code: f"\\x{code:02x}" for code in [*range(0x00, 0x20), *range(0x7F, 0xA0)] if chr(code) not in "\n\t"
+}
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print on a terminal: control characters (an escape sequence a model or a
+    tool put in the history could move the cursor, or retitle the window) are shown as ``\\xNN``,
+    and lone surrogates, which no terminal encoding can carry, as U+FFFD."""
+    return sendable_text(text.translate(_CONTROL))
 
 
 # -- JSON for scripts ---------------------------------------------------------------------------

@@ -194,6 +194,11 @@ class SQLiteCheckpointer(DecidingStore):
         except sqlite3.DatabaseError as error:
             if error.sqlite_errorcode in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 raise self._failed(error, "open the store") from error
+            if error.sqlite_errorcode == sqlite3.SQLITE_CANTOPEN:
+                raise CheckpointError(
+                    f"{str(self.path)!r} cannot be opened ({error}); check that its directory exists and that this "
+                    "process may write there."
+                ) from error
             raise CheckpointError(
                 f"{str(self.path)!r} cannot be used as a checkpoint database ({error}); give SQLiteCheckpointer "
                 "the path of an SQLite file of its own, or of a new file."
