@@ -458,7 +458,8 @@ async def templates() -> tuple[Checkpoint, Checkpoint]:
             checkpointer=store,
             run_id=run_id,
         )
-        await runner.until_done()
+        async for _ in runner:  # to the end, or (the waiting run) to the pause
+            pass
     finished, waiting = await store.load("finished"), await store.load("waiting")
     assert finished is not None
     assert waiting is not None
