@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from ._runs import RunStatus, RunSummary, waiting_calls
-from ._state import CallRecord, Phase, RunState, plain_data
+from ._state import CallRecord, CallStatus, Phase, RunState, plain_data
 from ._text import sendable_text
 from ._types import ToolCall
 
@@ -175,7 +175,7 @@ def conversation(state: RunState, *, full: bool = False) -> list[str]:
         _message(
             lines, {"role": "assistant", "content": reply.get("content", [])}, full, note="the latest reply"
         )
-    journal = [record for record in state.calls.values() if record.status.value != "awaiting"]
+    journal = [record for record in state.calls.values() if record.status is not CallStatus.AWAITING]
     if journal:
         lines += ["", "── this turn's calls"]
         for record in journal:
@@ -184,12 +184,18 @@ def conversation(state: RunState, *, full: bool = False) -> list[str]:
 
 
 def _record_status(record: CallRecord) -> str:
+    """Where a call of the journal stands, and who decided it."""
     status = record.status.value
     if record.decision is not None:
         who = f" by {record.decided_by}" if record.decided_by else ""
-        status += f" ({record.decision}{who}{f' at {record.decided_at}' if record.decided_at else ''})"
+        when = f" at {record.decided_at}" if record.decided_at else ""
+        status = f"{record.decision}{who}{when}"
+        if record.status is CallStatus.APPROVED:
+            status += ", runs when the run goes on"
+        elif record.status is CallStatus.STARTED:
+            status += ", started"
     if record.approved_input is not None:
-        status += f", to run with {_cut(_one_line(record.approved_input), INPUT_LIMIT)}"
+        status += f", with the input {_cut(_one_line(record.approved_input), INPUT_LIMIT)}"
     return status
 
 
