@@ -468,3 +468,13 @@ def test_a_store_in_a_directory_that_does_not_exist_is_named(tmp_path: Path) -> 
             await store.list_runs()
 
     anyio.run(main)
+
+
+def test_the_toolrunner_console_script_is_the_command_line() -> None:
+    from importlib.metadata import entry_points
+
+    from toolrunner._cli import main
+
+    [script] = [point for point in entry_points(group="console_scripts") if point.name == "toolrunner"]
+    assert script.value == "toolrunner._cli:main"
+    assert script.load() is main
