@@ -34,6 +34,7 @@ import toolrunner
 import toolrunner.mcp
 import toolrunner.temporal
 import toolrunner.testing
+from tests.postgres_server import new_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK_TIMEOUT = 60  # seconds per block
@@ -146,8 +147,11 @@ for block in blocks["blocks"]:
 """
 
 
-def run_blocks(blocks: list[Block], work: Path, timeout: int) -> tuple[dict[str, Any], str]:
-    """Run ``blocks`` in one subprocess in ``work``: their results by index, and the process's stderr."""
+def run_blocks(
+    blocks: list[Block], work: Path, timeout: int, env: dict[str, str] | None = None
+) -> tuple[dict[str, Any], str]:
+    """Run ``blocks`` in one subprocess in ``work``, with ``env`` added to its environment: their
+    results by index, and the process's stderr."""
     blocks_path, results_path = work / "blocks.json", work / "results.json"
     blocks_path.write_text(
         json.dumps(
@@ -161,7 +165,7 @@ def run_blocks(blocks: list[Block], work: Path, timeout: int) -> tuple[dict[str,
         ),
         encoding="utf-8",
     )
-    env = {key: value for key, value in os.environ.items() if key != "ANTHROPIC_API_KEY"}
+    env = {key: value for key, value in os.environ.items() if key != "ANTHROPIC_API_KEY"} | (env or {})
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     try:
         process = subprocess.run(
@@ -193,6 +197,11 @@ def page_runs(
         block = params.get("block")
         if isinstance(block, Block):
             selected.add(block.page)
+    # A block that uses PostgreSQL reads its URL from DATABASE_URL: a new schema on the tests' server.
+    needs_database = any(
+        "DATABASE_URL" in block.code for block in all_blocks() if block.page in selected and not block.skip
+    )
+    env = {"DATABASE_URL": new_schema(request.getfixturevalue("postgres_server"))} if needs_database else {}
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as executor:
         runs = {
             page: executor.submit(
@@ -200,6 +209,7 @@ def page_runs(
                 [block for block in all_blocks() if block.page == page and not block.skip],
                 tmp_path_factory.mktemp("docs"),
                 BLOCK_TIMEOUT,
+                env,
             )
             for page in sorted(selected)
         }

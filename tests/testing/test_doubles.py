@@ -12,7 +12,7 @@ from anthropic import beta_tool
 
 from tests.helpers import MODEL, USER, results_of
 from toolrunner import (
-    CheckpointError,
+    CheckpointConflictError,
     MemoryCheckpointer,
     SQLiteCheckpointer,
     SyncToolRunner,
@@ -179,12 +179,12 @@ async def test_a_failed_save_raises_from_its_step_and_the_run_goes_on_without_ch
 
 
 async def test_a_refusing_store_stops_the_runners_saves() -> None:
-    refused = CheckpointError("the store refuses the run")
+    refused = CheckpointConflictError("the store refuses the run")
     store = FailingCheckpointer(MemoryCheckpointer(), fail_on=[2], error=refused)
     _, runner = payment(store)
-    with pytest.raises(CheckpointError, match="the store refuses the run"):
+    with pytest.raises(CheckpointConflictError, match="the store refuses the run"):
         await runner.until_done()
-    with pytest.raises(CheckpointError, match="the store refuses the run"):
+    with pytest.raises(CheckpointConflictError, match="the store refuses the run"):
         await runner.until_done()  # once refused, a runner saves no more
     assert store.saves == 2
 

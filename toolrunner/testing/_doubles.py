@@ -88,8 +88,8 @@ class FailingCheckpointer:
 
     The default error is an `OSError` (`ENOSPC`, "No space left on device"): a transient failure,
     which the runner raises from the step that saved and saves again at the next step. Pass
-    `error=CheckpointError(...)` for a store that refuses the run instead (the runner then stops
-    saving), or a function of the save's number that makes the error.
+    `error=CheckpointConflictError(...)` for a store that refuses the run instead (as one does
+    when another runner saved it; the runner then stops saving), or a function of the save's number that makes the error.
 
     Args:
         inner: The store that does the saving.
