@@ -413,6 +413,7 @@ async def test_of_two_deciders_at_once_one_wins_and_the_other_is_told_who(
 async def test_a_decision_is_a_save_so_a_runner_holding_the_run_sees_its_sequence_move(
     store: RunStore,
 ) -> None:
+    # (tests/test_live_decisions.py: how a runner holding the run takes the decisions over)
     fake = FakeMessagesAPI([text_reply("unused")])
     [call] = await paused_run(store, "r", 120)
     held = await ToolRunner.resume(fake.async_client(), checkpointer=store, run_id="r", tools=[pay, look])
@@ -423,8 +424,11 @@ async def test_a_decision_is_a_save_so_a_runner_holding_the_run_sees_its_sequenc
     assert after is not None
     assert after.sequence == before.sequence + 1
     assert after.state.calls[call].decided_by == "ada"
-    # The runner that loaded the run before the decision cannot save over it.
+    # The runner that loaded the run before the decision cannot save over it: its own decision
+    # on the call is dropped, and it goes on with the store's.
     held.deny(call, "No.")
-    with pytest.raises(CheckpointConflictError):
+    with pytest.raises(ApprovalError, match="dropped"):
         await held.until_done()
     assert paid == []
+    await held.until_done()
+    assert paid == [120]

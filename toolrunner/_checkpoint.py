@@ -29,7 +29,17 @@ from typing import Protocol, runtime_checkable
 import anyio
 
 from ._errors import CheckpointConflictError, CheckpointError
-from ._runs import RunPage, RunStatus, RunSummary, answered, approved, decided_at, denied, utc
+from ._runs import (
+    RunPage,
+    RunStatus,
+    RunSummary,
+    answered,
+    approved,
+    decided_at,
+    decisions_since,
+    denied,
+    utc,
+)
 from ._state import CallRecord, RunState
 from ._text import sendable_text
 
@@ -325,6 +335,35 @@ class Saver:
                 self._uncertain = None
                 self._saved_as(checkpoint, epoch)
                 return
+
+    async def decisions(self) -> dict[str, CallRecord]:
+        """The decisions taken through the store on this run's waiting calls since its last save
+        (another process approving, denying or answering them); the saves go on from the store's.
+
+        Raises:
+            CheckpointConflictError: The run changed in the store by more than decisions (another
+                runner went on with it), or was deleted; this runner saves no more.
+        """
+        async with self._lock:
+            if self._refused is not None:
+                raise self._refused
+            if self._uncertain is not None:
+                await self._saved_after_all()
+            if self._saved is None:
+                return {}
+            stored = await self._checkpointer.load(self._run_id)
+            if stored is not None and stored.sequence == self._sequence - 1:
+                return {}  # nothing was saved since this runner's last save
+            decided = None if stored is None else decisions_since(self._saved, stored.state)
+            if stored is None or decided is None:
+                error = check_sequence(
+                    self._run_id, None if stored is None else stored.sequence, self._sequence
+                )
+                assert error is not None
+                self._refused = error
+                raise error
+            self._saved_as(stored, self._saved_epoch)
+            return decided
 
     def _saved_as(self, checkpoint: Checkpoint, epoch: int) -> None:
         state = checkpoint.state

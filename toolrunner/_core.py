@@ -60,6 +60,7 @@ from ._effects import (
     OpenStream,
     Prepare,
     Program,
+    ReadDecisions,
     ReadStream,
     Request,
     RunCalls,
@@ -83,6 +84,7 @@ from ._lifecycle import (
     Limits,
     Step,
     awaiting,
+    call_adopted,
     call_decided,
     call_finished,
     call_started,
@@ -388,6 +390,30 @@ class RunCore:
                 self._deny_undecided(calls)
             self.set(turn_resumed(self.state))
 
+    def _read_decisions(self, calls: Sequence[ToolCall]) -> Program[None]:
+        """Take over the decisions taken through the run's store while the turn was paused. Such a
+        decision was saved first, so it stands over one this process made since its last save on
+        the same call: that one is dropped, and ``ApprovalError`` says so once all are taken over."""
+        decided: Mapping[str, CallRecord] = yield ReadDecisions(tuple(calls))
+        overruled: list[str] = []
+        for tool_use_id, theirs in decided.items():
+            mine = self.state.calls.get(tool_use_id)
+            if mine is not None and mine.decision is not None:
+                overruled.append(
+                    f"{tool_use_id!r} was {theirs.decision} by {theirs.decided_by or 'someone'!r} at "
+                    f"{theirs.decided_at or 'an unknown time'} through the store, so this runner's decision "
+                    f"({mine.decision}) is dropped"
+                )
+            self.set(call_adopted(self.state, theirs))
+            event = ApprovalDecided(call=theirs.call, decision=theirs.decision or "approved")
+            self._decided_since_pause.append(event)
+            self.emit(event)
+        if overruled:
+            raise ApprovalError(
+                "; ".join(overruled)
+                + ". A decision saved to the store first stands; iterate the runner again to go on."
+            )
+
     def timed_out(self, timeout: str) -> None:
         """Set the wording of a call denied for want of a decision (``timeout``: "3 days")."""
         self._timeout = timeout
@@ -408,6 +434,8 @@ class RunCore:
         (those that need no decision, and those approved, also while this runs); then all the
         results in order, or ``None`` while calls still wait."""
         yield Prepare()  # the calls' tools are open (a resumed run's toolsets, say)
+        if self.state.phase is Phase.AWAITING:  # after a pause: decisions may have come through the store
+            yield from self._read_decisions(calls)
         yield from self._gate(calls)
         yield from self._ask()
         if not awaiting(self.state, calls):  # the common case: nothing waits

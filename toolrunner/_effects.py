@@ -24,6 +24,8 @@ effect                        outcome
 ``Ask``                       the ``approve=`` callback's verdict on ``call`` (or it raises)
 ``RunCalls``                  ``None``: each call ran through ``RunCore.call`` (or elsewhere)
 ``Execute``                   ``(block, seconds)``: the tool's result block, and how long it took
+``ReadDecisions``             the decisions taken elsewhere (through the run's store) since the
+                              driver last saved, by tool_use id; empty if none (or no store)
 ``AwaitDecisions``            ``PAUSED``, ``DECIDED`` or ``TIMED_OUT``
 ``Ended``                     ``None``: the loop stopped (its tools may close)
 ============================  ================================================================
@@ -62,6 +64,7 @@ __all__ = [
     "OpenStream",
     "Prepare",
     "Program",
+    "ReadDecisions",
     "ReadStream",
     "Request",
     "RunCalls",
@@ -200,6 +203,15 @@ class Decisions(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class ReadDecisions:
+    """The turn paused for ``calls`` and goes on: read the decisions taken on them outside this
+    driver since its last save (another process deciding through the store). A driver that holds
+    the only copy of the run (no store, or a Temporal workflow) answers with none."""
+
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class AwaitDecisions:
     """``calls`` wait for decisions (the state says ``AWAITING``)."""
 
@@ -225,6 +237,7 @@ Effect: TypeAlias = (
     | Ask
     | RunCalls
     | Execute
+    | ReadDecisions
     | AwaitDecisions
     | Ended
 )

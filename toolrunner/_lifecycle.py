@@ -47,6 +47,7 @@ __all__ = [
     "Limits",
     "Step",
     "awaiting",
+    "call_adopted",
     "call_decided",
     "call_finished",
     "call_started",
@@ -343,6 +344,22 @@ def call_decided(
         assert result is not None
         new = _decided(call, decision, result, by=by, at=at, tool=tool)
     return state.replace(calls={**state.calls, call.id: new})
+
+
+def call_adopted(state: RunState, record: CallRecord) -> RunState:
+    """Take over a decision made elsewhere (through the run's store) on a call of the current
+    turn: ``record`` as the decider saved it, approved and not started, or answered.
+
+    Raises:
+        ApprovalError: The record is not of a pending call, or it is not a fresh decision.
+    """
+    call = record.call
+    if call not in pending_calls(state) or record.decision is None:
+        raise ApprovalError(f"the record of {call.id!r} is not a decision on a call of the current turn.")
+    fresh = CallStatus.APPROVED if record.decision == "approved" else CallStatus.FINISHED
+    if record.status is not fresh:
+        raise ApprovalError(f"the record of {call.id!r} is {record.status.value}, not a fresh decision.")
+    return state.replace(calls={**state.calls, call.id: record})
 
 
 _DESCRIBED = {

@@ -45,6 +45,7 @@ from ._effects import (
     OpenStream,
     Prepare,
     Program,
+    ReadDecisions,
     ReadStream,
     Request,
     RunCalls,
@@ -60,7 +61,7 @@ from ._lifecycle import request_params, resumed
 from ._options import RunnerOptions, read_options
 from ._params import TRANSPORT, ToolIndex, resolve_tools
 from ._requests import Client, send_request
-from ._state import RunState
+from ._state import CallRecord, RunState
 from ._streaming import StreamWatch
 from ._tools import ToolContext
 from ._tracing import start_trace
@@ -216,6 +217,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             Ask: self._do_ask,
             RunCalls: self._do_run_calls,
             Execute: self._do_execute,
+            ReadDecisions: self._do_read_decisions,
             AwaitDecisions: self._do_await_decisions,
             Ended: self._do_ended,
         }
@@ -436,6 +438,9 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
 
     def _context(self, call: ToolCall) -> ToolContext:
         return ToolContext(call=call, runner=self)
+
+    async def _do_read_decisions(self, effect: ReadDecisions) -> Mapping[str, CallRecord]:
+        return {} if self._saver is None else await self._saver.decisions()
 
     async def _do_await_decisions(self, effect: AwaitDecisions) -> Decisions:
         return Decisions.PAUSED  # the loop pauses; it goes on when iterated again

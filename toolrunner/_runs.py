@@ -421,8 +421,8 @@ def decisions_since(held: RunState, stored: RunState) -> dict[str, CallRecord] |
     from ``held`` by those alone; ``None`` if anything else differs (another runner went on with
     the run). An empty dict: the two are the same run state.
 
-    A runner whose save was refused (the run's sequence moved) reads the store: with the decisions
-    this returns, it may apply them and go on; with ``None`` it must stop.
+    A runner that holds a paused run reads the store when the turn goes on (``Saver.decisions``):
+    it takes over the decisions this returns and saves on; with ``None`` it stops.
     """
     if held.calls.keys() != stored.calls.keys():
         return None

@@ -1,0 +1,157 @@
+"""A runner that holds a paused run takes over the decisions taken through the store meanwhile.
+
+A run pauses in a process that keeps its runner (a service that iterates it again later); a
+person decides a waiting call through the store (the command line, the inbox, ``approve_call``).
+When the runner goes on, it reads the store, takes the decision over (with who made it and when)
+and saves on from the store's save; it does not stop with a conflict. A decision this process
+made on the same call since its last save is dropped (the store's was saved first) and the
+runner says so; a run that another runner went on with, or that was deleted, stops this one.
+Each case runs on every store (memory, SQLite, PostgreSQL).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.stores import paid, runner
+from toolrunner import (
+    ApprovalDecided,
+    ApprovalError,
+    AwaitingApprovalError,
+    CheckpointConflictError,
+    RunnerEvent,
+    RunStore,
+    ToolRunner,
+)
+from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _clear_paid() -> None:
+    paid.clear()
+
+
+def pay(amount: int, id_: str) -> Any:
+    return tool_call("pay", {"amount": amount}, id=id_)
+
+
+async def paused(
+    store: RunStore, *calls: Any, events: list[RunnerEvent] | None = None
+) -> tuple[ToolRunner, Any]:
+    """A runner of the run "r", paused with ``calls`` waiting; and its fake, which answers "Paid."."""
+    script = [tool_reply(*calls), text_reply("Paid.")]
+    held = runner(store, "r", script, **({} if events is None else {"on_event": events.append}))
+    with pytest.raises(AwaitingApprovalError):
+        await held.until_done()
+    return held, held
+
+
+def results_sent(held: ToolRunner) -> list[dict[str, Any]]:
+    """The tool_result blocks of the history's last user message."""
+    [*_, last_user, _reply] = held.state.messages
+    return list(last_user["content"])
+
+
+async def test_an_approval_through_the_store_is_taken_over_with_its_edited_input(store: RunStore) -> None:
+    events: list[RunnerEvent] = []
+    held, _ = await paused(store, pay(120, "c"), events=events)
+    await store.approve_call("r", "c", input={"amount": 80}, by="ada")
+    await held.until_done()  # no CheckpointConflictError: the runner goes on from the store's save
+    assert paid == [80]
+    assert held.state.end_reason == "model"
+    [result] = results_sent(held)
+    assert (result["tool_use_id"], result["content"]) == ("c", "paid 80 to ACME")
+    assert [(e.call.id, e.decision) for e in events if isinstance(e, ApprovalDecided)] == [("c", "approved")]
+    saved = await store.load("r")
+    assert saved is not None
+    assert saved.state.end_reason == "model"
+    assert saved.state.to_dict() == held.state.to_dict()
+
+
+async def test_a_denial_and_an_answer_through_the_store_reach_the_model(store: RunStore) -> None:
+    held, _ = await paused(store, pay(120, "c1"), pay(130, "c2"))
+    await store.deny_call("r", "c1", "Not this month.", by="ada")
+    await store.answer_call("r", "c2", "paid by hand", by="bob")
+    await held.until_done()
+    assert paid == []
+    [denial, answer] = results_sent(held)
+    assert (denial["tool_use_id"], denial["content"], denial.get("is_error")) == (
+        "c1",
+        "Not this month.",
+        True,
+    )
+    assert answer["tool_use_id"] == "c2"
+    assert "paid by hand" in str(answer["content"])
+
+
+async def test_decisions_in_the_process_and_through_the_store_on_other_calls_both_apply(
+    store: RunStore,
+) -> None:
+    held, _ = await paused(store, pay(120, "c1"), pay(130, "c2"))
+    held.approve("c1")
+    await store.deny_call("r", "c2", "No.", by="ada")
+    await held.until_done()
+    assert paid == [120]
+    assert [block["tool_use_id"] for block in results_sent(held)] == ["c1", "c2"]
+
+
+async def test_the_stores_decision_on_the_same_call_stands_and_the_runner_says_so(store: RunStore) -> None:
+    held, _ = await paused(store, pay(120, "c"))
+    held.deny("c", "No.")  # in this process, not saved yet
+    await store.approve_call("r", "c", input={"amount": 90}, by="ada")
+    with pytest.raises(
+        ApprovalError, match=r"'c' was approved by 'ada' .* this runner's decision \(denied\) is dropped"
+    ):
+        await held.until_done()
+    assert paid == []  # nothing ran on the way to the error
+    await held.until_done()  # as told: iterate again
+    assert paid == [90]
+
+
+async def test_a_runner_that_reads_no_decision_pauses_again_and_goes_on_with_its_own(store: RunStore) -> None:
+    held, _ = await paused(store, pay(120, "c"))
+    with pytest.raises(AwaitingApprovalError):
+        await held.until_done()
+    saved = await store.load("r")
+    assert saved is not None
+    assert saved.state.calls["c"].decision is None
+    held.approve("c")
+    await held.until_done()
+    assert paid == [120]
+
+
+async def test_a_run_another_runner_went_on_with_stops_the_held_one(store: RunStore) -> None:
+    held, _ = await paused(store, pay(120, "c"))
+    other = await ToolRunner.resume(
+        FakeMessagesAPI([text_reply("Paid.")]).async_client(),
+        checkpointer=store,
+        run_id="r",
+        tools=held_tools(),
+    )
+    other.approve("c")
+    await other.until_done()
+    assert paid == [120]
+    with pytest.raises(CheckpointConflictError, match="saved by another runner"):
+        await held.until_done()
+    with pytest.raises(CheckpointConflictError, match="saved by another runner"):
+        await held.until_done()  # once refused, always refused
+    assert paid == [120]  # the held runner ran nothing
+
+
+async def test_a_deleted_run_stops_the_held_runner(store: RunStore) -> None:
+    held, _ = await paused(store, pay(120, "c"))
+    await store.delete_run("r")
+    held.approve("c")
+    with pytest.raises(CheckpointConflictError, match="deleted from the store"):
+        await held.until_done()
+    assert paid == []
+
+
+def held_tools() -> list[Any]:
+    from tests.stores import look, pay as pay_tool
+
+    return [pay_tool, look]
