@@ -42,7 +42,6 @@ from ._compaction import (
     split_point,
     summarized_history,
     summary_counted,
-    summary_request,
     summary_text,
     tokens_used,
 )
@@ -756,7 +755,7 @@ class RunCore:
         logger.info(
             "Token usage %d has exceeded the threshold of %d. Performing compaction.", used, threshold
         )
-        reply = yield Summarize(summary_request(state.params, state.messages[:point], control))
+        reply = yield Summarize(state, point, control)
         usage = self.usage_of(reply)
         summary = summary_text(reply)
         state = self.state

@@ -14,7 +14,7 @@ effect                        outcome
 ``Derive``                    ``None``: the state follows from ``before`` (no write needed)
 ``Prepare``                   ``None``: the tools are open and their lists read again
 ``Send``                      the reply to ``request`` (the core checks it)
-``Summarize``                 the reply to a summary request (``kwargs``)
+``Summarize``                 the reply to the summary request of ``state.messages[:point]``
 ``OpenStream``                the stream the loop body gets (the driver keeps reading it)
 ``ReadStream``                the reply, the rest of the stream read; ``None`` if the loop body
                               read the stream and got its error (the request is sent again)
@@ -47,6 +47,7 @@ from anthropic.types import ToolResultBlockParam
 from ._types import ToolCall
 
 if TYPE_CHECKING:
+    from ._compaction import CompactionControl
     from ._state import RunState
 
 __all__ = [
@@ -119,9 +120,14 @@ class Send:
 
 @dataclass(frozen=True, slots=True)
 class Summarize:
-    """Send the summary request of client-side compaction (``kwargs``: no tools)."""
+    """Send the summary request of client-side compaction: ``state.messages[:point]`` summarized
+    as ``control`` asks (``_compaction.summary_request``: no tools). As data, so that a driver that
+    keeps the history elsewhere (a Temporal run's payload store) can build the request there;
+    ``point`` counts from the first message ``state`` holds (see ``RunCore.elided``)."""
 
-    kwargs: Mapping[str, Any]
+    state: RunState
+    point: int
+    control: CompactionControl
 
 
 @dataclass(frozen=True, slots=True)

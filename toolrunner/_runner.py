@@ -28,7 +28,7 @@ from ._approvals import ask, gate
 from ._availability import added_definitions, pending_message
 from ._calls import RunningCalls, raise_single
 from ._checkpoint import Saver
-from ._compaction import compaction_request
+from ._compaction import compaction_request, summary_request
 from ._controls import RunnerControls
 from ._core import RunCore
 from ._effects import (
@@ -360,7 +360,9 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
 
     async def _do_summarize(self, effect: Summarize) -> Reply:
         self._trace.sending()
-        return cast(Reply, await send_request(self._client, {**effect.kwargs, **self._transport}))
+        state = effect.state
+        kwargs = summary_request(state.params, state.messages[: effect.point], effect.control)
+        return cast(Reply, await send_request(self._client, {**kwargs, **self._transport}))
 
     async def _do_open_stream(self, effect: OpenStream) -> ReplyStream:
         if self._options.run_tools_eagerly and self._task_group is None:
