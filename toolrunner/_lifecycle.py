@@ -57,6 +57,7 @@ __all__ = [
     "closed",
     "container_param",
     "delivered",
+    "interrupted",
     "limit_reached",
     "pending_calls",
     "ready_to_send",
@@ -471,6 +472,15 @@ INTERRUPTED = (
 """The is_error result of a call that a crash interrupted (its tool is not idempotent)."""
 
 
+def interrupted(call: ToolCall) -> ToolResultBlockParam:
+    """The result of ``call`` when what ran it was lost before it finished (``INTERRUPTED``): a
+    crash (``resumed``), or a Temporal activity that gave up."""
+    block = tool_result_block(call.id, INTERRUPTED.format(name=call.name), is_error=True)
+    if call.toolset_name is not None:  # a toolset member's result echoes its family
+        block["toolset_name"] = call.toolset_name
+    return block
+
+
 def may_start_early(call: ToolCall, tool: RunnableTool | None, state: RunState, *, durable: bool) -> bool:
     """Whether ``call`` may start while its reply still streams (``run_tools_eagerly``).
 
@@ -508,11 +518,7 @@ def resumed(state: RunState, *, may_run_again: Callable[[ToolCall], bool]) -> Ru
                 if record.decision == "approved":  # runs again as approved, with the input approved
                     calls[tool_use_id] = dataclasses.replace(record, status=CallStatus.APPROVED)
                 continue
-            message = INTERRUPTED.format(name=record.call.name)
-            block = tool_result_block(tool_use_id, message, is_error=True)
-            if record.call.toolset_name is not None:  # a toolset member's result echoes its family
-                block["toolset_name"] = record.call.toolset_name
-            record = dataclasses.replace(record, status=CallStatus.FINISHED, result=block)
+            record = dataclasses.replace(record, status=CallStatus.FINISHED, result=interrupted(record.call))
         calls[tool_use_id] = record
     return state.replace(calls=calls)
 
