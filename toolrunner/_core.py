@@ -25,9 +25,11 @@ from the last save. That is what makes every effect a safe place for a fault.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field as dataclass_field
 from typing import Any, Protocol
 
 from anthropic.types import ToolResultBlockParam
@@ -111,7 +113,7 @@ from ._toolsets import RunnableTool
 from ._types import Reply, ToolCall, ToolResultMessage
 from ._usage import RequestUsage
 
-__all__ = ["TIMED_OUT", "RunCore", "Tools"]
+__all__ = ["TIMED_OUT", "Elided", "RunCore", "Tools"]
 
 logger = logging.getLogger("toolrunner")
 
@@ -130,6 +132,23 @@ class Tools(Protocol):
     def gated(self) -> bool:
         """Whether any tool may need approval (if none does, no call is ever gated)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Elided:
+    """What a driver left out of the state it keeps (``RunCore.elide``): the start of the history
+    and of the requests' usage, kept elsewhere. A Temporal run keeps a window of its latest
+    messages across continue-as-new (the whole history is in its payload store); ``ToolRunner``
+    elides nothing. What the core reads of the elided part is kept here."""
+
+    messages: int = 0
+    """Messages of the history before the first one the state holds."""
+    requests: int = 0
+    """Requests that got a reply before the first one whose usage the state holds."""
+    counted: int = 0
+    """Of those requests, how many count toward ``max_iterations`` (sent since the loop last opened)."""
+    changes: Mapping[str, bool] = dataclass_field(default_factory=dict[str, bool])
+    """The tool changes of the elided messages, folded (``_availability.last_changes``)."""
 
 
 class RunCore:
@@ -194,6 +213,8 @@ class RunCore:
         SDK's runner keeps them)."""
         self._folded: tuple[tuple[Any, ...], tuple[Mapping[str, Any], ...], dict[str, bool]] | None = None
         self._removed: frozenset[str] = frozenset()
+        self.elided = Elided()
+        """What the state leaves out of the history (``elide``); nothing unless a driver elides."""
 
     # -- the state ------------------------------------------------------------------------------
 
@@ -227,7 +248,7 @@ class RunCore:
             if folded is not None and messages[: len(folded[0])] == folded[0]:
                 history = folded[2] | last_changes(messages[len(folded[0]) :])
             else:
-                history = last_changes(messages)
+                history = dict(self.elided.changes) | last_changes(messages)
             self._removed = removed_by(history | last_changes((pending_message(state.tool_changes),)))
             self._folded = (messages, state.tool_changes, history)
         return self._removed | self.kept_removals if self.kept_removals else self._removed
@@ -256,7 +277,7 @@ class RunCore:
         if self.state.phase in (Phase.STREAMING, Phase.WITH_BODY, Phase.AWAITING):
             yield from self._finish_turn()
         if self.state.phase is Phase.READY:
-            self.set(ready_to_send(self.state, self.limits))
+            self.set(ready_to_send(self.state, self._limits()))
         if self.closing:
             self._close_now()
         if self.state.finished:
@@ -271,6 +292,52 @@ class RunCore:
             yield Ended()
             return None
         return item
+
+    def _limits(self) -> Limits:
+        """The limits, less the elided requests that count toward ``max_iterations``."""
+        counted, limits = self.elided.counted, self.limits
+        if not counted or limits.max_iterations is None:
+            return limits
+        return dataclasses.replace(limits, max_iterations=limits.max_iterations - counted)
+
+    def elide(self, messages: int, requests: int) -> None:
+        """Leave the first ``messages`` of the history and the usage of the first ``requests``
+        requests out of the state, for a driver that keeps them elsewhere (``Elided``): the tool
+        changes they made still count, and so do the requests toward ``max_iterations``. The part
+        of the history kept must hold what the core reads: the messages not sent yet, and for
+        client-side compaction the turns it keeps (and one before them)."""
+        state = self.state
+        if not 0 <= messages <= len(state.messages) or not 0 <= requests <= len(state.usage):
+            raise ValueError(f"cannot elide {messages} messages and {requests} requests of {state!r}")
+        elided = self.elided
+        self.elided = Elided(
+            messages=elided.messages + messages,
+            requests=elided.requests + requests,
+            counted=elided.counted + max(requests - state.opened_at, 0),
+            changes=dict(elided.changes) | last_changes(state.messages[:messages]),
+        )
+        self.checked = max(self.checked - messages, 0)
+        self._folded = None
+        self.set(
+            state.replace(
+                messages=state.messages[messages:],
+                usage=state.usage[requests:],
+                opened_at=max(state.opened_at - requests, 0),
+            )
+        )
+
+    def _history_replaced(self, *, whole: bool = True) -> None:
+        """The history was replaced (a store writes it anew); ``whole``: by one that stands whole,
+        nothing of it elided (a summary, or the body's new history)."""
+        self.history_epoch += 1
+        if whole and (self.elided.messages or self.elided.changes):
+            self.elided = dataclasses.replace(self.elided, messages=0, changes={})
+            self._folded = None
+
+    def _reopening(self) -> None:
+        """The body steers: a loop that ended opens again, and counts its requests anew."""
+        if self.state.phase is Phase.DONE and self.elided.counted:
+            self.elided = dataclasses.replace(self.elided, counted=0)
 
     def _close_now(self) -> None:
         self.closing = False
@@ -670,12 +737,14 @@ class RunCore:
         """Append messages to the history (already checked): the body steered."""
         history = self.state.messages
         self.checked = min(self.checked, max(len(history) - 1, 0))
+        self._reopening()
         self.set(steered(self.state, messages=(*history, *messages)))
 
     def install(self, changes: Mapping[str, Any], *, steer: bool) -> None:
         """Make new params, history and tools current (already checked); from the body, it steered."""
         if steer:
-            self.history_epoch += 1
+            self._reopening()
+            self._history_replaced()
             self.checked = 0
             self.set(steered(self.state, **changes))
         else:
@@ -711,12 +780,13 @@ class RunCore:
         if self._compacting is not None:
             compacted = self._compacting[1]
             self._compacting = None
-            if state.reply is not None and not has_summary(state.reply):
+            summarized = state.reply is not None and has_summary(state.reply)
+            if not summarized:
                 logger.warning("Compaction produced no summary; keeping the conversation as it is.")
-            self.history_epoch += 1
             last, self._final_compaction = self._final_compaction, False
             answered = compaction_answered(state, compacted, last=last)
             self._keep_removals(state, answered)
+            self._history_replaced(whole=summarized)
             return answered
         if self.pending_compaction is not None and state.phase is Phase.DONE and state.end_reason == "model":
             reply = state.reply
@@ -735,7 +805,9 @@ class RunCore:
 
     def _keep_removals(self, before: RunState, after: RunState) -> None:
         """A compaction replaced the history: the removals of the part it summarized stay in force."""
-        lost = removed_tools(before.messages) - removed_tools(after.messages)
+        lost = removed_by(dict(self.elided.changes) | last_changes(before.messages)) - removed_tools(
+            after.messages
+        )
         if lost:
             self.kept_removals |= lost
 
@@ -765,7 +837,7 @@ class RunCore:
             return
         self.set(summary_counted(state, summarized_history(state.messages, point, summary), usage))
         self._keep_removals(state, self.state)
-        self.history_epoch += 1
+        self._history_replaced()
         logger.info(  # as the SDK's line: the new token usage is the summary's output
             "Compaction complete. New token usage: %d (messages replaced with a summary: %d).",
             reply.usage.output_tokens,
