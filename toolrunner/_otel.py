@@ -38,7 +38,14 @@ from ._state import RunState
 from ._types import ToolCall
 from ._usage import Usage
 
-__all__ = ["OtelTrace", "chat_messages", "output_messages"]
+__all__ = [
+    "OtelTrace",
+    "chat_messages",
+    "output_messages",
+    "run_attributes",
+    "tool_tracer",
+    "traced_tool_call",
+]
 
 SCOPE = "toolrunner"
 """The instrumentation scope of the runner's spans."""
@@ -102,47 +109,15 @@ class OtelTrace:
             self._token = otel_context.attach(trace.set_span_in_context(span))
 
     async def tool_call(self, call: ToolCall, run: Awaitable[ToolResultBlockParam]) -> ToolResultBlockParam:
-        parent = self._open_run()
-        span = self._tracer.start_span(
-            f"execute_tool {call.name}",
-            context=trace.set_span_in_context(parent),  # not the current span: calls are siblings
-            kind=SpanKind.INTERNAL,
-            attributes={
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": call.name,
-                "gen_ai.tool.call.id": call.id,
-                "gen_ai.tool.type": "function",
-            },
+        parent = trace.set_span_in_context(self._open_run())  # not the current span: calls are siblings
+        return await traced_tool_call(
+            self._tracer,
+            call,
+            run,
+            parent=parent,
+            arguments=(lambda: self._input_of(call)) if self._content else None,
+            failures=self._failures,
         )
-        if self._content and span.is_recording():
-            span.set_attribute("gen_ai.tool.call.arguments", _json(self._input_of(call)))
-        raised: list[Exception] = []
-
-        def failed(error: Exception) -> None:
-            raised.append(error)
-            _record_exception(span, error)
-
-        token = otel_context.attach(trace.set_span_in_context(span))
-        failures_token = self._failures.set(failed)
-        finished = False
-        try:
-            block = await run
-            finished = True
-        except Exception as error:  # around the tool (a checkpoint refused, say), not the tool itself
-            _set_error(span, type(error).__qualname__)
-            _record_exception(span, error)
-            raise
-        finally:
-            self._failures.reset(failures_token)
-            otel_context.detach(token)
-            if not finished:  # a call cancelled before its result ends with its status unset
-                span.end()
-        if block.get("is_error"):
-            _set_error(span, type(raised[-1]).__qualname__ if raised else "tool_error")
-        elif self._content:
-            span.set_attribute("gen_ai.tool.call.result", _result_content(block.get("content")))
-        span.end()
-        return block
 
     def ended(self, state: RunState) -> None:
         run, self._run = self._run, None
@@ -213,6 +188,105 @@ class OtelTrace:
         if record is not None and record.approved_input is not None:
             return record.approved_input
         return call.input
+
+
+async def traced_tool_call(
+    tracer: trace.Tracer,
+    call: ToolCall,
+    run: Awaitable[ToolResultBlockParam],
+    *,
+    parent: Context | None,
+    arguments: Callable[[], object] | None,
+    failures: ContextVar[Callable[[Exception], None] | None],
+) -> ToolResultBlockParam:
+    """Await ``run`` (the call's execution) in an ``execute_tool {name}`` span, a child of
+    ``parent`` (the current span when ``None``: a Temporal activity's), current inside the tool.
+    With ``arguments`` (content recorded), the call's input and its result go on the span."""
+    span = tracer.start_span(
+        f"execute_tool {call.name}",
+        context=parent,
+        kind=SpanKind.INTERNAL,
+        attributes={
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.type": "function",
+        },
+    )
+    if arguments is not None and span.is_recording():
+        span.set_attribute("gen_ai.tool.call.arguments", _json(arguments()))
+    raised: list[Exception] = []
+
+    def failed(error: Exception) -> None:
+        raised.append(error)
+        _record_exception(span, error)
+
+    token = otel_context.attach(trace.set_span_in_context(span))
+    failures_token = failures.set(failed)
+    finished = False
+    try:
+        block = await run
+        finished = True
+    except Exception as error:  # around the tool (a checkpoint refused, say), not the tool itself
+        _set_error(span, type(error).__qualname__)
+        _record_exception(span, error)
+        raise
+    finally:
+        failures.reset(failures_token)
+        otel_context.detach(token)
+        if not finished:  # a call cancelled before its result ends with its status unset
+            span.end()
+    if block.get("is_error"):
+        _set_error(span, type(raised[-1]).__qualname__ if raised else "tool_error")
+    elif arguments is not None:
+        span.set_attribute("gen_ai.tool.call.result", _result_content(block.get("content")))
+    span.end()
+    return block
+
+
+def tool_tracer(tracer_provider: TracerProvider | None) -> trace.Tracer:
+    """The tracer of toolrunner's spans on ``tracer_provider`` (the global one when ``None``)."""
+    return trace.get_tracer(SCOPE, _version(), tracer_provider=tracer_provider)
+
+
+def run_attributes(
+    state: RunState,
+    *,
+    agent_name: str | None,
+    usage: Usage,
+    content: bool,
+    input_messages: Sequence[object] | None,
+) -> dict[str, AttributeValue]:
+    """The attributes of a run's ``invoke_agent`` span that ended in ``state``, all at once (for a
+    span made when the run ended or paused: a Temporal workflow's, which cannot stay open)."""
+    attributes: dict[str, AttributeValue] = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.provider.name": PROVIDER,
+        "gen_ai.usage.input_tokens": usage.prompt_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+        "gen_ai.usage.cache_read.input_tokens": usage.cache_read_input_tokens,
+        "gen_ai.usage.cache_write.input_tokens": usage.cache_creation_input_tokens,
+    }
+    model = state.params.get("model")
+    if isinstance(model, str):
+        attributes["gen_ai.request.model"] = model
+    if agent_name is not None:
+        attributes["gen_ai.agent.name"] = agent_name
+    if state.run_id is not None:
+        attributes["gen_ai.conversation.id"] = state.run_id
+    if state.end_reason is not None:
+        attributes[END_REASON] = state.end_reason
+    if state.reply is not None and state.reply.stop_reason is not None:
+        attributes["gen_ai.response.finish_reasons"] = [state.reply.stop_reason]
+    if content:
+        if input_messages is not None:
+            attributes["gen_ai.input.messages"] = _json(chat_messages(input_messages))
+        system = state.params.get("system")
+        if system:
+            attributes["gen_ai.system_instructions"] = _json(_parts(system))
+        if state.reply is not None:
+            attributes["gen_ai.output.messages"] = _json(output_messages(state.reply))
+    return attributes
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,12 @@ docs/observability.md for the spans.
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from anthropic.types import ToolResultBlockParam
 
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 
     from ._state import RunState
 
-__all__ = ["NO_TRACE", "RunTrace", "Tracing", "start_trace", "tool_failed", "untraced"]
+__all__ = ["NO_TRACE", "RunTrace", "Tracing", "start_trace", "tool_failed", "trace_tool_calls", "untraced"]
 
 TracedCall = Callable[[ToolCall, Awaitable[ToolResultBlockParam]], Awaitable[ToolResultBlockParam]]
 """Runs one tool call's awaitable (its whole execution, to the result block) in the call's span."""
@@ -133,6 +135,39 @@ def tool_failed(error: Exception) -> None:
         record(error)
 
 
+def _otel_module() -> Any:
+    """``_otel``, imported now: OpenTelemetry is an optional extra.
+
+    Raises:
+        ParamsError: The OpenTelemetry API is not installed.
+    """
+    try:
+        return importlib.import_module(f"{__package__}._otel")
+    except ImportError as error:
+        if not (error.name or "").startswith("opentelemetry"):
+            raise
+        raise ParamsError(
+            "tracing=Tracing(...) needs the OpenTelemetry API, which is not installed; install it with "
+            "pip install 'claude-toolrunner[otel]'."
+        ) from error
+
+
+def trace_tool_calls(
+    tracer_provider: TracerProvider | None, arguments: Callable[[ToolCall], object] | None
+) -> TracedCall:
+    """Run each call in an ``execute_tool`` span, a child of the current span, outside a runner (a
+    Temporal activity: its span is the parent); ``arguments``, when content is recorded, gives the
+    input a call runs with."""
+    otel = _otel_module()
+    tracer = otel.tool_tracer(tracer_provider)
+
+    def traced(call: ToolCall, run: Awaitable[ToolResultBlockParam]) -> Awaitable[ToolResultBlockParam]:
+        given = None if arguments is None else functools.partial(arguments, call)
+        return otel.traced_tool_call(tracer, call, run, parent=None, arguments=given, failures=_tool_failures)
+
+    return traced
+
+
 def start_trace(tracing: Tracing | None, client: object, state: Callable[[], RunState]) -> RunTrace:
     """The ``RunTrace`` of a runner of ``client`` whose state ``state()`` gives.
 
@@ -141,16 +176,7 @@ def start_trace(tracing: Tracing | None, client: object, state: Callable[[], Run
     """
     if tracing is None:
         return NO_TRACE
-    try:
-        from ._otel import OtelTrace  # only now: OpenTelemetry is an optional extra
-    except ImportError as error:
-        if not (error.name or "").startswith("opentelemetry"):
-            raise
-        raise ParamsError(
-            "tracing=Tracing(...) needs the OpenTelemetry API, which is not installed; install it with "
-            "pip install 'claude-toolrunner[otel]'."
-        ) from error
-    return OtelTrace(
+    return _otel_module().OtelTrace(
         client,
         state,
         tracer_provider=tracing.tracer_provider,
