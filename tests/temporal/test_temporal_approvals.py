@@ -14,8 +14,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.temporal.temporal_helpers import Browser, member, run_plainly, start, task_queue, worker
 from toolrunner import Phase, ToolCall, ToolRunner, tool
+from toolrunner._core import TIMED_OUT
 from toolrunner.temporal import MemoryPayloadStore, RunHandle, create_worker
-from toolrunner.temporal._workflow import TIMED_OUT
 from toolrunner.testing import FakeMessagesAPI, ScriptEntry, message_reply, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio

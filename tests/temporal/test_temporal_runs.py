@@ -462,16 +462,35 @@ async def test_prompt_caching_and_sdk_tools_send_what_a_tool_runner_sends(
     assert fake.requests[-1].body["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
 
 
-def test_what_a_temporal_run_does_not_do_yet_is_refused_by_name() -> None:
-    from toolrunner import ParamsError, Toolset
+def test_transport_params_and_a_tracer_provider_are_refused_by_name() -> None:
+    # A header may hold a secret, and the run's input is written into its workflow history.
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from toolrunner import ParamsError, Toolset, Tracing
     from toolrunner.temporal._client import run_input
 
     base: dict[str, Any] = {"model": MODEL, "max_tokens": 10, "messages": [{"role": "user", "content": "Hi"}]}
-    with pytest.raises(ParamsError, match=r"compaction_control= cannot be given to a Temporal run"):
-        run_input(**base, compaction_control={"enabled": True})
-    with pytest.raises(ParamsError, match=r"tracing= cannot be given to a Temporal run"):
-        run_input(**base, tracing=None)
+    transport: list[tuple[str, Any]] = [
+        ("extra_headers", {"x-api-key": "sk-secret"}),
+        ("extra_query", {"a": "b"}),
+        ("timeout", 5),
+    ]
+    for name, value in transport:
+        with pytest.raises(
+            ParamsError, match=rf"{name}= cannot be given to a Temporal run: .* workflow history"
+        ):
+            run_input(**{**base, name: value})
     with pytest.raises(
-        ParamsError, match=r"Toolset objects \('Shelf'\) cannot be tools of a Temporal run yet"
+        ParamsError, match=r"Tracing\(tracer_provider=...\) cannot be given to a Temporal run"
     ):
-        run_input(**base, tools=[Toolset([], name="Shelf")])
+        run_input(**base, tracing=Tracing(tracer_provider=TracerProvider()))
+
+    run = run_input(
+        **base,
+        compaction_control={"enabled": True, "keep_turns": 2},
+        tracing=Tracing(agent_name="bot"),
+        tools=[Toolset([], name="Shelf")],
+    )
+    assert run.compaction_control == {"enabled": True, "keep_turns": 2}
+    assert run.tracing == {"content": False, "agent_name": "bot"}
+    assert run.state["tools"] == ["toolset:Shelf"]

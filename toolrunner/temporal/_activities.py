@@ -6,18 +6,22 @@ multiply. ``toolrunner.tool`` runs one call through ``_execution.run_one``, exac
 ``ToolRunner`` runs it: the input is validated, what the tool raises becomes an ``is_error``
 result, a tool's timeout answers for it. Both read and write large data through the
 ``PayloadStore`` (``_payloads``), so that only small values reach workflow history.
+``toolrunner.summarize`` sends client-side compaction's summary request, ``toolrunner.gate``
+evaluates the gates of calls no request saw, ``toolrunner.decision`` checks an approved input or
+converts an answer, and the local activity ``toolrunner.events`` hands ``on_event`` what the
+workflow heard.
+
+A worker's ``Toolset`` objects (an MCP server's session, say) are opened once, when the worker
+starts, and closed when it stops (``open_tools``, ``close_tools``); their tools are read again
+when they change, and each call is an activity like any other.
 """
 
 from __future__ import annotations
 
-import asyncio
-import email.utils
 import logging
-import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from datetime import timedelta
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
-from typing import Any, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import anthropic
 from anthropic.types import ToolResultBlockParam
@@ -25,8 +29,9 @@ from anthropic.types.beta import BetaMessage
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from .._approvals import evaluate_gates
+from .._approvals import evaluate_gates, tool_definition
 from .._caching import CachePolicy, Caching
+from .._compaction import CompactionControl, compaction_request, summary_request
 from .._errors import MalformedReplyError, ToolInputError, ToolRunnerError
 from .._events import (
     ApprovalDecided,
@@ -41,24 +46,47 @@ from .._execution import CallHooks, ExecutionOptions, run_one
 from .._lifecycle import pending_calls, request_params
 from .._messages import check_reply
 from .._options import ToolLike
-from .._params import index_tools
+from .._params import ToolIndex, index_tools
 from .._requests import send_request
 from .._results import DEFAULT_ADAPTER, ToolResultAdapter, tool_result_block
 from .._state import Phase, RunState, request_usage_data
 from .._streaming import StreamWatch
 from .._tools import ToolContext
-from .._toolsets import RunnableTool
-from .._types import Reply, RunnerView, ToolCall
+from .._toolsets import RunnableTool, Toolset
+from .._tracing import TracedCall, trace_tool_calls, untraced
+from .._types import Reply, ToolCall
 from .._usage import DEFAULT_PRICES, Price, request_usage
-from ._data import DecisionInput, RequestInput, RequestOutput, ToolInput
-from ._names import DECISION_ACTIVITY, REQUEST_ACTIVITY, TOOL_ACTIVITY, TOOL_NOT_REGISTERED
+from ._activity_support import NoRunner, heartbeating, not_registered, raise_for_status
+from ._data import (
+    DecisionInput,
+    EventsInput,
+    GateInput,
+    GateOutput,
+    RequestInput,
+    RequestOutput,
+    SummaryInput,
+    SummaryOutput,
+    ToolInput,
+    ToolSpec,
+    read_call,
+    read_event,
+)
+from ._names import (
+    DECISION_ACTIVITY,
+    EVENTS_ACTIVITY,
+    GATE_ACTIVITY,
+    REQUEST_ACTIVITY,
+    SUMMARY_ACTIVITY,
+    TOOL_ACTIVITY,
+)
 from ._payloads import Payloads, PayloadStore
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["Activities", "EventListener"]
 
 logger = logging.getLogger("toolrunner")
-
-T = TypeVar("T")
 
 EventListener = Callable[[str, RunnerEvent], None]
 """Called on a worker with a run's id and each of its events."""
@@ -69,7 +97,8 @@ class Activities:
 
     Args:
         client: The Anthropic client; its own retries are switched off.
-        tools: The tools to run (``@tool`` tools or plain functions; raw definitions are ignored).
+        tools: The tools to run (``@tool`` tools, plain functions, SDK tools, ``Toolset`` objects;
+            raw definitions are ignored).
         store: Where large blocks and the history go.
         inline_limit: Blocks whose JSON is longer than this many bytes go to the store.
         prices: The price table for usage and ``max_cost``.
@@ -77,6 +106,7 @@ class Activities:
         stream: Stream each reply (needed for long requests; text deltas reach ``on_event`` as
             they arrive).
         on_event: Called with the run id and each event, on the worker.
+        tracer_provider: Where the ``execute_tool`` spans of traced runs go; the global one when ``None``.
     """
 
     def __init__(
@@ -90,43 +120,113 @@ class Activities:
         result_adapter: ToolResultAdapter = DEFAULT_ADAPTER,
         stream: bool = False,
         on_event: EventListener | None = None,
+        tracer_provider: TracerProvider | None = None,
     ) -> None:
         if not isinstance(client, anthropic.AsyncAnthropic):
             raise ToolRunnerError(
                 f"the worker's client must be an anthropic.AsyncAnthropic, not {type(client).__name__!r}; "
                 "create one with anthropic.AsyncAnthropic()."
             )
-        entries = list(tools)
-        index = index_tools(entries)  # raw definitions are never run: a worker has no use for them
-        if index.toolsets:
-            raise ToolRunnerError(
-                f"Toolset objects ({', '.join(repr(toolset.name) for toolset in index.toolsets)}) are not supported "
-                "on Temporal workers yet (they must be opened and closed around each call); give their tools instead."
-            )
         self.client = client.with_options(max_retries=0)
-        self.tools: Mapping[str, RunnableTool] = index.runnable
-        self.families: Mapping[str, RunnableTool] = index.families
-        # Each tool's definitions, by the key a run's ``tools`` param keeps it under (``ToolIndex.saved``).
+        self._entries = list(tools)
+        self._index = ToolIndex(tools=[], wire=[], runnable={}, unrunnable=frozenset())
+        self.tools: Mapping[str, RunnableTool] = {}
+        self.families: Mapping[str, RunnableTool] = {}
         self.definitions: dict[str, list[Any]] = {}
-        for entry in entries:
-            single = index_tools([entry])
-            if single.saved and isinstance(single.saved[0], str):
-                self.definitions[single.saved[0]] = single.wire
+        """Each tool's definitions, by the key a run's ``tools`` param keeps it under (``ToolIndex.saved``)."""
+        self._offered: dict[str, list[str]] = {}  # the names of each toolset's tools, by its key
+        self._reindex()
+        self._opened: list[Toolset] = []
         self.payloads = Payloads(store, inline_limit=inline_limit)
         self.prices = DEFAULT_PRICES if prices is None else prices
         self.result_adapter = result_adapter
         self.stream = stream
         self.on_event = on_event
+        self.tracer_provider = tracer_provider
 
     def all(self) -> list[Callable[..., Any]]:
         """The activities, to register on a worker."""
-        return [self.request, self.tool, self.decision]
+        return [self.request, self.tool, self.decision, self.summarize, self.gate, self.events]
 
-    # -- toolrunner.request ---------------------------------------------------------------------
+    # -- the tools --------------------------------------------------------------------------------
+
+    @property
+    def toolsets(self) -> tuple[Toolset, ...]:
+        """The worker's ``Toolset`` objects."""
+        return self._index.toolsets
+
+    def _reindex(self) -> None:
+        """Read the tools (again): raw definitions are never run, a worker has no use for them."""
+        self._index = index = index_tools(self._entries)
+        self.tools, self.families = index.runnable, index.families
+        self.definitions, self._offered = {}, {}
+        for entry in self._entries:
+            single = index_tools([entry])
+            if single.saved and isinstance(single.saved[0], str):
+                self.definitions[single.saved[0]] = single.wire
+                if isinstance(entry, Toolset):
+                    self._offered[single.saved[0]] = list(single.runnable)
+
+    def _fresh(self) -> None:
+        """Read the toolsets' tools again if they changed (an MCP server's list, say)."""
+        if self._index.toolsets and self._index.stale():
+            self._reindex()
+
+    async def open_tools(self) -> None:
+        """Open the worker's toolsets (those not open already), first to last."""
+        for toolset in self._index.toolsets:
+            if await toolset.acquire(self):
+                self._opened.append(toolset)
+        self._fresh()
+
+    async def close_tools(self) -> None:
+        """Close the toolsets ``open_tools`` opened, last first; each one even if closing another failed."""
+        while self._opened:
+            toolset = self._opened.pop()
+            try:
+                await toolset.release(self)
+            except Exception:
+                logger.exception("Closing the toolset %r failed", toolset)
+
+    def _options(
+        self,
+        timeout: float | None,
+        available: list[str] | None = None,
+        unrunnable: Iterable[str] = (),
+        removed: Iterable[str] = (),
+    ) -> ExecutionOptions:
+        """How this worker runs calls: all its tools, or those ``available`` to a run (names, and
+        ``"toolset:<name>"`` for all of a toolset's tools), less those the run removed."""
+        tools, families = self.tools, self.families
+        if available is not None:
+            names = set(available)
+            for key in available:
+                names.update(self._offered.get(key, ()))
+            tools = {name: tool for name, tool in tools.items() if name in names}
+            families = {name: tool for name, tool in families.items() if name in names}
+        return ExecutionOptions(
+            tools=tools,
+            adapter=self.result_adapter,
+            timeout=timeout,
+            unrunnable=frozenset(unrunnable),
+            families=families,
+            removed=frozenset(removed),
+        )
+
+    def _definitions(self, entry: object) -> list[Any]:
+        if not isinstance(entry, str):
+            return [entry]  # a raw definition, sent as given
+        definitions = self.definitions.get(entry)
+        if definitions is None:
+            not_registered(entry, self.definitions)
+        return definitions
+
+    # -- toolrunner.request -----------------------------------------------------------------------
 
     @activity.defn(name=REQUEST_ACTIVITY)
     async def request(self, input: RequestInput) -> RequestOutput:
         """Send one request: the history is the node ``input.base`` and what is new."""
+        self._fresh()
         key, history = await self.payloads.save_history(
             input.base, params=input.params, tools=input.tools, messages=input.messages
         )
@@ -138,43 +238,71 @@ class Activities:
         wire = [definition for entry in history.tools for definition in self._definitions(entry)]
         cache = None if input.cache is None else Caching(CachePolicy(**input.cache))
         kwargs = request_params(state, wire, cache)
-        reply = await _heartbeating(self._send(input.run_id, kwargs))
-        try:
-            check_reply(reply)
-        except MalformedReplyError as error:
-            raise ApplicationError(str(error), type="MalformedReplyError") from None
+        if input.compaction is not None:
+            kwargs = compaction_request(kwargs, input.compaction)
+        reply = await heartbeating(self._send(input.run_id, kwargs))
+        _check(reply)
         self._emit(input.run_id, MessageFinished(message=reply))
-        gated, denied = await self._gate(input.run_id, reply)
+        calls = pending_calls(RunState(params={}, phase=Phase.WITH_BODY, reply=reply))
+        gated = await self._gate(input.run_id, calls, input.removed or ())
         return RequestOutput(
             reply=await self.payloads.stash_reply(reply),
             beta=isinstance(reply, BetaMessage),
             usage=request_usage_data(request_usage(reply, self.prices)),
             history=key,
-            gated=gated,
-            denied=denied,
+            gated=gated.gated,
+            denied=gated.denied,
+            definitions=gated.definitions,
+            specs=self._specs_of(calls),
         )
 
-    async def _gate(self, run_id: str, reply: Reply) -> tuple[list[str], dict[str, str]]:
-        """Which of the reply's calls wait for a decision, as ``ToolRunner`` finds them (the
-        tools' gates may be functions of the call); a gate that raises denies its call."""
-        calls = pending_calls(RunState(params={}, phase=Phase.WITH_BODY, reply=reply))
-        gated, denied = await evaluate_gates(calls, self._options(None).find)
+    async def _gate(self, run_id: str, calls: Iterable[ToolCall], removed: Iterable[str]) -> GateOutput:
+        """Which of ``calls`` wait for a decision, as ``ToolRunner`` finds them (the tools' gates
+        may be functions of the call), with their tools' definitions; a gate that raises denies
+        its call."""
+        find = self._options(None, removed=removed).find
+        gated, denied = await evaluate_gates(list(calls), find)
+        definitions: dict[str, dict[str, Any]] = {}
         for call in gated:
             self._emit(run_id, ApprovalRequested(call=call))
+            tool = find(call)
+            if tool is not None:
+                definitions[call.id] = tool_definition(tool)
         for call, _ in denied:
             self._emit(run_id, ApprovalDecided(call=call, decision="denied"))
-        return [call.id for call in gated], {call.id: reason for call, reason in denied}
+        return GateOutput(
+            gated=[call.id for call in gated],
+            denied={call.id: reason for call, reason in denied},
+            definitions=definitions,
+        )
 
-    async def _send(self, run_id: str, kwargs: dict[str, Any]) -> Reply:
+    def _specs_of(self, calls: Iterable[ToolCall]) -> list[ToolSpec]:
+        """The flags of the tools of ``calls`` that toolsets offer (the workflow knows the others)."""
+        offered = {name for names in self._offered.values() for name in names}
+        specs: dict[str, ToolSpec] = {}
+        for call in calls:
+            tool = self.tools.get(call.name) if call.toolset_name is None and call.name in offered else None
+            if tool is not None:
+                specs[tool.name] = ToolSpec(
+                    name=tool.name,
+                    idempotent=tool.idempotent,
+                    sequential=tool.sequential,
+                    timeout=tool.timeout,
+                    gated=tool.requires_approval is not False,
+                )
+        return list(specs.values())
+
+    async def _send(self, run_id: str, kwargs: dict[str, Any], *, report: bool = True) -> Reply:
         emit: Callable[[RunnerEvent], None] | None = None
-        if self.on_event is not None:
+        if self.on_event is not None and report:
             emit = partial(self._emit, run_id)
         try:
-            if not self.stream:
+            if not self.stream or not report:
                 reply = cast(Reply, await send_request(self.client, kwargs))
-                for index, block in enumerate(reply.content):
-                    if block.type == "text":
-                        self._emit(run_id, TextDelta(text=block.text, index=index))
+                if report:
+                    for index, block in enumerate(reply.content):
+                        if block.type == "text":
+                            self._emit(run_id, TextDelta(text=block.text, index=index))
                 return reply
             watch = cast(StreamWatch, await send_request(self.client, kwargs, stream=True, emit=emit))
             try:
@@ -182,64 +310,75 @@ class Activities:
             finally:
                 await watch.close()
         except anthropic.APIStatusError as error:
-            _raise_for_status(error)
+            raise_for_status(error)
         except anthropic.APIConnectionError as error:  # and timeouts: retryable
             raise ApplicationError(str(error), type=type(error).__name__) from None
 
-    def _definitions(self, entry: object) -> list[Any]:
-        if not isinstance(entry, str):
-            return [entry]  # a raw definition, sent as given
-        definitions = self.definitions.get(entry)
-        if definitions is None:
-            _not_registered(entry, self.definitions)
-        return definitions
+    # -- toolrunner.summarize ---------------------------------------------------------------------
 
-    def _options(
-        self, timeout: float | None, available: list[str] | None = None, unrunnable: Iterable[str] = ()
-    ) -> ExecutionOptions:
-        """How this worker runs calls: all its tools, or those ``available`` to a run."""
-        tools, families = self.tools, self.families
-        if available is not None:
-            tools = {name: tool for name, tool in tools.items() if name in available}
-            families = {name: tool for name, tool in families.items() if name in available}
-        return ExecutionOptions(
-            tools=tools,
-            adapter=self.result_adapter,
-            timeout=timeout,
-            unrunnable=frozenset(unrunnable),
-            families=families,
+    @activity.defn(name=SUMMARY_ACTIVITY)
+    async def summarize(self, input: SummaryInput) -> SummaryOutput:
+        """Send the summary request of client-side compaction for the history's first
+        ``input.point`` messages, as ``ToolRunner`` sends it (no tools, no events)."""
+        before = () if input.base is None else (await self.payloads.load_history(input.base)).messages
+        replaced = await self.payloads.resolve([*before, *input.messages][: input.point])
+        kwargs = summary_request(input.params, replaced, cast(CompactionControl, input.control))
+        reply = await heartbeating(self._send(input.run_id, kwargs, report=False))
+        _check(reply)
+        return SummaryOutput(
+            reply=reply.model_dump(mode="json", by_alias=True, exclude_unset=True, warnings=False),
+            beta=isinstance(reply, BetaMessage),
+            usage=request_usage_data(request_usage(reply, self.prices)),
         )
 
-    # -- toolrunner.tool ------------------------------------------------------------------------
+    # -- toolrunner.gate --------------------------------------------------------------------------
+
+    @activity.defn(name=GATE_ACTIVITY)
+    async def gate(self, input: GateInput) -> GateOutput:
+        """Evaluate the gates of calls no request saw (the calls of a history a client set)."""
+        self._fresh()
+        return await self._gate(input.run_id, [read_call(call) for call in input.calls], input.removed)
+
+    # -- toolrunner.tool --------------------------------------------------------------------------
 
     @activity.defn(name=TOOL_ACTIVITY)
     async def tool(self, input: ToolInput) -> dict[str, Any]:
         """Run one tool call as a ``ToolRunner`` would; a large result goes to the store."""
+        self._fresh()
         call = ToolCall(id=input.id, name=input.name, input=input.input, toolset_name=input.toolset_name)
         # For a call to no tool of the run, the core's message names the run's tools.
-        options = self._options(input.timeout, input.available, input.unrunnable)
+        options = self._options(input.timeout, input.available, input.unrunnable, input.removed)
         if input.available is None and options.find(call) is None:
-            _not_registered(call.toolset_name or call.name, {**self.tools, **self.families})
+            not_registered(call.toolset_name or call.name, {**self.tools, **self.families})
         approved = input.approved_input
+
+        def input_of(call: ToolCall) -> object:
+            return call.input if approved is None else approved
+
+        traced: TracedCall = untraced
+        if input.trace is not None:
+            traced = trace_tool_calls(self.tracer_provider, input_of if input.trace.get("content") else None)
         hooks = CallHooks(
-            context=lambda call: ToolContext(call=call, runner=_NoRunner(input.run_id)),
-            input_of=lambda call: call.input if approved is None else approved,
+            context=lambda call: ToolContext(call=call, runner=NoRunner(input.run_id)),
+            input_of=input_of,
             started=lambda call, early: self._started(input.run_id, call),
             finished=lambda call, block, duration: self._finished(input.run_id, call, block, duration),
+            traced=traced,
         )
-        block = await _heartbeating(run_one(call, options, hooks))
+        block = await heartbeating(run_one(call, options, hooks))
         return dict(await self.payloads.stash_result(block))
 
-    # -- toolrunner.decision --------------------------------------------------------------------
+    # -- toolrunner.decision ----------------------------------------------------------------------
 
     @activity.defn(name=DECISION_ACTIVITY)
     async def decision(self, input: DecisionInput) -> dict[str, Any]:
         """Check an approved input against the tool's schema (``{}`` when it fits), or convert an
         answer as a tool's return value is converted (its tool_result block)."""
+        self._fresh()
         if input.kind == "approve":
             tool = self._options(None).find(ToolCall(input.id, input.name, None, input.toolset_name))
             if tool is None:
-                _not_registered(input.toolset_name or input.name, {**self.tools, **self.families})
+                not_registered(input.toolset_name or input.name, {**self.tools, **self.families})
             try:
                 tool.parse_input(input.value)
             except ToolInputError as error:
@@ -256,6 +395,15 @@ class Activities:
             ) from None
         block = tool_result_block(input.id, content, is_error=is_error)
         return dict(await self.payloads.stash_result(block))
+
+    # -- toolrunner.events ------------------------------------------------------------------------
+
+    @activity.defn(name=EVENTS_ACTIVITY)
+    async def events(self, input: EventsInput) -> None:
+        """Hand ``on_event`` the events no other activity witnessed (the workflow's: decisions,
+        calls answered without running, the end of the loop); a local activity."""
+        for data in input.events:
+            self._emit(input.run_id, read_event(data))
 
     async def _started(self, run_id: str, call: ToolCall) -> None:
         self._emit(run_id, ToolCallStarted(call=call))
@@ -276,103 +424,8 @@ class Activities:
             logger.exception("on_event raised for %r of run %r", type(event).__name__, run_id)
 
 
-class _NoRunner(RunnerView):
-    """``ToolContext.runner`` of a tool run by an activity: there is no runner on this worker."""
-
-    def __init__(self, run_id: str) -> None:
-        self._run_id = run_id
-
-    def _refuse(self) -> NoReturn:
-        raise ToolRunnerError(
-            f"a tool of the Temporal run {self._run_id!r} runs in an activity, where there is no runner to read "
-            "or steer; use ToolContext.call, and steer the run from its workflow instead."
-        )
-
-    @property
-    def params(self) -> Mapping[str, Any]:
-        self._refuse()
-
-    @property
-    def messages(self) -> Sequence[Any]:
-        self._refuse()
-
-    @property
-    def last_message(self) -> Reply | None:
-        self._refuse()
-
-    @property
-    def requests_sent(self) -> int:
-        self._refuse()
-
-    @property
-    def finished(self) -> bool:
-        self._refuse()
-
-    def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None:
-        self._refuse()
-
-    def set_messages_params(self, params: Any) -> None:
-        self._refuse()
-
-    def close(self) -> None:
-        self._refuse()
-
-
-async def _heartbeating(work: Awaitable[T]) -> T:
-    """Await ``work`` while heartbeating three times per heartbeat timeout, so that Temporal
-    notices a lost worker in about that time."""
-    timeout = activity.info().heartbeat_timeout
-    if not timeout:
-        return await work
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(timeout.total_seconds() / 3)
-
-    beating = asyncio.create_task(beat())
+def _check(reply: Reply) -> None:
     try:
-        return await work
-    finally:
-        beating.cancel()
-        await asyncio.wait([beating])
-
-
-def _raise_for_status(error: anthropic.APIStatusError) -> NoReturn:
-    """An API error as Temporal's retry policy reads it: the SDK's own rule of what to retry
-    (408, 409, 429, 5xx, and what ``x-should-retry`` says), and ``retry-after`` as the delay."""
-    headers = error.response.headers
-    should = headers.get("x-should-retry")
-    retry = (
-        should == "true"
-        if should in ("true", "false")
-        else error.status_code in (408, 409, 429) or error.status_code >= 500
-    )
-    raise ApplicationError(
-        str(error),
-        type=type(error).__name__,
-        non_retryable=not retry,
-        next_retry_delay=_retry_after(headers.get("retry-after")) if retry else None,
-    ) from None
-
-
-def _retry_after(value: str | None) -> timedelta | None:
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        parsed = email.utils.parsedate_tz(value)
-        if parsed is None:
-            return None
-        seconds = email.utils.mktime_tz(parsed) - time.time()
-    return timedelta(seconds=seconds) if 0 < seconds <= 3600 else None
-
-
-def _not_registered(name: str, tools: Mapping[str, object]) -> NoReturn:
-    raise ApplicationError(
-        f"the tool {name!r} is not registered on this worker (it has {sorted(tools)!r}); every worker of the "
-        "task queue must be created with every tool of the runs it serves: create_worker(tools=[...]).",
-        type=TOOL_NOT_REGISTERED,
-        non_retryable=True,
-    )
+        check_reply(reply)
+    except MalformedReplyError as error:
+        raise ApplicationError(str(error), type="MalformedReplyError") from None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -12,11 +12,22 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from .._errors import CheckpointError, ParamsError
+from .._messages import message_param
 from .._options import ToolLike, read_options
-from .._params import check_params, index_tools
-from .._state import RunState
-from .._types import ToolCall
-from ._data import ActivityOptions, Answer, Approval, Denial, RunInput, RunResult, ToolSpec
+from .._params import TRANSPORT, check_params, index_tools
+from .._state import RunState, message_data
+from .._types import Reply, ToolCall
+from ._data import (
+    ActivityOptions,
+    Answer,
+    Approval,
+    Denial,
+    MessagesInput,
+    RunInput,
+    RunResult,
+    ToolSpec,
+    read_call,
+)
 from ._workflow import ToolRunnerWorkflow
 
 __all__ = ["RunHandle", "get_run", "run_input", "start_run"]
@@ -30,10 +41,6 @@ _WORKER_OPTIONS = {
     "checkpointer": "Temporal keeps the run, and the workers' store its large data",
     "run_id": "the run's name is the run_id argument of start_run",
     "approve": "decisions come from clients: handle.approve(), deny() or answer()",
-    "compaction_control": "client-side compaction replaces the history between requests, which a Temporal run "
-    "does not do yet",
-    "tracing": "trace the workers and clients with Temporal's OpenTelemetry interceptor "
-    "(temporalio.contrib.opentelemetry)",
 }
 
 _REUSE = {
@@ -71,30 +78,50 @@ class RunHandle:
     async def pending_approvals(self) -> list[ToolCall]:
         """The calls that wait for a decision, in tool_use order."""
         calls = await self.workflow.query(ToolRunnerWorkflow.pending_approvals)
-        return [
-            ToolCall(
-                id=call["id"], name=call["name"], input=call["input"], toolset_name=call.get("toolset_name")
-            )
-            for call in calls
-        ]
+        return [read_call(call) for call in calls]
 
-    async def approve(self, tool_use_id: str, *, input: object = None) -> None:
-        """Approve a call that waits; with ``input`` it runs with that input (checked like the model's).
+    async def approve(self, tool_use_id: str, *, input: object = None, by: str | None = None) -> None:
+        """Approve a call that waits; with ``input`` it runs with that input (checked like the
+        model's); ``by`` says who decided, kept with the call (with the time, the workflow's).
 
         Raises:
             temporalio.client.WorkflowUpdateFailedError: No call waits with that id, or ``input``
                 does not fit the tool; its cause says why.
         """
-        await self._update(ToolRunnerWorkflow.approve, Approval(tool_use_id, input))
+        await self._update(ToolRunnerWorkflow.approve, Approval(tool_use_id, input, by))
 
-    async def deny(self, tool_use_id: str, reason: str) -> None:
+    async def deny(self, tool_use_id: str, reason: str, *, by: str | None = None) -> None:
         """Deny a call that waits (or has not started): the model reads ``reason`` as its error result."""
-        await self._update(ToolRunnerWorkflow.deny, Denial(tool_use_id, reason))
+        await self._update(ToolRunnerWorkflow.deny, Denial(tool_use_id, reason, by))
 
-    async def answer(self, tool_use_id: str, result: object, *, is_error: bool = False) -> None:
+    async def answer(
+        self, tool_use_id: str, result: object, *, is_error: bool = False, by: str | None = None
+    ) -> None:
         """Answer a call that waits (or has not started) with a result computed elsewhere (text or
         JSON data, converted on a worker as a tool's return value is)."""
-        await self._update(ToolRunnerWorkflow.answer, Answer(tool_use_id, result, is_error))
+        await self._update(ToolRunnerWorkflow.answer, Answer(tool_use_id, result, is_error, by))
+
+    async def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None:
+        """Append messages to the history, as a loop body's ``runner.push_messages()``: the run
+        applies them at the next point where a loop body could steer, that is once the reply being
+        worked on is handed over (the run then does not append that reply, nor run its calls), or
+        at once if the run is paused for decisions. Returns once they are applied.
+
+        Raises:
+            temporalio.client.WorkflowUpdateFailedError: The run ended first, or the history would
+                be one the service rejects; its cause says why, and nothing changed.
+        """
+        await self._update(ToolRunnerWorkflow.push_messages, MessagesInput(_messages(messages)))
+
+    async def set_messages(self, messages: Sequence[Mapping[str, Any] | Reply]) -> None:
+        """Replace the history, as a loop body's ``runner.set_messages_params()`` with new
+        ``messages``, at the same point as ``push_messages()``.
+
+        Raises:
+            temporalio.client.WorkflowUpdateFailedError: The run ended first, or the history would
+                be one the service rejects; its cause says why, and nothing changed.
+        """
+        await self._update(ToolRunnerWorkflow.set_messages, MessagesInput(_messages(messages)))
 
     async def _update(self, update: Any, argument: object) -> None:
         # temporalio's overloads of execute_update leave one form's ``args`` untyped, so pyright
@@ -106,11 +133,17 @@ class RunHandle:
         await self.workflow.signal(ToolRunnerWorkflow.close)
 
 
+def _messages(messages: Sequence[object]) -> list[Any]:
+    """Messages as the steering updates carry them: message params, as JSON data."""
+    return [message_data(message_param(message, index), index) for index, message in enumerate(messages)]
+
+
 def run_input(
     *,
     tools: Iterable[ToolLike | Mapping[str, Any]] = (),
     activity_options: ActivityOptions | None = None,
     approval_timeout: timedelta | None = None,
+    continue_as_new_events: int = 10_000,
     **options: Any,
 ) -> RunInput:
     """The workflow's input for a new run: the options and request params are checked as
@@ -122,6 +155,21 @@ def run_input(
     for name, reason in _WORKER_OPTIONS.items():
         if name in options:
             raise ParamsError(f"{name}= cannot be given to a Temporal run: {reason}.")
+    for name in TRANSPORT:
+        if name in options:
+            raise ParamsError(
+                f"{name}= cannot be given to a Temporal run: it would be written into the run's workflow history "
+                "(headers may hold secrets); set it on the workers' client instead, for example "
+                "anthropic.AsyncAnthropic(default_headers={...}, timeout=...) given to create_worker()."
+            )
+    if (
+        not isinstance(continue_as_new_events, int)
+        or isinstance(continue_as_new_events, bool)
+        or continue_as_new_events < 100
+    ):
+        raise ParamsError(
+            f"continue_as_new_events must be an int of 100 or more, not {continue_as_new_events!r}."
+        )
     if approval_timeout is not None and (
         not isinstance(approval_timeout, timedelta) or approval_timeout <= timedelta(0)
     ):
@@ -130,10 +178,11 @@ def run_input(
     params["tools"] = checked.tools
     check_params(params)
     index = index_tools(params.pop("tools"))
-    if index.toolsets:
+    tracing = checked.tracing
+    if tracing is not None and tracing.tracer_provider is not None:
         raise ParamsError(
-            f"Toolset objects ({', '.join(repr(toolset.name) for toolset in index.toolsets)}) cannot be tools of a "
-            "Temporal run yet (they must be opened around each call); give their tools instead."
+            "Tracing(tracer_provider=...) cannot be given to a Temporal run: its spans are made on the workers; "
+            "give the provider to create_worker(tracer_provider=...) and to Temporal's TracingInterceptor."
         )
     messages = params.pop("messages")
     state = RunState(params=params, tools=index.saved, messages=tuple(messages))
@@ -141,7 +190,13 @@ def run_input(
     return RunInput(
         state=state.to_dict(),
         tools=[
-            ToolSpec(name=name, idempotent=tool.idempotent, sequential=tool.sequential, timeout=tool.timeout)
+            ToolSpec(
+                name=name,
+                idempotent=tool.idempotent,
+                sequential=tool.sequential,
+                timeout=tool.timeout,
+                gated=tool.requires_approval is not False,
+            )
             for name, tool in (*index.runnable.items(), *index.families.items())
         ],
         limits={
@@ -155,6 +210,9 @@ def run_input(
         activities=(activity_options or ActivityOptions()).to_data(),
         approval_timeout=None if approval_timeout is None else approval_timeout.total_seconds(),
         cache=None if checked.cache is None else dataclasses.asdict(checked.cache.policy),
+        compaction_control=None if checked.compaction_control is None else dict(checked.compaction_control),
+        tracing=None if tracing is None else {"content": tracing.content, "agent_name": tracing.agent_name},
+        continue_as_new_events=continue_as_new_events,
     )
 
 
@@ -167,6 +225,7 @@ async def start_run(
     activity_options: ActivityOptions | None = None,
     approval_timeout: timedelta | None = None,
     id_reuse: Literal["refuse", "after_failure", "allow"] = "refuse",
+    continue_as_new_events: int = 10_000,
     **options: Any,
 ) -> RunHandle:
     """Start a run on Temporal: the options and params of ``ToolRunner(...)``, and where to run.
@@ -181,9 +240,12 @@ async def start_run(
             (the default): as long as it takes.
         id_reuse: Whether a new run may take the name of one that ended: never (``"refuse"``), after
             one that failed, or always.
+        continue_as_new_events: The run continues as new (a new segment of its workflow, with a
+            window of the latest messages) once a segment's history holds this many events.
         **options: Request params (``model``, ``max_tokens``, ``messages``, ...) and the runner
             options ``max_iterations``, ``max_total_tokens``, ``max_cost``, ``on_limit``,
-            ``max_concurrency``, ``tool_timeout`` and ``cache``.
+            ``max_concurrency``, ``tool_timeout``, ``cache``, ``compaction_control`` and
+            ``tracing`` (its ``content`` and ``agent_name``).
 
     Raises:
         ParamsError: An option or param has a value it cannot take, or belongs on the workers.
@@ -195,7 +257,11 @@ async def start_run(
     if reuse is None:
         raise ParamsError(f"id_reuse must be 'refuse', 'after_failure' or 'allow', not {id_reuse!r}.")
     run = run_input(
-        tools=tools, activity_options=activity_options, approval_timeout=approval_timeout, **options
+        tools=tools,
+        activity_options=activity_options,
+        approval_timeout=approval_timeout,
+        continue_as_new_events=continue_as_new_events,
+        **options,
     )
     try:
         handle = await client.start_workflow(

@@ -15,7 +15,8 @@ from anthropic.types import Message
 from anthropic.types.beta import BetaMessage
 from temporalio.common import RetryPolicy
 
-from .._types import Reply
+from .._events import ApprovalDecided, LoopFinished, RunnerEvent, ToolCallFinished, ToolCallStarted
+from .._types import Reply, ToolCall
 from .._usage import Usage
 from ._payloads import Payloads, PayloadStore
 
@@ -25,12 +26,23 @@ __all__ = [
     "Approval",
     "DecisionInput",
     "Denial",
+    "EventsInput",
+    "GateInput",
+    "GateOutput",
+    "MessagesInput",
     "RequestInput",
     "RequestOutput",
     "RunInput",
     "RunResult",
+    "Segment",
+    "SummaryInput",
+    "SummaryOutput",
     "ToolInput",
     "ToolSpec",
+    "call_data",
+    "event_data",
+    "read_call",
+    "read_event",
     "retry_data",
     "retry_policy",
 ]
@@ -135,6 +147,29 @@ class ToolSpec:
     idempotent: bool = False
     sequential: bool = False
     timeout: float | None = None
+    gated: bool = False
+    """Whether its calls may wait for a decision (its ``requires_approval`` is not ``False``)."""
+
+
+@dataclass
+class Segment:
+    """What a run carries into its next segment when it continues as new, besides its state (which
+    holds a window of the latest messages; the whole history is in the payload store)."""
+
+    history: str | None
+    """The key of the history node of the last request."""
+    sent: int
+    """How many of the state's messages that node holds (the rest were appended since)."""
+    elided: dict[str, Any]
+    """What the state leaves out (``_core.Elided``): ``messages``, ``requests``, ``counted``, ``changes``."""
+    checked: int
+    """The state's messages are known to be valid before this index."""
+    kept_removals: list[str] = field(default_factory=list[str])
+    """Tools a compaction's summary dropped the removal of: they stay removed."""
+    traced: dict[str, int] | None = None
+    """With tracing: the usage when the run's open ``invoke_agent`` span opened."""
+    number: int = 1
+    """How many segments the run has had before this one."""
 
 
 @dataclass
@@ -154,6 +189,14 @@ class RunInput:
     """Seconds a call may wait for a decision before it is denied; ``None``: forever."""
     cache: dict[str, Any] | None = None
     """The run's ``CachePolicy`` (its fields), when it caches prompts."""
+    compaction_control: dict[str, Any] | None = None
+    """Client-side compaction (the ``compaction_control`` option), if on."""
+    tracing: dict[str, Any] | None = None
+    """``{"content": ..., "agent_name": ...}`` of the run's ``Tracing``, when it is traced."""
+    continue_as_new_events: int = 10_000
+    """The run continues as new once a segment's history holds this many events."""
+    segment: Segment | None = None
+    """What the segment before left, when the run continued as new (``None``: a new run)."""
 
 
 @dataclass
@@ -172,6 +215,10 @@ class RequestInput:
     """The limit that makes this the last request (sent with ``tool_choice: none``)."""
     cache: dict[str, Any] | None = None
     """The run's ``CachePolicy`` (its fields), when it caches prompts."""
+    compaction: dict[str, Any] | None = None
+    """Make it a compaction request with this config (``compact_before_next_turn``)."""
+    removed: list[str] | None = None
+    """Tools the run's tool changes removed: their calls are not gated (they run no tool)."""
 
 
 @dataclass
@@ -189,6 +236,67 @@ class RequestOutput:
     """The tool_use ids of the calls that wait for a decision (their tools' ``requires_approval``)."""
     denied: dict[str, str] = field(default_factory=dict[str, str])
     """Calls denied because deciding whether they need approval failed, with the reason."""
+    definitions: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+    """The definition of each waiting call's tool, by tool_use id (kept with the call)."""
+    specs: list[ToolSpec] = field(default_factory=list[ToolSpec])
+    """The flags of the tools the reply calls that a ``Toolset`` offers (the run's other tools
+    are in its input)."""
+
+
+@dataclass
+class SummaryInput:
+    """The summary request of client-side compaction: the history is the node ``base`` and
+    ``messages``; its first ``point`` messages are summarized."""
+
+    run_id: str
+    base: str | None
+    params: dict[str, Any]
+    messages: list[Any]
+    point: int
+    control: dict[str, Any]
+
+
+@dataclass
+class SummaryOutput:
+    """The summary request's reply, whole (the summary becomes a message), and its usage."""
+
+    reply: dict[str, Any]
+    beta: bool
+    usage: dict[str, Any]
+
+
+@dataclass
+class GateInput:
+    """Calls whose gates no request evaluated (the calls of a history a client set)."""
+
+    run_id: str
+    calls: list[dict[str, Any]]
+    """``{"id", "name", "input", "toolset_name"}`` of each call."""
+    removed: list[str] = field(default_factory=list[str])
+
+
+@dataclass
+class GateOutput:
+    """Which calls wait for a decision, which are denied (and why), the waiting calls' tools."""
+
+    gated: list[str] = field(default_factory=list[str])
+    denied: dict[str, str] = field(default_factory=dict[str, str])
+    definitions: dict[str, dict[str, Any]] = field(default_factory=dict[str, dict[str, Any]])
+
+
+@dataclass
+class EventsInput:
+    """Events of a run that no activity witnessed, for the worker's ``on_event`` (``_events_data``)."""
+
+    run_id: str
+    events: list[dict[str, Any]]
+
+
+@dataclass
+class MessagesInput:
+    """The argument of the steering updates: the messages to push, or the new history."""
+
+    messages: list[Any]
 
 
 @dataclass
@@ -209,6 +317,10 @@ class ToolInput:
     """The names of the run's raw tool definitions (never run)."""
     approved_input: Any = None
     """The input a person approved instead of the model's, if any."""
+    removed: list[str] = field(default_factory=list[str])
+    """Tools the run's tool changes removed: a call to one is answered like a call to no tool."""
+    trace: dict[str, Any] | None = None
+    """``{"content": ...}`` when the run is traced: the call gets an ``execute_tool`` span."""
 
 
 @dataclass
@@ -218,6 +330,8 @@ class Approval:
     id: str
     input: Any = None
     """The input to run the call with instead of the model's, if any."""
+    by: str | None = None
+    """Who decided, kept with the call."""
 
 
 @dataclass
@@ -226,6 +340,7 @@ class Denial:
 
     id: str
     reason: str
+    by: str | None = None
 
 
 @dataclass
@@ -235,6 +350,7 @@ class Answer:
     id: str
     result: Any
     is_error: bool = False
+    by: str | None = None
 
 
 @dataclass
@@ -313,3 +429,65 @@ class RunResult:
         payloads = Payloads(store)
         before = () if self.history is None else (await payloads.load_history(self.history)).messages
         return await payloads.resolve([*before, *self.appended])
+
+
+def call_data(call: ToolCall) -> dict[str, Any]:
+    """A call as JSON values: ``{"id", "name", "input"}``, and ``"toolset_name"`` for a toolset member."""
+    data: dict[str, Any] = {"id": call.id, "name": call.name, "input": call.input}
+    if call.toolset_name is not None:
+        data["toolset_name"] = call.toolset_name
+    return data
+
+
+def read_call(data: dict[str, Any]) -> ToolCall:
+    """Read ``call_data``'s values."""
+    return ToolCall(
+        id=data["id"], name=data["name"], input=data["input"], toolset_name=data.get("toolset_name")
+    )
+
+
+def event_data(event: RunnerEvent) -> dict[str, Any]:
+    """An event the workflow forwards to the workers (``ToolCallStarted``, ``ToolCallFinished``,
+    ``ApprovalDecided``, ``LoopFinished``) as JSON values; ``read_event`` reads it back."""
+    if isinstance(event, ToolCallStarted):
+        return {"type": "ToolCallStarted", "call": call_data(event.call), "early": event.early}
+    if isinstance(event, ToolCallFinished):
+        return {
+            "type": "ToolCallFinished",
+            "call": call_data(event.call),
+            "duration": event.duration,
+            "is_error": event.is_error,
+        }
+    if isinstance(event, ApprovalDecided):
+        return {"type": "ApprovalDecided", "call": call_data(event.call), "decision": event.decision}
+    if isinstance(event, LoopFinished):
+        message = event.message
+        return {
+            "type": "LoopFinished",
+            "message": None
+            if message is None
+            else message.model_dump(mode="json", by_alias=True, exclude_unset=True, warnings=False),
+            "beta": isinstance(message, BetaMessage),
+            "reason": event.reason,
+        }
+    raise ValueError(f"the workflow does not forward {type(event).__name__!r} events")
+
+
+def read_event(data: dict[str, Any]) -> RunnerEvent:
+    """Read ``event_data``'s values."""
+    kind = data["type"]
+    if kind == "ToolCallStarted":
+        return ToolCallStarted(call=read_call(data["call"]), early=data["early"])
+    if kind == "ToolCallFinished":
+        return ToolCallFinished(
+            call=read_call(data["call"]), duration=data["duration"], is_error=data["is_error"]
+        )
+    if kind == "ApprovalDecided":
+        return ApprovalDecided(call=read_call(data["call"]), decision=data["decision"])
+    message = data["message"]
+    return LoopFinished(
+        message=None
+        if message is None
+        else (BetaMessage if data["beta"] else Message).model_validate(message),
+        reason=data["reason"],
+    )

@@ -1,24 +1,22 @@
-"""The workflow: toolrunner's lifecycle on Temporal.
+"""The workflow's body for runs started by toolrunner before the run's orchestration was a core
+(``workflow.patched("effects-core")`` is false for them): they replay as they ran.
 
-``ToolRunnerWorkflow`` is a driver of the pure lifecycle in ``toolrunner._lifecycle``, as
-``ToolRunner`` is: it keeps the run's ``RunState`` and does the I/O the transitions ask for, each
-piece of it an activity. It never runs a tool or sends a request itself. One iteration, as in
-``ToolRunner.__anext__`` with a loop body that does nothing:
+``LegacyRun`` is today's workflow as it was, a driver of the pure lifecycle in
+``toolrunner._lifecycle`` that orders the effects itself: it keeps the run's ``RunState`` and does
+the I/O the transitions ask for, each piece of it an activity. One iteration:
 
 1. ``ready_to_send``: stop at a limit (or send one last request that may not call tools);
 2. the ``toolrunner.request`` activity sends the request and says which of the reply's calls need
-   a decision (the tools' ``requires_approval`` gates are code, so they run on the worker);
-   ``reply_received`` and ``calls_gated`` take the reply;
+   a decision; ``reply_received`` and ``calls_gated`` take the reply;
 3. the calls that may run are journaled (``call_started``) and each runs in a ``toolrunner.tool``
    activity (``call_finished``); calls Temporal gave up on are answered by ``resumed``:
    "interrupted", as after a crash of a ``ToolRunner``;
-4. while calls wait for a decision the turn pauses (``turn_paused``) in ``workflow.wait_condition``,
-   holding no worker, for as long as it takes; the decisions come as updates (``call_decided``);
+4. while calls wait for a decision the turn pauses (``turn_paused``) in ``workflow.wait_condition``;
+   the decisions come as updates (``call_decided``);
 5. ``turn_finished`` appends the reply and the results, and decides whether the loop goes on.
 
-Workflow code must be deterministic: everything here decides from the workflow's input, the
-activities' results and the updates, which Temporal records; the lifecycle is pure, so replaying a
-recorded history gives the same decisions.
+Do not change what this module asks Temporal for: the committed histories of
+``tests/temporal/fixtures`` replay through it. New features go to the core (``_driver.py``).
 """
 
 from __future__ import annotations
@@ -73,21 +71,9 @@ with workflow.unsafe.imports_passed_through():
         ToolInput,
         ToolSpec,
     )
-    from ._names import (
-        ANSWER_UPDATE,
-        APPROVE_UPDATE,
-        CLOSE_SIGNAL,
-        DECISION_ACTIVITY,
-        DENY_UPDATE,
-        PENDING_QUERY,
-        REQUEST_ACTIVITY,
-        STATE_QUERY,
-        TOOL_ACTIVITY,
-        TOOL_NOT_REGISTERED,
-        WORKFLOW,
-    )
+    from ._names import DECISION_ACTIVITY, REQUEST_ACTIVITY, TOOL_ACTIVITY, TOOL_NOT_REGISTERED
 
-__all__ = ["ToolRunnerWorkflow"]
+__all__ = ["FAMILIES_IN_ORDER", "TIMED_OUT", "LegacyRun", "duration"]
 
 _MARGIN = timedelta(minutes=1)  # a tool's own timeout answers before its activity's
 FAMILIES_IN_ORDER = "toolset-families-in-order"
@@ -97,11 +83,10 @@ TIMED_OUT = "No decision on this call to {name!r} came within {timeout}; it did 
 """The reason the model reads for a call whose decision did not come within ``approval_timeout``."""
 
 
-@workflow.defn(name=WORKFLOW)
-class ToolRunnerWorkflow:
-    """Runs a tool loop: each request and each tool call is an activity; the state lives here."""
+class LegacyRun:
+    """A run started before ``effects-core``: each request and each tool call is an activity; the
+    state lives here. ``ToolRunnerWorkflow`` hands it its signal, queries and updates."""
 
-    @workflow.init
     def __init__(self, run: RunInput) -> None:
         self._state = RunState.from_dict(run.state).replace(run_id=workflow.info().workflow_id)
         self._specs = {spec.name: spec for spec in run.tools}
@@ -127,8 +112,7 @@ class ToolRunnerWorkflow:
         self._sent_tools: tuple[Any, ...] | None = None
         self._checked = 0  # the history is known to be valid before this index (see check_history)
 
-    @workflow.run
-    async def run(self, run: RunInput) -> RunResult:
+    async def run(self) -> RunResult:
         """Drive the loop to its end."""
         while True:
             if self._state.phase is Phase.WITH_BODY:
@@ -146,19 +130,16 @@ class ToolRunnerWorkflow:
 
     # -- from clients ---------------------------------------------------------------------------
 
-    @workflow.signal(name=CLOSE_SIGNAL)
     def close(self) -> None:
         """End the loop as ``ToolRunner.close()`` does: the step under way finishes whole (a
         reply is kept without running its tools; running tools finish and their results are kept;
         calls that wait for a decision never run)."""
         self._closing = True
 
-    @workflow.query(name=STATE_QUERY)
     def state(self) -> dict[str, Any]:
         """The run's ``RunState`` as ``to_dict()`` gives it (large blocks as stubs)."""
         return self._state.to_dict()
 
-    @workflow.query(name=PENDING_QUERY)
     def pending_approvals(self) -> list[dict[str, Any]]:
         """The calls that wait for a decision, in tool_use order: ``{"id", "name", "input"}``, and
         ``"toolset_name"`` for a toolset member."""
@@ -169,7 +150,6 @@ class ToolRunnerWorkflow:
             for call in calls
         ]
 
-    @workflow.update(name=APPROVE_UPDATE)
     async def approve(self, approval: Approval) -> None:
         """Approve a call that waits; with ``input`` it runs with that input, checked on a worker
         as the model's would be (a bad one is refused, and nothing changes)."""
@@ -177,24 +157,20 @@ class ToolRunnerWorkflow:
             await self._decision_activity(approval.id, "approve", approval.input)
         self._decide(approval.id, "approved", approved_input=approval.input)
 
-    @workflow.update(name=DENY_UPDATE)
     def deny(self, denial: Denial) -> None:
         """Deny a call that waits (or has not started): the model reads the reason as its error result."""
         self._decide(denial.id, "denied", result=tool_result_block(denial.id, denial.reason, is_error=True))
 
-    @workflow.update(name=ANSWER_UPDATE)
     async def answer(self, answer: Answer) -> None:
         """Answer a call that waits (or has not started) with a result computed elsewhere; a worker
         converts it as it converts what tools return."""
         block = await self._decision_activity(answer.id, "answer", answer.result, answer.is_error)
         self._decide(answer.id, "answered", result=cast(ToolResultBlockParam, block))
 
-    @approve.validator
-    def _check_approve(self, approval: Approval) -> None:
+    def check_approve(self, approval: Approval) -> None:
         self._check_decision(approval.id, "approved")
 
-    @deny.validator
-    def _check_deny(self, denial: Denial) -> None:
+    def check_deny(self, denial: Denial) -> None:
         if not isinstance(denial.reason, str) or not denial.reason.strip():
             raise ApplicationError(
                 f"deny({denial.id!r}, ...) needs a reason the model can read, not {denial.reason!r}.",
@@ -202,8 +178,7 @@ class ToolRunnerWorkflow:
             )
         self._check_decision(denial.id, "denied")
 
-    @answer.validator
-    def _check_answer(self, answer: Answer) -> None:
+    def check_answer(self, answer: Answer) -> None:
         self._check_decision(answer.id, "answered")
 
     def _check_decision(self, tool_use_id: str, decision: Any) -> None:
@@ -323,7 +298,7 @@ class ToolRunnerWorkflow:
     def _deny_undecided(self, calls: Sequence[ToolCall]) -> None:
         assert self._approval_timeout is not None
         for call in awaiting(self._state, calls):
-            reason = TIMED_OUT.format(name=call.name, timeout=_duration(self._approval_timeout))
+            reason = TIMED_OUT.format(name=call.name, timeout=duration(self._approval_timeout))
             self._state = call_decided(
                 self._state, call.id, "denied", result=tool_result_block(call.id, reason, is_error=True)
             )
@@ -435,7 +410,7 @@ class ToolRunnerWorkflow:
         )
 
 
-def _duration(span: timedelta) -> str:
+def duration(span: timedelta) -> str:
     """A span as a person says it: "3 days", "8 hours", "90 seconds"."""
     seconds = int(span.total_seconds())
     for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):

@@ -9,9 +9,15 @@ __all__ = [
     "CLOSE_SIGNAL",
     "DECISION_ACTIVITY",
     "DENY_UPDATE",
+    "EFFECTS_CORE",
+    "EVENTS_ACTIVITY",
+    "GATE_ACTIVITY",
     "PENDING_QUERY",
+    "PUSH_UPDATE",
     "REQUEST_ACTIVITY",
+    "SET_UPDATE",
     "STATE_QUERY",
+    "SUMMARY_ACTIVITY",
     "TOOL_ACTIVITY",
     "TOOL_NOT_REGISTERED",
     "WORKFLOW",
@@ -25,6 +31,12 @@ TOOL_ACTIVITY = "toolrunner.tool"
 """The activity that runs one tool call (its summary names the tool)."""
 DECISION_ACTIVITY = "toolrunner.decision"
 """The activity that checks an approved input, or converts an answer, with the worker's tools."""
+SUMMARY_ACTIVITY = "toolrunner.summarize"
+"""The activity that sends the summary request of client-side compaction (``compaction_control``)."""
+GATE_ACTIVITY = "toolrunner.gate"
+"""The activity that evaluates the approval gates of calls no request evaluated (a history a client set)."""
+EVENTS_ACTIVITY = "toolrunner.events"
+"""The local activity that hands the worker's ``on_event`` the events no other activity witnessed."""
 CLOSE_SIGNAL = "toolrunner.close"
 """The signal that ends a run as ``ToolRunner.close()`` does."""
 APPROVE_UPDATE = "toolrunner.approve"
@@ -33,9 +45,16 @@ DENY_UPDATE = "toolrunner.deny"
 """The update that denies a call: ``(tool_use_id, reason)``."""
 ANSWER_UPDATE = "toolrunner.answer"
 """The update that answers a call with a result computed elsewhere: ``(tool_use_id, result, is_error=False)``."""
+PUSH_UPDATE = "toolrunner.push_messages"
+"""The update that appends messages to the history, as a loop body's ``push_messages()``: ``{"messages"}``."""
+SET_UPDATE = "toolrunner.set_messages"
+"""The update that replaces the history, as a loop body's ``set_messages_params()``: ``{"messages"}``."""
 STATE_QUERY = "toolrunner.state"
 """The query that gives the run's ``RunState`` (``to_dict()``; large blocks as stubs)."""
 PENDING_QUERY = "toolrunner.pending_approvals"
 """The query that lists the calls that wait for a decision."""
 TOOL_NOT_REGISTERED = "ToolNotRegistered"
 """The error type of an activity asked to run a tool its worker does not have."""
+EFFECTS_CORE = "effects-core"
+"""The patch under which the workflow drives the run's orchestration (``RunCore``); runs started
+before it take the legacy body (``_legacy.py``), so their histories replay."""

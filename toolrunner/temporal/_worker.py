@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anthropic
 from temporalio.client import Client
@@ -17,6 +17,9 @@ from .._usage import Price
 from ._activities import Activities, EventListener
 from ._payloads import PayloadStore
 from ._workflow import ToolRunnerWorkflow
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["PASSTHROUGH", "create_worker", "workflow_runner"]
 
@@ -36,6 +39,7 @@ PASSTHROUGH = (
     "httpcore2",
     "jiter",
     "distro",
+    "opentelemetry",
 )
 
 
@@ -58,6 +62,7 @@ def create_worker(
     on_event: EventListener | None = None,
     prices: Mapping[str, Price] | None = None,
     result_adapter: ToolResultAdapter = DEFAULT_ADAPTER,
+    tracer_provider: TracerProvider | None = None,
     workflows: Sequence[type] = (),
     activities: Sequence[Callable[..., Any]] = (),
     **worker_options: Any,
@@ -69,17 +74,23 @@ def create_worker(
     Args:
         client: The Temporal client.
         task_queue: The task queue to poll; runs are started on it.
-        tools: Every tool of the runs this worker serves (they run here, in activities).
+        tools: Every tool of the runs this worker serves (they run here, in activities): ``@tool``
+            tools, functions, the SDK's tools, and ``Toolset`` objects (an ``MCPToolset``: one
+            session per worker, opened when the worker starts and closed when it stops).
         anthropic_client: Sends the requests (its own retries are switched off: Temporal retries).
         store: Where large blocks and the histories go; every worker of the task queue must share it.
         inline_limit: Blocks whose JSON is longer than this many bytes go to ``store``, and workflow
             history holds a reference.
         stream: Stream each reply: long requests need it, and ``on_event`` then hears text as it
             arrives.
-        on_event: Called on this worker with a run's id and each event (``TextDelta``,
-            ``MessageFinished``, ``ToolCallStarted``, ``ToolCallFinished``).
+        on_event: Called on this worker with a run's id and each event: those of the requests and
+            the calls it runs (``TextDelta``, ``MessageFinished``, ``ApprovalRequested``,
+            ``ToolCallStarted``, ``ToolCallFinished``), and those of its runs' workflows that no
+            activity witnesses (decisions, calls answered without running, ``LoopFinished``).
         prices: The price table for usage and ``max_cost``; the dated defaults when ``None``.
         result_adapter: Turns what tools return into tool_result content.
+        tracer_provider: Where the ``execute_tool`` spans of traced runs (``start_run(tracing=...)``)
+            go; the global provider when ``None``.
         workflows: More workflows for this worker (your own).
         activities: More activities for this worker (your own).
         **worker_options: More options of ``temporalio.worker.Worker`` (``max_concurrent_activities``, ...).
@@ -105,12 +116,32 @@ def create_worker(
         result_adapter=result_adapter,
         stream=stream,
         on_event=on_event,
+        tracer_provider=tracer_provider,
     )
     worker_options.setdefault("workflow_runner", workflow_runner())
-    return Worker(
+    worker = _ToolWorker(
         client,
         task_queue=task_queue,
         workflows=[ToolRunnerWorkflow, *workflows],
         activities=[*handlers.all(), *activities],
         **worker_options,
     )
+    worker.handlers = handlers
+    return worker
+
+
+class _ToolWorker(Worker):
+    """A worker whose ``Toolset`` objects are open while it runs: opened before it polls, closed
+    after it stopped, in the task that runs it (a toolset's ``open()`` and ``close()`` share one)."""
+
+    handlers: Activities
+
+    async def run(self) -> None:
+        if not self.handlers.toolsets:
+            await super().run()
+            return
+        await self.handlers.open_tools()
+        try:
+            await super().run()
+        finally:
+            await self.handlers.close_tools()

@@ -1,0 +1,317 @@
+"""What clients ask of a run on Temporal, the workflow's side: steering, decisions, ``close``,
+the queries; and the events the workflow hands the workers' ``on_event``.
+
+``CoreRun`` (``_driver.py``) inherits ``RunControls``, as ``ToolRunner`` inherits its controls.
+Everything here changes the run through its core (``RunCore``): steering with ``push`` and
+``install`` at the loop body's point, decisions with ``decide``, checked first by the lifecycle's
+own rules so that a refused update changes nothing.
+
+Steering (``push_messages``, ``set_messages``) has ``ToolRunner``'s loop-body semantics: it is
+queued, and applied at the next point where a loop body could steer, once the next reply is
+handed over (that reply is then not appended by the run, and its calls do not run: the history is
+the one steered), or at once while the run is paused for decisions. The update returns once it is
+applied, or fails if the run ended first or the history it makes would be refused by the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, NoReturn, cast
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from anthropic.types import ToolResultBlockParam
+
+    from .._core import TIMED_OUT
+    from .._errors import ToolRunnerError
+    from .._events import (
+        ApprovalDecided,
+        ApprovalRequested,
+        MessageFinished,
+        RunnerEvent,
+        TextDelta,
+        ToolCallFinished,
+        ToolCallStarted,
+    )
+    from .._lifecycle import call_decided
+    from .._messages import check_history, client_tool_calls, field, message_param
+    from .._results import tool_result_block
+    from .._state import Phase
+    from .._types import Decision
+    from ._data import (
+        ActivityOptions,
+        Answer,
+        Approval,
+        DecisionInput,
+        Denial,
+        EventsInput,
+        call_data,
+        event_data,
+    )
+    from ._legacy import duration
+    from ._names import DECISION_ACTIVITY, EVENTS_ACTIVITY
+
+if TYPE_CHECKING:
+    from .._core import RunCore
+
+__all__ = ["RunControls", "Steering"]
+
+_WITNESSED = (TextDelta, MessageFinished, ApprovalRequested)
+"""Events the request activity reports on its worker (the reply, its text, its gates)."""
+
+
+@dataclasses.dataclass(eq=False)
+class Steering:
+    """A steering update waiting for the point where the loop body could steer."""
+
+    method: str
+    messages: list[Any]
+    done: bool = False
+    error: ApplicationError | None = None
+
+
+class RunControls:
+    """The clients' side of ``CoreRun`` (see the module docstring)."""
+
+    if TYPE_CHECKING:  # what the driver provides
+        _core: RunCore
+        _run_id: str
+        _options: ActivityOptions
+        _steering: list[Steering]
+        _advancing: bool
+        _paused: bool
+        _heard: list[RunnerEvent]
+        _outbox: list[RunnerEvent]
+        _executed: set[str]
+        _forwarding: asyncio.Lock
+        _approval_timeout: timedelta | None
+
+    async def _wait_for_decisions(self) -> None:
+        """The run is paused: wait until no call waits (decided, or steered away), the run is
+        closed, or the time for decisions passes (the calls still waiting are denied)."""
+        core = self._core
+        self._paused = True
+        try:
+            self._apply_steering()  # queued while the turn ran: a paused run is steered at once
+            await workflow.wait_condition(
+                lambda: core.state.phase is not Phase.AWAITING or not core.waiting(),
+                timeout=self._approval_timeout,
+            )
+        except TimeoutError:
+            assert self._approval_timeout is not None
+            for call in core.waiting():
+                core.deny(call.id, TIMED_OUT.format(name=call.name, timeout=duration(self._approval_timeout)))
+            self._sort(gated=False)
+        finally:
+            self._paused = False
+
+    # -- steering ---------------------------------------------------------------------------------
+
+    def check_steering(self, method: str, messages: object) -> None:
+        """Refuse (before anything is recorded) steering that could never apply."""
+        if self._core.state.phase is Phase.DONE:
+            _refuse(
+                f"{method}() came after the run ended ({self._core.state.end_reason}); start a new run to go on.",
+                "ToolRunnerError",
+            )
+        if not isinstance(messages, list) or (method == "push_messages" and not messages):
+            _refuse(f"{method}() takes a non-empty list of messages, not {messages!r}.", "ParamsError")
+        try:
+            for index, message in enumerate(cast("list[Any]", messages)):
+                message_param(message, index)
+        except ToolRunnerError as error:
+            _refuse(str(error), type(error).__name__)
+
+    async def steer(self, method: str, messages: list[Any]) -> None:
+        """Queue steering for the next point where the loop body could steer (after a reply is
+        handed over), or apply it at once on a paused run; return once it is applied."""
+        request = Steering(method, messages)
+        self._steering.append(request)
+        if self._paused:
+            self._apply_steering()
+        await workflow.wait_condition(lambda: request.done)
+        if request.error is not None:
+            raise request.error
+
+    def _apply_steering(self) -> None:
+        """The loop body's point: apply the queued steering, in order."""
+        queued, self._steering = self._steering, []
+        for request in queued:
+            try:
+                self._steer_now(request)
+            except ToolRunnerError as error:
+                request.error = ApplicationError(str(error), type=type(error).__name__, non_retryable=True)
+            request.done = True
+
+    def _steer_now(self, request: Steering) -> None:
+        core = self._core
+        core.check_history_may_change(request.method)
+        params = [message_param(message, index) for index, message in enumerate(request.messages)]
+        if request.method == "push_messages":
+            history = core.state.messages
+            _check_steered((*history, *params), min(core.checked, max(len(history) - 1, 0)))
+            core.push(params)
+        else:
+            _check_steered(params, 0)
+            core.install({"messages": tuple(params)}, steer=True)
+
+    def _drop_steering(self) -> None:
+        """The run ended: steering still queued can never apply."""
+        queued, self._steering = self._steering, []
+        for request in queued:
+            request.error = ApplicationError(
+                f"{request.method}() could not apply: the run ended ({self._core.state.end_reason}) before the next "
+                "point where it could be steered; start a new run to go on.",
+                type="ToolRunnerError",
+                non_retryable=True,
+            )
+            request.done = True
+
+    # -- decisions, close, queries ------------------------------------------------------------------
+
+    def check_approve(self, approval: Approval) -> None:
+        _check_by(approval.by)
+        self._check_decision(approval.id, "approved")
+
+    def check_deny(self, denial: Denial) -> None:
+        if not isinstance(denial.reason, str) or not denial.reason.strip():
+            _refuse(
+                f"deny({denial.id!r}, ...) needs a reason the model can read, not {denial.reason!r}.",
+                "ApprovalError",
+            )
+        _check_by(denial.by)
+        self._check_decision(denial.id, "denied")
+
+    def check_answer(self, answer: Answer) -> None:
+        _check_by(answer.by)
+        self._check_decision(answer.id, "answered")
+
+    def _check_decision(self, tool_use_id: str, decision: Decision) -> None:
+        """Refuse (before anything is recorded) a decision the lifecycle would refuse."""
+        placeholder = tool_result_block(tool_use_id, "", is_error=True)
+        try:
+            call_decided(self._core.state, tool_use_id, decision, result=placeholder)
+        except ToolRunnerError as error:
+            raise ApplicationError(str(error), type=type(error).__name__) from None
+
+    async def approve(self, approval: Approval) -> None:
+        if approval.input is not None:
+            await self._decision_activity(approval.id, "approve", approval.input)
+        await self._decide(approval.id, "approved", approved_input=approval.input, by=approval.by)
+
+    async def deny(self, denial: Denial) -> None:
+        block = tool_result_block(denial.id, denial.reason, is_error=True)
+        await self._decide(denial.id, "denied", result=block, by=denial.by)
+
+    async def answer(self, answer: Answer) -> None:
+        block = await self._decision_activity(answer.id, "answer", answer.result, answer.is_error)
+        await self._decide(answer.id, "answered", result=cast(ToolResultBlockParam, block), by=answer.by)
+
+    async def _decide(self, tool_use_id: str, decision: Decision, **details: Any) -> None:
+        try:
+            self._core.decide(
+                tool_use_id, decision, at=workflow.now().isoformat(timespec="seconds"), **details
+            )
+        except ToolRunnerError as error:  # decided meanwhile (while a worker checked the input)
+            raise ApplicationError(str(error), type=type(error).__name__) from None
+        self._sort(gated=False)
+        await self._forward()
+
+    async def _decision_activity(
+        self, tool_use_id: str, kind: str, value: Any, is_error: bool = False
+    ) -> dict[str, Any]:
+        """Check an approved input, or convert an answer, on a worker: the tools and the result
+        adapter are code. What the worker refuses is refused to the client, and nothing changes."""
+        call = self._core.find(tool_use_id)
+        assert call is not None  # the validator checked
+        try:
+            return await workflow.execute_activity(
+                DECISION_ACTIVITY,
+                DecisionInput(self._run_id, call.id, call.name, kind, value, is_error, call.toolset_name),
+                result_type=dict,
+                start_to_close_timeout=self._options.tool_start_to_close,
+                retry_policy=self._options.tool_retry,
+                task_queue=self._options.task_queue,
+                summary=f"{kind} {call.name}",
+            )
+        except ActivityError as error:
+            cause = error.cause
+            if isinstance(cause, ApplicationError):
+                raise ApplicationError(cause.message, type=cause.type) from None
+            raise
+
+    def close(self) -> None:
+        """``ToolRunner.close()``: while a step is under way it finishes whole, then the loop ends."""
+        if self._advancing:
+            self._core.closing = True
+        else:
+            self._core.close()
+
+    def state(self) -> dict[str, Any]:
+        return self._core.state.to_dict()
+
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        return [call_data(call) for call in self._core.waiting()]
+
+    # -- events -----------------------------------------------------------------------------------
+
+    def _sort(self, *, gated: bool) -> None:
+        """Keep, of the events heard, those no activity reports on its worker: not the reply and
+        its text, nor the gates' verdicts (``gated``: the events of the step that took them), nor
+        the start and end of a call an activity ran."""
+        heard, self._heard = self._heard, []
+        for event in heard:
+            if isinstance(event, _WITNESSED):
+                continue
+            if gated and isinstance(event, ApprovalDecided):
+                continue
+            if isinstance(event, ToolCallStarted | ToolCallFinished) and event.call.id in self._executed:
+                continue
+            self._outbox.append(event)
+
+    async def _forward(self) -> None:
+        """Hand the events kept to the workers' ``on_event``, in order (a local activity)."""
+        if not self._outbox:
+            return
+        async with self._forwarding:
+            events, self._outbox = self._outbox, []
+            if not events:
+                return
+            try:
+                await workflow.execute_local_activity(
+                    EVENTS_ACTIVITY,
+                    EventsInput(self._run_id, [event_data(event) for event in events]),
+                    start_to_close_timeout=timedelta(seconds=30),
+                    retry_policy=RetryPolicy(maximum_attempts=3),
+                )
+            except ActivityError as error:  # events are reports: losing them must not fail the run
+                workflow.logger.warning(
+                    "Events of run %r were not delivered: %s", self._run_id, error.cause or error
+                )
+
+
+def _refuse(message: str, kind: str) -> NoReturn:
+    raise ApplicationError(message, type=kind, non_retryable=True)
+
+
+def _check_by(by: object) -> None:
+    if by is not None and not isinstance(by, str):
+        _refuse(
+            f"by= takes who decided, as a str (a name or an id), not {type(by).__name__!r}.", "ApprovalError"
+        )
+
+
+def _check_steered(history: Sequence[Any], start: int) -> None:
+    """A steered history must be one the service takes, but for the calls of its last message,
+    which the run answers next (as a ``ToolRunner`` answers the calls of a history it is given)."""
+    last = history[-1] if history else None
+    if last is not None and field(last, "role") == "assistant" and client_tool_calls(last):
+        check_history(history[:-1], start)
+    else:
+        check_history(history, start)

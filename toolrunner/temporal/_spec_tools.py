@@ -1,0 +1,101 @@
+"""The run's tools as the workflow knows them: their flags, never their code (which is on the workers).
+
+``RunCore`` reads a few flags of a call's tool (``sequential`` for the order of a reply's calls,
+``requires_approval`` for whether to gate at all); the workflow has each tool's ``ToolSpec``, from
+the run's input and, for the tools a ``Toolset`` offers, from the request activity that saw them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NoReturn
+
+from .._tools import ToolContext
+from .._toolsets import RunnableTool
+from .._types import ToolCall
+from ._data import ToolSpec
+
+__all__ = ["SpecTool", "SpecTools"]
+
+
+class SpecTool:
+    """A tool of the run as the workflow sees it: a ``RunnableTool`` whose code is elsewhere."""
+
+    def __init__(self, spec: ToolSpec) -> None:
+        self.spec = spec
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def sequential(self) -> bool:
+        return self.spec.sequential
+
+    @property
+    def timeout(self) -> float | None:
+        return self.spec.timeout
+
+    @property
+    def start_early(self) -> bool:
+        return False  # no stream reaches the workflow
+
+    @property
+    def idempotent(self) -> bool:
+        return self.spec.idempotent
+
+    @property
+    def requires_approval(self) -> bool:
+        return self.spec.gated
+
+    @property
+    def is_async(self) -> bool:
+        return True
+
+    @property
+    def function(self) -> Callable[..., Any]:
+        self._elsewhere()
+
+    def to_param(self) -> Mapping[str, Any]:
+        return {"name": self.spec.name}
+
+    def parse_input(self, raw: object) -> dict[str, Any]:
+        self._elsewhere()
+
+    def call_kwargs(self, arguments: dict[str, Any], context: ToolContext) -> dict[str, Any]:
+        self._elsewhere()
+
+    def _elsewhere(self) -> NoReturn:
+        raise AssertionError(f"the tool {self.spec.name!r} runs on the workers, never in the workflow")
+
+
+class SpecTools:
+    """``RunCore``'s ``Tools`` for a workflow: the specs by tool name (a toolset family's by its name).
+
+    Args:
+        specs: The specs, which the driver adds to as requests name the tools of toolsets.
+        tools: The run's ``tools`` param as saved: a ``Toolset`` is an entry ``"toolset:<name>"``.
+    """
+
+    def __init__(self, specs: Mapping[str, ToolSpec], tools: Sequence[str | Mapping[str, Any]]) -> None:
+        self._specs = specs
+        self._toolsets = any(
+            isinstance(entry, str) and entry.startswith("toolset:") and entry[8:] not in specs
+            for entry in tools
+        )
+        self._made: dict[str, SpecTool] = {}
+
+    def find(self, call: ToolCall) -> RunnableTool | None:
+        spec = self._specs.get(call.toolset_name or call.name)
+        if spec is None:
+            return None
+        made = self._made.get(spec.name)
+        if made is None or made.spec is not spec:
+            made = self._made[spec.name] = SpecTool(spec)
+        return made
+
+    @property
+    def gated(self) -> bool:
+        """Whether a call may need a decision: a tool's gate says so, or a toolset's tools are not
+        all known yet (the request activity evaluates the gates either way)."""
+        return self._toolsets or any(spec.gated for spec in self._specs.values())

@@ -1,0 +1,137 @@
+"""The workflow: toolrunner's run on Temporal, ``ToolRunnerWorkflow``.
+
+A run started by this toolrunner is driven by the run's orchestration, ``RunCore``
+(``toolrunner._core``), as a ``ToolRunner`` is: ``_driver.CoreRun`` performs its effects as
+activities, local activities and waits. A run started by an earlier toolrunner (whose history has
+no ``effects-core`` marker) goes on in the body it started with (``_legacy.LegacyRun``), so that
+its history replays. This class is the workflow's face: its signal, queries and updates, handed
+to whichever body the run has.
+
+Workflow code must be deterministic: everything here decides from the workflow's input, the
+activities' results and the updates, which Temporal records; the core does no I/O and reads no
+clock, so replaying a recorded history gives the same decisions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from ._data import Answer, Approval, Denial, MessagesInput, RunInput, RunResult
+    from ._driver import CoreRun
+    from ._legacy import LegacyRun
+    from ._names import (
+        ANSWER_UPDATE,
+        APPROVE_UPDATE,
+        CLOSE_SIGNAL,
+        DENY_UPDATE,
+        EFFECTS_CORE,
+        PENDING_QUERY,
+        PUSH_UPDATE,
+        SET_UPDATE,
+        STATE_QUERY,
+        WORKFLOW,
+    )
+
+__all__ = ["ToolRunnerWorkflow"]
+
+
+@workflow.defn(name=WORKFLOW)
+class ToolRunnerWorkflow:
+    """Runs a tool loop: each request and each tool call is an activity; the state lives here."""
+
+    @workflow.init
+    def __init__(self, run: RunInput) -> None:
+        self._run: CoreRun | LegacyRun = CoreRun(run) if workflow.patched(EFFECTS_CORE) else LegacyRun(run)
+
+    @workflow.run
+    async def run(self, run: RunInput) -> RunResult:
+        """Drive the loop to its end."""
+        return await self._run.run()
+
+    # -- from clients ---------------------------------------------------------------------------
+
+    @workflow.signal(name=CLOSE_SIGNAL)
+    def close(self) -> None:
+        """End the loop as ``ToolRunner.close()`` does: the step under way finishes whole (a
+        reply is kept without running its tools; running tools finish and their results are kept;
+        calls that wait for a decision never run)."""
+        self._run.close()
+
+    @workflow.query(name=STATE_QUERY)
+    def state(self) -> dict[str, Any]:
+        """The run's ``RunState`` as ``to_dict()`` gives it (large blocks as stubs; after the run
+        continued as new, the latest messages only)."""
+        return self._run.state()
+
+    @workflow.query(name=PENDING_QUERY)
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        """The calls that wait for a decision, in tool_use order: ``{"id", "name", "input"}``, and
+        ``"toolset_name"`` for a toolset member."""
+        return self._run.pending_approvals()
+
+    @workflow.update(name=APPROVE_UPDATE)
+    async def approve(self, approval: Approval) -> None:
+        """Approve a call that waits; with ``input`` it runs with that input, checked on a worker
+        as the model's would be (a bad one is refused, and nothing changes)."""
+        await self._run.approve(approval)
+
+    @workflow.update(name=DENY_UPDATE)
+    async def deny(self, denial: Denial) -> None:
+        """Deny a call that waits (or has not started): the model reads the reason as its error result."""
+        run = self._run
+        if isinstance(run, LegacyRun):
+            run.deny(denial)
+        else:
+            await run.deny(denial)
+
+    @workflow.update(name=ANSWER_UPDATE)
+    async def answer(self, answer: Answer) -> None:
+        """Answer a call that waits (or has not started) with a result computed elsewhere; a worker
+        converts it as it converts what tools return."""
+        await self._run.answer(answer)
+
+    @workflow.update(name=PUSH_UPDATE)
+    async def push_messages(self, push: MessagesInput) -> None:
+        """Append messages to the history, as a loop body's ``push_messages()``: at the next point
+        where the loop body could steer (a reply was handed over), or at once on a paused run."""
+        await self._core("push_messages").steer("push_messages", push.messages)
+
+    @workflow.update(name=SET_UPDATE)
+    async def set_messages(self, new: MessagesInput) -> None:
+        """Replace the history, as a loop body's ``set_messages_params()``, at the same points."""
+        await self._core("set_messages").steer("set_messages", new.messages)
+
+    @approve.validator
+    def _check_approve(self, approval: Approval) -> None:
+        self._run.check_approve(approval)
+
+    @deny.validator
+    def _check_deny(self, denial: Denial) -> None:
+        self._run.check_deny(denial)
+
+    @answer.validator
+    def _check_answer(self, answer: Answer) -> None:
+        self._run.check_answer(answer)
+
+    @push_messages.validator
+    def _check_push(self, push: MessagesInput) -> None:
+        self._core("push_messages").check_steering("push_messages", push.messages)
+
+    @set_messages.validator
+    def _check_set(self, new: MessagesInput) -> None:
+        self._core("set_messages").check_steering("set_messages", new.messages)
+
+    def _core(self, method: str) -> CoreRun:
+        run = self._run
+        if isinstance(run, LegacyRun):
+            raise ApplicationError(
+                f"{method}() cannot steer this run: it started under an earlier toolrunner, before runs could be "
+                "steered. Close it and start a new run with its history (await result.messages(store)).",
+                type="ToolRunnerError",
+                non_retryable=True,
+            )
+        return run
