@@ -36,10 +36,11 @@ async def worker(
     tools: Iterable[Any],
     **options: Any,
 ) -> AsyncGenerator[str]:
-    """A worker for ``fake`` on a new task queue; yields the task queue."""
+    """A worker for ``fake`` on a new task queue (of ``env``'s client, or ``client=``); yields the task queue."""
     queue = task_queue()
     options.setdefault("anthropic_client", fake.async_client())
-    async with create_worker(env.client, task_queue=queue, tools=tools, store=store, **options):
+    client = options.pop("client", env.client)
+    async with create_worker(client, task_queue=queue, tools=tools, store=store, **options):
         yield queue
 
 

@@ -265,7 +265,8 @@ class RunControls:
         """Keep, of the events heard, those no activity reports on its worker: not the reply and
         its text, nor the gates' verdicts (``gated``: the events of the step that took them), nor
         the start and end of a call an activity ran."""
-        heard, self._heard = self._heard, []
+        heard = self._heard[:]
+        self._heard.clear()  # the core's listener appends to this very list
         for event in heard:
             if isinstance(event, _WITNESSED):
                 continue
