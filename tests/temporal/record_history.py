@@ -1,17 +1,22 @@
 """Record the workflow history that ``test_temporal_replay.py`` replays.
 
-    python -m tests.temporal.record_history
+    python -m tests.temporal.record_history          # core_history.json
+    python -m tests.temporal.record_history --all    # and the legacy histories (do not)
 
-writes ``tests/temporal/fixtures/run_history.json``, ``approval_history.json`` and
-``family_history.json``. Record it again only on purpose: the committed
+writes ``tests/temporal/fixtures/run_history.json``, ``approval_history.json``,
+``family_history.json`` and ``core_history.json``. Record it again only on purpose: the committed
 history is what runs started by an older toolrunner left behind, and the replay test checks that
 today's workflow code still makes the same decisions for it. A change that breaks the replay
 breaks every run in flight; guard it with ``workflow.patched()`` instead of recording anew.
+
+The first three were recorded before the workflow drove the run's core (``effects-core``): they
+replay through the legacy body. ``core_history.json`` was recorded by the core's driver.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +35,8 @@ APPROVAL_FIXTURE = FIXTURES / "approval_history.json"
 APPROVAL_RUN_ID = "recorded-approval"
 FAMILY_FIXTURE = FIXTURES / "family_history.json"
 FAMILY_RUN_ID = "recorded-family"
+CORE_FIXTURE = FIXTURES / "core_history.json"
+CORE_RUN_ID = "recorded-core"
 TASK_QUEUE = "recorded"
 
 
@@ -173,15 +180,91 @@ async def record_family(env: WorkflowEnvironment) -> tuple[RunResult, WorkflowHi
         return result, await run.workflow.fetch_history()
 
 
+def core_script() -> list[ScriptEntry]:
+    """A payment that waits for a decision; browser members, one failing (the next is answered
+    without running); a large result, a reply past the compaction threshold and its summary; a
+    text reply a client steers past; the answer."""
+    return [
+        tool_reply(
+            tool_call("weather", {"city": "Oslo"}, id="w1"), tool_call("pay", {"amount": 500}, id="payment")
+        ),
+        message_reply(
+            [member("navigate", "a"), member("fail", "b"), member("click", "c")], stop_reason="tool_use"
+        ),
+        tool_reply(
+            tool_call("archive", {"city": "Oslo"}, id="r1"), usage={"input_tokens": 900, "output_tokens": 200}
+        ),
+        text_reply("<summary>Paid, browsed, read the archive.</summary>"),
+        text_reply("Anything else?"),
+        text_reply("Done: paid 50."),
+    ]
+
+
+async def record_core(env: WorkflowEnvironment) -> tuple[RunResult, WorkflowHistory]:
+    """A run of the core's driver: a decision, a halted toolset member, client-side compaction,
+    steering and the forwarded events; its result and history."""
+    from temporalio.client import WorkflowUpdateStage
+
+    from toolrunner.temporal import ToolRunnerWorkflow, get_run
+    from toolrunner.temporal._data import MessagesInput
+
+    entries = iter(core_script())
+    follow_up = [
+        {"role": "assistant", "content": [{"type": "text", "text": "Anything else?"}]},
+        {"role": "user", "content": "No, thanks."},
+    ]
+
+    async def respond(request: Any) -> ScriptEntry:
+        entry = next(entries)
+        if getattr(entry, "content", None) == ({"type": "text", "text": "Anything else?"},):
+            await get_run(env.client, CORE_RUN_ID).workflow.start_update(  # pyright: ignore[reportUnknownMemberType]
+                ToolRunnerWorkflow.push_messages,
+                MessagesInput(follow_up),
+                wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+            )
+        return entry
+
+    fake = FakeMessagesAPI(responder=respond)
+    tools: list[Any] = [*TOOLS, Browser()]
+    async with create_worker(
+        env.client,
+        task_queue=TASK_QUEUE,
+        tools=tools,
+        anthropic_client=fake.async_client(),
+        store=MemoryPayloadStore(),
+        on_event=lambda run_id, event: None,
+    ):
+        run = await start_run(
+            env.client,
+            run_id=CORE_RUN_ID,
+            task_queue=TASK_QUEUE,
+            tools=tools,
+            model="claude-sonnet-4-6",
+            max_tokens=1024,
+            messages=[{"role": "user", "content": "Pay the bill, then look around."}],
+            compaction_control={"enabled": True, "context_token_threshold": 1000},
+        )
+        while True:  # until the run pauses for the payment (the workflow runs on: poll its state)
+            if (await run.state()).end_reason == "awaiting_approval":
+                break
+            await asyncio.sleep(0.02)
+        await run.approve("payment", input={"amount": 50}, by="ada")
+        result = await run.result()
+        return result, await run.workflow.fetch_history()
+
+
 async def main() -> None:
     from toolrunner.temporal import start_test_environment
 
     async with await start_test_environment() as env:
-        for recorder, path in (
-            (record, FIXTURE),
-            (record_approval, APPROVAL_FIXTURE),
-            (record_family, FAMILY_FIXTURE),
-        ):
+        recorders = [(record_core, CORE_FIXTURE)]
+        if "--all" in sys.argv:  # the legacy histories: never again, but on purpose
+            recorders += [
+                (record, FIXTURE),
+                (record_approval, APPROVAL_FIXTURE),
+                (record_family, FAMILY_FIXTURE),
+            ]
+        for recorder, path in recorders:
             _, history = await recorder(env)
             path.parent.mkdir(exist_ok=True)
             path.write_text(history.to_json() + "\n", encoding="utf-8")

@@ -1,5 +1,7 @@
 """Replaying recorded histories gives the same decisions: the workflow is deterministic, and runs
-started by an earlier toolrunner (the committed history) go on after an upgrade."""
+started by an earlier toolrunner (the committed histories) go on after an upgrade: those recorded
+before the workflow drove the run's core through the legacy body (no ``effects-core`` marker),
+the one recorded since through the core's driver."""
 
 from __future__ import annotations
 
@@ -15,12 +17,15 @@ from temporalio.workflow import NondeterminismError
 from tests.temporal.record_history import (
     APPROVAL_FIXTURE,
     APPROVAL_RUN_ID,
+    CORE_FIXTURE,
+    CORE_RUN_ID,
     FAMILY_FIXTURE,
     FAMILY_RUN_ID,
     FIXTURE,
     RUN_ID,
     record,
     record_approval,
+    record_core,
     record_family,
 )
 from toolrunner.temporal import ToolRunnerWorkflow, workflow_runner
@@ -38,7 +43,12 @@ def replayer() -> Replayer:
 
 @pytest.mark.parametrize(
     ("run_id", "path"),
-    [(RUN_ID, FIXTURE), (APPROVAL_RUN_ID, APPROVAL_FIXTURE), (FAMILY_RUN_ID, FAMILY_FIXTURE)],
+    [
+        (RUN_ID, FIXTURE),
+        (APPROVAL_RUN_ID, APPROVAL_FIXTURE),
+        (FAMILY_RUN_ID, FAMILY_FIXTURE),
+        (CORE_RUN_ID, CORE_FIXTURE),
+    ],
 )
 async def test_the_committed_histories_replay(run_id: str, path: Path) -> None:
     result = await replayer().replay_workflow(load(run_id, path))
@@ -46,11 +56,18 @@ async def test_the_committed_histories_replay(run_id: str, path: Path) -> None:
 
 
 async def test_histories_recorded_now_replay(temporal_env: WorkflowEnvironment) -> None:
-    for recorder in (record, record_approval, record_family):
+    for recorder in (record, record_approval, record_family, record_core):
         result, history = await recorder(temporal_env)
         assert result.end_reason == "model"
         replay = await replayer().replay_workflow(history)
         assert replay.replay_failure is None
+
+
+def test_only_the_history_recorded_by_the_core_has_a_patch_marker() -> None:
+    # The legacy histories have none: replaying them, workflow.patched("effects-core") is false.
+    assert '"core_patch"' in CORE_FIXTURE.read_text(encoding="utf-8")
+    for path in (FIXTURE, APPROVAL_FIXTURE, FAMILY_FIXTURE):
+        assert '"core_patch"' not in path.read_text(encoding="utf-8")
 
 
 async def test_a_replay_that_does_not_match_the_history_fails() -> None:
