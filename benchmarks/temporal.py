@@ -9,8 +9,14 @@ the payload store). The worker runs in this process, on the in-process fake Mess
 is measured is toolrunner's and Temporal's own cost per turn: the activities, the workflow tasks,
 the round trips to the server, the payload store. A bare Temporal workflow that runs two activities
 doing nothing per turn (``_temporal_baseline.py``) gives the floor: what Temporal itself costs, so
-the rest is toolrunner's. The rounds rotate the contenders; the table gives medians. It exits 0
-whatever the figures.
+the rest is toolrunner's.
+
+The workflow is a driver of the run's core (``RunCore``); runs started before it was take the
+legacy body, which ordered the effects itself. Both run here (a worker whose patch callback turns
+``effects-core`` off gives a new run the legacy body), and each run's history is replayed: a replay
+runs the workflow code only, so its time per turn is the driver's own cost, without the server or
+the activities. The rounds rotate the contenders; the tables give medians. It exits 0 whatever the
+figures.
 """
 
 from __future__ import annotations
@@ -25,17 +31,25 @@ import tempfile
 import time
 from collections.abc import AsyncGenerator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from temporalio.api.history.v1 import History
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
+from temporalio.worker import PatchActivationInput, Replayer, Worker
 
 from toolrunner import Tool, ToolRunner, tool
-from toolrunner.temporal import FilePayloadStore, create_worker, start_run, start_test_environment
+from toolrunner.temporal import (
+    FilePayloadStore,
+    ToolRunnerWorkflow,
+    create_worker,
+    start_run,
+    start_test_environment,
+    workflow_runner,
+)
+from toolrunner.temporal._names import EFFECTS_CORE
 from toolrunner.testing import (
     FakeMessagesAPI,
     RecordedRequest,
@@ -79,8 +93,14 @@ class Figures:
     plain: list[float]
     temporal: list[float]
     bare: list[float]
+    legacy: list[float] = field(default_factory=list[float])
+    replay: list[float] = field(default_factory=list[float])
+    """Seconds to replay the core's history (the workflow code alone)."""
+    replay_legacy: list[float] = field(default_factory=list[float])
     events: int = 0
     history_bytes: int = 0
+    histories: dict[bool, WorkflowHistory] = field(default_factory=dict[bool, WorkflowHistory])
+    """The last history of each body (legacy or not), to replay."""
 
 
 def responder(turns: int, name: str) -> Callable[[RecordedRequest], ScriptedReply]:
@@ -112,11 +132,16 @@ async def run_plain(scenario: Scenario, turns: int) -> float:
     return elapsed
 
 
+def legacy_body(input: PatchActivationInput) -> bool:
+    """The patch callback of a worker that starts new runs in the legacy body."""
+    return input.patch_id != EFFECTS_CORE
+
+
 async def run_temporal(
-    client: Client, scenario: Scenario, turns: int, number: int, figures: Figures
+    client: Client, scenario: Scenario, turns: int, number: int, figures: Figures, *, legacy: bool = False
 ) -> float:
     fake = FakeMessagesAPI(responder=responder(turns, scenario.tool.name))
-    queue = f"bench-{scenario.tool.name}-{number}"
+    queue = f"bench-{scenario.tool.name}-{number}-{'legacy' if legacy else 'core'}"
     with tempfile.TemporaryDirectory() as directory:
         worker = create_worker(
             client,
@@ -124,6 +149,7 @@ async def run_temporal(
             tools=[scenario.tool],
             anthropic_client=fake.async_client(),
             store=FilePayloadStore(directory),
+            patch_activation_callback=legacy_body if legacy else None,
         )
         async with worker:
             started = time.perf_counter()
@@ -134,8 +160,20 @@ async def run_temporal(
             elapsed = time.perf_counter() - started
             history = await run.workflow.fetch_history()
     assert result.requests == turns + 1, "the Temporal run stopped early"
-    figures.events = len(history.events)
-    figures.history_bytes = History(events=history.events).ByteSize()
+    if not legacy:
+        figures.events = len(history.events)
+        figures.history_bytes = History(events=history.events).ByteSize()
+    figures.histories[legacy] = history
+    return elapsed
+
+
+async def replay(history: WorkflowHistory) -> float:
+    """Seconds to replay ``history``: the workflow's code, every decision again, no server."""
+    replayer = Replayer(workflows=[ToolRunnerWorkflow], workflow_runner=workflow_runner())
+    started = time.perf_counter()
+    result = await replayer.replay_workflow(history)
+    elapsed = time.perf_counter() - started
+    assert result.replay_failure is None, result.replay_failure
     return elapsed
 
 
@@ -178,15 +216,21 @@ async def measure(server: str, turns: int, rounds: int) -> dict[str, Figures]:
         for number in range(rounds):
             for scenario in SCENARIOS:
                 figures = results[scenario.name]
-                for which in [(number + shift) % 3 for shift in range(3)]:  # rotate which goes first
+                for which in [(number + shift) % 4 for shift in range(4)]:  # rotate which goes first
                     if which == 0:
                         figures.plain.append(await run_plain(scenario, turns))
                     elif which == 1:
                         figures.temporal.append(
                             await run_temporal(env.client, scenario, turns, number, figures)
                         )
+                    elif which == 2:
+                        figures.legacy.append(
+                            await run_temporal(env.client, scenario, turns, number, figures, legacy=True)
+                        )
                     else:
                         figures.bare.append(await run_bare(env.client, turns, number))
+                figures.replay.append(await replay(figures.histories[False]))
+                figures.replay_legacy.append(await replay(figures.histories[True]))
     gc.collect()  # temporalio/sdk-python#300: release the SDK's native objects before the interpreter exits
     return results
 
@@ -212,6 +256,24 @@ def table(results: dict[str, Figures], turns: int, server: str) -> str:
     lines.append(
         "Per turn. overhead = on Temporal - ToolRunner; toolrunner's part = on Temporal - bare Temporal - "
         "ToolRunner (the store, the history nodes, the checks and conversions)."
+    )
+    lines += [
+        "",
+        "| scenario | the workflow drives the core | the legacy body | replay: the core's driver | replay: the legacy body |",
+        "|---|---|---|---|---|",
+    ]
+    for name, figures in results.items():
+        core, legacy, replayed, replayed_legacy = (
+            statistics.median(times) / turns * 1000
+            for times in (figures.temporal, figures.legacy, figures.replay, figures.replay_legacy)
+        )
+        lines.append(
+            f"| {name} | {core:.2f} ms | {legacy:.2f} ms | {replayed:.2f} ms | {replayed_legacy:.2f} ms |"
+        )
+    lines.append("")
+    lines.append(
+        "Per turn, on Temporal: the run (as above), and its history replayed (the workflow code alone: "
+        "the driver's own cost, without the server and the activities)."
     )
     return "\n".join(lines)
 
