@@ -14,14 +14,16 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateHandle, WorkflowUpdateStage
 from temporalio.testing import WorkflowEnvironment
 
+from tests.helpers import plain
 from tests.temporal.temporal_helpers import MODEL, start, worker
 from toolrunner import ApprovalError, Phase, ToolRunner, tool
 from toolrunner.temporal import MemoryPayloadStore, RunHandle, ToolRunnerWorkflow, get_run
-from toolrunner.temporal._data import MessagesInput
+from toolrunner.temporal._data import CompactInput, MessagesInput
 from toolrunner.testing import (
     FakeMessagesAPI,
     RecordedRequest,
     ScriptEntry,
+    message_reply,
     text_reply,
     tool_call,
     tool_reply,
@@ -211,3 +213,52 @@ async def test_steering_that_would_drop_results_or_break_the_history_is_refused(
         assert (await other.result()).end_reason == "model"
 
     assert ran == ["Oslo", "book Oslo", "book Paris"]
+
+
+def compaction_script() -> list[ScriptEntry]:
+    return [
+        tool_reply(tool_call("weather", {"city": "Paris"}, id="paris")),
+        message_reply(
+            [{"type": "compaction", "content": "Asked for Paris: sunny. " * 100}], stop_reason="compaction"
+        ),
+        text_reply("Sunny."),
+    ]
+
+
+async def test_compaction_asked_for_while_the_model_writes_comes_before_the_next_turn(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    plain_fake = FakeMessagesAPI(compaction_script())
+    runner = ToolRunner(
+        plain_fake.async_client(), model=MODEL, max_tokens=1024, messages=[USER], tools=[weather]
+    )
+    async for message in runner:
+        if message.stop_reason == "tool_use":
+            runner.compact_before_next_turn()
+
+    updates: list[WorkflowUpdateHandle[Any]] = []
+    entries = iter(compaction_script())
+
+    async def respond(request: RecordedRequest) -> ScriptEntry:
+        if not updates:
+            handle = get_run(temporal_env.client, "compact").workflow
+            updates.append(
+                await handle.start_update(  # pyright: ignore[reportUnknownMemberType]
+                    ToolRunnerWorkflow.compact_before_next_turn,
+                    CompactInput(None),
+                    wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+                )
+            )
+        return next(entries)
+
+    fake, store = FakeMessagesAPI(responder=respond), MemoryPayloadStore()
+    async with worker(temporal_env, fake, store, tools=[weather]) as queue:
+        run = await start(temporal_env.client, queue, run_id="compact", tools=[weather], messages=[USER])
+        result = await run.result()
+        await updates[0].result()
+
+    assert bodies(fake) == bodies(plain_fake)
+    assert fake.requests[1].body["compaction"] == {"type": "summarize"}
+    # The history went on from the compaction block (kept whole in workflow history: the run reads it).
+    assert fake.requests[2].body["messages"][0]["content"][0]["type"] == "compaction"
+    assert await result.messages(store) == plain(runner.messages)

@@ -21,6 +21,7 @@ from ._data import (
     ActivityOptions,
     Answer,
     Approval,
+    CompactInput,
     Denial,
     MessagesInput,
     RunInput,
@@ -122,6 +123,21 @@ class RunHandle:
                 be one the service rejects; its cause says why, and nothing changed.
         """
         await self._update(ToolRunnerWorkflow.set_messages, MessagesInput(_messages(messages)))
+
+    async def compact_before_next_turn(self, compaction: Mapping[str, Any] | None = None) -> None:
+        """Make the next request a compaction request, as a loop body's
+        ``runner.compact_before_next_turn()``: once the turn under way is finished, the service
+        summarizes the history into a ``compaction`` block, which replaces it. Applied at the same
+        point as ``push_messages()``.
+
+        Raises:
+            temporalio.client.WorkflowUpdateFailedError: The run ended first, or its
+                ``context_management`` has a compaction edit.
+        """
+        await self._update(
+            ToolRunnerWorkflow.compact_before_next_turn,
+            CompactInput(None if compaction is None else dict(compaction)),
+        )
 
     async def _update(self, update: Any, argument: object) -> None:
         # temporalio's overloads of execute_update leave one form's ``args`` untyped, so pyright

@@ -72,6 +72,8 @@ class Steering:
 
     method: str
     messages: list[Any]
+    compaction: dict[str, Any] | None = None
+    """``compact_before_next_turn``'s config."""
     done: bool = False
     error: ApplicationError | None = None
 
@@ -120,6 +122,20 @@ class RunControls:
                 f"{method}() came after the run ended ({self._core.state.end_reason}); start a new run to go on.",
                 "ToolRunnerError",
             )
+        if method == "compact_before_next_turn":
+            edits = field(self._core.state.params.get("context_management"), "edits") or ()
+            if any(str(field(edit, "type") or "").startswith("compact_") for edit in edits):
+                _refuse(
+                    "compact_before_next_turn() cannot be used while context_management has a compaction edit, "
+                    "which the service does not take together with a compaction block.",
+                    "ParamsError",
+                )
+            if messages is not None and not isinstance(messages, dict):
+                _refuse(
+                    f"compact_before_next_turn() takes a compaction config (a dict), not {messages!r}.",
+                    "ParamsError",
+                )
+            return
         if not isinstance(messages, list) or (method == "push_messages" and not messages):
             _refuse(f"{method}() takes a non-empty list of messages, not {messages!r}.", "ParamsError")
         try:
@@ -128,10 +144,10 @@ class RunControls:
         except ToolRunnerError as error:
             _refuse(str(error), type(error).__name__)
 
-    async def steer(self, method: str, messages: list[Any]) -> None:
+    async def steer(self, method: str, messages: list[Any], compaction: dict[str, Any] | None = None) -> None:
         """Queue steering for the next point where the loop body could steer (after a reply is
         handed over), or apply it at once on a paused run; return once it is applied."""
-        request = Steering(method, messages)
+        request = Steering(method, messages, compaction)
         self._steering.append(request)
         if self._paused:
             self._apply_steering()
@@ -151,6 +167,11 @@ class RunControls:
 
     def _steer_now(self, request: Steering) -> None:
         core = self._core
+        if request.method == "compact_before_next_turn":
+            core.pending_compaction = (
+                {"type": "summarize"} if request.compaction is None else request.compaction
+            )
+            return
         core.check_history_may_change(request.method)
         params = [message_param(message, index) for index, message in enumerate(request.messages)]
         if request.method == "push_messages":

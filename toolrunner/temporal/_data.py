@@ -24,6 +24,7 @@ __all__ = [
     "ActivityOptions",
     "Answer",
     "Approval",
+    "CompactInput",
     "DecisionInput",
     "Denial",
     "EventsInput",
@@ -297,6 +298,13 @@ class MessagesInput:
     """The argument of the steering updates: the messages to push, or the new history."""
 
     messages: list[Any]
+
+
+@dataclass
+class CompactInput:
+    """The argument of the ``toolrunner.compact`` update: the compaction config, or ``None``."""
+
+    compaction: dict[str, Any] | None = None
 
 
 @dataclass

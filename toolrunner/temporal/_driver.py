@@ -149,12 +149,14 @@ class CoreRun(RunControls):
         self._epoch = 0  # the core's history_epoch when that node was written
         self._sent_params: Mapping[str, Any] | None = None
         self._sent_tools: tuple[Any, ...] | None = None
+        self._sent_messages: tuple[Any, ...] = ()
         self._segment = 1
         self._traced = Usage()  # the usage when the open invoke_agent span opened
         self._span_input: list[Any] | None = None
         segment = run.segment
         if segment is not None:
             self._node, self._sent, self._segment = segment.history, segment.sent, segment.number + 1
+            self._sent_messages = state.messages  # the node holds the first ``sent`` of them
             self._traced = go_on(core, segment)
         self._reply_usage: tuple[Reply, RequestUsage] | None = None
         self._verdicts: dict[str, tuple[ToolCall, str, str | None]] = {}  # the last reply's gates
@@ -275,9 +277,15 @@ class CoreRun(RunControls):
         )
 
     def _delta(self, state: RunState) -> tuple[str | None, int]:
-        """The history node to build on, and how many of ``state``'s messages it holds."""
+        """The history node to build on, and how many of ``state``'s messages it holds: the last
+        request's, unless the history changed since in more than what was appended (a history
+        that replaced it, a summary: a new chain of nodes)."""
         core = self._core
-        if self._node is None or core.history_epoch != self._epoch or len(state.messages) < self._sent:
+        sent, messages = self._sent, state.messages
+        appended = core.history_epoch == self._epoch or (
+            len(messages) >= sent and messages[:sent] == self._sent_messages[:sent]
+        )
+        if self._node is None or not appended:
             if core.elided.messages:  # a history that replaced the whole one elides nothing
                 raise ApplicationError(
                     "the run's history was replaced in part; this is a bug.", non_retryable=True
@@ -313,6 +321,7 @@ class CoreRun(RunControls):
             summary=str(state.params.get("model", "")),
         )
         self._node, self._sent, self._epoch = output.history, len(state.messages), self._core.history_epoch
+        self._sent_messages = state.messages
         self._sent_params, self._sent_tools = state.params, state.tools
         if (
             self._input.tracing is not None

@@ -7,6 +7,7 @@ __all__ = [
     "ANSWER_UPDATE",
     "APPROVE_UPDATE",
     "CLOSE_SIGNAL",
+    "COMPACT_UPDATE",
     "DECISION_ACTIVITY",
     "DENY_UPDATE",
     "EFFECTS_CORE",
@@ -49,6 +50,9 @@ PUSH_UPDATE = "toolrunner.push_messages"
 """The update that appends messages to the history, as a loop body's ``push_messages()``: ``{"messages"}``."""
 SET_UPDATE = "toolrunner.set_messages"
 """The update that replaces the history, as a loop body's ``set_messages_params()``: ``{"messages"}``."""
+COMPACT_UPDATE = "toolrunner.compact"
+"""The update that makes the next request a compaction request, as a loop body's
+``compact_before_next_turn()``: ``{"compaction"}`` (``None``: ``{"type": "summarize"}``)."""
 STATE_QUERY = "toolrunner.state"
 """The query that gives the run's ``RunState`` (``to_dict()``; large blocks as stubs)."""
 PENDING_QUERY = "toolrunner.pending_approvals"

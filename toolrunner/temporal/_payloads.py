@@ -7,8 +7,9 @@ payload, 50 MB and 50K events a run). So a run's large data never enters it:
 - a content block larger than ``inline_limit`` bytes (a 10 KB tool result, a long text) is put in
   the store under its SHA-256 and travels as a *stub*: a small block with a ``toolrunner_ref`` key.
   A tool_result stub keeps its ``tool_use_id`` (and ``is_error``); a stub for a reply's block is a
-  text block, so the reply still validates as an SDK ``Message``. tool_use blocks stay whole: the
-  lifecycle reads their input, and ``max_tokens`` bounds them;
+  text block, so the reply still validates as an SDK ``Message``. tool_use and compaction blocks
+  stay whole: the lifecycle reads a call's input, and a compaction's summary and tool changes;
+  ``max_tokens`` bounds them;
 - the history is a chain of *nodes* in the store, one per request: the messages appended since the
   node before (with stubs), the params when they changed, and the key of the node before. A
   request activity takes only what is new and the key of the last node, so what a run writes to
@@ -184,11 +185,11 @@ class Payloads:
 
     async def stash_reply(self, reply: Reply) -> dict[str, Any]:
         """A reply as workflow history carries it (JSON): each block that the history would keep
-        and that is larger than the limit becomes a stub, except tool_use blocks."""
+        and that is larger than the limit becomes a stub, except tool_use and compaction blocks."""
         data = reply.model_dump(mode="json", by_alias=True, exclude_unset=True, warnings=False)
         content: list[Any] = []
         for block, kept in zip(data["content"], reply_param(reply)["content"], strict=True):
-            key = None if block.get("type") == "tool_use" else await self._stash(kept)
+            key = None if block.get("type") in _WHOLE else await self._stash(kept)
             content.append(block if key is None else {"type": "text", "text": "", REF: key})
         data["content"] = content
         return data
@@ -300,6 +301,10 @@ class Payloads:
         if value is not None:
             self._cache.move_to_end(key)
         return value
+
+
+_WHOLE = ("tool_use", "compaction")
+"""The blocks of a reply that never become stubs: the run's orchestration reads them."""
 
 
 def _encode(value: object) -> bytes:

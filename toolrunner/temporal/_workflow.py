@@ -20,13 +20,14 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ._data import Answer, Approval, Denial, MessagesInput, RunInput, RunResult
+    from ._data import Answer, Approval, CompactInput, Denial, MessagesInput, RunInput, RunResult
     from ._driver import CoreRun
     from ._legacy import LegacyRun
     from ._names import (
         ANSWER_UPDATE,
         APPROVE_UPDATE,
         CLOSE_SIGNAL,
+        COMPACT_UPDATE,
         DENY_UPDATE,
         EFFECTS_CORE,
         PENDING_QUERY,
@@ -105,6 +106,12 @@ class ToolRunnerWorkflow:
         """Replace the history, as a loop body's ``set_messages_params()``, at the same points."""
         await self._core("set_messages").steer("set_messages", new.messages)
 
+    @workflow.update(name=COMPACT_UPDATE)
+    async def compact_before_next_turn(self, compact: CompactInput) -> None:
+        """Make the next request a compaction request, as a loop body's ``compact_before_next_turn()``,
+        at the same points as the steering updates."""
+        await self._core("compact_before_next_turn").steer("compact_before_next_turn", [], compact.compaction)
+
     @approve.validator
     def _check_approve(self, approval: Approval) -> None:
         self._run.check_approve(approval)
@@ -120,6 +127,10 @@ class ToolRunnerWorkflow:
     @push_messages.validator
     def _check_push(self, push: MessagesInput) -> None:
         self._core("push_messages").check_steering("push_messages", push.messages)
+
+    @compact_before_next_turn.validator
+    def _check_compact(self, compact: CompactInput) -> None:
+        self._core("compact_before_next_turn").check_steering("compact_before_next_turn", compact.compaction)
 
     @set_messages.validator
     def _check_set(self, new: MessagesInput) -> None:
