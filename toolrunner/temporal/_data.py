@@ -4,7 +4,9 @@ Temporal's default data converter carries them and a history stays readable in i
 These values are what workflow history holds; large data is kept out of them (see ``_payloads``).
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations``: Temporal's converter reads these dataclasses' type
+# hints on every payload it converts, and string annotations are evaluated each time (slow in the
+# workflow sandbox).
 
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -100,7 +102,7 @@ class ActivityOptions:
         }
 
     @classmethod
-    def from_data(cls, data: dict[str, Any]) -> ActivityOptions:
+    def from_data(cls, data: dict[str, Any]) -> "ActivityOptions":
         """Read ``to_data``'s values."""
         heartbeat = data["heartbeat_timeout"]
         return cls(
