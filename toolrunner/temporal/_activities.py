@@ -68,9 +68,8 @@ from ._data import (
     SummaryOutput,
     ToolInput,
     ToolSpec,
-    read_call,
-    read_event,
 )
+from ._event_data import read_call, read_event
 from ._names import (
     DECISION_ACTIVITY,
     EVENTS_ACTIVITY,

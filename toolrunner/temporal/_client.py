@@ -27,8 +27,8 @@ from ._data import (
     RunInput,
     RunResult,
     ToolSpec,
-    read_call,
 )
+from ._event_data import read_call
 from ._workflow import ToolRunnerWorkflow
 
 __all__ = ["RunHandle", "get_run", "run_input", "start_run"]

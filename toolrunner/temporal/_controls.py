@@ -51,9 +51,8 @@ with workflow.unsafe.imports_passed_through():
         DecisionInput,
         Denial,
         EventsInput,
-        call_data,
-        event_data,
     )
+    from ._event_data import call_data, event_data
     from ._legacy import duration
     from ._names import DECISION_ACTIVITY, EVENTS_ACTIVITY
 

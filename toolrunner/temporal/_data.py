@@ -17,8 +17,7 @@ from anthropic.types import Message
 from anthropic.types.beta import BetaMessage
 from temporalio.common import RetryPolicy
 
-from .._events import ApprovalDecided, LoopFinished, RunnerEvent, ToolCallFinished, ToolCallStarted
-from .._types import Reply, ToolCall
+from .._types import Reply
 from .._usage import Usage
 from ._payloads import Payloads, PayloadStore
 
@@ -42,10 +41,6 @@ __all__ = [
     "SummaryOutput",
     "ToolInput",
     "ToolSpec",
-    "call_data",
-    "event_data",
-    "read_call",
-    "read_event",
     "retry_data",
     "retry_policy",
 ]
@@ -439,65 +434,3 @@ class RunResult:
         payloads = Payloads(store)
         before = () if self.history is None else (await payloads.load_history(self.history)).messages
         return await payloads.resolve([*before, *self.appended])
-
-
-def call_data(call: ToolCall) -> dict[str, Any]:
-    """A call as JSON values: ``{"id", "name", "input"}``, and ``"toolset_name"`` for a toolset member."""
-    data: dict[str, Any] = {"id": call.id, "name": call.name, "input": call.input}
-    if call.toolset_name is not None:
-        data["toolset_name"] = call.toolset_name
-    return data
-
-
-def read_call(data: dict[str, Any]) -> ToolCall:
-    """Read ``call_data``'s values."""
-    return ToolCall(
-        id=data["id"], name=data["name"], input=data["input"], toolset_name=data.get("toolset_name")
-    )
-
-
-def event_data(event: RunnerEvent) -> dict[str, Any]:
-    """An event the workflow forwards to the workers (``ToolCallStarted``, ``ToolCallFinished``,
-    ``ApprovalDecided``, ``LoopFinished``) as JSON values; ``read_event`` reads it back."""
-    if isinstance(event, ToolCallStarted):
-        return {"type": "ToolCallStarted", "call": call_data(event.call), "early": event.early}
-    if isinstance(event, ToolCallFinished):
-        return {
-            "type": "ToolCallFinished",
-            "call": call_data(event.call),
-            "duration": event.duration,
-            "is_error": event.is_error,
-        }
-    if isinstance(event, ApprovalDecided):
-        return {"type": "ApprovalDecided", "call": call_data(event.call), "decision": event.decision}
-    if isinstance(event, LoopFinished):
-        message = event.message
-        return {
-            "type": "LoopFinished",
-            "message": None
-            if message is None
-            else message.model_dump(mode="json", by_alias=True, exclude_unset=True, warnings=False),
-            "beta": isinstance(message, BetaMessage),
-            "reason": event.reason,
-        }
-    raise ValueError(f"the workflow does not forward {type(event).__name__!r} events")
-
-
-def read_event(data: dict[str, Any]) -> RunnerEvent:
-    """Read ``event_data``'s values."""
-    kind = data["type"]
-    if kind == "ToolCallStarted":
-        return ToolCallStarted(call=read_call(data["call"]), early=data["early"])
-    if kind == "ToolCallFinished":
-        return ToolCallFinished(
-            call=read_call(data["call"]), duration=data["duration"], is_error=data["is_error"]
-        )
-    if kind == "ApprovalDecided":
-        return ApprovalDecided(call=read_call(data["call"]), decision=data["decision"])
-    message = data["message"]
-    return LoopFinished(
-        message=None
-        if message is None
-        else (BetaMessage if data["beta"] else Message).model_validate(message),
-        reason=data["reason"],
-    )

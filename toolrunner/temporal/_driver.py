@@ -78,7 +78,7 @@ with workflow.unsafe.imports_passed_through():
     from .._messages import client_tool_calls
     from .._state import Phase, RunState, read_request_usage, usage_data
     from .._types import Reply, ToolCall
-    from .._usage import RequestUsage, Usage
+    from .._usage import RequestUsage
     from ._controls import RunControls, Steering
     from ._data import (
         ActivityOptions,
@@ -92,8 +92,8 @@ with workflow.unsafe.imports_passed_through():
         SummaryOutput,
         ToolInput,
         ToolSpec,
-        call_data,
     )
+    from ._event_data import call_data
     from ._names import (
         GATE_ACTIVITY,
         REQUEST_ACTIVITY,
@@ -103,6 +103,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._segments import cut, go_on, may_cut
     from ._spec_tools import SpecTools
+    from ._tracing import RunSpans
 
 __all__ = ["CoreRun"]
 
@@ -139,7 +140,7 @@ class CoreRun(RunControls):
             ),
             durable=True,
             compaction_control=cast("CompactionControl | None", run.compaction_control),
-            ended=self._ended,
+            ended=lambda state: self._spans.ended(state),
         )
         core.listener = self._heard.append
         # What the store holds: the history node of the last request, how many of the state's
@@ -151,13 +152,12 @@ class CoreRun(RunControls):
         self._sent_tools: tuple[Any, ...] | None = None
         self._sent_messages: tuple[Any, ...] = ()
         self._segment = 1
-        self._traced = Usage()  # the usage when the open invoke_agent span opened
-        self._span_input: list[Any] | None = None
+        self._spans = RunSpans(run.tracing)
         segment = run.segment
         if segment is not None:
             self._node, self._sent, self._segment = segment.history, segment.sent, segment.number + 1
             self._sent_messages = state.messages  # the node holds the first ``sent`` of them
-            self._traced = go_on(core, segment)
+            self._spans.traced = go_on(core, segment)
         self._reply_usage: tuple[Reply, RequestUsage] | None = None
         self._verdicts: dict[str, tuple[ToolCall, str, str | None]] = {}  # the last reply's gates
         self._definitions: dict[str, dict[str, Any]] = {}
@@ -263,7 +263,7 @@ class CoreRun(RunControls):
             node=node,
             sent=sent,
             control=self._input.compaction_control,
-            traced=self._traced,
+            traced=self._spans.traced,
             number=self._segment,
         )
         await self._forward()
@@ -323,12 +323,7 @@ class CoreRun(RunControls):
         self._node, self._sent, self._epoch = output.history, len(state.messages), self._core.history_epoch
         self._sent_messages = state.messages
         self._sent_params, self._sent_tools = state.params, state.tools
-        if (
-            self._input.tracing is not None
-            and self._span_input is None
-            and self._input.tracing.get("content")
-        ):
-            self._span_input = list(state.messages)
+        self._spans.sent(state)
         reply = _read_reply(output.reply, beta=output.beta)
         self._reply_usage = (reply, read_request_usage(output.usage))
         self._verdicts = {}
@@ -479,31 +474,6 @@ class CoreRun(RunControls):
 
     async def _await_decisions(self, effect: AwaitDecisions) -> Decisions:
         return Decisions.PAUSED  # the loop pauses; ``run`` waits, and iterates again
-
-    # -- tracing ----------------------------------------------------------------------------------
-
-    def _ended(self, state: RunState) -> None:
-        """The loop ended or paused: with tracing, the run's ``invoke_agent`` span (see _tracing)."""
-        tracing = self._input.tracing
-        if tracing is None:
-            return
-        total, before = state.total, self._traced
-        self._traced = total
-        span_input, self._span_input = self._span_input, None
-        from ._tracing import invoke_agent_span
-
-        invoke_agent_span(
-            state,
-            agent_name=tracing.get("agent_name"),
-            content=bool(tracing.get("content")),
-            usage=Usage(
-                total.input_tokens - before.input_tokens,
-                total.output_tokens - before.output_tokens,
-                total.cache_read_input_tokens - before.cache_read_input_tokens,
-                total.cache_creation_input_tokens - before.cache_creation_input_tokens,
-            ),
-            input_messages=span_input,
-        )
 
     # -- the end ------------------------------------------------------------------------------------
 

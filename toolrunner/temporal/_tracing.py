@@ -15,7 +15,8 @@ with the names and attributes of ``ToolRunner``'s (``_otel``):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from temporalio import workflow
 
@@ -23,7 +24,45 @@ with workflow.unsafe.imports_passed_through():
     from .._state import RunState
     from .._usage import Usage
 
-__all__ = ["invoke_agent_span"]
+__all__ = ["RunSpans", "invoke_agent_span"]
+
+
+class RunSpans:
+    """The workflow's tracing of one run (``RunInput.tracing``, ``None`` when it is not traced):
+    an ``invoke_agent`` span each time the loop ends or pauses, with the usage since the last."""
+
+    def __init__(self, tracing: Mapping[str, Any] | None) -> None:
+        self.tracing = tracing
+        self.traced = Usage()
+        """The usage when the open span opened (after the last one, or when the run started)."""
+        self._input: list[Any] | None = None  # the messages the open span's first request carried
+
+    def sent(self, state: RunState) -> None:
+        """A request was sent with ``state``: the first one of a span gives its input (with content)."""
+        if self.tracing is not None and self._input is None and self.tracing.get("content"):
+            self._input = list(state.messages)
+
+    def ended(self, state: RunState) -> None:
+        """The loop ended or paused in ``state``: the span of the requests since the last one."""
+        tracing = self.tracing
+        if tracing is None:
+            return
+        total, before = state.total, self.traced
+        self.traced = total
+        span_input, self._input = self._input, None
+        invoke_agent_span(
+            state,
+            agent_name=tracing.get("agent_name"),
+            content=bool(tracing.get("content")),
+            usage=Usage(
+                input_tokens=total.input_tokens - before.input_tokens,
+                output_tokens=total.output_tokens - before.output_tokens,
+                cache_read_input_tokens=total.cache_read_input_tokens - before.cache_read_input_tokens,
+                cache_creation_input_tokens=total.cache_creation_input_tokens
+                - before.cache_creation_input_tokens,
+            ),
+            input_messages=span_input,
+        )
 
 
 def invoke_agent_span(
