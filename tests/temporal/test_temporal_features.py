@@ -397,3 +397,21 @@ async def test_one_trace_across_client_workflow_and_activities_with_a_tool_runne
         "RunActivity:toolrunner.request"
     }
     assert parent(agent) == "StartWorkflow:toolrunner.run"
+
+
+async def test_without_temporals_interceptor_a_traced_run_still_traces_its_tools(
+    temporal_env: WorkflowEnvironment, spans: Spans
+) -> None:
+    # The workflow's span is the interceptor's to make; without it, there is none (and no warning,
+    # no span made again at each replay), and the tools' spans have no parent.
+    fake = FakeMessagesAPI(two_cities())
+    async with worker(
+        temporal_env, fake, MemoryPayloadStore(), tools=[weather], tracer_provider=spans.provider
+    ) as queue:
+        run = await start(
+            temporal_env.client, queue, run_id="traced-alone", tools=[weather], tracing=Tracing()
+        )
+        assert (await run.result()).end_reason == "model"
+
+    assert sorted(span.name for span in spans.all()) == ["execute_tool weather", "execute_tool weather"]
+    assert all(span.parent is None for span in spans.all())

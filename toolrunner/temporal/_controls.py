@@ -135,7 +135,7 @@ class RunControls:
                     "ParamsError",
                 )
             return
-        if not isinstance(messages, list) or (method == "push_messages" and not messages):
+        if not isinstance(messages, list) or not messages:
             _refuse(f"{method}() takes a non-empty list of messages, not {messages!r}.", "ParamsError")
         try:
             for index, message in enumerate(cast("list[Any]", messages)):

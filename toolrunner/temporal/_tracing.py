@@ -74,12 +74,19 @@ def invoke_agent_span(
     input_messages: Sequence[object] | None,
 ) -> None:
     """The run's ``invoke_agent`` span, made (and ended) now, from workflow code: the loop ended or
-    paused in ``state``. Not made while the workflow replays, nor without a traced client."""
+    paused in ``state``. Not made while the workflow replays, nor without Temporal's
+    ``TracingInterceptor`` on the worker (and a traced client that started the run)."""
+    if workflow.unsafe.is_replaying():
+        return
     with workflow.unsafe.imports_passed_through():
-        from temporalio.contrib.opentelemetry import workflow as traced
+        from temporalio.contrib.opentelemetry import TracingWorkflowInboundInterceptor, workflow as traced
 
         from .._otel import run_attributes
 
+    # Without the interceptor, completed_span would make the span with the global tracer instead,
+    # warning, and again at each replay: the span is the interceptor's to make, or nobody's.
+    if TracingWorkflowInboundInterceptor._from_context() is None:  # pyright: ignore[reportPrivateUsage]
+        return
     traced.completed_span(
         f"invoke_agent {agent_name}" if agent_name else "invoke_agent",
         attributes=run_attributes(
