@@ -316,7 +316,9 @@ class RunCore:
             counted=elided.counted + max(requests - state.opened_at, 0),
             changes=dict(elided.changes) | last_changes(state.messages[:messages]),
         )
-        self.checked = max(self.checked - messages, 0)
+        # The window's first message is not the conversation's: the checks of the first message
+        # (a user's) were made on the whole, and the window is checked from its second on.
+        self.checked = max(self.checked - messages, 1 if self.elided.messages else 0)
         self._folded = None
         self.set(
             state.replace(
