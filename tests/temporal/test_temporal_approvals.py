@@ -124,6 +124,35 @@ async def test_a_call_waits_a_day_for_its_approval_without_holding_a_worker(
     assert [request.body for request in fake.requests] == [request.body for request in plain_fake.requests]
 
 
+async def test_a_reply_of_gated_calls_alone_is_decided_on_a_new_worker_without_a_cache(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    # The workflow's first task after the restart replays the pause from its history alone: the
+    # calls that wait are known there too (nothing ran in the paused turn to record them).
+    ran.clear()
+    script = [
+        tool_reply(tool_call("refund", {"account": 7, "amount": 500}, id="refund")),
+        text_reply("Done."),
+    ]
+    fake, store, queue = FakeMessagesAPI(script), MemoryPayloadStore(), task_queue()
+    options: dict[str, Any] = {
+        "tools": TOOLS,
+        "anthropic_client": fake.async_client(),
+        "store": store,
+        "max_cached_workflows": 0,
+    }
+    async with create_worker(temporal_env.client, task_queue=queue, **options):
+        run = await start(temporal_env.client, queue, run_id="gated-alone", tools=TOOLS)
+        [call] = await wait_until_paused(run)
+    assert call.id == "refund"
+    async with create_worker(temporal_env.client, task_queue=queue, **options):
+        assert [waiting.id for waiting in await run.pending_approvals()] == ["refund"]
+        await run.approve("refund")
+        result = await run.result()
+    assert result.end_reason == "model"
+    assert ran == ["refund 500"]
+
+
 async def test_deny_answer_and_refused_decisions(temporal_env: WorkflowEnvironment) -> None:
     ran.clear()
     fake = FakeMessagesAPI(
