@@ -16,6 +16,7 @@ effect               on Temporal
 ``RunCalls``         each call's program (``RunCore.call``) at once, ``max_concurrency`` at a time
 ``Execute``          the ``toolrunner.tool`` activity; a call whose activity Temporal gave up
                      on is answered "interrupted"
+``ReadDecisions``    none: the workflow holds the only copy of the run (decisions come as updates)
 ``AwaitDecisions``   ``PAUSED``: the loop pauses, and the workflow waits (holding no worker) for
                      decisions, steering or ``close``, then iterates again
 ``Ended``            nothing (the workers hold the tools)
@@ -64,6 +65,7 @@ with workflow.unsafe.imports_passed_through():
         OpenStream,
         Prepare,
         Program,
+        ReadDecisions,
         ReadStream,
         RunCalls,
         Save,
@@ -181,6 +183,7 @@ class CoreRun(RunControls):
             Ask: self._never,
             RunCalls: self._run_calls,
             Execute: self._execute,
+            ReadDecisions: self._no_decisions,
             AwaitDecisions: self._await_decisions,
             Ended: self._nothing,
         }
@@ -471,6 +474,9 @@ class CoreRun(RunControls):
             workflow.logger.warning("Tool call %r (%s) was lost: %s", call.id, call.name, cause or error)
             return interrupted(call), workflow.time() - started
         return cast(ToolResultBlockParam, block), workflow.time() - started
+
+    async def _no_decisions(self, effect: ReadDecisions) -> dict[str, Any]:
+        return {}  # no store to read: decisions reach the workflow as updates (no Temporal command here)
 
     async def _await_decisions(self, effect: AwaitDecisions) -> Decisions:
         return Decisions.PAUSED  # the loop pauses; ``run`` waits, and iterates again
