@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from ._runs import RunStatus, RunSummary, waiting_calls
 from ._state import CallRecord, CallStatus, Phase, RunState, plain_data
@@ -18,16 +19,25 @@ from ._text import sendable_text
 from ._types import ToolCall
 
 __all__ = [
+    "Message",
+    "Part",
     "age",
     "call_text",
     "conversation",
+    "decision_text",
+    "journal",
+    "messages",
     "moment",
     "plural",
     "printable",
     "record_data",
+    "record_status",
+    "result_text",
     "runs_table",
+    "shortened",
     "summary_data",
     "table",
+    "tool_description",
     "waiting_lines",
 ]
 
@@ -160,36 +170,90 @@ def call_text(call: ToolCall, *, limit: int | None = INPUT_LIMIT) -> str:
 # -- a conversation --------------------------------------------------------------------------------
 
 
-def conversation(state: RunState, *, full: bool = False) -> list[str]:
-    """The run's history as a person reads it: each message's role, then its text, tool calls and
-    results; the reply the loop body holds (not in the history yet), and the current turn's calls."""
-    lines: list[str] = []
-    for index, message in enumerate(state.messages):
-        _message(lines, plain_data(message, f"messages[{index}]"), full)
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One piece of a message as a person reads it: what the text view prints on a line or a few,
+    and the inbox shows as one element.
+
+    Attributes:
+        kind: ``"text"``, ``"call"`` (a tool_use; ``where`` says whose tool, for a server's or an
+            MCP server's), ``"result"`` (a tool_result; ``where`` names the block type of a
+            server's result), ``"thinking"``, or ``"other"`` (an image, a document, a block of a
+            type this version does not know; ``text`` says which).
+        text: The text, the result's text, the thinking, or the label of another block.
+        name: A call's tool.
+        id: A call's id, or the id of the call a result answers.
+        input: A call's input.
+        where: See ``kind``.
+        error: A result that is an error.
+    """
+
+    kind: Literal["text", "call", "result", "thinking", "other"]
+    text: str = ""
+    name: str = ""
+    id: str = ""
+    input: object = None
+    where: str = ""
+    error: bool = False
+
+    @property
+    def call(self) -> ToolCall:
+        """A call part as a ``ToolCall``."""
+        return ToolCall(self.id, self.name, self.input)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a run's conversation: its role, its parts, and a note (``"the latest
+    reply"``: the reply the loop body holds, not in the history yet)."""
+
+    role: str
+    parts: tuple[Part, ...]
+    note: str = ""
+
+
+def messages(state: RunState) -> list[Message]:
+    """The run's history as a person reads it, message by message, and the reply the loop body
+    holds (not in the history yet)."""
+    found = [
+        _message(plain_data(message, f"messages[{index}]")) for index, message in enumerate(state.messages)
+    ]
     if (
         state.phase in (Phase.RECEIVED, Phase.WITH_BODY, Phase.AWAITING)
         and state.reply is not None
         and not state.steered
     ):
         reply = cast("dict[str, Any]", plain_data(state.reply, "reply"))
-        _message(
-            lines, {"role": "assistant", "content": reply.get("content", [])}, full, note="the latest reply"
-        )
-    journal = [record for record in state.calls.values() if record.status is not CallStatus.AWAITING]
-    if journal:
+        found.append(_message({"role": "assistant", "content": reply.get("content", [])}, "the latest reply"))
+    return found
+
+
+def journal(state: RunState) -> list[CallRecord]:
+    """The current turn's calls that no longer wait: decided, started or finished."""
+    return [record for record in state.calls.values() if record.status is not CallStatus.AWAITING]
+
+
+def conversation(state: RunState, *, full: bool = False) -> list[str]:
+    """The run's history as text lines: each message's role, then its text, tool calls and
+    results; the reply the loop body holds (not in the history yet), and the current turn's calls."""
+    lines: list[str] = []
+    for message in messages(state):
+        lines += ["", f"── {message.role}" + (f" ({message.note})" if message.note else "")]
+        for part in message.parts:
+            lines += _part_lines(part, full)
+    records = journal(state)
+    if records:
         lines += ["", "── this turn's calls"]
-        for record in journal:
-            lines.append(f"  {record.call.id}  {call_text(record.call)}: {_record_status(record)}")
+        for record in records:
+            lines.append(f"  {record.call.id}  {call_text(record.call)}: {record_status(record)}")
     return lines
 
 
-def _record_status(record: CallRecord) -> str:
+def record_status(record: CallRecord) -> str:
     """Where a call of the journal stands, and who decided it."""
     status = record.status.value
     if record.decision is not None:
-        who = f" by {record.decided_by}" if record.decided_by else ""
-        when = f" at {record.decided_at}" if record.decided_at else ""
-        status = f"{record.decision}{who}{when}"
+        status = decision_text(record)
         if record.status is CallStatus.APPROVED:
             status += ", runs when the run goes on"
         elif record.status is CallStatus.STARTED:
@@ -199,65 +263,97 @@ def _record_status(record: CallRecord) -> str:
     return status
 
 
+def decision_text(record: CallRecord) -> str:
+    """How a call was decided, by whom and when (``denied by ada at 2025-...``); empty if it was not."""
+    if record.decision is None:
+        return ""
+    who = f" by {record.decided_by}" if record.decided_by else ""
+    return f"{record.decision}{who}{f' at {record.decided_at}' if record.decided_at else ''}"
+
+
 def waiting_lines(state: RunState, *, full: bool = False) -> list[str]:
     """The calls that wait for a decision: id, tool and input, and the tool's description."""
     lines: list[str] = []
     for call in waiting_calls(state):
         record = state.calls[call.id]
         lines.append(f"  {call.id}  {call_text(call, limit=None if full else INPUT_LIMIT)}")
-        tool = record.tool or {}
-        description = tool.get("description")
-        if isinstance(description, str) and description.strip():
+        description = tool_description(record)
+        if description:
             lines.append(f"      {_cut(' '.join(description.split()), None if full else 200)}")
-        if tool.get("input_schema") is None:
+        if (record.tool or {}).get("input_schema") is None:
             lines.append("      (no input schema was saved with it: it can be approved as it is, not edited)")
     return lines
 
 
-def _message(lines: list[str], message: Any, full: bool, note: str | None = None) -> None:
+def tool_description(record: CallRecord) -> str:
+    """The description of a waiting call's tool, as saved with the call (empty if none was)."""
+    description = (record.tool or {}).get("description")
+    return description.strip() if isinstance(description, str) else ""
+
+
+def _message(message: Any, note: str = "") -> Message:
     data: Mapping[str, Any] = cast("Mapping[str, Any]", message) if isinstance(message, Mapping) else {}
-    role = str(data.get("role", "?"))
-    lines += ["", f"── {role}" + (f" ({note})" if note else "")]
     content = data.get("content")
     if isinstance(content, str):
-        lines += _text(content, full)
-        return
-    for block in cast("list[Any]", content or []):
-        lines += _block(block, full)
+        parts: tuple[Part, ...] = (Part("text", content),)
+    else:
+        parts = tuple(_part(block) for block in cast("list[Any]", content or []))
+    return Message(str(data.get("role", "?")), parts, note)
 
 
-def _block(block: Any, full: bool) -> list[str]:
+def _part(block: Any) -> Part:
     if not isinstance(block, Mapping):
-        return [f"  [{type(block).__name__}]"]
+        return Part("other", type(block).__name__)
     block = cast("Mapping[str, Any]", block)
     kind = str(block.get("type"))
-    limit = None if full else INPUT_LIMIT
     if kind == "text":
-        return _text(str(block.get("text", "")), full)
+        return Part("text", str(block.get("text", "")))
     if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
-        where = "" if kind == "tool_use" else f" ({kind.removesuffix('_tool_use')})"
-        call = ToolCall(str(block.get("id")), str(block.get("name")), block.get("input"))
-        return [f"  → {call_text(call, limit=limit)}{where}  [{call.id}]"]
+        where = "" if kind == "tool_use" else kind.removesuffix("_tool_use")
+        return Part(
+            "call",
+            name=str(block.get("name")),
+            id=str(block.get("id")),
+            input=block.get("input"),
+            where=where,
+        )
     if kind == "tool_result":
-        error = " error:" if block.get("is_error") else ""
-        body = _result_text(block.get("content"))
-        first, *rest = _text(body, full) or ["  "]
-        return [f"  ← [{block.get('tool_use_id')}]{error} {first.strip()}", *rest]
+        return Part(
+            "result",
+            result_text(block.get("content")),
+            id=str(block.get("tool_use_id")),
+            error=bool(block.get("is_error")),
+        )
     if kind.endswith("_tool_result"):
-        return [f"  ← [{block.get('tool_use_id')}] ({kind})"]
+        return Part("result", id=str(block.get("tool_use_id")), where=kind)
     if kind == "thinking":
-        return [
-            f"  [thinking: {_cut(' '.join(str(block.get('thinking', '')).split()), None if full else 100)}]"
-        ]
-    if kind == "image":
-        return ["  [image]"]
+        return Part("thinking", str(block.get("thinking", "")))
     if kind == "document":
         title = block.get("title")
-        return [f"  [document{f': {title}' if title else ''}]"]
-    return [f"  [{kind}]"]
+        return Part("other", f"document{f': {title}' if title else ''}")
+    return Part("other", kind)
 
 
-def _result_text(content: object) -> str:
+def _part_lines(part: Part, full: bool) -> list[str]:
+    limit = None if full else INPUT_LIMIT
+    if part.kind == "text":
+        return _text(part.text, full)
+    if part.kind == "call":
+        where = f" ({part.where})" if part.where else ""
+        return [f"  → {call_text(part.call, limit=limit)}{where}  [{part.id}]"]
+    if part.kind == "result":
+        if part.where:
+            return [f"  ← [{part.id}] ({part.where})"]
+        error = " error:" if part.error else ""
+        first, *rest = _text(part.text, full) or ["  "]
+        return [f"  ← [{part.id}]{error} {first.strip()}", *rest]
+    if part.kind == "thinking":
+        return [f"  [thinking: {_cut(' '.join(part.text.split()), None if full else 100)}]"]
+    return [f"  [{part.text}]"]
+
+
+def result_text(content: object) -> str:
+    """A tool_result's content as text: its text blocks, and ``[image]`` for the others."""
     if content is None:
         return "(empty)"
     if isinstance(content, str):
@@ -270,12 +366,19 @@ def _result_text(content: object) -> str:
     return "\n".join(parts)
 
 
+def shortened(text: str) -> str | None:
+    """``text`` cut as the text view cuts a long text (``TEXT_LIMIT`` characters, ``LINE_LIMIT``
+    lines, saying how much was left out), or ``None`` if it is short enough to show whole."""
+    cut = _cut(text, TEXT_LIMIT)
+    lines = cut.splitlines()
+    if len(lines) > LINE_LIMIT:
+        return "\n".join([*lines[:LINE_LIMIT], f"… ({len(lines) - LINE_LIMIT} more lines)"])
+    return None if cut == text else cut
+
+
 def _text(text: str, full: bool) -> list[str]:
-    if not full:
-        text = _cut(text, TEXT_LIMIT)
-    lines = text.splitlines() or [""]
-    if not full and len(lines) > LINE_LIMIT:
-        lines = [*lines[:LINE_LIMIT], f"… ({len(lines) - LINE_LIMIT} more lines)"]
+    shown = text if full else shortened(text) or text
+    lines = shown.splitlines() or [""]
     return [textwrap.indent(line, "  ") if line else "" for line in lines]
 
 
