@@ -43,6 +43,7 @@ __all__ = [
     "decided_at",
     "decisions_since",
     "denied",
+    "input_problems",
     "read_cursor",
     "read_statuses",
     "run_status",
@@ -356,6 +357,25 @@ def check_input(record: CallRecord, input: object) -> None:
         ToolInputError: The input is not a JSON object, does not fit the schema, or no schema was
             saved with the call (a process without the tools cannot check it then).
     """
+    problems = input_problems(record, input)
+    if problems:
+        call = record.call
+        listed = "; ".join(f"{path or '(the input)'}: {message}" for path, message in problems[:5])
+        raise ToolInputError(
+            f"the edited input of {call.id!r} does not fit the input schema of {call.name!r}: {listed}. Fix the "
+            "input, or approve the call as it is."
+        )
+
+
+def input_problems(record: CallRecord, input: object) -> list[tuple[str, str]]:
+    """What in an edited input does not fit the input schema saved with its call: each problem's
+    place in the input (``"items/0/sku"``; ``""`` for the input as a whole) and its message, in the
+    order of their places; none if it fits.
+
+    Raises:
+        ToolInputError: The input cannot be checked: it is not a JSON object, or no valid schema was
+            saved with the call (a process without the tools cannot check it then).
+    """
     call = record.call
     try:
         data: object = plain_data(input, "the input")
@@ -388,15 +408,7 @@ def check_input(record: CallRecord, input: object) -> None:
         validator_class(schema).iter_errors(cast(object, data)),
         key=lambda error: [str(part) for part in error.path],
     )
-    if errors:
-        problems = "; ".join(
-            f"{'/'.join(str(part) for part in error.path) or '(the input)'}: {error.message}"
-            for error in errors[:5]
-        )
-        raise ToolInputError(
-            f"the edited input of {call.id!r} does not fit the input schema of {call.name!r}: {problems}. Fix the "
-            "input, or approve the call as it is."
-        )
+    return [("/".join(str(part) for part in error.path), error.message) for error in errors]
 
 
 class _SchemaProblem(Protocol):
