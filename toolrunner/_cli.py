@@ -1,5 +1,6 @@
-"""The command line: ``toolrunner runs list|show|approve|deny|answer|delete|prune --store URL``
-(also ``python -m toolrunner``).
+"""The command line: ``toolrunner runs list|show|approve|deny|answer|delete|prune --store URL``,
+and ``toolrunner inbox --store URL`` (the web app of ``toolrunner.inbox``, imported only then);
+also ``python -m toolrunner``.
 
 Every command reads the store as a ``RunStore``; none needs the app's code or its tools. Tables for
 people, ``--json`` for scripts, and an exit status that says what happened (``ExitCode``).
@@ -86,7 +87,8 @@ def run(argv: list[str], out: TextIO, err: TextIO, *, now: Callable[[], float] =
             arguments = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse printed the usage and the error (or the help)
         return int(exit_.code or 0)
-    if getattr(arguments, "command", None) is None:
+    inbox = getattr(arguments, "group", None) == "inbox"
+    if not inbox and getattr(arguments, "command", None) is None:
         parser.print_help(err)
         return ExitCode.USAGE
     url = arguments.store or os.environ.get(STORE_VARIABLE)
@@ -97,7 +99,6 @@ def run(argv: list[str], out: TextIO, err: TextIO, *, now: Callable[[], float] =
             file=err,
         )
         return ExitCode.USAGE
-    command = _COMMANDS[arguments.command]
     try:
         path = store_path(url)
         if path is not None and not path.is_file():
@@ -106,9 +107,15 @@ def run(argv: list[str], out: TextIO, err: TextIO, *, now: Callable[[], float] =
                 f"there is no store at {str(path)!r}; check the path (runs are saved by "
                 "ToolRunner(checkpointer=SQLiteCheckpointer(path), ...)).",
             )
+        if inbox:
+            _inbox(arguments, url, err)
+            return ExitCode.OK
         store = open_store(url)
         try:
-            anyio.run(command, _Context(store, arguments, out, url, datetime.fromtimestamp(now(), UTC)))
+            anyio.run(
+                _COMMANDS[arguments.command],
+                _Context(store, arguments, out, url, datetime.fromtimestamp(now(), UTC)),
+            )
         finally:
             close = getattr(store, "close", None)
             if callable(close):
@@ -359,6 +366,38 @@ _COMMANDS: dict[str, Callable[[_Context], Awaitable[None]]] = {
 }
 
 
+def _inbox(arguments: argparse.Namespace, url: str, err: TextIO) -> None:
+    """``toolrunner inbox``: serve the inbox until interrupted."""
+    try:
+        from .inbox._serve import TOKEN_VARIABLE, serve
+    except ImportError as error:  # the [inbox] extra is not installed
+        raise _Exit(
+            ExitCode.USAGE,
+            f"the inbox needs the [inbox] extra ({error}); install it with pip install 'claude-toolrunner[inbox]'.",
+        ) from None
+    token = os.environ.get(TOKEN_VARIABLE) or None
+    if arguments.token_file is not None:
+        try:
+            with open(arguments.token_file, encoding="utf-8") as file:
+                token = file.read().strip()
+        except OSError as error:
+            raise _Exit(
+                ExitCode.USAGE, f"cannot read the token from {arguments.token_file!r} ({error.strerror})."
+            ) from None
+    try:
+        serve(
+            url,
+            host=arguments.host,
+            port=arguments.port,
+            token=token,
+            origins=arguments.origin or (),
+            poll_interval=arguments.poll_interval,
+            err=err,
+        )
+    except (ValueError, OSError) as error:
+        raise _Exit(ExitCode.USAGE, str(error)) from None
+
+
 def _not_found(run_id: str) -> _Exit:
     return _Exit(
         ExitCode.NOT_FOUND, f"no run named {run_id!r} in the store; list them with `toolrunner runs list`."
@@ -407,7 +446,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit status: 0 done, 1 the store failed, 2 wrong usage or input, 3 no such run or call, "
         "4 decided already (or the run moved on).",
     )
-    groups = parser.add_subparsers(dest="group", metavar="runs")
+    groups = parser.add_subparsers(dest="group", metavar="{runs,inbox}")
     runs = groups.add_parser("runs", help="list, show, decide and clean up saved runs")
     commands = runs.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -468,5 +507,39 @@ def _parser() -> argparse.ArgumentParser:
     )
     prune.add_argument(
         "--dry-run", action="store_true", help="list the runs it would delete, and delete none"
+    )
+
+    inbox = groups.add_parser(
+        "inbox",
+        help="serve the inbox: a web app to read and decide the runs that wait (the [inbox] extra)",
+        description="Serve the inbox, a web app where a person reads the runs that wait for a decision and "
+        "approves, edits, denies or answers their calls. Every request needs the token: made at start and "
+        "printed once, or given in $TOOLRUNNER_INBOX_TOKEN or --token-file.",
+    )
+    inbox.add_argument(
+        "--store",
+        metavar="URL",
+        help=f"sqlite:///path/to/runs.db, a path, or postgresql://user:password@host/dbname "
+        f"(default: ${STORE_VARIABLE})",
+    )
+    inbox.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
+    inbox.add_argument("--port", type=int, default=8765, help="the port to listen on (default: 8765; 0: any)")
+    inbox.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="read the token from this file (default: $TOOLRUNNER_INBOX_TOKEN, else made)",
+    )
+    inbox.add_argument(
+        "--origin",
+        action="append",
+        metavar="URL",
+        help="a URL the inbox is reached at, behind a reverse proxy (https://inbox.example.com; repeat for several)",
+    )
+    inbox.add_argument(
+        "--poll-interval",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often the live list looks at the store (default: 2)",
     )
     return parser

@@ -1,0 +1,237 @@
+"""What the inbox's pages show, as plain values for the templates: a run's conversation (from
+``toolrunner._show``, which the command line prints too), its waiting calls with their tool's
+description and input schema, and its decided calls.
+
+Nothing here is HTML: the templates escape every value (Jinja's autoescape), so text a model or a
+tool wrote is shown as text, whatever it holds. The run's request params are never shown: the
+conversation, the calls and the summary are all a person needs to decide.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from .._runs import RunSummary, waiting_calls
+from .._show import (
+    Part,
+    age,
+    decision_text,
+    journal,
+    messages,
+    moment,
+    printable,
+    result_text,
+    shortened,
+    tool_description,
+)
+from .._state import CallRecord, RunState, plain_data
+from .._text import sendable_text
+
+__all__ = [
+    "Field",
+    "Problem",
+    "ShownCall",
+    "ShownMessage",
+    "ShownPart",
+    "ShownRecord",
+    "ShownRun",
+    "Text",
+    "editor_text",
+    "shown_run",
+    "when",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """A text to show: whole, or folded (``preview`` shown, the whole text one click away)."""
+
+    whole: str
+    preview: str | None = None
+
+    @classmethod
+    def of(cls, text: str) -> Text:
+        text = printable(text)
+        return cls(text, shortened(text))
+
+
+@dataclass(frozen=True, slots=True)
+class ShownPart:
+    kind: str
+    text: Text
+    name: str = ""
+    id: str = ""
+    where: str = ""
+    error: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ShownMessage:
+    role: str
+    note: str
+    parts: tuple[ShownPart, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """A top-level property of a tool's input schema."""
+
+    name: str
+    type: str
+    required: bool
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """What in an edited input does not fit: its place (``""``: the input as a whole), and why."""
+
+    path: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShownCall:
+    """A call that waits for a decision."""
+
+    id: str
+    name: str
+    description: Text
+    input: Text
+    editor: str  # the input as the JSON editor starts with it
+    editable: bool  # an input schema was saved with the call, so an edit can be checked
+    fields: tuple[Field, ...]
+    schema: str  # the whole input schema, as JSON
+
+
+@dataclass(frozen=True, slots=True)
+class ShownRecord:
+    """A call of the current turn that no longer waits: decided, started or finished."""
+
+    id: str
+    name: str
+    status: str
+    decision: str
+    decided_by: str
+    decided_at: str
+    input: Text
+    approved_input: Text | None
+    result: Text | None
+    error: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ShownRun:
+    messages: tuple[ShownMessage, ...]
+    waiting: tuple[ShownCall, ...]
+    records: tuple[ShownRecord, ...]
+
+
+def shown_run(state: RunState) -> ShownRun:
+    """A run's conversation, waiting calls and decided calls, as the run's page shows them."""
+    return ShownRun(
+        tuple(
+            ShownMessage(printable(message.role), message.note, tuple(_part(part) for part in message.parts))
+            for message in messages(state)
+        ),
+        tuple(_waiting(state.calls[call.id]) for call in waiting_calls(state)),
+        tuple(_record(record) for record in journal(state)),
+    )
+
+
+def when(moment_: datetime, now: datetime) -> str:
+    """A time as the pages show it: ``2025-06-15 14:08:40 UTC (58m ago)``."""
+    return f"{moment(moment_)} UTC ({age(now - moment_)} ago)"
+
+
+def cost(summary: RunSummary) -> str:
+    return "?" if summary.cost is None else f"${summary.cost:.4f}"
+
+
+def editor_text(value: object) -> str:
+    """``value`` as the JSON editor shows it: indented, and exact (a lone surrogate, which a page
+    cannot carry, is written as its ``\\udcXX`` escape, so that approving the text as it is gives
+    back the same input)."""
+    try:
+        data = plain_data(value, "input")
+    except Exception:  # the state could not carry it either; its repr is all there is to show
+        return repr(value)
+    text = json.dumps(data, ensure_ascii=False, indent=2)
+    return text if sendable_text(text) is text else json.dumps(data, indent=2)
+
+
+def _part(part: Part) -> ShownPart:
+    if part.kind == "call":
+        return ShownPart(
+            "call", Text.of(editor_text(part.input)), printable(part.name), printable(part.id), part.where
+        )
+    return ShownPart(part.kind, Text.of(part.text), id=printable(part.id), where=part.where, error=part.error)
+
+
+def _waiting(record: CallRecord) -> ShownCall:
+    schema: object = (record.tool or {}).get("input_schema")
+    call = record.call
+    fields: tuple[Field, ...] = ()
+    if isinstance(schema, Mapping):
+        fields = _fields(cast("Mapping[str, Any]", schema))
+    return ShownCall(
+        id=call.id,
+        name=printable(call.name),
+        description=Text.of(tool_description(record)),
+        input=Text.of(editor_text(call.input)),
+        editor=editor_text(call.input),
+        editable=isinstance(schema, Mapping),
+        fields=fields,
+        schema="" if schema is None else editor_text(cast(object, schema)),
+    )
+
+
+def _fields(schema: Mapping[str, Any]) -> tuple[Field, ...]:
+    """The schema's top-level properties: name, type, whether required, description."""
+    properties: object = schema.get("properties")
+    required: object = schema.get("required")
+    if not isinstance(properties, Mapping):
+        return ()
+    needed = set(cast("list[object]", required)) if isinstance(required, list) else set[object]()
+    fields: list[Field] = []
+    for name, value in cast("Mapping[str, object]", properties).items():
+        spec: Mapping[str, object] = cast("Mapping[str, object]", value) if isinstance(value, Mapping) else {}
+        kind: object = spec.get("type", "enum" if "enum" in spec else "any")
+        shown = " | ".join(map(str, cast("list[object]", kind))) if isinstance(kind, list) else str(kind)
+        if "enum" in spec:
+            shown += f": one of {editor_text(spec['enum']).replace(chr(10), ' ')}"
+        description: object = spec.get("description")
+        fields.append(
+            Field(
+                printable(str(name)),
+                printable(shown),
+                name in needed,
+                printable(description) if isinstance(description, str) else "",
+            )
+        )
+    return tuple(fields)
+
+
+def _record(record: CallRecord) -> ShownRecord:
+    result: Text | None = None
+    error = False
+    if record.result is not None:
+        block = cast("Mapping[str, Any]", plain_data(record.result, "result"))
+        result = Text.of(result_text(block.get("content")))
+        error = bool(block.get("is_error"))
+    return ShownRecord(
+        id=record.call.id,
+        name=printable(record.call.name),
+        status=record.status.value,
+        decision=printable(decision_text(record)),
+        decided_by=printable(record.decided_by or ""),
+        decided_at=record.decided_at or "",
+        input=Text.of(editor_text(record.call.input)),
+        approved_input=None if record.approved_input is None else Text.of(editor_text(record.approved_input)),
+        result=result,
+        error=error,
+    )
