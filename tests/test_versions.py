@@ -66,7 +66,7 @@ def declared_floors() -> dict[str, Version]:
 def user_floors() -> dict[str, Version]:
     """The floors of what users install: the dependencies and the extras of the library's features."""
     floors = floors_of(requirements_of(None))
-    for extra in ("server", "mcp", "otel", "temporal", "postgres"):
+    for extra in ("server", "mcp", "otel", "temporal", "postgres", "inbox"):
         floors |= floors_of(requirements_of(extra))
     return floors
 
