@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 from starlette.applications import Starlette
 
@@ -204,6 +205,57 @@ async def test_a_form_posted_from_a_page_of_another_origin_is_refused(
         "/run/approve", data=fields, headers={"referer": "http://127.0.0.1:8765/run?id=order-42"}
     )
     assert response.status_code == 303
+
+
+async def test_a_form_the_browser_says_another_site_sent_is_refused_without_an_origin(
+    store: MemoryCheckpointer, ada: Person
+) -> None:
+    """Sec-Fetch-Site, which no page can set: a form sent from another site or another port of
+    this one, with Origin and Referer stripped (by a proxy or a privacy setting), is refused."""
+    await paused_run(store, "order-42", 120)
+    await ada.get("/run", id="order-42")
+    fields = {"run": "order-42", "call": "order-42_pay0", "csrf": ada.csrf}
+    for site in ("cross-site", "same-site"):
+        response = await ada.client.post("/run/approve", data=fields, headers={"sec-fetch-site": site})
+        assert response.status_code == 403, site
+    assert await waiting_ids(store, "order-42") == ["order-42_pay0"]
+    response = await ada.client.post("/run/approve", data=fields, headers={"sec-fetch-site": "same-origin"})
+    assert response.status_code == 303
+
+
+async def test_served_under_a_root_path_every_link_redirect_and_cookie_keeps_it(
+    store: MemoryCheckpointer,
+) -> None:
+    """Behind a proxy that serves the inbox at /inbox (uvicorn --root-path /inbox)."""
+    await paused_run(store, "order-42", 120)
+    app = create_app(store, token=TOKEN)
+    transport = httpx2.ASGITransport(app=app, root_path="/inbox")
+    async with httpx2.AsyncClient(transport=transport, base_url="http://127.0.0.1:8765") as client:
+        response = await client.get("/inbox/run", params={"id": "order-42"})
+        assert response.status_code == 303
+        assert response.headers["location"] == "/inbox/login?next=%2Frun%3Fid%3Dorder-42"
+        response = await client.post(
+            "/inbox/login",
+            data={"token": TOKEN, "name": "ada", "next": "/run?id=order-42"},
+            headers={"origin": "http://127.0.0.1:8765"},
+        )
+        assert response.headers["location"] == "/inbox/run?id=order-42"
+        assert "Path=/inbox/" in response.headers["set-cookie"]
+        page = (await client.get("/inbox/run", params={"id": "order-42"})).text
+        links = re.findall(r'(?:href|src|action|data-live|data-fragment)="([^"#]*)', page)
+        assert links
+        assert all(link.startswith("/inbox/") for link in links), links
+        csrf = re.search(r'name="csrf" value="([^"]*)"', page)
+        assert csrf is not None
+        response = await client.post(
+            "/inbox/run/approve",
+            data={"run": "order-42", "call": "order-42_pay0", "csrf": csrf[1]},
+            headers={"origin": "http://127.0.0.1:8765"},
+        )
+        assert response.headers["location"] == "/inbox/run?id=order-42#call-order-42_pay0"
+        page = (await client.get("/inbox/")).text
+        links = re.findall(r'(?:href|src|action|data-live|data-fragment)="([^"#]*)', page)
+        assert all(link.startswith("/inbox/") for link in links), links
 
 
 async def test_the_origins_given_are_the_inboxs_own_behind_a_proxy(store: MemoryCheckpointer) -> None:

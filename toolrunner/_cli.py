@@ -392,6 +392,7 @@ def _inbox(arguments: argparse.Namespace, url: str, err: TextIO) -> None:
             token=token,
             origins=arguments.origin or (),
             poll_interval=arguments.poll_interval,
+            root_path=arguments.root_path,
             err=err,
         )
     except (ValueError, OSError) as error:
@@ -534,6 +535,12 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         metavar="URL",
         help="a URL the inbox is reached at, behind a reverse proxy (https://inbox.example.com; repeat for several)",
+    )
+    inbox.add_argument(
+        "--root-path",
+        default="",
+        metavar="PATH",
+        help="the path a reverse proxy serves the inbox under (/inbox; default: none)",
     )
     inbox.add_argument(
         "--poll-interval",

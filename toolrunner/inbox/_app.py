@@ -216,8 +216,8 @@ class _Inbox:
             if session is None:
                 if api:
                     return PlainTextResponse("Log in first.", status_code=401, headers=_NO_STORE)
-                here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-                return RedirectResponse(f"/login?{urlencode({'next': here})}", status_code=303)
+                here = _route_path(request) + (f"?{request.url.query}" if request.url.query else "")
+                return _redirect(request, f"/login?{urlencode({'next': here})}")
             try:
                 return await handler(request, session)
             except (CheckpointError, StateError) as error:
@@ -256,7 +256,10 @@ class _Inbox:
     def same_origin(self, request: Request) -> bool:
         own = origin_of(str(request.base_url))
         allowed = self.origins | ({own} if own is not None else set[str]())
-        return same_origin(request.headers.get("origin"), request.headers.get("referer"), allowed)
+        headers = request.headers
+        return same_origin(
+            headers.get("origin"), headers.get("referer"), allowed, fetch_site=headers.get("sec-fetch-site")
+        )
 
     def refused(self, request: Request, session: Session | None) -> Response:
         return self.error(
@@ -274,7 +277,7 @@ class _Inbox:
         self, request: Request, session: Session | None, template: str, *, status: int = 200, **context: Any
     ) -> HTMLResponse:
         html = self.templates.get_template(template).render(
-            {"section": "", **context},
+            {"section": "", "root": _root(request), **context},
             session=session,
             csrf="" if session is None else self.sessions.csrf(session),
         )
@@ -293,7 +296,7 @@ class _Inbox:
     async def login_page(self, request: Request) -> Response:
         target = safe_next(request.query_params.get("next"))
         if self.session(request) is not None:
-            return RedirectResponse(target, status_code=303)
+            return _redirect(request, target)
         return self.render(request, None, "login.html", error="", next=target, name="")
 
     async def login(self, request: Request) -> Response:
@@ -317,12 +320,12 @@ class _Inbox:
                 next=target,
                 name=name[:NAME_LIMIT],
             )
-        response = RedirectResponse(target, status_code=303)
+        response = _redirect(request, target)
         response.set_cookie(
             COOKIE,
             self.sessions.issue(name),
             max_age=int(self.sessions.max_age),
-            path="/",
+            path=_root(request) + "/",
             secure=request.url.scheme == "https",
             httponly=True,
             samesite="lax",
@@ -330,8 +333,8 @@ class _Inbox:
         return response
 
     async def logout(self, request: Request, session: Session, form: FormData) -> Response:
-        response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(COOKIE, path="/")
+        response = _redirect(request, "/login")
+        response.delete_cookie(COOKIE, path=_root(request) + "/")
         return response
 
     # -- the lists ---------------------------------------------------------------------------------
@@ -342,7 +345,7 @@ class _Inbox:
 
     async def waiting_fragment(self, request: Request, session: Session) -> Response:
         context = await self._waiting_context(request)
-        html = self.templates.get_template("waiting_rows.html").render(**context)
+        html = self.templates.get_template("waiting_rows.html").render(root=_root(request), **context)
         return HTMLResponse(sendable_text(html), headers=_NO_STORE)
 
     async def _waiting_context(self, request: Request) -> dict[str, Any]:
@@ -552,7 +555,7 @@ class _Inbox:
                     request, session, "No such run", f"The store has no run named {run_id!r}.", status=404
                 )
             raise error
-        return RedirectResponse(f"{run_url(run_id)}#call-{quote(call_id, safe='')}", status_code=303)
+        return _redirect(request, f"{run_url(run_id)}#call-{quote(call_id, safe='')}")
 
     async def _failed(
         self,
@@ -589,6 +592,24 @@ class _Inbox:
 
 
 _NO_STORE = {"cache-control": "no-store"}
+
+
+def _root(request: Request) -> str:
+    """The path the inbox is served under (``/inbox`` behind a proxy that serves it there and says
+    so through uvicorn's ``--root-path``), without its last slash; ``""`` at the root."""
+    root = request.scope.get("root_path", "")
+    return root.rstrip("/") if isinstance(root, str) else ""
+
+
+def _route_path(request: Request) -> str:
+    """The request's path within the inbox (without the root it is served under)."""
+    path, root = request.url.path, _root(request)
+    return path[len(root) :] if root and path.startswith(root + "/") else path
+
+
+def _redirect(request: Request, path: str) -> RedirectResponse:
+    """See other: ``path`` (a path of the inbox, ``/run?id=...``) under the inbox's root."""
+    return RedirectResponse(_root(request) + path, status_code=303)
 
 
 def run_url(run_id: str) -> str:

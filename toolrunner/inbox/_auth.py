@@ -123,10 +123,16 @@ def origin_of(url: str) -> str | None:
     return f"{parts.scheme}://{host}" + ("" if port in (None, default) else f":{port}")
 
 
-def same_origin(origin: str | None, referer: str | None, allowed: Collection[str]) -> bool:
-    """Whether a request that changes something comes from a page of the inbox: its ``Origin``
-    header, or when a browser sent none, its ``Referer``'s origin, is one of ``allowed``. A request
-    with neither (some privacy settings strip both) passes here, and its CSRF token decides."""
+def same_origin(
+    origin: str | None, referer: str | None, allowed: Collection[str], *, fetch_site: str | None = None
+) -> bool:
+    """Whether a request that changes something comes from a page of the inbox: the browser's
+    ``Sec-Fetch-Site`` (``fetch_site``) does not say another site or origin sent it, and its
+    ``Origin`` header, or when a browser sent none, its ``Referer``'s origin, is one of
+    ``allowed``. A request with neither (some privacy settings strip both) passes here, and its
+    CSRF token decides."""
+    if fetch_site is not None and fetch_site.lower() not in ("same-origin", "none"):
+        return False  # "cross-site", or "same-site": another port or subdomain of the same site
     if origin is not None:
         return origin_of(origin) in allowed  # "null" (a sandboxed or file page) is no origin: refused
     if referer is not None:

@@ -51,10 +51,16 @@ def serve(
     token: str | None = None,
     origins: Collection[str] = (),
     poll_interval: float = 2.0,
+    root_path: str = "",
     err: TextIO,
 ) -> None:
     """Serve the inbox over the store at ``url`` until interrupted (Ctrl-C), printing on ``err``
-    where it listens and, when it made the token itself, the token (only there, once)."""
+    where it listens and, when it made the token itself, the token (only there, once).
+    ``root_path`` is the path a reverse proxy serves it under (``/inbox``)."""
+    if root_path and (not root_path.startswith("/") or root_path.endswith("/")):
+        raise ValueError(
+            f"the root path must start with a slash and not end with one, like '/inbox', not {root_path!r}."
+        )
     store = open_store(url)
     made = token is None
     token = new_token() if token is None else token
@@ -63,7 +69,7 @@ def serve(
     bound_host, bound_port = listener.getsockname()[:2]
     shown_host = f"[{bound_host}]" if ":" in bound_host else bound_host
     print(
-        f"toolrunner inbox: the runs of {store!r}, at http://{shown_host}:{bound_port}/ (Ctrl-C stops it)",
+        f"toolrunner inbox: the runs of {store!r}, at http://{shown_host}:{bound_port}{root_path}/ (Ctrl-C stops it)",
         file=err,
     )
     if made:
@@ -85,6 +91,7 @@ def serve(
         app,
         log_level="warning",
         access_log=False,
+        root_path=root_path,
         proxy_headers=True,  # the scheme and client a proxy on $FORWARDED_ALLOW_IPS (127.0.0.1) forwards
         timeout_graceful_shutdown=2,  # the live list's event streams stay open until closed
     )
