@@ -125,6 +125,12 @@ def test_a_missing_browser_is_an_error_that_says_how_to_install_it(monkeypatch: 
         inbox_browser.launch_chromium(playwright)
 
 
+def test_ci_installs_the_browser_when_it_is_missing() -> None:
+    script = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
+    assert "if [ ! -x /usr/bin/chromium ]; then" in script
+    assert "apt-get install -y -qq chromium" in script
+
+
 def test_logging_in_takes_the_token_and_goes_back_to_the_page_asked_for(
     context: BrowserContext, inbox: str, database: Path
 ) -> None:
