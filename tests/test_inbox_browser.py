@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import http.server
 import re
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import closing
@@ -129,6 +131,20 @@ def test_ci_installs_the_browser_when_it_is_missing() -> None:
     script = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
     assert "if [ ! -x /usr/bin/chromium ]; then" in script
     assert "apt-get install -y -qq chromium" in script
+
+
+def test_the_script_of_the_docs_picture_makes_it(tmp_path: Path) -> None:
+    picture = tmp_path / "inbox.png"
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, str(root / "scripts" / "inbox_screenshot.py"), str(picture)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (root / "docs" / "inbox.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the committed one
 
 
 def test_logging_in_takes_the_token_and_goes_back_to_the_page_asked_for(
