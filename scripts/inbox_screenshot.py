@@ -87,7 +87,7 @@ async def save_runs(database: Path) -> None:
         for run_id, (ask, script) in runs.items():
             runner = ToolRunner(
                 FakeMessagesAPI([*script, text_reply("Done.")]).async_client(),
-                model="claude-sonnet-4-5",
+                model="claude-sonnet-4-6",
                 max_tokens=1024,
                 messages=[{"role": "user", "content": ask}],
                 tools=[lookup_order, refund, send_email],
