@@ -18,12 +18,13 @@ import anyio
 import httpx2
 import pytest
 from starlette.applications import Starlette
+from starlette.types import Message
 
 from tests.inbox_helpers import HOSTILE_ID, PAYLOAD, SECRETS, TOKEN, Person, hostile_run, runner, secret_run
 from tests.stores import Clock, finished_run, look, paid, paused_run, pay, running_run, save_changed
 from toolrunner import CheckpointError, MemoryCheckpointer, RunStore, SQLiteCheckpointer, ToolRunner
 from toolrunner.inbox import app_from_environment, create_app
-from toolrunner.inbox._app import waiting_versions
+from toolrunner.inbox._app import BODY_LIMIT, waiting_versions
 from toolrunner.inbox._auth import Sessions, safe_next
 from toolrunner.inbox._pages import editor_text
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
@@ -761,3 +762,108 @@ def test_the_app_for_uvicorn_workers_comes_from_the_environment(
     monkeypatch.setenv("TOOLRUNNER_INBOX_TOKEN", TOKEN)
     monkeypatch.setenv("TOOLRUNNER_INBOX_ORIGINS", "https://inbox.example.com, https://other.example.com")
     assert isinstance(app_from_environment(), Starlette)
+
+
+# -- hostile requests ---------------------------------------------------------------------------------
+
+
+async def test_a_cursor_or_status_that_is_not_one_is_a_400_that_says_so(ada: Person) -> None:
+    for path, params in (
+        ("/", {"cursor": "garbage"}),
+        ("/fragments/waiting", {"cursor": "garbage"}),
+        ("/runs", {"status": "bogus"}),
+        ("/runs", {"cursor": "x"}),
+    ):
+        response = await ada.get(path, **params)
+        assert response.status_code == 400, (path, params)
+        assert "is not a" in response.text
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"amount": NaN}', "NaN is not a JSON number"),
+        ('{"amount": Infinity}', "Infinity is not a JSON number"),
+        ('{"amount": 1e400}', "1e400 is too large"),
+    ],
+)
+async def test_an_edit_json_cannot_carry_is_shown_back_and_nothing_is_decided(
+    store: MemoryCheckpointer, ada: Person, text: str, problem: str
+) -> None:
+    await paused_run(store, "order-42", 120)
+    response = await ada.decide("approve", "order-42", "order-42_pay0", input=text)
+    assert response.status_code == 400
+    assert problem in response.text
+    response = await ada.decide("answer", "order-42", "order-42_pay0", result=text, json="1")
+    assert response.status_code == 400
+    assert problem in response.text
+    assert await waiting_ids(store, "order-42") == ["order-42_pay0"]
+
+
+async def test_a_body_too_large_is_refused_before_it_is_read(
+    app: Starlette, store: MemoryCheckpointer, ada: Person
+) -> None:
+    await paused_run(store, "order-42", 120)
+    huge = "x" * (BODY_LIMIT + 1)
+    async with Person(app) as stranger:  # not logged in: the login form is read before anyone is known
+        response = await stranger.post("/login", {"token": huge, "name": "eve", "next": "/"})
+        assert response.status_code == 413
+        assert "set-cookie" not in response.headers
+        assert "content-security-policy" in response.headers
+    response = await ada.decide("answer", "order-42", "order-42_pay0", result=huge)
+    assert response.status_code == 413
+    assert await waiting_ids(store, "order-42") == ["order-42_pay0"]
+    # Within the limit, a field larger than Starlette's own limit of a form's part (1 MiB) is read.
+    edit = json.dumps({"amount": 5, "to": "x" * (BODY_LIMIT // 2)})
+    assert (await ada.decide("approve", "order-42", "order-42_pay0", input=edit)).status_code == 303
+
+
+async def test_deciding_on_a_run_deleted_or_finished_since_the_page_was_read(
+    store: MemoryCheckpointer, ada: Person
+) -> None:
+    await paused_run(store, "order-42", 120)
+    await ada.get("/run", id="order-42")
+    assert await store.delete_run("order-42")
+    response = await ada.post("/run/approve", {"run": "order-42", "call": "order-42_pay0"}, csrf=True)
+    assert response.status_code == 404
+    assert "no run named &#39;order-42&#39;" in response.text
+    await finished_run(store, "done-1")
+    response = await ada.post("/run/deny", {"run": "done-1", "call": "done-1_look"}, csrf=True)
+    assert response.status_code == 409
+    assert "Nothing was decided" in response.text
+
+
+async def test_a_body_of_no_stated_length_is_refused_once_it_grows_too_large(app: Starlette) -> None:
+    chunk = b"x" * (1024 * 1024)
+    pending: list[Message] = [{"type": "http.request", "body": chunk, "more_body": True}] * (
+        BODY_LIMIT // len(chunk) + 2
+    )
+    read: list[int] = []
+
+    async def receive() -> Message:
+        read.append(1)
+        return pending.pop()
+
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/login",
+        "raw_path": b"/login",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"host", b"127.0.0.1:8765"), (b"transfer-encoding", b"chunked")],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8765),
+    }
+    await app(scope, receive, send)
+    assert sent[0]["status"] == 413
+    assert len(read) == BODY_LIMIT // len(chunk) + 1  # it stopped reading at the limit

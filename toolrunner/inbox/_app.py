@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -37,7 +39,14 @@ from starlette.responses import HTMLResponse, PlainTextResponse, RedirectRespons
 from starlette.routing import Route
 
 from .._checkpoint import RunStore
-from .._errors import ApprovalError, CheckpointConflictError, CheckpointError, StateError, ToolInputError
+from .._errors import (
+    ApprovalError,
+    CheckpointConflictError,
+    CheckpointError,
+    ParamsError,
+    StateError,
+    ToolInputError,
+)
 from .._runs import RunStatus, RunSummary, input_problems, waiting_calls
 from .._show import call_text, plural, printable
 from .._state import CallRecord, plain_data
@@ -51,6 +60,8 @@ NAME_LIMIT = 80
 """The most characters of a name given at login."""
 PAGE = 50
 """Runs a page lists."""
+BODY_LIMIT = 4 * 1024**2
+"""The largest request body the inbox reads (an edited input or an answer is within it)."""
 
 _POLICY = "; ".join(
     [
@@ -130,8 +141,55 @@ def create_app(
                 close()
 
     app = Starlette(routes=inbox.routes(), lifespan=lifespan)
-    app.add_middleware(_SecurityHeaders)
+    app.add_middleware(_BodyLimit)
+    app.add_middleware(_SecurityHeaders)  # the outer one: every response has the headers, a 413 too
     return app
+
+
+class _BodyLimit:
+    """Refuses (413) a request body larger than ``BODY_LIMIT`` before any handler reads it: the
+    login form is read before anyone is known, so its size cannot wait for a session."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
+        too_large = PlainTextResponse(
+            f"The form is larger than {BODY_LIMIT // 1024**2} MiB, so it was not read; send a shorter one.",
+            status_code=413,
+        )
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > BODY_LIMIT:  # refused before a byte of it is read
+            await too_large(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:  # a body of no stated length (chunked) is counted as it comes
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk: bytes = message.get("body", b"")
+            size += len(chunk)
+            if size > BODY_LIMIT:
+                await too_large(scope, receive, send)
+                return
+            chunks.append(chunk)
+            more = bool(message.get("more_body", False))
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
 
 class _SecurityHeaders:
@@ -220,6 +278,8 @@ class _Inbox:
                 return _redirect(request, f"/login?{urlencode({'next': here})}")
             try:
                 return await handler(request, session)
+            except ParamsError as error:  # a cursor or status in the URL that is not one
+                return self.error(request, session, "Not a page of the inbox", str(error), status=400)
             except (CheckpointError, StateError) as error:
                 return self.error(request, session, "The store failed", str(error), status=503)
 
@@ -243,7 +303,7 @@ class _Inbox:
                 )
             if not self.same_origin(request):
                 return self.refused(request, session)
-            form = await request.form()
+            form = await request.form(max_part_size=BODY_LIMIT)
             if not self.sessions.check_csrf(session, form.get("csrf")):
                 return self.refused(request, session)
             try:
@@ -302,7 +362,7 @@ class _Inbox:
     async def login(self, request: Request) -> Response:
         if not self.same_origin(request):
             return self.refused(request, None)
-        form = await request.form()
+        form = await request.form(max_part_size=BODY_LIMIT)
         token, given_name, target = form.get("token"), form.get("name"), safe_next(form.get("next"))
         name = " ".join(printable(given_name).split()) if isinstance(given_name, str) else ""
         error = ""
@@ -462,7 +522,7 @@ class _Inbox:
         if isinstance(text, str) and record is not None:  # else the store says why it cannot be decided
             problems: list[Problem] = []
             try:
-                data = json.loads(text)
+                data = parse_json(text)
             except ValueError as error:
                 problems = [Problem("", f"This is not JSON: {error}.")]
             else:
@@ -505,7 +565,7 @@ class _Inbox:
         result: object = _text(form, "result")
         if form.get("json"):
             try:
-                result = json.loads(str(result))
+                result = parse_json(str(result))
             except ValueError as error:
                 problem = Problem(
                     "", f"This is not JSON: {error}; untick “the result is JSON” to send it as text."
@@ -664,6 +724,32 @@ async def waiting_versions(
             yield None
         await anyio.sleep(interval)
         quiet += interval
+
+
+def parse_json(text: str) -> object:
+    """``text`` as JSON, strictly: what JSON can carry only (no ``NaN``, no ``Infinity``, no number
+    too large for a float), nested no deeper than Python's parser reads.
+
+    Raises:
+        ValueError: It is not such JSON, saying why.
+    """
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        raise ValueError(
+            f"it is nested too deeply (more than about {sys.getrecursionlimit()} levels)"
+        ) from None
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON number; give a finite number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text} is too large for a number JSON carries")
+    return number
 
 
 def _version(runs: Sequence[RunSummary]) -> str:
