@@ -64,10 +64,15 @@ def launch_chromium(playwright: Playwright) -> Browser:
 
 @contextmanager
 def served_inbox(
-    store_url: str, *, token: str, log: Path, poll_interval: float = 0.2, arguments: tuple[str, ...] = ()
+    store_url: str,
+    *,
+    token: str | None,
+    log: Path,
+    poll_interval: float = 0.2,
+    arguments: tuple[str, ...] = (),
 ) -> Generator[str]:
-    """``python -m toolrunner inbox --store store_url`` on a free port of 127.0.0.1, with ``token``;
-    yields its URL (``http://127.0.0.1:PORT``), and stops it (Ctrl-C) at the end. Its output goes
+    """``python -m toolrunner inbox --store store_url`` on a free port of 127.0.0.1, with ``token``
+    (``None``: the inbox makes one and prints it); yields its URL (``http://127.0.0.1:PORT``), and stops it (Ctrl-C) at the end. Its output goes
     to ``log``."""
     command = [
         sys.executable,
@@ -82,7 +87,10 @@ def served_inbox(
         str(poll_interval),
         *arguments,
     ]
-    environment = {**os.environ, "TOOLRUNNER_INBOX_TOKEN": token, "PYTHONUNBUFFERED": "1"}
+    environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    environment.pop("TOOLRUNNER_INBOX_TOKEN", None)
+    if token is not None:
+        environment["TOOLRUNNER_INBOX_TOKEN"] = token
     with log.open("w") as output:
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=environment)
     try:

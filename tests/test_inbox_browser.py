@@ -23,6 +23,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
@@ -145,6 +146,23 @@ def test_the_script_of_the_docs_picture_makes_it(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (root / "docs" / "inbox.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the committed one
+
+
+def test_the_inbox_makes_a_token_prints_it_once_and_listens_on_loopback(database: Path, inbox: str) -> None:
+    log = database.with_name("made-token.log")
+    with served_inbox(f"sqlite:///{database}", token=None, log=log) as url:
+        output = log.read_text()
+        made = re.search(r"Log in with the token (\S+)", output)
+        assert made is not None, output
+        assert output.count(made[1]) == 1
+        assert url.startswith("http://127.0.0.1:")
+        with httpx2.Client(base_url=url) as client:
+            assert client.get("/").status_code == 303  # to the login page: no token, no data
+            refused = client.post("/login", data={"token": TOKEN, "name": "ada"}, headers={"origin": url})
+            assert refused.status_code == 401
+            given = client.post("/login", data={"token": made[1], "name": "ada"}, headers={"origin": url})
+            assert given.status_code == 303
+            assert client.get("/").status_code == 200
 
 
 def test_logging_in_takes_the_token_and_goes_back_to_the_page_asked_for(
