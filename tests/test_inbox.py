@@ -24,8 +24,9 @@ from tests.inbox_helpers import HOSTILE_ID, PAYLOAD, SECRETS, TOKEN, Person, hos
 from tests.stores import Clock, finished_run, look, paid, paused_run, pay, running_run, save_changed
 from toolrunner import CheckpointError, MemoryCheckpointer, RunStore, SQLiteCheckpointer, ToolRunner
 from toolrunner.inbox import app_from_environment, create_app
-from toolrunner.inbox._app import BODY_LIMIT, waiting_versions
 from toolrunner.inbox._auth import Sessions, safe_next
+from toolrunner.inbox._http import BODY_LIMIT
+from toolrunner.inbox._live import waiting_versions
 from toolrunner.inbox._pages import editor_text
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 

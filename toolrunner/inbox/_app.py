@@ -18,7 +18,6 @@ and no page may be framed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import sys
@@ -30,7 +29,6 @@ from importlib import resources
 from typing import Any, cast
 from urllib.parse import quote, urlencode
 
-import anyio
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from starlette.applications import Starlette
 from starlette.datastructures import FormData
@@ -52,36 +50,14 @@ from .._show import call_text, plural, printable
 from .._state import CallRecord, plain_data
 from .._text import sendable_text
 from ._auth import COOKIE, Session, Sessions, origin_of, safe_next, same_origin
+from ._http import BODY_LIMIT, BodyLimit, SecurityHeaders
+from ._live import PAGE, waiting_versions
 from ._pages import Problem, cost, shown_run, when
 
-__all__ = ["NAME_LIMIT", "create_app", "run_url", "waiting_versions"]
+__all__ = ["NAME_LIMIT", "create_app", "parse_json", "run_url"]
 
 NAME_LIMIT = 80
 """The most characters of a name given at login."""
-PAGE = 50
-"""Runs a page lists."""
-BODY_LIMIT = 4 * 1024**2
-"""The largest request body the inbox reads (an edited input or an answer is within it)."""
-
-_POLICY = "; ".join(
-    [
-        "default-src 'none'",
-        "script-src 'self'",
-        "style-src 'self'",
-        "img-src 'self'",
-        "connect-src 'self'",
-        "form-action 'self'",
-        "base-uri 'none'",
-        "frame-ancestors 'none'",
-    ]
-)
-_HEADERS = [
-    (b"content-security-policy", _POLICY.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"same-origin"),
-    (b"cross-origin-opener-policy", b"same-origin"),
-]
 _STATIC = {"inbox.css": "text/css; charset=utf-8", "inbox.js": "text/javascript; charset=utf-8"}
 _TABS = [
     ("Finished and failed", ("finished", "failed")),
@@ -141,74 +117,9 @@ def create_app(
                 close()
 
     app = Starlette(routes=inbox.routes(), lifespan=lifespan)
-    app.add_middleware(_BodyLimit)
-    app.add_middleware(_SecurityHeaders)  # the outer one: every response has the headers, a 413 too
+    app.add_middleware(BodyLimit)
+    app.add_middleware(SecurityHeaders)  # the outer one: every response has the headers, a 413 too
     return app
-
-
-class _BodyLimit:
-    """Refuses (413) a request body larger than ``BODY_LIMIT`` before any handler reads it: the
-    login form is read before anyone is known, so its size cannot wait for a session."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD"):
-            await self.app(scope, receive, send)
-            return
-        too_large = PlainTextResponse(
-            f"The form is larger than {BODY_LIMIT // 1024**2} MiB, so it was not read; send a shorter one.",
-            status_code=413,
-        )
-        declared = dict(scope["headers"]).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > BODY_LIMIT:  # refused before a byte of it is read
-            await too_large(scope, receive, send)
-            return
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:  # a body of no stated length (chunked) is counted as it comes
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk: bytes = message.get("body", b"")
-            size += len(chunk)
-            if size > BODY_LIMIT:
-                await too_large(scope, receive, send)
-                return
-            chunks.append(chunk)
-            more = bool(message.get("more_body", False))
-        body = b"".join(chunks)
-        replayed = False
-
-        async def replay() -> Any:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
-
-
-class _SecurityHeaders:
-    """Adds the security headers to every response."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def send_with_headers(message: Any) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *_HEADERS]
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)
 
 
 @dataclass
@@ -701,31 +612,6 @@ def _text(form: FormData, key: str) -> str:
     return value if isinstance(value, str) else ""
 
 
-async def waiting_versions(
-    store: RunStore, interval: float, *, keepalive: float
-) -> AsyncGenerator[str | None]:
-    """Yields a version of the first page of waiting runs (their ids, and when each was saved)
-    at once and each time it changes, looking every ``interval`` seconds; ``None`` after
-    ``keepalive`` seconds without a change. A store that fails is asked again at the next look."""
-    last: str | None = None
-    quiet = 0.0
-    while True:
-        try:
-            page = await store.list_runs(status=RunStatus.AWAITING, limit=PAGE)
-        except (CheckpointError, StateError):
-            version = last
-        else:
-            version = _version(page.runs)
-        if version != last:
-            last, quiet = version, 0.0
-            yield version
-        elif quiet >= keepalive:
-            quiet = 0.0
-            yield None
-        await anyio.sleep(interval)
-        quiet += interval
-
-
 def parse_json(text: str) -> object:
     """``text`` as JSON, strictly: what JSON can carry only (no ``NaN``, no ``Infinity``, no number
     too large for a float), nested no deeper than Python's parser reads.
@@ -750,8 +636,3 @@ def _finite(text: str) -> float:
     if not math.isfinite(number):
         raise ValueError(f"{text} is too large for a number JSON carries")
     return number
-
-
-def _version(runs: Sequence[RunSummary]) -> str:
-    text = json.dumps([[run.run_id, run.updated.isoformat()] for run in runs])
-    return hashlib.sha256(text.encode(errors="surrogatepass")).hexdigest()[:16]
