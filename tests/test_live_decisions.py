@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
+from tests.helpers import MODEL
 from tests.stores import paid, runner
 from toolrunner import (
     ApprovalDecided,
@@ -22,8 +24,10 @@ from toolrunner import (
     AwaitingApprovalError,
     CheckpointConflictError,
     RunnerEvent,
+    RunStatus,
     RunStore,
     ToolRunner,
+    tool,
 )
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
@@ -39,15 +43,13 @@ def pay(amount: int, id_: str) -> Any:
     return tool_call("pay", {"amount": amount}, id=id_)
 
 
-async def paused(
-    store: RunStore, *calls: Any, events: list[RunnerEvent] | None = None
-) -> tuple[ToolRunner, Any]:
-    """A runner of the run "r", paused with ``calls`` waiting; and its fake, which answers "Paid."."""
+async def paused(store: RunStore, *calls: Any, events: list[RunnerEvent] | None = None) -> ToolRunner:
+    """A runner of the run "r", paused with ``calls`` waiting (its fake answers "Paid." next)."""
     script = [tool_reply(*calls), text_reply("Paid.")]
     held = runner(store, "r", script, **({} if events is None else {"on_event": events.append}))
     with pytest.raises(AwaitingApprovalError):
         await held.until_done()
-    return held, held
+    return held
 
 
 def results_sent(held: ToolRunner) -> list[dict[str, Any]]:
@@ -58,7 +60,7 @@ def results_sent(held: ToolRunner) -> list[dict[str, Any]]:
 
 async def test_an_approval_through_the_store_is_taken_over_with_its_edited_input(store: RunStore) -> None:
     events: list[RunnerEvent] = []
-    held, _ = await paused(store, pay(120, "c"), events=events)
+    held = await paused(store, pay(120, "c"), events=events)
     await store.approve_call("r", "c", input={"amount": 80}, by="ada")
     await held.until_done()  # no CheckpointConflictError: the runner goes on from the store's save
     assert paid == [80]
@@ -73,7 +75,7 @@ async def test_an_approval_through_the_store_is_taken_over_with_its_edited_input
 
 
 async def test_a_denial_and_an_answer_through_the_store_reach_the_model(store: RunStore) -> None:
-    held, _ = await paused(store, pay(120, "c1"), pay(130, "c2"))
+    held = await paused(store, pay(120, "c1"), pay(130, "c2"))
     await store.deny_call("r", "c1", "Not this month.", by="ada")
     await store.answer_call("r", "c2", "paid by hand", by="bob")
     await held.until_done()
@@ -91,7 +93,7 @@ async def test_a_denial_and_an_answer_through_the_store_reach_the_model(store: R
 async def test_decisions_in_the_process_and_through_the_store_on_other_calls_both_apply(
     store: RunStore,
 ) -> None:
-    held, _ = await paused(store, pay(120, "c1"), pay(130, "c2"))
+    held = await paused(store, pay(120, "c1"), pay(130, "c2"))
     held.approve("c1")
     await store.deny_call("r", "c2", "No.", by="ada")
     await held.until_done()
@@ -100,7 +102,7 @@ async def test_decisions_in_the_process_and_through_the_store_on_other_calls_bot
 
 
 async def test_the_stores_decision_on_the_same_call_stands_and_the_runner_says_so(store: RunStore) -> None:
-    held, _ = await paused(store, pay(120, "c"))
+    held = await paused(store, pay(120, "c"))
     held.deny("c", "No.")  # in this process, not saved yet
     await store.approve_call("r", "c", input={"amount": 90}, by="ada")
     with pytest.raises(
@@ -113,7 +115,7 @@ async def test_the_stores_decision_on_the_same_call_stands_and_the_runner_says_s
 
 
 async def test_a_runner_that_reads_no_decision_pauses_again_and_goes_on_with_its_own(store: RunStore) -> None:
-    held, _ = await paused(store, pay(120, "c"))
+    held = await paused(store, pay(120, "c"))
     with pytest.raises(AwaitingApprovalError):
         await held.until_done()
     saved = await store.load("r")
@@ -125,7 +127,7 @@ async def test_a_runner_that_reads_no_decision_pauses_again_and_goes_on_with_its
 
 
 async def test_a_run_another_runner_went_on_with_stops_the_held_one(store: RunStore) -> None:
-    held, _ = await paused(store, pay(120, "c"))
+    held = await paused(store, pay(120, "c"))
     other = await ToolRunner.resume(
         FakeMessagesAPI([text_reply("Paid.")]).async_client(),
         checkpointer=store,
@@ -143,7 +145,7 @@ async def test_a_run_another_runner_went_on_with_stops_the_held_one(store: RunSt
 
 
 async def test_a_deleted_run_stops_the_held_runner(store: RunStore) -> None:
-    held, _ = await paused(store, pay(120, "c"))
+    held = await paused(store, pay(120, "c"))
     await store.delete_run("r")
     held.approve("c")
     with pytest.raises(CheckpointConflictError, match="deleted from the store"):
@@ -155,3 +157,87 @@ def held_tools() -> list[Any]:
     from tests.stores import look, pay as pay_tool
 
     return [pay_tool, look]
+
+
+async def test_a_turn_a_runner_goes_on_with_takes_no_decision_through_the_store(store: RunStore) -> None:
+    # A reply with a call that needs no decision (still running) and one that waits: until the turn
+    # pauses, the run is the runner's, and the store says so rather than take a decision it would lose.
+    started, release = anyio.Event(), anyio.Event()
+
+    @tool
+    async def slow_look(q: str) -> str:
+        """Look something up, slowly."""
+        started.set()
+        await release.wait()
+        return f"found {q}"
+
+    script = [tool_reply(tool_call("slow_look", {"q": "x"}, id="s"), pay(120, "c")), text_reply("Paid.")]
+    held = ToolRunner(
+        FakeMessagesAPI(script).async_client(),
+        model=MODEL,
+        max_tokens=64,
+        messages=[{"role": "user", "content": "Pay."}],
+        tools=[slow_look, *held_tools()],
+        checkpointer=store,
+        run_id="r",
+    )
+    refusals: list[str] = []
+
+    async def decide_while_it_runs() -> None:
+        await started.wait()
+        summary = await store.get_run("r")
+        assert summary is not None
+        assert (summary.status, summary.waiting) == (RunStatus.RUNNING, ())
+        with pytest.raises(ApprovalError) as refused:
+            await store.approve_call("r", "c", by="ada")
+        refusals.append(str(refused.value))
+        release.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(decide_while_it_runs)
+        with pytest.raises(AwaitingApprovalError):
+            await held.until_done()
+    assert "waits for a decision" in refusals[0] or "no call" in refusals[0]
+    summary = await store.get_run("r")
+    assert summary is not None
+    assert summary.status is RunStatus.AWAITING  # paused now: decidable
+    await store.approve_call("r", "c", by="ada")
+    await held.until_done()
+    assert paid == [120]
+    [look_result, pay_result] = results_sent(held)
+    assert (look_result["content"], pay_result["content"]) == ("found x", "paid 120 to ACME")
+
+
+class DecidesAfterLoads:
+    """A store through which a person decides right after the runner read the run (before its
+    next save): the race between a runner taking up a paused turn and a decider."""
+
+    def __init__(self, inner: RunStore, decide_after_load: int) -> None:
+        self.inner, self.loads, self.decide_after_load = inner, 0, decide_after_load
+
+    async def save(self, checkpoint: Any) -> None:
+        await self.inner.save(checkpoint)
+
+    async def load(self, run_id: str) -> Any:
+        loaded = await self.inner.load(run_id)
+        self.loads += 1
+        if self.loads == self.decide_after_load:
+            await self.inner.approve_call(run_id, "c", input={"amount": 70}, by="ada")
+        return loaded
+
+
+@pytest.mark.parametrize("after", [1, 2], ids=["after-resume-loads", "after-the-read-before-the-claim"])
+async def test_a_decision_that_lands_as_the_runner_takes_up_the_turn_is_taken_over(
+    store: RunStore, after: int
+) -> None:
+    await paused(store, pay(120, "c"))
+    racing = DecidesAfterLoads(store, decide_after_load=after)
+    again = await ToolRunner.resume(
+        FakeMessagesAPI([text_reply("Paid.")]).async_client(),
+        checkpointer=racing,
+        run_id="r",
+        tools=held_tools(),
+    )  # resume loads first; the runner reads the store again as it takes the paused turn up
+    await again.until_done()  # after the read: the claim's save is refused, the runner reads again
+    assert paid == [70]
+    assert racing.loads > after

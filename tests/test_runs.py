@@ -24,7 +24,7 @@ from toolrunner import (
     decisions_since,
     run_status,
 )
-from toolrunner._lifecycle import call_started, calls_gated, turn_paused
+from toolrunner._lifecycle import call_decided, call_started, calls_gated, turn_paused
 from toolrunner._messages import read_reply
 from toolrunner._runs import (
     SummaryColumns,
@@ -100,8 +100,9 @@ def states() -> dict[str, RunState]:
         "awaiting, a call waits": waiting(),
         "awaiting, every call decided": approved(waiting(), "r", PAY.id, by=None, at=AT),
         "with_body, the waiting call started": call_started(
-            approved(waiting(paused=False), "r", PAY.id, by=None, at=AT), PAY
+            call_decided(waiting(paused=False), PAY.id, "approved", by=None, at=AT), PAY
         ),
+        "awaiting, a call waits and another runs": call_started(waiting(), LOOK),
         "steered while a call waits": waiting(paused=False).replace(steered=True),
         "done": ready.replace(phase=Phase.DONE, end_reason="model"),
         "done (closed) while a call waited": waiting().replace(phase=Phase.DONE, end_reason="closed"),
@@ -113,10 +114,13 @@ EXPECTED = {
     "received": RunStatus.RUNNING,
     "streaming": RunStatus.RUNNING,
     "with_body": RunStatus.RUNNING,
-    "with_body, a call waits": RunStatus.AWAITING,
+    # A turn a runner goes on with (before it pauses, or once it took the turn up again) is the
+    # runner's: its calls are decided when it pauses (a store would take decisions it loses).
+    "with_body, a call waits": RunStatus.RUNNING,
     "awaiting, a call waits": RunStatus.AWAITING,
     "awaiting, every call decided": RunStatus.RUNNING,
     "with_body, the waiting call started": RunStatus.RUNNING,
+    "awaiting, a call waits and another runs": RunStatus.RUNNING,
     "steered while a call waits": RunStatus.RUNNING,  # the body changed the history: no call of it waits
     "done": RunStatus.FINISHED,
     "done (closed) while a call waited": RunStatus.FINISHED,

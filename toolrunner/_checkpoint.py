@@ -28,7 +28,7 @@ from typing import Protocol, runtime_checkable
 
 import anyio
 
-from ._errors import CheckpointConflictError, CheckpointError
+from ._errors import CheckpointConflictError, CheckpointError, DecidedMeanwhileError
 from ._runs import (
     RunPage,
     RunStatus,
@@ -327,6 +327,13 @@ class Saver:
                 except CheckpointConflictError as error:
                     if attempt == 0 and await self._saved_after_all():
                         continue
+                    decided = await self._decided_meanwhile()
+                    if decided:
+                        raise DecidedMeanwhileError(
+                            f"the calls {sorted(decided)!r} of the run {self._run_id!r} were decided through the "
+                            "store since this runner last saved, so this step was not saved; iterate the runner "
+                            "again: it takes the decisions over and goes on."
+                        ) from error
                     self._refused = error
                     raise
                 except Exception:
@@ -364,6 +371,16 @@ class Saver:
                 raise error
             self._saved_as(stored, self._saved_epoch)
             return decided
+
+    async def _decided_meanwhile(self) -> dict[str, CallRecord] | None:
+        """The decisions taken through the store since this runner's last save, if the stored run
+        differs from that save by those alone (a save of this runner was refused because of them)."""
+        if self._saved is None:
+            return None
+        stored = await self._checkpointer.load(self._run_id)
+        if stored is None or stored.sequence < self._sequence:
+            return None
+        return decisions_since(self._saved, stored.state)
 
     def _saved_as(self, checkpoint: Checkpoint, epoch: int) -> None:
         state = checkpoint.state

@@ -69,7 +69,7 @@ from ._effects import (
     Send,
     Summarize,
 )
-from ._errors import ApprovalError, ToolRunnerError, describe, message_of
+from ._errors import ApprovalError, DecidedMeanwhileError, ToolRunnerError, describe, message_of
 from ._events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -459,10 +459,27 @@ class RunCore:
             self.set(turn_resumed(self.state))
 
     def _read_decisions(self, calls: Sequence[ToolCall]) -> Program[None]:
-        """Take over the decisions taken through the run's store while the turn was paused. Such a
-        decision was saved first, so it stands over one this process made since its last save on
+        """Take over the decisions taken through the run's store while the turn was paused, then
+        claim the turn: a save that marks it going on, after which the store takes no decision on
+        it (until it pauses again). A decision that lands between the read and the claim makes the
+        claim's save refused (``DecidedMeanwhileError``): read again.
+
+        A decision saved to the store stands over one this process made since its last save on
         the same call: that one is dropped, and ``ApprovalError`` says so once all are taken over."""
-        decided: Mapping[str, CallRecord] = yield ReadDecisions(tuple(calls))
+        while True:
+            decided: Mapping[str, CallRecord] | None = yield ReadDecisions(tuple(calls))
+            if decided is None:
+                return  # the driver holds the only copy of the run
+            self._adopt(decided)
+            self.set(turn_resumed(self.state))
+            try:
+                yield Save()
+            except DecidedMeanwhileError:
+                self.set(turn_paused(self.state))
+                continue
+            return
+
+    def _adopt(self, decided: Mapping[str, CallRecord]) -> None:
         overruled: list[str] = []
         for tool_use_id, theirs in decided.items():
             mine = self.state.calls.get(tool_use_id)

@@ -32,6 +32,7 @@ __all__ = [
     "AwaitingApprovalError",
     "CheckpointConflictError",
     "CheckpointError",
+    "DecidedMeanwhileError",
     "HistoryError",
     "MalformedReplyError",
     "ParamsError",
@@ -99,6 +100,12 @@ class ApprovalError(ToolRunnerError, ValueError):
     """A decision on a tool call that cannot be taken (no pending call has the id; the call is
     decided, running or done already), or tool results asked for while calls still wait for a
     decision."""
+
+
+class DecidedMeanwhileError(ApprovalError):
+    """A save refused because calls of the run were decided through the store since this runner
+    last saved (and nothing else changed there): not a second runner. The runner takes the
+    decisions over when it goes on; nothing of the refused step was saved or run."""
 
 
 class AwaitingApprovalError(ApprovalError):

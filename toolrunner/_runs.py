@@ -68,11 +68,15 @@ class RunStatus(enum.Enum):
 
 
 def waiting_calls(state: RunState) -> tuple[ToolCall, ...]:
-    """The calls of the current turn that wait for a decision (none once the loop ended)."""
-    if state.phase is Phase.DONE or not any(
+    """The calls of the current turn that wait for a decision, while the run is paused for them:
+    none while a runner goes on with the turn (before it pauses, and from when it takes the
+    turn up again), and none once the loop ended."""
+    if state.phase is not Phase.AWAITING or not any(
         record.status is CallStatus.AWAITING for record in state.calls.values()
     ):
         return ()
+    if any(record.status is CallStatus.STARTED for record in state.calls.values()):
+        return ()  # a call runs (or ran when its runner died): the turn is not paused
     return awaiting(state, pending_calls(state))
 
 

@@ -475,8 +475,8 @@ class CoreRun(RunControls):
             return interrupted(call), workflow.time() - started
         return cast(ToolResultBlockParam, block), workflow.time() - started
 
-    async def _no_decisions(self, effect: ReadDecisions) -> dict[str, Any]:
-        return {}  # no store to read: decisions reach the workflow as updates (no Temporal command here)
+    async def _no_decisions(self, effect: ReadDecisions) -> None:
+        return None  # no store to read: decisions reach the workflow as updates (no Temporal command here)
 
     async def _await_decisions(self, effect: AwaitDecisions) -> Decisions:
         return Decisions.PAUSED  # the loop pauses; ``run`` waits, and iterates again
