@@ -287,6 +287,12 @@ def _waiting_record(state: RunState, run_id: str, tool_use_id: str) -> CallRecor
             "decided again."
         )
     if not any(call.id == tool_use_id for call in waiting):
+        if record is not None and record.status is CallStatus.AWAITING and state.phase is not Phase.DONE:
+            raise ApprovalError(
+                f"the run {run_id!r} is going on in a runner (it has not paused for {tool_use_id!r} yet, or has "
+                "taken the paused turn up again), so its calls cannot be decided through the store now; decide "
+                "once the run waits (status 'awaiting'), or in the runner itself."
+            )
         if not waiting:
             raise ApprovalError(
                 f"no call of the run {run_id!r} waits for a decision, so {tool_use_id!r} cannot be decided; find "
