@@ -17,9 +17,20 @@ import anyio
 import pytest
 
 from tests.helpers import results_of
-from tests.stores import Clock, finished_run, look, paid, paused_run, pay, running_run, save_changed
+from tests.stores import (
+    Clock,
+    finished_run,
+    look,
+    paid,
+    paused_run,
+    pay,
+    runner,
+    running_run,
+    save_changed,
+)
 from toolrunner import (
     ApprovalError,
+    AwaitingApprovalError,
     CallStatus,
     Checkpoint,
     CheckpointConflictError,
@@ -32,7 +43,7 @@ from toolrunner import (
     ToolInputError,
     ToolRunner,
 )
-from toolrunner.testing import FakeMessagesAPI, text_reply
+from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -162,6 +173,33 @@ async def test_each_run_is_listed_with_its_status_and_summary(store: RunStore) -
     assert failed.end_reason is None
     assert await store.get_run("waiting") == waiting
     assert await store.get_run("nothing") is None
+
+
+async def test_a_waiting_call_or_a_failure_holding_a_lone_surrogate_is_saved_and_listed_as_it_is(
+    store: RunStore,
+) -> None:
+    """A tool's input may hold a lone surrogate (a file name that is not UTF-8, as ``os.listdir``
+    gives it): the run pauses, and the summary columns (``waiting``, ``failure``) keep it exactly, as
+    the state does; on SQLite and PostgreSQL every save of the run failed with UnicodeEncodeError."""
+    name = "caf\udce9.txt"
+    script = [tool_reply(tool_call("pay", {"amount": 5, "to": name}, id="p")), text_reply("Paid.")]
+    with pytest.raises(AwaitingApprovalError):
+        await runner(store, "r", script).until_done()
+    summary = await store.get_run("r")
+    assert summary is not None
+    assert summary.status is RunStatus.AWAITING
+    assert [(call.id, call.input) for call in summary.waiting] == [("p", {"amount": 5, "to": name})]
+    assert (await store.list_runs(status="awaiting")).runs == (summary,)
+    loaded = await store.load("r")
+    assert loaded is not None
+    assert loaded.state.calls["p"].call.input == {"amount": 5, "to": name}
+
+    await running_run(store, "failed")
+    failure = {"type": "FileNotFoundError", "message": f"no file {name}"}
+    await save_changed(store, "failed", lambda state: state.replace(failure=failure))
+    failed = await store.get_run("failed")
+    assert failed is not None
+    assert failed.failure == failure
 
 
 async def test_a_listing_filters_by_status_and_by_when_runs_were_saved(

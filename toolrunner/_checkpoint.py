@@ -19,7 +19,6 @@ The stores: ``MemoryCheckpointer`` (``_memory``), ``SQLiteCheckpointer`` (``_sql
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -41,7 +40,7 @@ from ._runs import (
     utc,
 )
 from ._state import CallRecord, RunState
-from ._text import sendable_text
+from ._text import store_json
 
 __all__ = [
     "Checkpoint",
@@ -259,14 +258,6 @@ class DecidingStore:
         raise CheckpointConflictError(
             f"the run {run_id!r} changed {self._ATTEMPTS} times while {tool_use_id!r} was being decided; try again."
         )
-
-
-def store_json(value: object) -> str:
-    """``value`` as JSON text a store can keep as UTF-8. A lone surrogate (a tool's input can hold
-    one, as ``os.listdir`` gives them) is written as a ``\\udcXX`` escape, which reads back as the
-    same string."""
-    text = json.dumps(value, ensure_ascii=False)
-    return text if sendable_text(text) is text else json.dumps(value)
 
 
 class Saver:

@@ -27,6 +27,7 @@ from ._errors import ApprovalError, ParamsError, StateError, ToolInputError
 from ._lifecycle import awaiting, call_decided, pending_calls
 from ._results import DEFAULT_ADAPTER, tool_result_block
 from ._state import CallRecord, CallStatus, Phase, RunState, plain_data
+from ._text import store_json
 from ._types import EndReason, ToolCall
 
 __all__ = [
@@ -150,7 +151,7 @@ class SummaryColumns:
         calls = waiting_calls(state)
         waiting = None
         if calls:
-            waiting = _json(
+            waiting = store_json(
                 [{"id": call.id, "name": call.name, "input": _input_data(call)} for call in calls]
             )
         return cls(
@@ -159,7 +160,7 @@ class SummaryColumns:
             waiting=waiting,
             turns=state.requests_sent,
             cost=None if state.cost is None else str(state.cost),
-            failure=None if state.failure is None else _json(dict(state.failure)),
+            failure=None if state.failure is None else store_json(dict(state.failure)),
         )
 
     def summary(self, run_id: str, created: datetime, updated: datetime) -> RunSummary:
@@ -188,10 +189,6 @@ def _input_data(call: ToolCall) -> object:
         return plain_data(call.input, "input")
     except StateError:  # the state could not be saved either; the summary shows what it can
         return repr(call.input)
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 # -- listing ----------------------------------------------------------------------------------------

@@ -4,14 +4,17 @@ Python strings may hold lone surrogates: ``os.listdir`` gives them for file name
 UTF-8 (``b"caf\\xe9.txt"`` becomes ``"caf\\udce9.txt"``), as do ``os.environ``, ``sys.argv`` and any
 ``decode(errors="surrogateescape")``. The SDK encodes a request as UTF-8 JSON, so one such string in
 the history would make that request, and every later one, fail with ``UnicodeEncodeError``.
+
+A store keeps such text exactly instead: ``store_json`` writes it as ``\\udcXX`` escapes.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TypeVar, cast
 
-__all__ = ["sendable", "sendable_text"]
+__all__ = ["sendable", "sendable_text", "store_json"]
 
 T = TypeVar("T")
 
@@ -36,6 +39,14 @@ def sendable_text(text: str) -> str:
         return text
     # Through UTF-16, a surrogate pair becomes the character it stands for, and a lone one U+FFFD.
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def store_json(value: object) -> str:
+    """``value`` as JSON text a store can keep as UTF-8: every column a store writes as JSON goes
+    through it. A lone surrogate (a tool's input can hold one, as ``os.listdir`` gives them) is
+    written as a ``\\udcXX`` escape, which reads back as the same string."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if sendable_text(text) is text else json.dumps(value)
 
 
 def _is_sendable(value: object) -> bool:
