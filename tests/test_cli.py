@@ -167,6 +167,26 @@ def test_the_store_comes_from_the_option_or_the_environment_and_must_exist(
     assert "toolrunner has no store for URLs of the kind 'redis://'" in other.err
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://app:p%ssw0rd-TOPSECRET@/db?host=/nonexistent",
+        "postgresql://app:TOPSECRET%@/db",
+        "postgresql://app:TOPSECRET@/db?sslmode=%zz",
+    ],
+)
+def test_a_postgresql_url_that_cannot_be_read_is_a_usage_error_that_never_shows_the_password(
+    url: str,
+) -> None:
+    cli = Cli(url)
+    for command in (["runs", "list"], ["runs", "show", "r"], ["runs", "approve", "r", "c"]):
+        assert cli(*command) == ExitCode.USAGE
+        assert "SECRET" not in cli.out + cli.err
+        assert cli.out == ""
+        assert cli.err.startswith("toolrunner: the PostgreSQL URL cannot be read (")
+        assert cli.err.count("\n") == 1
+
+
 def test_a_file_that_is_not_a_store_is_a_failure_of_the_store(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("not a database " * 100)

@@ -14,7 +14,7 @@ import pytest
 from tests.helpers import MODEL, USER
 from tests.postgres_server import with_schema
 from tests.stores import finished_run, look
-from toolrunner import CheckpointError, Phase, PostgresCheckpointer, RunStatus, ToolRunner
+from toolrunner import CheckpointError, ParamsError, Phase, PostgresCheckpointer, RunStatus, ToolRunner
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -47,6 +47,28 @@ async def test_the_password_is_never_shown(postgres_url: str) -> None:
     assert "the connection to PostgreSQL (db on /nonexistent/dir) failed" in str(raised.value)
     assert "No such file or directory" in str(raised.value)
     assert "check the server, then try again" in str(raised.value)
+
+
+UNREADABLE_URLS = [
+    "postgresql://app:p%ssw0rd-TOPSECRET@/db?host=/nonexistent",  # a raw '%' in the password
+    "postgresql://app:TOPSECRET%@/db",
+    "postgresql://app:TOPSECRET@/db?sslmode=%zz",
+    "postgresql://app:TOPSECRET@[::1/db",
+    "postgresql://app:TOP\udce9SECRET@/db",  # a lone surrogate, as sys.argv gives a byte that is not UTF-8
+]
+
+
+@pytest.mark.parametrize("url", UNREADABLE_URLS)
+async def test_a_url_that_cannot_be_read_is_refused_without_quoting_any_of_it(url: str) -> None:
+    """libpq's own message quotes the part it could not read, which may be the password."""
+    with pytest.raises(ParamsError) as raised:
+        PostgresCheckpointer(url)
+    message = str(raised.value)
+    assert "SECRET" not in message
+    assert "p%ss" not in message
+    assert "\n" not in message
+    assert message.startswith("the PostgreSQL URL cannot be read (")
+    assert "percent-encoded (a '%' as %25" in message
 
 
 async def test_a_run_whose_connection_breaks_saves_again_once_the_server_answers(postgres_url: str) -> None:

@@ -14,6 +14,7 @@ lock makes a second writer of one run wait, then find the sequence moved.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -23,7 +24,7 @@ import anyio.to_thread
 
 from ._batching import GroupCommit
 from ._checkpoint import Checkpoint, DecidingStore, check_sequence
-from ._errors import CheckpointConflictError, CheckpointError
+from ._errors import CheckpointConflictError, CheckpointError, ParamsError
 from ._runs import RunPage, RunStatus, RunSummary, cursor_after
 from ._sqlstore import SUMMARY, EncodedSave, decode, encode, listing, prune_filter, summary_of
 from ._state import STATE_VERSION
@@ -94,6 +95,10 @@ class PostgresCheckpointer(DecidingStore):
         min_connections: Connections the pool keeps open.
         max_connections: Connections the pool may open.
         timeout: Seconds to wait for a connection before failing.
+
+    Raises:
+        ParamsError: A URL libpq cannot read (the message quotes no part of it: it may hold the
+            password).
     """
 
     def __init__(
@@ -109,10 +114,8 @@ class PostgresCheckpointer(DecidingStore):
             ) from None
         try:
             parts = psycopg.conninfo.conninfo_to_dict(url)
-        except psycopg.ProgrammingError as error:
-            raise CheckpointError(
-                f"the PostgreSQL URL cannot be read ({error}); give a postgresql:// URL."
-            ) from None
+        except (psycopg.Error, UnicodeError, ValueError):  # UnicodeError: a lone surrogate (from argv)
+            raise _unreadable(url) from None
         # What names the database in messages and repr: never the password.
         self._where = f"{parts.get('dbname', '')} on {parts.get('host') or 'localhost'}"
         self._timeout = timeout
@@ -318,6 +321,20 @@ class PostgresCheckpointer(DecidingStore):
         return CheckpointError(
             f"could not {what} in PostgreSQL ({self._where}): {type(error).__name__}: {message}."
         )
+
+
+def _unreadable(url: str) -> ParamsError:
+    """The error for a URL libpq cannot read. Its own message quotes the part it could not read,
+    which may be the password (a raw ``%`` in it): this one quotes none of the URL."""
+    if re.search(r"%(?![0-9A-Fa-f]{2})", url):
+        why = "a '%' in it is not followed by two hex digits"
+    else:
+        why = "libpq cannot read it"
+    return ParamsError(
+        f"the PostgreSQL URL cannot be read ({why}); give postgresql://user:password@host/dbname, with "
+        "each special character of the user name and password percent-encoded (a '%' as %25, an '@' as "
+        "%40: urllib.parse.quote(password, safe=''))."
+    )
 
 
 def _write_one(

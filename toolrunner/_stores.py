@@ -34,7 +34,7 @@ def open_store(url: str | Path) -> RunStore:
     ``postgres://...``) for ``PostgresCheckpointer``.
 
     Raises:
-        ParamsError: A URL of another kind.
+        ParamsError: A URL of another kind, or one that cannot be read.
     """
     path = store_path(url)
     if path is not None:
