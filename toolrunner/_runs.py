@@ -15,6 +15,8 @@ import binascii
 import enum
 import importlib
 import json
+import math
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -45,6 +47,7 @@ __all__ = [
     "decisions_since",
     "denied",
     "input_problems",
+    "parse_json",
     "read_cursor",
     "read_statuses",
     "run_status",
@@ -416,6 +419,32 @@ def input_problems(record: CallRecord, input: object) -> list[tuple[str, str]]:
         key=lambda error: [str(part) for part in error.path],
     )
     return [("/".join(str(part) for part in error.path), error.message) for error in errors]
+
+
+def parse_json(text: str) -> object:
+    """``text`` as JSON, strictly: what JSON can carry only (no ``NaN``, no ``Infinity``, no number
+    too large for a float), nested no deeper than Python's parser reads.
+
+    Raises:
+        ValueError: It is not such JSON, saying why.
+    """
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except RecursionError:
+        raise ValueError(
+            f"it is nested too deeply (more than about {sys.getrecursionlimit()} levels)"
+        ) from None
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not a JSON number; give a finite number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text} is too large for a number JSON carries")
+    return number
 
 
 class _SchemaProblem(Protocol):

@@ -18,9 +18,6 @@ and no page may be framed.
 
 from __future__ import annotations
 
-import json
-import math
-import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -45,7 +42,7 @@ from .._errors import (
     StateError,
     ToolInputError,
 )
-from .._runs import RunStatus, RunSummary, input_problems, waiting_calls
+from .._runs import RunStatus, RunSummary, input_problems, parse_json, waiting_calls
 from .._show import call_text, plural, printable
 from .._state import CallRecord, plain_data
 from .._text import sendable_text
@@ -610,29 +607,3 @@ def _outcome(summary: RunSummary) -> str:
 def _text(form: FormData, key: str) -> str:
     value = form.get(key)
     return value if isinstance(value, str) else ""
-
-
-def parse_json(text: str) -> object:
-    """``text`` as JSON, strictly: what JSON can carry only (no ``NaN``, no ``Infinity``, no number
-    too large for a float), nested no deeper than Python's parser reads.
-
-    Raises:
-        ValueError: It is not such JSON, saying why.
-    """
-    try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
-    except RecursionError:
-        raise ValueError(
-            f"it is nested too deeply (more than about {sys.getrecursionlimit()} levels)"
-        ) from None
-
-
-def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not a JSON number; give a finite number")
-
-
-def _finite(text: str) -> float:
-    number = float(text)
-    if not math.isfinite(number):
-        raise ValueError(f"{text} is too large for a number JSON carries")
-    return number
