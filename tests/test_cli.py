@@ -367,6 +367,34 @@ def test_a_decision_that_cannot_be_taken_says_why_with_its_own_exit_status(sqlit
     assert "it cannot be decided again" in sqlite.err
 
 
+def test_bad_input_to_a_decision_is_a_usage_error_and_the_call_still_waits(sqlite: Cli) -> None:
+    """Exit 4 says someone decided first: a reason, input or result that cannot be used is exit 2,
+    whichever of the command line or the store finds it."""
+    call = ["order-42", "order-42_pay0"]
+    for reason in ["", "   "]:
+        assert sqlite("runs", "deny", *call, "--reason", reason) == ExitCode.USAGE
+        assert "needs a reason the model can read" in sqlite.err
+    assert sqlite("runs", "approve", *call, "--input", "null") == ExitCode.USAGE  # was: approved, unedited
+    assert sqlite.err == (
+        "toolrunner: --input is null, not a JSON object: give the tool's whole input as an object "
+        "(--input '{\"amount\": 100}'), or leave --input out to approve the call as it is.\n"
+    )
+    for given, kind in [("[1]", "a list"), ('"x"', "a string"), ("7", "a number"), ("true", "true or false")]:
+        assert sqlite("runs", "approve", *call, "--input", given) == ExitCode.USAGE
+        assert f"--input is {kind}, not a JSON object" in sqlite.err
+    for given in ['{"amount": NaN}', '{"amount": 1e999}', "[" * 100_000 + "]" * 100_000]:
+        assert sqlite("runs", "approve", *call, "--input", given) == ExitCode.USAGE
+        assert "--input is not JSON (" in sqlite.err
+    assert sqlite("runs", "answer", *call, "Infinity", "--json-result") == ExitCode.USAGE
+    assert "the result is not JSON (Infinity is not a JSON number" in sqlite.err
+    waiting = sqlite.json("runs", "list", "--status", "awaiting")["runs"]
+    assert [item["id"] for item in waiting[0]["waiting"]] == ["order-42_pay0", "order-42_pay1"]
+    assert sqlite("runs", "deny", *call, "--reason", "No.") == ExitCode.OK
+    assert (
+        sqlite("runs", "deny", *call, "--reason", "") == ExitCode.CONFLICT
+    )  # decided first, whatever the reason
+
+
 # -- delete and prune -----------------------------------------------------------------------------------
 
 

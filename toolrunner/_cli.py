@@ -32,7 +32,7 @@ from ._errors import (
     StateError,
     ToolInputError,
 )
-from ._runs import RunStatus, RunSummary, waiting_calls
+from ._runs import RunStatus, RunSummary, parse_json, waiting_calls
 from ._show import (
     age,
     conversation,
@@ -234,13 +234,20 @@ async def _approve(context: _Context) -> None:
     edited = None
     if arguments.input is not None:
         try:
-            edited = json.loads(arguments.input)
+            edited = parse_json(arguments.input)
         except ValueError as error:
             raise _Exit(
                 ExitCode.USAGE,
                 f"--input is not JSON ({error}); give the tool's input as a JSON object, "
                 "for example --input '{\"amount\": 100}'.",
             ) from None
+        if not isinstance(edited, dict):  # null too, which would approve the call unedited
+            raise _Exit(
+                ExitCode.USAGE,
+                f"--input is {_JSON_KINDS.get(type(edited), 'a number')}, not a JSON object: give the tool's "
+                "whole input as an object (--input '{\"amount\": 100}'), or leave --input out to approve the "
+                "call as it is.",
+            )
     await _decide(
         context,
         "approved",
@@ -248,6 +255,9 @@ async def _approve(context: _Context) -> None:
             arguments.run_id, arguments.call_id, input=edited, by=_by(arguments)
         ),
     )
+
+
+_JSON_KINDS: dict[type, str] = {type(None): "null", bool: "true or false", str: "a string", list: "a list"}
 
 
 async def _deny(context: _Context) -> None:
@@ -266,7 +276,7 @@ async def _answer(context: _Context) -> None:
     result: object = arguments.result
     if arguments.json_result:
         try:
-            result = json.loads(arguments.result)
+            result = parse_json(arguments.result)
         except ValueError as error:
             raise _Exit(
                 ExitCode.USAGE, f"the result is not JSON ({error}); drop --json-result to send it as text."
@@ -295,8 +305,8 @@ async def _decide(context: _Context, what: str, decide: Callable[[], Awaitable[C
         )
     try:
         record = await decide()
-    except ApprovalError as error:  # decided already, by someone else (the message says who and when)
-        raise _Exit(ExitCode.CONFLICT, str(error)) from None
+    except ApprovalError as error:
+        raise _Exit(await _refused(context), str(error)) from None
     if arguments.json:
         context.json(record_data(record))
         return
@@ -306,6 +316,21 @@ async def _decide(context: _Context, what: str, decide: Callable[[], Awaitable[C
         + f" at {record.decided_at}.",
         "The run goes on when it is resumed (ToolRunner.resume), or at once if a runner holds it.",
     )
+
+
+async def _refused(context: _Context) -> ExitCode:
+    """The exit status of a decision the store refused, by its cause, as the run now stands: the call
+    was decided (or the run moved on) since it was read, or else the decision itself cannot be taken
+    (a reason or a result that cannot be sent), and the call still waits."""
+    arguments = context.arguments
+    loaded = await context.store.load(arguments.run_id)
+    if loaded is None:
+        return ExitCode.NOT_FOUND
+    record = loaded.state.calls.get(arguments.call_id)
+    still_waits = any(call.id == arguments.call_id for call in waiting_calls(loaded.state))
+    if record is None or record.decision is not None or not still_waits:
+        return ExitCode.CONFLICT
+    return ExitCode.USAGE
 
 
 async def _delete(context: _Context) -> None:
