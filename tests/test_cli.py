@@ -395,6 +395,16 @@ def test_bad_input_to_a_decision_is_a_usage_error_and_the_call_still_waits(sqlit
     )  # decided first, whatever the reason
 
 
+def test_a_duration_too_long_for_a_date_is_a_usage_error(sqlite: Cli) -> None:
+    for command in (["list", "--updated-before"], ["list", "--updated-after"], ["prune", "--older-than"]):
+        for duration in ["99999999999d", "999999999d", "800000d", "9" * 5_000 + "s"]:
+            assert sqlite("runs", *command, duration) == ExitCode.USAGE, sqlite.err
+            assert sqlite.err.startswith(f"toolrunner: {command[1]} '{duration[:20]}")
+            assert "reaches back before the year 1; give a shorter duration" in sqlite.err
+    assert sqlite("runs", "prune", "--older-than", "9000w") == ExitCode.OK  # 172 years: nothing is that old
+    assert sqlite.out.startswith("Deleted 0 runs last saved before 1852-")
+
+
 # -- delete and prune -----------------------------------------------------------------------------------
 
 

@@ -449,7 +449,15 @@ def _time(text: str | None, now: datetime, option: str) -> datetime | None:
         return None
     text = text.strip()
     if text and _DURATION.sub("", text).strip() == "":
-        return now - timedelta(seconds=sum(int(n) * _UNITS[unit] for n, unit in _DURATION.findall(text)))
+        try:
+            return now - timedelta(seconds=sum(int(n) * _UNITS[unit] for n, unit in _DURATION.findall(text)))
+        except (OverflowError, ValueError):  # more days than a timedelta holds, before the year 1, or
+            # a number of more digits than int() reads
+            raise _Exit(
+                ExitCode.USAGE,
+                f"{option} {text!r} reaches back before the year 1; give a shorter duration (30d, 52w) or a "
+                "time (2025-06-01).",
+            ) from None
     try:
         moment_ = datetime.fromisoformat(text)
     except ValueError:
