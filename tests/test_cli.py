@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -18,9 +19,17 @@ from typing import Any
 import anyio
 import pytest
 
+from tests import stores
 from tests.stores import Clock, finished_run, paid, paused_run, running_run, save_changed
-from toolrunner import CheckpointError, RunState, RunStore, SQLiteCheckpointer, ToolRunner
-from toolrunner._cli import ExitCode, run
+from toolrunner import (
+    AwaitingApprovalError,
+    CheckpointError,
+    RunState,
+    RunStore,
+    SQLiteCheckpointer,
+    ToolRunner,
+)
+from toolrunner._cli import ExitCode, _parser, run
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 NOW = 1_750_000_000.0  # 2025-06-15 15:06:40 UTC
@@ -219,9 +228,53 @@ def test_show_prints_the_conversation_and_the_calls_that_wait(sqlite: Cli) -> No
         "      Pay an amount.",
         "",
         f"Decide with: toolrunner runs approve order-42 order-42_pay0 --store {sqlite.url}",
-        f"         or: toolrunner runs deny order-42 order-42_pay0 --reason '...' --store {sqlite.url}",
+        f"         or: toolrunner runs deny order-42 order-42_pay0 --reason 'the reason' --store {sqlite.url}",
         f"         or: toolrunner runs answer order-42 order-42_pay0 'the result' --store {sqlite.url}",
     ]
+
+
+@pytest.mark.parametrize(
+    ("run_id", "call", "store"),
+    [
+        ("x; touch PWNED #", "toolu_1", "runs.db"),
+        ('it\'s $(touch PWNED) `touch PWNED` "q" | &&', "toolu_1", "my $HOME runs.db"),
+        ("-rf", "toolu_1", "-runs.db"),  # a run id, and a store, that look like options
+        ("run", "-x", "runs.db"),  # a call id may start with "-"
+        ("--store", "--store", "sqlite:///runs.db"),
+        ("ünïcode run", "toolu_1", "sqlite:///my runs.db"),
+    ],
+)
+def test_the_commands_show_prints_are_shell_quoted_and_give_back_the_run_call_and_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, run_id: str, call: str, store: str
+) -> None:
+    async def paused(store: RunStore) -> None:
+        script = [tool_reply(tool_call("pay", {"amount": 5}, id=call)), text_reply("Paid.")]
+        with pytest.raises(AwaitingApprovalError):
+            await stores.runner(store, run_id, script).until_done()
+
+    monkeypatch.chdir(tmp_path)
+    fill(SQLiteCheckpointer(store.removeprefix("sqlite:///")), monkeypatch, paused)
+    cli = Cli(store)
+    assert cli("runs", "show", f"--store={store}", "--", run_id, store=False) == ExitCode.OK, cli.err
+    lines = cli.out.splitlines()[-3:]
+    assert [line[:13] for line in lines] == ["Decide with: ", "         or: ", "         or: "]
+    dash = run_id.startswith("-") or call.startswith("-")
+    store_option = [f"--store={store}"] if store.startswith("-") else ["--store", store]
+
+    def argv(command: str, arguments: list[str], options: list[str]) -> list[str]:
+        order = [*options, "--", *arguments] if dash else [*arguments, *options]
+        return ["toolrunner", "runs", command, *order]
+
+    expected = [
+        (argv("approve", [run_id, call], store_option), {}),
+        (argv("deny", [run_id, call], ["--reason", "the reason", *store_option]), {"reason": "the reason"}),
+        (argv("answer", [run_id, call, "the result"], store_option), {"result": "the result"}),
+    ]
+    for line, (intended, fields) in zip(lines, expected, strict=True):
+        assert shlex.split(line[13:]) == intended
+        parsed = vars(_parser().parse_args(intended[1:]))
+        assert parsed | {"run_id": run_id, "call_id": call, "store": store, **fields} == parsed
+    assert not (tmp_path / "PWNED").exists()
 
 
 def test_show_of_a_finished_run_shows_tool_calls_and_results(sqlite: Cli) -> None:

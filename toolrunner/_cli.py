@@ -15,6 +15,7 @@ import getpass
 import json
 import os
 import re
+import shlex
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -198,17 +199,31 @@ async def _show(context: _Context) -> None:
     context.print(*conversation(state, full=arguments.full))
     waiting = waiting_lines(state, full=arguments.full)
     if waiting:
-        store_option = f" --store {arguments.store}" if arguments.store else ""
-        first = waiting_calls(state)[0].id
+        store = [] if not arguments.store else _option("--store", arguments.store)
+        call = [summary.run_id, waiting_calls(state)[0].id]
         context.print(
             "",
             "Waiting for a decision:",
             *waiting,
             "",
-            f"Decide with: toolrunner runs approve {summary.run_id} {first}{store_option}",
-            f"         or: toolrunner runs deny {summary.run_id} {first} --reason '...'{store_option}",
-            f"         or: toolrunner runs answer {summary.run_id} {first} 'the result'{store_option}",
+            "Decide with: " + _command("approve", call, store),
+            "         or: " + _command("deny", call, [*_option("--reason", "the reason"), *store]),
+            "         or: " + _command("answer", [*call, "the result"], store),
         )
+
+
+def _command(command: str, arguments: list[str], options: list[str]) -> str:
+    """A ``toolrunner runs`` command line to paste into a shell: each argument quoted, and ``--``
+    before the positional arguments when one starts with ``-`` (a run id may)."""
+    if any(argument.startswith("-") for argument in arguments):
+        argv = [*options, "--", *arguments]
+    else:
+        argv = [*arguments, *options]
+    return shlex.join(["toolrunner", "runs", command, *argv])
+
+
+def _option(name: str, value: str) -> list[str]:
+    return [f"{name}={value}"] if value.startswith("-") else [name, value]
 
 
 def _heading(summary: RunSummary, now: datetime) -> list[str]:
