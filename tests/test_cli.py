@@ -29,7 +29,7 @@ from toolrunner import (
     SQLiteCheckpointer,
     ToolRunner,
 )
-from toolrunner._cli import ExitCode, _parser, run
+from toolrunner._cli import ExitCode, _parser, run  # pyright: ignore[reportPrivateUsage]
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 NOW = 1_750_000_000.0  # 2025-06-15 15:06:40 UTC
@@ -265,7 +265,7 @@ def test_the_commands_show_prints_are_shell_quoted_and_give_back_the_run_call_an
         order = [*options, "--", *arguments] if dash else [*arguments, *options]
         return ["toolrunner", "runs", command, *order]
 
-    expected = [
+    expected: list[tuple[list[str], dict[str, str]]] = [
         (argv("approve", [run_id, call], store_option), {}),
         (argv("deny", [run_id, call], ["--reason", "the reason", *store_option]), {"reason": "the reason"}),
         (argv("answer", [run_id, call, "the result"], store_option), {"result": "the result"}),

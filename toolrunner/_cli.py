@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TextIO
+from typing import TextIO, cast
 
 import anyio
 
@@ -246,7 +246,7 @@ def _ago(delta: timedelta) -> str:
 
 async def _approve(context: _Context) -> None:
     arguments = context.arguments
-    edited = None
+    edited: object = None
     if arguments.input is not None:
         try:
             edited = parse_json(arguments.input)
@@ -263,6 +263,7 @@ async def _approve(context: _Context) -> None:
                 "whole input as an object (--input '{\"amount\": 100}'), or leave --input out to approve the "
                 "call as it is.",
             )
+        edited = cast("dict[str, object]", edited)
     await _decide(
         context,
         "approved",
