@@ -24,10 +24,12 @@ from tests.stores import Clock, finished_run, paid, paused_run, running_run, sav
 from toolrunner import (
     AwaitingApprovalError,
     CheckpointError,
+    ParamsError,
     RunState,
     RunStore,
     SQLiteCheckpointer,
     ToolRunner,
+    open_store,
 )
 from toolrunner._cli import ExitCode, _parser, run  # pyright: ignore[reportPrivateUsage]
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
@@ -174,6 +176,19 @@ def test_the_store_comes_from_the_option_or_the_environment_and_must_exist(
     other = Cli("redis://localhost/0")
     assert other("runs", "list") == ExitCode.USAGE
     assert "toolrunner has no store for URLs of the kind 'redis://'" in other.err
+    assert open_cli_error("sqlite:///") == (  # was "no store at '.'": the working directory
+        "toolrunner: the store URL 'sqlite:///' names no file; use sqlite:///relative/runs.db, "
+        "sqlite:////absolute/runs.db, a path to an SQLite file, or postgresql://user:password@host/dbname.\n"
+    )
+    for nothing in ["sqlite:///", ""]:  # were SQLiteCheckpointer('.')
+        with pytest.raises(ParamsError, match=f"the store URL {nothing!r} names no file"):
+            open_store(nothing)
+
+
+def open_cli_error(url: str) -> str:
+    cli = Cli(url)
+    assert cli("runs", "list") == ExitCode.USAGE
+    return cli.err
 
 
 @pytest.mark.parametrize(

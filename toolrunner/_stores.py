@@ -18,14 +18,23 @@ _FORMS = (
 
 
 def store_path(url: str | Path) -> Path | None:
-    """The SQLite file a store URL names, or ``None`` for another kind of store."""
+    """The SQLite file a store URL names, or ``None`` for another kind of store.
+
+    Raises:
+        ParamsError: A URL that names no file (``""``, ``"sqlite:///"``: ``Path("")`` is the
+            working directory).
+    """
     if isinstance(url, Path):
         return url
     if url.startswith("sqlite:///"):
-        return Path(url.removeprefix("sqlite:///"))
-    if "://" in url or url.startswith(("postgresql:", "postgres:")):
+        path = url.removeprefix("sqlite:///")
+    elif "://" in url or url.startswith(("postgresql:", "postgres:")):
         return None
-    return Path(url)
+    else:
+        path = url
+    if not path:
+        raise ParamsError(f"the store URL {url!r} names no file; use {_FORMS}.")
+    return Path(path)
 
 
 def open_store(url: str | Path) -> RunStore:
@@ -38,8 +47,6 @@ def open_store(url: str | Path) -> RunStore:
     """
     path = store_path(url)
     if path is not None:
-        if not str(path):
-            raise ParamsError(f"the store URL {str(url)!r} names no file; use {_FORMS}.")
         return SQLiteCheckpointer(path)
     assert isinstance(url, str)
     if url.startswith(("postgresql://", "postgres://")):
