@@ -526,9 +526,12 @@ async def test_a_reply_with_lone_surrogates_or_a_deep_input_is_saved_and_resumed
     assert fake.requests[0].messages[1]["content"][0] == {"type": "text", "text": "caf\ufffd"}
 
 
-async def test_the_sqlite_store_keeps_a_tool_input_with_a_lone_surrogate_exactly(tmp_path: Path) -> None:
-    """A tool gets the input as the model's JSON gave it (a file name that is not UTF-8 keeps its
-    surrogate); the journal holds it, and the store must write it and read it back unchanged."""
+async def test_a_tool_input_with_a_lone_surrogate_is_the_historys_live_and_in_the_store(
+    tmp_path: Path,
+) -> None:
+    """A tool gets the input as the history keeps it (a lone surrogate the model's JSON held is
+    U+FFFD there, as in a saved reply), so a call is the same live and resumed; the journal holds
+    it, and the store writes it and reads it back unchanged."""
     name = "caf\udce9.txt"
     fake = FakeMessagesAPI(
         [tool_reply(tool_call("look", {"q": name}, id="a")), text_reply("done")], validate=False
@@ -539,5 +542,5 @@ async def test_the_sqlite_store_keeps_a_tool_input_with_a_lone_surrogate_exactly
     saved = await store.load("r")
     store.close()
     assert saved is not None
-    assert runs == Counter({name: 1})
+    assert runs == Counter({"caf\ufffd.txt": 1})
     assert saved.state.to_json() == runner.state.to_json()

@@ -175,12 +175,15 @@ async def test_each_run_is_listed_with_its_status_and_summary(store: RunStore) -
     assert await store.get_run("nothing") is None
 
 
-async def test_a_waiting_call_or_a_failure_holding_a_lone_surrogate_is_saved_and_listed_as_it_is(
+async def test_a_waiting_call_or_a_failure_holding_a_lone_surrogate_is_saved_listed_and_decided(
     store: RunStore,
 ) -> None:
     """A tool's input may hold a lone surrogate (a file name that is not UTF-8, as ``os.listdir``
-    gives it): the run pauses, and the summary columns (``waiting``, ``failure``) keep it exactly, as
-    the state does; on SQLite and PostgreSQL every save of the run failed with UnicodeEncodeError."""
+    gives it). The call is the reply's as the history keeps it (U+FFFD), live, in the summary and
+    once loaded, so it can be decided through the store and runs once the run is resumed (a call
+    keeping the surrogate matched no call of the loaded reply, and could not be decided); an edited
+    input and a failure keep theirs exactly in the summary columns (on SQLite and PostgreSQL every
+    save failed with UnicodeEncodeError)."""
     name = "caf\udce9.txt"
     script = [tool_reply(tool_call("pay", {"amount": 5, "to": name}, id="p")), text_reply("Paid.")]
     with pytest.raises(AwaitingApprovalError):
@@ -188,11 +191,22 @@ async def test_a_waiting_call_or_a_failure_holding_a_lone_surrogate_is_saved_and
     summary = await store.get_run("r")
     assert summary is not None
     assert summary.status is RunStatus.AWAITING
-    assert [(call.id, call.input) for call in summary.waiting] == [("p", {"amount": 5, "to": name})]
+    as_kept = {"amount": 5, "to": "caf\ufffd.txt"}
+    assert [(call.id, call.input) for call in summary.waiting] == [("p", as_kept)]
     assert (await store.list_runs(status="awaiting")).runs == (summary,)
     loaded = await store.load("r")
     assert loaded is not None
-    assert loaded.state.calls["p"].call.input == {"amount": 5, "to": name}
+    assert loaded.state.calls["p"].call.input == as_kept
+    await store.approve_call("r", "p", input={"amount": 6, "to": name}, by="ada")
+    assert (await store.get_run("r")) is not None
+    resumed = await ToolRunner.resume(
+        FakeMessagesAPI([text_reply("Paid.")]).async_client(),
+        checkpointer=store,
+        run_id="r",
+        tools=[pay, look],
+    )
+    await resumed.until_done()
+    assert paid == [6]
 
     await running_run(store, "failed")
     failure = {"type": "FileNotFoundError", "message": f"no file {name}"}

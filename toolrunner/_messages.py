@@ -62,14 +62,15 @@ def client_tool_calls(message: object) -> tuple[ToolCall, ...]:
     """The client ``tool_use`` blocks of a message, in order.
 
     Server tool calls (``server_tool_use``, ``mcp_tool_use``, ...) are the service's to answer and
-    are not included.
+    are not included. An input holding lone surrogates has them as U+FFFD, as the history and a
+    saved reply keep it (``reply_param``): a call is the same call live, resumed and in a store.
     """
     if isinstance(message, Message | BetaMessage):  # a reply: typed blocks, read without field()
         return tuple(
             ToolCall(
                 id=block.id,
                 name=block.name,
-                input=block.input,
+                input=sendable(block.input),
                 toolset_name=getattr(block, "toolset_name", None),
             )
             for block in message.content
@@ -81,7 +82,7 @@ def client_tool_calls(message: object) -> tuple[ToolCall, ...]:
         ToolCall(
             id=field(block, "id"),
             name=field(block, "name"),
-            input=field(block, "input"),
+            input=sendable(field(block, "input")),
             toolset_name=field(block, "toolset_name"),
         )
         for block in _blocks(message)
