@@ -467,9 +467,7 @@ class RunCore:
         A decision saved to the store stands over one this process made since its last save on
         the same call: that one is dropped, and ``ApprovalError`` says so once all are taken over."""
         while True:
-            decided: Mapping[str, CallRecord] | None = yield ReadDecisions(tuple(calls))
-            if decided is None:
-                return  # the driver holds the only copy of the run
+            decided: Mapping[str, CallRecord] = yield ReadDecisions(tuple(calls))
             self._adopt(decided)
             self.set(turn_resumed(self.state))
             try:

@@ -25,8 +25,7 @@ effect                        outcome
 ``RunCalls``                  ``None``: each call ran through ``RunCore.call`` (or elsewhere)
 ``Execute``                   ``(block, seconds)``: the tool's result block, and how long it took
 ``ReadDecisions``             the decisions taken elsewhere (through the run's store) since the
-                              driver last saved, by tool_use id; ``None`` if the driver holds the
-                              only copy of the run (no store, or a Temporal workflow)
+                              driver last saved, by tool_use id; empty if none (or no store)
 ``AwaitDecisions``            ``PAUSED``, ``DECIDED`` or ``TIMED_OUT``
 ``Ended``                     ``None``: the loop stopped (its tools may close)
 ============================  ================================================================
@@ -213,7 +212,7 @@ class Decisions(enum.Enum):
 class ReadDecisions:
     """The turn paused for ``calls`` and goes on: read the decisions taken on them outside this
     driver since its last save (another process deciding through the store). A driver that holds
-    the only copy of the run (no store, or a Temporal workflow) answers ``None``."""
+    the only copy of the run (no store, or a Temporal workflow) answers with none."""
 
     calls: tuple[ToolCall, ...]
 

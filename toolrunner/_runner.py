@@ -441,8 +441,8 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
     def _context(self, call: ToolCall) -> ToolContext:
         return ToolContext(call=call, runner=self)
 
-    async def _do_read_decisions(self, effect: ReadDecisions) -> Mapping[str, CallRecord] | None:
-        return None if self._saver is None else await self._saver.decisions()
+    async def _do_read_decisions(self, effect: ReadDecisions) -> Mapping[str, CallRecord]:
+        return {} if self._saver is None else await self._saver.decisions()
 
     async def _do_await_decisions(self, effect: AwaitDecisions) -> Decisions:
         return Decisions.PAUSED  # the loop pauses; it goes on when iterated again

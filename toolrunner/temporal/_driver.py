@@ -16,7 +16,8 @@ effect               on Temporal
 ``RunCalls``         each call's program (``RunCore.call``) at once, ``max_concurrency`` at a time
 ``Execute``          the ``toolrunner.tool`` activity; a call whose activity Temporal gave up
                      on is answered "interrupted"
-``ReadDecisions``    none: the workflow holds the only copy of the run (decisions come as updates)
+``ReadDecisions``    none taken elsewhere (decisions come as updates); the core then claims the
+                     turn with a ``Save``, which is nothing here, as for a ``ToolRunner``
 ``AwaitDecisions``   ``PAUSED``: the loop pauses, and the workflow waits (holding no worker) for
                      decisions, steering or ``close``, then iterates again
 ``Ended``            nothing (the workers hold the tools)
@@ -475,8 +476,10 @@ class CoreRun(RunControls):
             return interrupted(call), workflow.time() - started
         return cast(ToolResultBlockParam, block), workflow.time() - started
 
-    async def _no_decisions(self, effect: ReadDecisions) -> None:
-        return None  # no store to read: decisions reach the workflow as updates (no Temporal command here)
+    async def _no_decisions(self, effect: ReadDecisions) -> dict[str, Any]:
+        # No store to read: decisions reach the workflow as updates. The effects stay a ToolRunner's
+        # with a store (the claim's Save follows), and none of them is a Temporal command.
+        return {}
 
     async def _await_decisions(self, effect: AwaitDecisions) -> Decisions:
         return Decisions.PAUSED  # the loop pauses; ``run`` waits, and iterates again
