@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from anthropic.types import RawMessageStreamEvent
@@ -14,6 +14,7 @@ from anthropic.types import RawMessageStreamEvent
 from toolrunner.testing import (
     FakeMessagesAPI,
     ScriptedReply,
+    _transport,
     message_reply,
     text_reply,
     tool_call,
@@ -162,21 +163,29 @@ def test_the_event_order_matches_a_recorded_stream() -> None:
 
 
 @pytest.mark.anyio
-async def test_delay_paces_the_events() -> None:
+async def test_delay_paces_the_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The pauses the fake takes, recorded rather than timed (no clock in a test's assertion).
+    slept: list[float] = []
+    real_sleep = anyio.sleep
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        await real_sleep(0)
+
+    monkeypatch.setattr(_transport.anyio, "sleep", sleep)
     fake = FakeMessagesAPI([text_reply("one two three", delay=0.02)])
     async with fake.async_client() as client:
-        started = time.monotonic()
         stream = await client.messages.create(model="m", max_tokens=100, messages=USER, stream=True)
-        arrivals = [time.monotonic() - started async for _ in stream]
-    # 9 events (the SDK drops the ping): 8 pauses of 0.02 s.
-    assert len(arrivals) == 8
-    assert arrivals[-1] >= 8 * 0.02
-    assert arrivals[-1] - arrivals[0] >= 7 * 0.02
+        events = [event async for event in stream]
+    # 9 events (the SDK drops the ping, so 8 arrive): a pause of 0.02 s before each but the first.
+    assert len(events) == 8
+    assert slept == [0.02] * 8
 
 
-def test_a_paced_plain_reply_takes_as_long_as_its_stream() -> None:
+def test_a_paced_plain_reply_takes_as_long_as_its_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(_transport.time, "sleep", slept.append)
     fake = FakeMessagesAPI([text_reply("one two three", delay=0.02)])
     with fake.client() as client:
-        started = time.monotonic()
         client.messages.create(model="m", max_tokens=100, messages=USER)
-    assert time.monotonic() - started >= 9 * 0.02
+    assert slept == [pytest.approx(9 * 0.02)]  # the stream's pauses, taken at once
