@@ -12,6 +12,7 @@ import json
 import shlex
 import subprocess
 import sys
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -505,6 +506,14 @@ def test_the_commands_work_on_postgresql(postgres_url: str, monkeypatch: pytest.
     three_runs(PostgresCheckpointer(postgres_url), monkeypatch)
     cli = Cli(postgres_url)
     assert [run_["run_id"] for run_ in cli.json("runs", "list")["runs"]] == ["mid", "order-42", "done"]
+    # A URL holding a password: the lines to paste leave --store out rather than print it.
+    parts = urllib.parse.urlsplit(postgres_url)
+    netloc = f"{parts.username or 'postgres'}:TOPSECRET@{parts.netloc.rpartition('@')[2]}"
+    secret = Cli(urllib.parse.urlunsplit(parts._replace(netloc=netloc)))
+    assert secret("runs", "show", "order-42") == ExitCode.OK, secret.err
+    assert "TOPSECRET" not in secret.out + secret.err
+    assert "Decide with: toolrunner runs approve order-42 order-42_pay0\n" in secret.out
+    assert "its URL holds a password, which is not printed" in secret.out
     assert cli("runs", "approve", "order-42", "order-42_pay0", "--by", "ada") == ExitCode.OK
     assert cli("runs", "approve", "order-42", "order-42_pay0", "--by", "bob") == ExitCode.CONFLICT
     assert cli("runs", "show", "order-42") == ExitCode.OK

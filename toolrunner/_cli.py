@@ -18,6 +18,7 @@ import re
 import shlex
 import sys
 import time
+import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TextIO, cast
@@ -199,7 +200,8 @@ async def _show(context: _Context) -> None:
     context.print(*conversation(state, full=arguments.full))
     waiting = waiting_lines(state, full=arguments.full)
     if waiting:
-        store = [] if not arguments.store else _option("--store", arguments.store)
+        secret = bool(arguments.store) and _holds_password(arguments.store)
+        store = [] if not arguments.store or secret else _option("--store", arguments.store)
         call = [summary.run_id, waiting_calls(state)[0].id]
         context.print(
             "",
@@ -210,6 +212,18 @@ async def _show(context: _Context) -> None:
             "         or: " + _command("deny", call, [*_option("--reason", "the reason"), *store]),
             "         or: " + _command("answer", [*call, "the result"], store),
         )
+        if secret:
+            context.print(
+                f"(with --store as you gave it, or {STORE_VARIABLE} set: its URL holds a password, which is not printed)"
+            )
+
+
+def _holds_password(url: str) -> bool:
+    """Whether a store URL carries a password (``postgresql://user:secret@host/db``)."""
+    try:
+        return urllib.parse.urlsplit(url).password is not None
+    except ValueError:
+        return True  # a URL that cannot be read is not printed either
 
 
 def _command(command: str, arguments: list[str], options: list[str]) -> str:
