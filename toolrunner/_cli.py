@@ -344,7 +344,7 @@ async def _decide(context: _Context, what: str, decide: Callable[[], Awaitable[C
         f"{what.capitalize()} {record.call.id} ({record.call.name}) of run {arguments.run_id}"
         + (f" by {record.decided_by}" if record.decided_by else "")
         + f" at {record.decided_at}.",
-        "The run goes on when it is resumed (ToolRunner.resume), or at once if a runner holds it.",
+        "The run goes on when it is resumed (ToolRunner.resume), or when a runner that holds it is iterated again.",
     )
 
 
