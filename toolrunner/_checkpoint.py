@@ -318,7 +318,7 @@ class Saver:
                 except CheckpointConflictError as error:
                     if attempt == 0 and await self._saved_after_all():
                         continue
-                    decided = await self._decided_meanwhile()
+                    _, decided = await self._decided_in_store()
                     if decided:
                         raise DecidedMeanwhileError(
                             f"the calls {sorted(decided)!r} of the run {self._run_id!r} were decided through the "
@@ -349,10 +349,9 @@ class Saver:
                 await self._saved_after_all()
             if self._saved is None:
                 return {}
-            stored = await self._checkpointer.load(self._run_id)
+            stored, decided = await self._decided_in_store()
             if stored is not None and stored.sequence == self._sequence - 1:
                 return {}  # nothing was saved since this runner's last save
-            decided = None if stored is None else decisions_since(self._saved, stored.state)
             if stored is None or decided is None:
                 error = check_sequence(
                     self._run_id, None if stored is None else stored.sequence, self._sequence
@@ -363,15 +362,13 @@ class Saver:
             self._saved_as(stored, self._saved_epoch)
             return decided
 
-    async def _decided_meanwhile(self) -> dict[str, CallRecord] | None:
-        """The decisions taken through the store since this runner's last save, if the stored run
-        differs from that save by those alone (a save of this runner was refused because of them)."""
-        if self._saved is None:
-            return None
+    async def _decided_in_store(self) -> tuple[Checkpoint | None, dict[str, CallRecord] | None]:
+        """The stored run, and the decisions taken through the store since this runner's last save
+        if the stored run is newer than that save by those alone (else ``None``)."""
         stored = await self._checkpointer.load(self._run_id)
-        if stored is None or stored.sequence < self._sequence:
-            return None
-        return decisions_since(self._saved, stored.state)
+        if stored is None or self._saved is None or stored.sequence < self._sequence:
+            return stored, None
+        return stored, decisions_since(self._saved, stored.state)
 
     def _saved_as(self, checkpoint: Checkpoint, epoch: int) -> None:
         state = checkpoint.state

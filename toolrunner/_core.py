@@ -488,9 +488,7 @@ class RunCore:
                     f"({mine.decision}) is dropped"
                 )
             self.set(call_adopted(self.state, theirs))
-            event = ApprovalDecided(call=theirs.call, decision=theirs.decision or "approved")
-            self._decided_since_pause.append(event)
-            self.emit(event)
+            self._decided(ApprovalDecided(call=theirs.call, decision=theirs.decision or "approved"))
         if overruled:
             raise ApprovalError(
                 "; ".join(overruled)
@@ -712,7 +710,10 @@ class RunCore:
             )
         call = self.find(tool_use_id)
         assert call is not None
-        event = ApprovalDecided(call=call, decision=decision)
+        self._decided(ApprovalDecided(call=call, decision=decision))
+
+    def _decided(self, event: ApprovalDecided) -> None:
+        """A call of the waiting turn was decided: listeners hear of it, and so does one that comes later."""
         self._decided_since_pause.append(event)
         self.emit(event)
 
