@@ -22,7 +22,14 @@ from starlette.types import Message
 
 from tests.inbox_helpers import HOSTILE_ID, PAYLOAD, SECRETS, TOKEN, Person, hostile_run, runner, secret_run
 from tests.stores import Clock, finished_run, look, paid, paused_run, pay, running_run, save_changed
-from toolrunner import CheckpointError, MemoryCheckpointer, RunStore, SQLiteCheckpointer, ToolRunner
+from toolrunner import (
+    ApprovalError,
+    CheckpointError,
+    MemoryCheckpointer,
+    RunStore,
+    SQLiteCheckpointer,
+    ToolRunner,
+)
 from toolrunner.inbox import app_from_environment, create_app
 from toolrunner.inbox._auth import Sessions, safe_next
 from toolrunner.inbox._http import BODY_LIMIT
@@ -684,17 +691,21 @@ async def test_control_characters_and_lone_surrogates_are_shown_not_sent(
     store: MemoryCheckpointer, ada: Person
 ) -> None:
     script = [
-        tool_reply(tool_call("pay", {"amount": 1, "to": "\x1b[31mred"}, id="toolu_pay"), text="bell\x07")
+        tool_reply(
+            tool_call("pay", {"amount": 1, "to": "\x1b[31mred"}, id="toolu_pay"), text="bell\x07 caf\udce9"
+        )
     ]
     async for _ in runner(store, "odd", script):
         pass
-    await store.answer_call("odd", "toolu_pay", "done", by="caf\udce9")  # as `--by` from a non-UTF-8 argv
+    with pytest.raises(ApprovalError, match="lone surrogates"):  # as `--by` from a non-UTF-8 argv: not a name
+        await store.answer_call("odd", "toolu_pay", "done", by="caf\udce9")
+    await store.answer_call("odd", "toolu_pay", "done", by="café")
     response = await ada.get("/run", id="odd")
     assert response.status_code == 200
-    assert "bell\\x07" in response.text
+    assert "bell\\x07 caf\ufffd" in response.text
     assert "\x07" not in response.text
     assert "\x1b" not in response.text
-    assert "answered by caf\ufffd at" in response.text
+    assert "answered by café at" in response.text
 
 
 async def test_the_editor_shows_an_input_exactly(store: MemoryCheckpointer, ada: Person) -> None:

@@ -36,6 +36,8 @@ __all__ = [
     "answer_block",
     "ask",
     "check_approved_input",
+    "check_is_error",
+    "check_reason",
     "evaluate_gates",
     "gate",
     "tool_definition",
@@ -114,14 +116,42 @@ def check_approved_input(tool_use_id: str, tool: RunnableTool | None, input: obj
         tool.parse_input(input)
 
 
+def check_reason(tool_use_id: str, reason: object) -> str:
+    """A denial's reason, checked to be text the model can read (every way of denying shares it).
+
+    Raises:
+        ApprovalError: It is not a str, or holds nothing but spaces; the call still waits.
+    """
+    if not isinstance(reason, str) or not reason.strip():
+        raise ApprovalError(
+            f"denying {tool_use_id!r} needs a reason the model can read, not {reason!r}; for example 'The "
+            "amount is over the limit; ask the user first.'"
+        )
+    return reason
+
+
+def check_is_error(tool_use_id: str, is_error: object) -> None:
+    """An answer's ``is_error``, checked to be a bool (``"no"`` would be true, and mark it an error).
+
+    Raises:
+        ApprovalError: It is not; the call still waits.
+    """
+    if not isinstance(is_error, bool):
+        raise ApprovalError(
+            f"is_error= takes True or False, not {is_error!r}; the call {tool_use_id!r} was not answered."
+        )
+
+
 def answer_block(
     adapter: ToolResultAdapter, tool_use_id: str, result: object, *, is_error: bool = False
 ) -> ToolResultBlockParam:
     """An answer to a call, as the tool_result block a tool's return value (or ``ToolError``) would make.
 
     Raises:
-        ApprovalError: The result cannot be a tool result; the call still waits.
+        ApprovalError: The result cannot be a tool result, or ``is_error`` is not a bool; the call
+            still waits.
     """
+    check_is_error(tool_use_id, is_error)
     try:
         if isinstance(result, ToolError):
             content, is_error = adapter.error_content(result), True

@@ -27,6 +27,7 @@ from typing import Protocol, runtime_checkable
 
 import anyio
 
+from ._approvals import check_is_error, check_reason
 from ._errors import CheckpointConflictError, CheckpointError, DecidedMeanwhileError
 from ._runs import (
     RunPage,
@@ -34,6 +35,7 @@ from ._runs import (
     RunSummary,
     answered,
     approved,
+    check_decision,
     decided_at,
     decisions_since,
     denied,
@@ -202,6 +204,7 @@ class DecidingStore:
             ApprovalError: The call does not wait for a decision (the message says who decided it).
             ToolInputError: ``input`` does not fit the schema, or no schema was saved with the call.
         """
+        by = check_decision(run_id, tool_use_id, by)
         return await self._decide(
             run_id,
             tool_use_id,
@@ -218,6 +221,9 @@ class DecidingStore:
             CheckpointError: There is no run named ``run_id``.
             ApprovalError: The call does not wait for a decision, or ``reason`` is empty.
         """
+        by = check_decision(run_id, tool_use_id, by)
+        if reason is not None:
+            reason = check_reason(tool_use_id, reason)
         return await self._decide(
             run_id, tool_use_id, lambda state, at: denied(state, run_id, tool_use_id, reason, by=by, at=at)
         )
@@ -232,6 +238,8 @@ class DecidingStore:
             CheckpointError: There is no run named ``run_id``.
             ApprovalError: The call does not wait for a decision.
         """
+        by = check_decision(run_id, tool_use_id, by)
+        check_is_error(tool_use_id, is_error)
         return await self._decide(
             run_id,
             tool_use_id,

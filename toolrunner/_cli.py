@@ -34,6 +34,7 @@ from ._errors import (
     StateError,
     ToolInputError,
 )
+from ._ids import check_by, check_run_id
 from ._runs import RunStatus, RunSummary, parse_json, waiting_calls
 from ._show import (
     age,
@@ -260,6 +261,7 @@ def _ago(delta: timedelta) -> str:
 
 async def _approve(context: _Context) -> None:
     arguments = context.arguments
+    by = _by(arguments)
     edited: object = None
     if arguments.input is not None:
         try:
@@ -281,9 +283,7 @@ async def _approve(context: _Context) -> None:
     await _decide(
         context,
         "approved",
-        lambda: context.store.approve_call(
-            arguments.run_id, arguments.call_id, input=edited, by=_by(arguments)
-        ),
+        lambda: context.store.approve_call(arguments.run_id, arguments.call_id, input=edited, by=by),
     )
 
 
@@ -292,17 +292,17 @@ _JSON_KINDS: dict[type, str] = {type(None): "null", bool: "true or false", str: 
 
 async def _deny(context: _Context) -> None:
     arguments = context.arguments
+    by = _by(arguments)
     await _decide(
         context,
         "denied",
-        lambda: context.store.deny_call(
-            arguments.run_id, arguments.call_id, arguments.reason, by=_by(arguments)
-        ),
+        lambda: context.store.deny_call(arguments.run_id, arguments.call_id, arguments.reason, by=by),
     )
 
 
 async def _answer(context: _Context) -> None:
     arguments = context.arguments
+    by = _by(arguments)
     result: object = arguments.result
     if arguments.json_result:
         try:
@@ -315,7 +315,7 @@ async def _answer(context: _Context) -> None:
         context,
         "answered",
         lambda: context.store.answer_call(
-            arguments.run_id, arguments.call_id, result, is_error=arguments.error, by=_by(arguments)
+            arguments.run_id, arguments.call_id, result, is_error=arguments.error, by=by
         ),
     )
 
@@ -366,6 +366,8 @@ async def _refused(context: _Context) -> ExitCode:
 async def _delete(context: _Context) -> None:
     missing: list[str] = []
     deleted: list[str] = []
+    for run_id in context.arguments.run_ids:  # every one checked before the first is deleted
+        check_run_id(run_id, "RUN")
     for run_id in context.arguments.run_ids:
         (deleted if await context.store.delete_run(run_id) else missing).append(run_id)
     if context.arguments.json:
@@ -461,12 +463,24 @@ def _not_found(run_id: str) -> _Exit:
 
 
 def _by(arguments: argparse.Namespace) -> str | None:
+    """Who decides: ``--by``, else the user's name; checked by the rule every decision shares
+    (``_ids.check_by``) before anything is read or decided."""
     if arguments.by is not None:
-        return str(arguments.by)
+        try:
+            return check_by(arguments.by, "--by ")
+        except ApprovalError as error:
+            raise _Exit(ExitCode.USAGE, str(error)) from None
     try:
-        return getpass.getuser()
+        user = getpass.getuser()
     except (KeyError, OSError):  # no user name to be had (a container without a passwd entry)
         return None
+    try:
+        return check_by(user)
+    except ApprovalError:
+        raise _Exit(
+            ExitCode.USAGE,
+            f"your user name {user!r} cannot be recorded as who decided (see `--help`); give one with --by NAME.",
+        ) from None
 
 
 _DURATION = re.compile(r"(\d+)\s*([smhdw])")

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import anyio
 
-from ._approvals import answer_block, check_approved_input
+from ._approvals import answer_block, check_approved_input, check_reason
 from ._errors import ApprovalError, AwaitingApprovalError, ParamsError, ToolRunnerError
 from ._events import RunnerEvent, run_with_events
 from ._execution import ExecutionOptions, current_call
+from ._ids import check_by
 from ._lifecycle import pending_calls
 from ._messages import message_param
 from ._params import TRANSPORT, ToolIndex, check_params, index_tools
@@ -225,24 +226,22 @@ class RunnerControls:
                 say), or ``input`` is not JSON data. ToolInputError: ``input`` does not fit the tool.
         """
         self._check_can_steer("approve")
+        by = check_by(by)
         if input is not None:
             call = self._core.find(tool_use_id)
             check_approved_input(tool_use_id, None if call is None else self._core.tool_of(call), input)
-        self._core.decide(tool_use_id, "approved", approved_input=input, by=_who(by), at=_now())
+        self._core.decide(tool_use_id, "approved", approved_input=input, by=by, at=_now())
 
     def deny(self, tool_use_id: str, reason: str, *, by: str | None = None) -> None:
         """Deny a call that waits (or has not started): the model reads ``reason`` as its error result."""
         self._check_can_steer("deny")
-        if not isinstance(reason, str) or not reason.strip():
-            raise ApprovalError(
-                f"deny({tool_use_id!r}, ...) needs a reason the model can read, not {reason!r}; for example "
-                "'The amount is over the limit; ask the user first.'"
-            )
+        by = check_by(by)
+        reason = check_reason(tool_use_id, reason)
         self._core.decide(
             tool_use_id,
             "denied",
             result=tool_result_block(tool_use_id, reason, is_error=True),
-            by=_who(by),
+            by=by,
             at=_now(),
         )
 
@@ -256,8 +255,9 @@ class RunnerControls:
             ApprovalError: No call can be answered with that id, or ``result`` cannot be a tool result.
         """
         self._check_can_steer("answer")
+        by = check_by(by)
         block = answer_block(self._options.result_adapter, tool_use_id, result, is_error=is_error)
-        self._core.decide(tool_use_id, "answered", result=block, by=_who(by), at=_now())
+        self._core.decide(tool_use_id, "answered", result=block, by=by, at=_now())
 
     # -- params -----------------------------------------------------------------------------------
 
@@ -397,9 +397,3 @@ class RunnerControls:
 def _now() -> str:
     """The time of a decision, as the state keeps it (ISO 8601, UTC, to the second)."""
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _who(by: object) -> str | None:
-    if by is None or isinstance(by, str):
-        return by
-    raise ApprovalError(f"by= takes who decided, as a str (a name or an id), not {type(by).__name__!r}.")

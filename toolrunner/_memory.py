@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ._checkpoint import Checkpoint, DecidingStore, check_sequence
+from ._ids import check_run_id
 from ._runs import (
     RunPage,
     RunStatus,
@@ -52,7 +53,7 @@ class MemoryCheckpointer(DecidingStore):
         return "MemoryCheckpointer()"
 
     async def save(self, checkpoint: Checkpoint) -> None:
-        run_id = checkpoint.run_id
+        run_id = check_run_id(checkpoint.run_id)
         stored = self._runs.get(run_id)
         refused = check_sequence(run_id, None if stored is None else stored.sequence, checkpoint.sequence)
         if refused is not None:
@@ -64,7 +65,7 @@ class MemoryCheckpointer(DecidingStore):
         self.saves[run_id] = self.saves.get(run_id, 0) + 1
 
     async def load(self, run_id: str) -> Checkpoint | None:
-        stored = self._runs.get(run_id)
+        stored = self._runs.get(check_run_id(run_id))
         if stored is None:
             return None
         state = RunState.from_json(stored.text)
@@ -106,11 +107,11 @@ class MemoryCheckpointer(DecidingStore):
         return RunPage(runs, cursor_after(repr(page[-1][0]), page[-1][1]) if more else None)
 
     async def get_run(self, run_id: str) -> RunSummary | None:
-        stored = self._runs.get(run_id)
+        stored = self._runs.get(check_run_id(run_id))
         return None if stored is None else stored.summary(run_id)
 
     async def delete_run(self, run_id: str) -> bool:
-        self.saves.pop(run_id, None)
+        self.saves.pop(check_run_id(run_id), None)
         return self._runs.pop(run_id, None) is not None
 
     async def prune_runs(

@@ -31,9 +31,9 @@ from ._checkpoint import Checkpointer
 from ._compaction import CompactionControl
 from ._errors import ParamsError
 from ._events import RunnerEvent
+from ._ids import check_run_id
 from ._lifecycle import Limits
 from ._results import DEFAULT_ADAPTER, ToolResultAdapter
-from ._text import sendable_text
 from ._tools import Tool
 from ._toolsets import RunnableTool, Toolset
 from ._tracing import Tracing
@@ -184,14 +184,8 @@ def read_options(
             f"async save() and load()), not {type(checkpointer).__name__!r}."
         )
     run_id = given.get("run_id")
-    if run_id is not None and (not isinstance(run_id, str) or not run_id):
-        raise ParamsError(f"run_id must be a non-empty str or None, not {run_id!r}.")
-    if run_id is not None and sendable_text(run_id) is not run_id:
-        raise ParamsError(
-            f"run_id {run_id!r} holds lone surrogates (as os.listdir gives for names that are not UTF-8), which "
-            "no store can save as UTF-8; name the run with valid text (from such a file name: "
-            "os.fsencode(name).hex())."
-        )
+    if run_id is not None:
+        check_run_id(run_id)
     if checkpointer is not None and run_id is None:
         run_id = uuid.uuid4().hex
     approve = cast("ApproveCallback | None", given.get("approve"))

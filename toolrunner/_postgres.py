@@ -25,6 +25,7 @@ import anyio.to_thread
 from ._batching import GroupCommit
 from ._checkpoint import Checkpoint, DecidingStore, check_sequence
 from ._errors import CheckpointConflictError, CheckpointError, ParamsError
+from ._ids import check_run_id
 from ._runs import RunPage, RunStatus, RunSummary, cursor_after
 from ._sqlstore import SUMMARY, EncodedSave, decode, encode, listing, prune_filter, summary_of
 from ._state import STATE_VERSION
@@ -149,6 +150,8 @@ class PostgresCheckpointer(DecidingStore):
         await self._commits.submit(encode(checkpoint))
 
     async def load(self, run_id: str) -> Checkpoint | None:
+        check_run_id(run_id)
+
         def read(connection: psycopg.Connection[Any]) -> Checkpoint | None:
             row = connection.execute(_LOAD, (run_id,)).fetchone()
             if row is None:
@@ -180,6 +183,8 @@ class PostgresCheckpointer(DecidingStore):
         return await self._run(read, "list the runs")
 
     async def get_run(self, run_id: str) -> RunSummary | None:
+        check_run_id(run_id)
+
         def read(connection: psycopg.Connection[Any]) -> RunSummary | None:
             row = connection.execute(
                 _sql(f"SELECT {SUMMARY} FROM toolrunner_runs WHERE run_id = %s"), (run_id,)
@@ -189,6 +194,7 @@ class PostgresCheckpointer(DecidingStore):
         return await self._run(read, "read the run")
 
     async def delete_run(self, run_id: str) -> bool:
+        check_run_id(run_id)
         return await self._run(
             lambda connection: _delete(connection, "run_id = ?", [run_id]) > 0, "delete the run"
         )

@@ -23,9 +23,10 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol, cast
 
-from ._approvals import answer_block
+from ._approvals import answer_block, check_reason
 from ._core import denied_reason
 from ._errors import ApprovalError, ParamsError, StateError, ToolInputError
+from ._ids import check_by, check_run_id
 from ._lifecycle import awaiting, call_decided, pending_calls
 from ._results import DEFAULT_ADAPTER, tool_result_block
 from ._state import CallRecord, CallStatus, Phase, RunState, plain_data
@@ -39,6 +40,7 @@ __all__ = [
     "SummaryColumns",
     "answered",
     "approved",
+    "check_decision",
     "check_input",
     "check_limit",
     "check_time",
@@ -274,6 +276,24 @@ def decided_at(now: datetime) -> str:
     return now.astimezone(UTC).isoformat(timespec="milliseconds")
 
 
+def check_decision(run_id: object, tool_use_id: object, by: object) -> str | None:
+    """What every decision through a store is given, checked before the run is read: the run's id
+    (``ParamsError``), the call's id, and who decides (``ApprovalError``); ``by`` as checked.
+
+    Raises:
+        ParamsError: ``run_id`` is not a run id.
+        ApprovalError: ``tool_use_id`` is not a call's id, or ``by`` is not who decided (see
+            ``_ids.check_by``); nothing is decided.
+    """
+    check_run_id(run_id)
+    if not isinstance(tool_use_id, str) or not tool_use_id:
+        raise ApprovalError(
+            f"tool_use_id must be the id of a waiting call, as a str (toolu_...), not {tool_use_id!r}; nothing "
+            "was decided."
+        )
+    return check_by(by)
+
+
 def _waiting_record(state: RunState, run_id: str, tool_use_id: str) -> CallRecord:
     """The record of the call a person decides, or an ``ApprovalError`` that says why it cannot
     be decided (and who decided it, when someone did)."""
@@ -327,11 +347,8 @@ def denied(
 ) -> RunState:
     """``state`` with a waiting call denied: the model reads ``reason`` as its error result (with
     ``None``, the runner's own wording for a call a person denied)."""
-    if reason is not None and (not isinstance(reason, str) or not reason.strip()):
-        raise ApprovalError(
-            f"denying {tool_use_id!r} needs a reason the model can read, not {reason!r}; for example 'The "
-            "amount is over the limit; ask the user first.'"
-        )
+    if reason is not None:
+        reason = check_reason(tool_use_id, reason)
     record = _waiting_record(state, run_id, tool_use_id)
     if reason is None:
         reason = denied_reason(record.call)

@@ -25,6 +25,7 @@ import anyio.to_thread
 from ._batching import GroupCommit
 from ._checkpoint import Checkpoint, DecidingStore, check_sequence, store_json
 from ._errors import CheckpointConflictError, CheckpointError, StateError
+from ._ids import check_run_id
 from ._runs import RunPage, RunStatus, RunSummary, SummaryColumns, cursor_after, utc
 from ._sqlstore import SUMMARY, EncodedSave, decode, encode, listing, prune_filter, read_state, summary_of
 from ._state import STATE_VERSION
@@ -110,6 +111,7 @@ class SQLiteCheckpointer(DecidingStore):
         await self._commits.submit(encode(checkpoint))
 
     async def load(self, run_id: str) -> Checkpoint | None:
+        check_run_id(run_id)
         return await self._run(lambda connection: self._read(connection, run_id))
 
     async def list_runs(
@@ -134,6 +136,8 @@ class SQLiteCheckpointer(DecidingStore):
         return await self._run(read)
 
     async def get_run(self, run_id: str) -> RunSummary | None:
+        check_run_id(run_id)
+
         def read(connection: sqlite3.Connection) -> RunSummary | None:
             row = connection.execute(
                 f"SELECT {SUMMARY} FROM toolrunner_runs WHERE run_id = ?", (run_id,)
@@ -143,6 +147,8 @@ class SQLiteCheckpointer(DecidingStore):
         return await self._run(read)
 
     async def delete_run(self, run_id: str) -> bool:
+        check_run_id(run_id)
+
         def delete(connection: sqlite3.Connection) -> bool:
             return self._delete(connection, "run_id = ?", [run_id]) > 0
 

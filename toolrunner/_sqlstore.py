@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from ._checkpoint import Checkpoint, store_json
 from ._errors import StateError
+from ._ids import check_run_id
 from ._runs import (
     RunStatus,
     RunSummary,
@@ -63,7 +64,12 @@ class EncodedSave:
 
 
 def encode(checkpoint: Checkpoint) -> EncodedSave:
-    """The rows of a save: the header, the summary, and the messages and usage entries that are new."""
+    """The rows of a save: the header, the summary, and the messages and usage entries that are new.
+
+    Raises:
+        ParamsError: The checkpoint's run id is not one (``_ids.check_run_id``).
+    """
+    check_run_id(checkpoint.run_id)
     state = checkpoint.state
     header = _header(state)
     messages = [

@@ -216,6 +216,8 @@ class _Inbox:
                 return self.refused(request, session)
             try:
                 return await handler(request, session, form)
+            except ParamsError as error:  # a run id in the form that is not one
+                return self.error(request, session, "Not a run of the inbox", str(error), status=400)
             except (CheckpointError, StateError) as error:
                 return self.error(request, session, "The store failed", str(error), status=503)
 

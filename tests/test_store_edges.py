@@ -1,0 +1,276 @@
+"""The promises at a store's edges, kept at every way in: the runner, the store's methods, the
+command line and the inbox, on every store (``store``: memory, SQLite, PostgreSQL).
+
+- who decided (``by=``) and a run's id follow one rule each (``toolrunner._ids``), checked before
+  anything is saved;
+- a listing's cursor that decodes but that the store cannot use is a ``ParamsError`` (exit 2, a
+  400 page);
+- a time too close to the ends of the calendar is refused before a listing or a prune acts;
+- a damaged summary row is listed as a failed run that names itself, and the listing goes on;
+- a prune by age alone keeps the runs that wait for a person.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import anyio.to_thread
+import pytest
+
+from tests.helpers import MODEL
+from tests.inbox_helpers import TOKEN, Person
+from tests.stores import USER, finished_run, paid, paused_run
+from toolrunner import (
+    ApprovalError,
+    Checkpoint,
+    ParamsError,
+    PostgresCheckpointer,
+    RunState,
+    RunStore,
+    SQLiteCheckpointer,
+    SyncToolRunner,
+    ToolRunner,
+)
+from toolrunner._cli import ExitCode, run  # pyright: ignore[reportPrivateUsage]
+from toolrunner.inbox import create_app
+from toolrunner.testing import FakeMessagesAPI, text_reply
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def _no_payments() -> None:
+    paid.clear()
+
+
+def url_of(store: RunStore) -> str | None:
+    """The URL the command line reaches ``store`` by (``None``: a store in this process's memory)."""
+    if isinstance(store, SQLiteCheckpointer):
+        return str(store.path)
+    if isinstance(store, PostgresCheckpointer):
+        return store._url  # pyright: ignore[reportPrivateUsage]
+    return None
+
+
+async def cli(store: RunStore, *argv: str) -> tuple[int, str, str]:
+    """The command line on ``store`` (in a worker thread: it runs an event loop of its own)."""
+    url = url_of(store)
+    assert url is not None
+    out, err = io.StringIO(), io.StringIO()
+    code = await anyio.to_thread.run_sync(lambda: run([*argv, "--store", url], out, err))
+    return code, out.getvalue(), err.getvalue()
+
+
+def cli_stores(store: RunStore) -> None:
+    if url_of(store) is None:
+        pytest.skip("the command line reaches a store by its URL; a MemoryCheckpointer has none")
+
+
+async def still_waits(store: RunStore, run_id: str, call_id: str, sequence: int) -> None:
+    """The call waits as it did, and nothing was saved since (the store's sequence did not move)."""
+    loaded = await store.load(run_id)
+    assert loaded is not None
+    assert loaded.sequence == sequence
+    record = loaded.state.calls[call_id]
+    assert (record.decision, record.decided_by) == (None, None)
+    summary = await store.get_run(run_id)
+    assert summary is not None
+    assert [call.id for call in summary.waiting] == [call_id]
+
+
+# -- who decided ---------------------------------------------------------------------------------------
+
+BAD_BY: list[Any] = [
+    4711,  # a user id from a web app: saved, it made every later load of the run fail
+    True,
+    b"ada",
+    "",
+    "   ",
+    "a" * 257,
+    "ada\x00",
+    "ada\nbob",
+    "\x1b[2Jada",
+    "ada\u2028",
+    "caf\udce9",
+]
+
+
+@pytest.mark.parametrize("by", BAD_BY, ids=repr)
+async def test_a_decider_that_is_not_a_name_is_refused_by_the_store_before_anything_is_saved(
+    store: RunStore, by: Any
+) -> None:
+    [call] = await paused_run(store, "r", 120)
+    loaded = await store.load("r")
+    assert loaded is not None
+    for decide in (
+        lambda: store.approve_call("r", call, by=by),
+        lambda: store.approve_call("r", call, input={"amount": 5}, by=by),
+        lambda: store.deny_call("r", call, "No.", by=by),
+        lambda: store.answer_call("r", call, "done elsewhere", by=by),
+    ):
+        with pytest.raises(ApprovalError, match="Nothing was decided"):
+            await decide()
+        await still_waits(store, "r", call, loaded.sequence)
+    record = await store.approve_call("r", call, by="a" * 256)  # the longest name there is
+    assert record.decided_by == "a" * 256
+
+
+@pytest.mark.parametrize("by", BAD_BY, ids=repr)
+async def test_the_runner_refuses_the_same_deciders_as_the_store(store: RunStore, by: Any) -> None:
+    [call] = await paused_run(store, "r", 120)
+    from tests.stores import look, pay
+
+    runner = await ToolRunner.resume(
+        FakeMessagesAPI([text_reply("Paid.")]).async_client(),
+        checkpointer=store,
+        run_id="r",
+        tools=[pay, look],
+    )
+    for decide in (
+        lambda: runner.approve(call, by=by),
+        lambda: runner.deny(call, "No.", by=by),
+        lambda: runner.answer(call, "done", by=by),
+    ):
+        with pytest.raises(ApprovalError, match="Nothing was decided"):
+            decide()
+    assert [waiting.id for waiting in runner.pending_approvals] == [call]
+
+
+async def test_the_other_arguments_of_a_decision_are_checked_before_the_run_is_read(store: RunStore) -> None:
+    [call] = await paused_run(store, "r", 120)
+    loaded = await store.load("r")
+    assert loaded is not None
+    with pytest.raises(ApprovalError, match=r"is_error= takes True or False, not 'no'"):
+        await store.answer_call("r", call, "done", is_error="no")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ApprovalError, match=r"tool_use_id must be the id of a waiting call, as a str"):
+        await store.approve_call("r", ["toolu_1"])  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ApprovalError, match=r"tool_use_id must be the id of a waiting call"):
+        await store.deny_call("r", "")
+    with pytest.raises(ApprovalError, match=r"needs a reason the model can read, not 3"):
+        await store.deny_call("r", call, 3)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ParamsError, match=r"run_id must be a str"):
+        await store.approve_call(42, call)  # pyright: ignore[reportArgumentType]
+    await still_waits(store, "r", call, loaded.sequence)
+
+
+async def test_the_command_line_refuses_a_decider_that_is_not_a_name_before_reading_the_run(
+    store: RunStore,
+) -> None:
+    cli_stores(store)
+    [call] = await paused_run(store, "r", 120)
+    loaded = await store.load("r")
+    assert loaded is not None
+    for by in ["", "  ", "a" * 257, "ada\nbob", "caf\udce9"]:
+        for command in (["approve"], ["deny", "--reason", "No."], ["answer", "done"]):
+            code, out, err = await cli(store, "runs", command[0], "r", call, *command[1:], "--by", by)
+            assert code == ExitCode.USAGE, err
+            assert out == ""
+            assert err.startswith("toolrunner: --by ")
+            assert err.count("\n") == 1
+    await still_waits(store, "r", call, loaded.sequence)
+    code, _, err = await cli(store, "runs", "approve", "r", call, "--by", "ada")
+    assert code == ExitCode.OK, err
+
+
+# -- run ids ---------------------------------------------------------------------------------------------
+
+BAD_RUN_IDS: list[Any] = [
+    "order\x00-42",  # saved by no PostgreSQL: every save of the run failed
+    "order\n42",
+    "order\t42",
+    "\x1b]0;pwned\x07",
+    "order\x85",
+    "order\u2029",
+    "caf\udce9",
+    "",
+    "r" * 513,
+    42,
+    None,
+]
+
+
+@pytest.mark.parametrize("run_id", [value for value in BAD_RUN_IDS if value is not None], ids=repr)
+async def test_a_run_id_no_store_can_keep_is_refused_when_the_runner_is_made(
+    store: RunStore, run_id: Any
+) -> None:
+    fake = FakeMessagesAPI([text_reply("Hi.")])
+    with pytest.raises(ParamsError, match="run_id"):
+        ToolRunner(
+            fake.async_client(),
+            model=MODEL,
+            max_tokens=64,
+            messages=[USER],
+            checkpointer=store,
+            run_id=run_id,
+        )
+    with pytest.raises(ParamsError, match="run_id"):
+        SyncToolRunner(
+            fake.client(), model=MODEL, max_tokens=64, messages=[USER], checkpointer=store, run_id=run_id
+        )
+    with pytest.raises(ParamsError, match="run_id"):
+        await ToolRunner.resume(fake.async_client(), checkpointer=store, run_id=run_id)
+    assert fake.requests == []
+    longest = "r" * 512
+    runner = ToolRunner(
+        fake.async_client(), model=MODEL, max_tokens=64, messages=[USER], checkpointer=store, run_id=longest
+    )
+    await runner.until_done()
+    assert (await store.get_run(longest)) is not None
+
+
+@pytest.mark.parametrize("run_id", BAD_RUN_IDS, ids=repr)
+async def test_every_method_of_a_store_refuses_a_run_id_no_store_can_keep(
+    store: RunStore, run_id: Any
+) -> None:
+    await paused_run(store, "r", 120)
+    with pytest.raises(ParamsError, match="run_id"):
+        await store.save(Checkpoint(run_id, RunState(params={"model": MODEL}), 0))
+    for method in (store.load, store.get_run, store.delete_run):
+        with pytest.raises(ParamsError, match="run_id"):
+            await method(run_id)
+    with pytest.raises(ParamsError, match="run_id"):
+        await store.approve_call(run_id, "r_pay0")
+    with pytest.raises(ParamsError, match="run_id"):
+        await store.deny_call(run_id, "r_pay0")
+    with pytest.raises(ParamsError, match="run_id"):
+        await store.answer_call(run_id, "r_pay0", "done")
+    assert [summary.run_id for summary in (await store.list_runs()).runs] == ["r"]
+
+
+async def test_the_command_line_refuses_a_run_id_no_store_can_keep_and_deletes_nothing(
+    store: RunStore,
+) -> None:
+    cli_stores(store)
+    await finished_run(store, "good")
+    for command in (
+        ["show", "order\n42"],
+        ["approve", "order\n42", "toolu_1"],
+        ["deny", "order\n42", "toolu_1"],
+        ["answer", "order\n42", "toolu_1", "done"],
+        ["delete", "good", "order\n42"],
+        ["delete", "good", "r" * 513],
+    ):
+        code, out, err = await cli(store, "runs", *command)
+        assert code == ExitCode.USAGE, (command, err)
+        assert out == ""
+        assert "\\n42" in err or "513 characters" in err
+    assert (await store.get_run("good")) is not None
+
+
+async def test_the_inbox_refuses_a_run_id_no_store_can_keep_with_a_400_page(store: RunStore) -> None:
+    [call] = await paused_run(store, "r", 120)
+    async with Person(create_app(store, token=TOKEN)) as ada:
+        await ada.log_in("ada")
+        for run_id in ["order\x00-42", "order\n42", "r" * 513]:
+            page = await ada.get("/run", id=run_id)
+            assert page.status_code == 400, page.text
+            assert "run_id" in page.text
+        await ada.get("/run", id="r")
+        for run_id in ["order\x00-42", ""]:
+            response = await ada.post("/run/approve", {"run": run_id, "call": call}, csrf=True)
+            assert response.status_code == 400, response.text
+        assert (await ada.get("/run", id="")).status_code == 400
+    summary = await store.get_run("r")
+    assert summary is not None
+    assert [waiting.id for waiting in summary.waiting] == [call]
