@@ -26,6 +26,7 @@ from typing import Any, Protocol, cast
 from ._approvals import answer_block, check_reason
 from ._core import denied_reason
 from ._errors import ApprovalError, ParamsError, StateError, ToolInputError
+from ._formats import format_checker
 from ._ids import check_by, check_run_id
 from ._lifecycle import awaiting, call_decided, pending_calls
 from ._results import DEFAULT_ADAPTER, tool_result_block
@@ -431,8 +432,9 @@ def input_problems(record: CallRecord, input: object) -> list[tuple[str, str]]:
             f"the input schema saved with {call.id!r} is not a valid JSON schema ({error.message}); approve the "
             "call as it is, or deny it."
         ) from None
+    # Formats (date-time, uuid, ...) as the tool's pydantic validation reads them (_formats).
     errors = sorted(
-        validator_class(schema).iter_errors(cast(object, data)),
+        validator_class(schema, format_checker=format_checker()).iter_errors(cast(object, data)),
         key=lambda error: [str(part) for part in error.path],
     )
     return [("/".join(str(part) for part in error.path), error.message) for error in errors]
@@ -474,7 +476,7 @@ class _Validator(Protocol):
 
 
 class _ValidatorClass(Protocol):
-    def __call__(self, schema: Mapping[str, Any]) -> _Validator: ...
+    def __call__(self, schema: Mapping[str, Any], *, format_checker: Any) -> _Validator: ...
     def check_schema(self, schema: Mapping[str, Any]) -> None: ...
 
 
