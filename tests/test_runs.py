@@ -5,7 +5,9 @@ holds a run reads from a store that a person decided through.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import json
 import re
 from typing import Any
 
@@ -32,6 +34,8 @@ from toolrunner._runs import (
     approved,
     check_input,
     cursor_after,
+    cursor_moment,
+    cursor_seconds,
     denied,
     read_cursor,
     read_statuses,
@@ -167,13 +171,33 @@ def test_statuses_are_read_from_names_and_values() -> None:
         read_statuses(["paused"])
 
 
+def forged_cursor(created: str, run_id: str) -> str:
+    """A cursor as a listing writes one, of any text (a lone surrogate as its JSON escape)."""
+    return base64.urlsafe_b64encode(json.dumps([created, run_id]).encode()).decode().rstrip("=")
+
+
 def test_a_cursor_holds_its_key_and_refuses_anything_else() -> None:
     cursor = cursor_after("1750000000.25", "run/ü 7")
-    assert read_cursor(cursor) == ("1750000000.25", "run/ü 7")
-    assert read_cursor(None) is None
+    assert read_cursor(cursor, str) == ("1750000000.25", "run/ü 7")
+    assert read_cursor(cursor, cursor_seconds) == (1750000000.25, "run/ü 7")
+    assert read_cursor(None, str) is None
     for bad in ["", "!!!", cursor_after("x", "y")[:-2], "WzEsMl0"]:  # the last: [1,2]
         with pytest.raises(ParamsError, match="not a cursor"):
-            read_cursor(bad)
+            read_cursor(bad, str)
+    # Cursors that decode, with a key the store cannot use, or a run id no store can be asked for.
+    moment = "2025-06-15T14:08:40.250000+00:00"
+    assert read_cursor(cursor_after(moment, "r"), cursor_moment) == (cursor_moment(moment), "r")
+    for key, bad in [
+        (cursor_seconds, cursor_after(moment, "r")),  # PostgreSQL's, given to SQLite
+        (cursor_seconds, cursor_after("nan", "r")),
+        (cursor_seconds, cursor_after("1e999", "r")),
+        (cursor_moment, cursor_after("1750000000.25", "r")),  # SQLite's, given to PostgreSQL
+        (cursor_moment, cursor_after("2025-06-15T14:08:40", "r")),  # no time zone
+        (cursor_moment, cursor_after(moment, "r\x00")),
+        (cursor_seconds, forged_cursor("1.0", "caf\udce9")),
+    ]:
+        with pytest.raises(ParamsError, match="not a cursor of this store's listing"):
+            read_cursor(bad, key)
 
 
 # -- decisions on a saved state ----------------------------------------------------------------------

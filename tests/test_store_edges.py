@@ -12,7 +12,9 @@ command line and the inbox, on every store (``store``: memory, SQLite, PostgreSQ
 
 from __future__ import annotations
 
+import base64
 import io
+import json
 from typing import Any
 
 import anyio.to_thread
@@ -274,3 +276,62 @@ async def test_the_inbox_refuses_a_run_id_no_store_can_keep_with_a_400_page(stor
     summary = await store.get_run("r")
     assert summary is not None
     assert [waiting.id for waiting in summary.waiting] == [call]
+
+
+# -- cursors ---------------------------------------------------------------------------------------------
+
+
+def forged_cursor(created: object, run_id: object) -> str:
+    """A cursor as a listing writes one, holding anything (text as its JSON escapes)."""
+    return base64.urlsafe_b64encode(json.dumps([created, run_id]).encode()).decode().rstrip("=")
+
+
+def foreign_cursors(store: RunStore) -> list[str]:
+    """Cursors that decode, but hold what this store cannot page from: another store's key (SQLite's
+    seconds on PostgreSQL, PostgreSQL's time elsewhere), a key that is no time, a run id no store
+    can be asked for."""
+    other = "1750000000.25" if isinstance(store, PostgresCheckpointer) else "2025-06-15T14:08:40.250000+00:00"
+    return [
+        forged_cursor(other, "r"),
+        forged_cursor("not a time", "r"),
+        forged_cursor("nan", "r"),
+        forged_cursor("2025-06-15T14:08:40", "r"),  # no time zone
+        forged_cursor("1750000000.25", "r\x00"),
+        forged_cursor("1750000000.25", "caf\udce9"),
+        forged_cursor("1750000000.25", 7),
+    ]
+
+
+async def test_a_cursor_that_decodes_but_is_not_this_stores_is_a_params_error(store: RunStore) -> None:
+    for number in range(3):
+        await finished_run(store, f"run-{number}")
+    page = await store.list_runs(limit=2)
+    assert page.cursor is not None
+    assert [summary.run_id for summary in (await store.list_runs(limit=2, cursor=page.cursor)).runs] == [
+        "run-0"
+    ]
+    for cursor in foreign_cursors(store):
+        with pytest.raises(ParamsError, match="is not a cursor of this store's listing"):
+            await store.list_runs(cursor=cursor)
+        with pytest.raises(ParamsError, match="is not a cursor of this store's listing"):
+            await store.list_runs(status="finished", cursor=cursor)
+
+
+async def test_a_foreign_cursor_is_a_usage_error_on_the_command_line_and_a_400_page_in_the_inbox(
+    store: RunStore,
+) -> None:
+    await paused_run(store, "r", 120)
+    for cursor in foreign_cursors(store):
+        if url_of(store) is not None:
+            code, out, err = await cli(store, "runs", "list", "--cursor", cursor)
+            assert code == ExitCode.USAGE, err
+            assert out == ""
+            assert err.startswith("toolrunner: ")
+            assert "is not a cursor of this store's listing" in err
+            assert "Traceback" not in err
+        async with Person(create_app(store, token=TOKEN)) as ada:
+            await ada.log_in("ada")
+            for path in ("/", "/fragments/waiting", "/runs"):
+                response = await ada.get(path, cursor=cursor)
+                assert response.status_code == 400, (path, response.text)
+                assert "is not a cursor of this store" in response.text

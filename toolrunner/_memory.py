@@ -16,6 +16,7 @@ from ._runs import (
     check_limit,
     check_time,
     cursor_after,
+    cursor_seconds,
     read_cursor,
     read_statuses,
     utc,
@@ -88,7 +89,7 @@ class MemoryCheckpointer(DecidingStore):
         before = check_time(updated_before, "updated_before")
         after = check_time(updated_after, "updated_after")
         check_limit(limit)
-        start = read_cursor(cursor)
+        start = read_cursor(cursor, cursor_seconds)
         found = sorted(
             (
                 (saved.created, run_id, saved)
@@ -96,7 +97,7 @@ class MemoryCheckpointer(DecidingStore):
                 if (statuses is None or RunStatus(saved.columns.status) in statuses)
                 and (before is None or saved.updated < before.timestamp())
                 and (after is None or saved.updated >= after.timestamp())
-                and (start is None or (saved.created, run_id) < (float(start[0]), start[1]))
+                and (start is None or (saved.created, run_id) < start)
             ),
             key=lambda item: (item[0], item[1]),
             reverse=True,

@@ -26,7 +26,7 @@ from ._batching import GroupCommit
 from ._checkpoint import Checkpoint, DecidingStore, check_sequence
 from ._errors import CheckpointConflictError, CheckpointError, ParamsError
 from ._ids import check_run_id
-from ._runs import RunPage, RunStatus, RunSummary, cursor_after
+from ._runs import RunPage, RunStatus, RunSummary, cursor_after, cursor_moment
 from ._sqlstore import SUMMARY, EncodedSave, decode, encode, listing, prune_filter, summary_of
 from ._state import STATE_VERSION
 
@@ -170,8 +170,8 @@ class PostgresCheckpointer(DecidingStore):
         limit: int = 50,
         cursor: str | None = None,
     ) -> RunPage:
-        query = listing(status, updated_before, updated_after, limit, cursor)
-        sql, parameters = query.query(lambda moment: moment, datetime.fromisoformat)
+        query = listing(status, updated_before, updated_after, limit, cursor, cursor_moment)
+        sql, parameters = query.query(lambda moment: moment)
 
         def read(connection: psycopg.Connection[Any]) -> RunPage:
             rows = connection.execute(_sql(_placeholders(sql)), parameters).fetchall()

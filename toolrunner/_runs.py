@@ -17,22 +17,24 @@ import importlib
 import json
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from ._approvals import answer_block, check_reason
 from ._core import denied_reason
 from ._errors import ApprovalError, ParamsError, StateError, ToolInputError
 from ._formats import format_checker
-from ._ids import check_by, check_run_id
+from ._ids import check_by, check_run_id, storable_text
 from ._lifecycle import awaiting, call_decided, pending_calls
 from ._results import DEFAULT_ADAPTER, tool_result_block
 from ._state import CallRecord, CallStatus, Phase, RunState, plain_data
 from ._text import store_json
 from ._types import EndReason, ToolCall
+
+K = TypeVar("K")
 
 __all__ = [
     "RunPage",
@@ -46,6 +48,8 @@ __all__ = [
     "check_limit",
     "check_time",
     "cursor_after",
+    "cursor_moment",
+    "cursor_seconds",
     "decided_at",
     "decisions_since",
     "denied",
@@ -246,22 +250,43 @@ def cursor_after(created: str, run_id: str) -> str:
     return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
 
-def read_cursor(cursor: str | None) -> tuple[str, str] | None:
-    """The creation key and run id a cursor holds (``None`` for the first page).
+def read_cursor(cursor: str | None, key: Callable[[str], K]) -> tuple[K, str] | None:
+    """The creation key and run id a cursor holds (``None`` for the first page), the key read by
+    the store's ``key`` (``cursor_seconds``, ``cursor_moment``), which raises ``ValueError`` for a
+    key it cannot use: all is checked here, before the store is asked.
 
     Raises:
-        ParamsError: Not a cursor a listing gave.
+        ParamsError: Not a cursor this store's listing gave (forged, damaged, or another store's).
     """
     if cursor is None:
         return None
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         created, run_id = json.loads(text)
-        if isinstance(created, str) and isinstance(run_id, str):
-            return created, run_id
-    except (ValueError, TypeError, binascii.Error):
+        if isinstance(created, str) and storable_text(run_id):
+            return key(created), run_id
+    except (ValueError, TypeError, OverflowError, binascii.Error):
         pass
-    raise ParamsError(f"{cursor!r} is not a cursor of this store's listing; pass the cursor a RunPage gave.")
+    raise ParamsError(
+        f"{cursor!r} is not a cursor of this store's listing; pass the cursor a RunPage of this store gave, "
+        "or none for the first page."
+    )
+
+
+def cursor_seconds(text: str) -> float:
+    """A cursor's creation key as seconds since the epoch (the memory and SQLite stores' key)."""
+    seconds = float(text)
+    if not math.isfinite(seconds):
+        raise ValueError(f"{text!r} is not a time")
+    return seconds
+
+
+def cursor_moment(text: str) -> datetime:
+    """A cursor's creation key as a timezone-aware time (PostgreSQL's key)."""
+    moment = datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError(f"{text!r} has no time zone")
+    return moment
 
 
 def utc(seconds: float) -> datetime:

@@ -26,7 +26,7 @@ from ._batching import GroupCommit
 from ._checkpoint import Checkpoint, DecidingStore, check_sequence, store_json
 from ._errors import CheckpointConflictError, CheckpointError, StateError
 from ._ids import check_run_id
-from ._runs import RunPage, RunStatus, RunSummary, SummaryColumns, cursor_after, utc
+from ._runs import RunPage, RunStatus, RunSummary, SummaryColumns, cursor_after, cursor_seconds, utc
 from ._sqlstore import SUMMARY, EncodedSave, decode, encode, listing, prune_filter, read_state, summary_of
 from ._state import STATE_VERSION
 
@@ -123,8 +123,8 @@ class SQLiteCheckpointer(DecidingStore):
         limit: int = 50,
         cursor: str | None = None,
     ) -> RunPage:
-        query = listing(status, updated_before, updated_after, limit, cursor)
-        sql, parameters = query.query(lambda moment: moment.timestamp(), float)
+        query = listing(status, updated_before, updated_after, limit, cursor, cursor_seconds)
+        sql, parameters = query.query(lambda moment: moment.timestamp())
 
         def read(connection: sqlite3.Connection) -> RunPage:
             rows = connection.execute(sql, parameters).fetchall()

@@ -174,13 +174,11 @@ class Listing:
     updated_before: datetime | None
     updated_after: datetime | None
     limit: int
-    start: tuple[str, str] | None
+    start: tuple[object, str] | None
 
-    def query(
-        self, time: Callable[[datetime], object], created: Callable[[str], object]
-    ) -> tuple[str, list[object]]:
+    def query(self, time: Callable[[datetime], object]) -> tuple[str, list[object]]:
         """The SELECT of one page (one row more than ``limit``: whether there is a next page),
-        newest first; ``time`` and ``created`` turn a time and a cursor's key into parameters."""
+        newest first; ``time`` turns a time into a parameter."""
         where, parameters = _status_filter(self.statuses)
         if self.updated_before is not None:
             where.append("updated < ?")
@@ -190,7 +188,7 @@ class Listing:
             parameters.append(time(self.updated_after))
         if self.start is not None:
             where.append("(created, run_id) < (?, ?)")
-            parameters += [created(self.start[0]), self.start[1]]
+            parameters += [self.start[0], self.start[1]]
         sql = f"SELECT {SUMMARY} FROM toolrunner_runs"
         if where:
             sql += " WHERE " + " AND ".join(where)
@@ -204,14 +202,16 @@ def listing(
     updated_after: datetime | None,
     limit: int,
     cursor: str | None,
+    key: Callable[[str], object],
 ) -> Listing:
-    """The arguments of ``list_runs``, checked (``ParamsError`` names the wrong one)."""
+    """The arguments of ``list_runs``, checked (``ParamsError`` names the wrong one); ``key``
+    reads a cursor's creation key as the store keeps it (``cursor_seconds``, ``cursor_moment``)."""
     return Listing(
         read_statuses(status),
         check_time(updated_before, "updated_before"),
         check_time(updated_after, "updated_after"),
         check_limit(limit),
-        read_cursor(cursor),
+        read_cursor(cursor, key),
     )
 
 
