@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import anyio.to_thread
@@ -335,3 +336,54 @@ async def test_a_foreign_cursor_is_a_usage_error_on_the_command_line_and_a_400_p
                 response = await ada.get(path, cursor=cursor)
                 assert response.status_code == 400, (path, response.text)
                 assert "is not a cursor of this store" in response.text
+
+
+# -- times at the ends of the calendar -----------------------------------------------------------------
+
+EDGES = [
+    datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=1))),  # the year 0 in UTC
+    datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone(timedelta(hours=-1))),  # the year 10000 in UTC
+]
+
+
+async def test_a_time_beyond_utcs_calendar_is_refused_before_anything_is_read_or_deleted(
+    store: RunStore,
+) -> None:
+    await finished_run(store, "done")
+    for edge in EDGES:
+        with pytest.raises(ParamsError, match="is not a time in UTC's years 1 to 9999"):
+            await store.prune_runs(updated_before=edge, status="finished")
+        with pytest.raises(ParamsError, match=r"updated_after .* is not a time in UTC's years 1 to 9999"):
+            await store.list_runs(updated_after=edge)
+        with pytest.raises(ParamsError, match=r"updated_before .* is not a time in UTC's years 1 to 9999"):
+            await store.list_runs(updated_before=edge)
+    assert (await store.get_run("done")) is not None
+    assert (await store.prune_runs(updated_before=datetime(1, 1, 1, tzinfo=UTC))) == 0
+    assert [
+        run.run_id for run in (await store.list_runs(updated_before=datetime.max.replace(tzinfo=UTC))).runs
+    ] == ["done"]
+
+
+async def test_the_command_line_refuses_such_a_time_with_exit_2_and_deletes_nothing(store: RunStore) -> None:
+    cli_stores(store)
+    await finished_run(store, "done")
+    for edge in ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"]:
+        for command in (
+            ["prune", "--older-than", edge],
+            ["prune", "--older-than", edge, "--status", "finished", "--dry-run"],
+            ["list", "--updated-before", edge],
+            ["list", "--updated-after", edge],
+        ):
+            code, out, err = await cli(store, "runs", *command)
+            assert code == ExitCode.USAGE, (command, err)
+            assert out == ""
+            assert (
+                err
+                == f"toolrunner: {command[1]} {edge} is not a time in UTC's years 1 to 9999; give a time within them.\n"
+            )
+    assert (await store.get_run("done")) is not None
+    code, out, err = await cli(
+        store, "runs", "prune", "--older-than", "9999-12-31T23:59:59+00:00", "--status", "finished"
+    )
+    assert code == ExitCode.OK, err
+    assert out == "Deleted 1 run (finished) last saved before 9999-12-31 23:59:59 UTC.\n"

@@ -35,7 +35,7 @@ from ._errors import (
     ToolInputError,
 )
 from ._ids import check_by, check_run_id
-from ._runs import RunStatus, RunSummary, parse_json, waiting_calls
+from ._runs import RunStatus, RunSummary, check_time, parse_json, waiting_calls
 from ._show import (
     age,
     conversation,
@@ -510,7 +510,8 @@ def _time(text: str | None, now: datetime, option: str) -> datetime | None:
             f"{option} {text!r} is neither a duration (30d, 12h, 45m) nor a time "
             "(2025-06-01 or 2025-06-01T12:00:00+02:00).",
         ) from None
-    return moment_ if moment_.tzinfo is not None else moment_.replace(tzinfo=UTC)
+    # Checked here as the store checks it, before anything is read or deleted.
+    return check_time(moment_ if moment_.tzinfo is not None else moment_.replace(tzinfo=UTC), option)
 
 
 # -- the parser -----------------------------------------------------------------------------------------

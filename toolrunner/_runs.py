@@ -227,7 +227,13 @@ def read_statuses(status: RunStatus | str | Iterable[RunStatus | str] | None) ->
 
 
 def check_time(value: datetime | None, name: str, *, required: bool = False) -> datetime | None:
-    """``value``, checked to be timezone-aware (a naive time is ambiguous across machines)."""
+    """``value``, checked to be timezone-aware (a naive time is ambiguous across machines) and a
+    time every store can compare in UTC (``0001-01-01T00:00:00+01:00`` is in the year 0 there),
+    before anything is read or deleted.
+
+    Raises:
+        ParamsError: It is not; the message names it by ``name``.
+    """
     if value is None and not required:
         return None
     if not isinstance(value, datetime) or value.tzinfo is None:
@@ -235,6 +241,12 @@ def check_time(value: datetime | None, name: str, *, required: bool = False) -> 
             f"{name} must be a timezone-aware datetime, not {value!r}; for example datetime.now(UTC) - "
             "timedelta(days=7)."
         )
+    try:
+        value.astimezone(UTC).timestamp()
+    except (OverflowError, ValueError, OSError):
+        raise ParamsError(
+            f"{name} {value.isoformat()} is not a time in UTC's years 1 to 9999; give a time within them."
+        ) from None
     return value
 
 
