@@ -15,6 +15,8 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
+import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -23,13 +25,14 @@ import pytest
 
 from tests.helpers import MODEL
 from tests.inbox_helpers import TOKEN, Person
-from tests.stores import USER, finished_run, paid, paused_run
+from tests.stores import USER, finished_run, paid, paused_run, save_changed
 from toolrunner import (
     ApprovalError,
     Checkpoint,
     ParamsError,
     PostgresCheckpointer,
     RunState,
+    RunStatus,
     RunStore,
     SQLiteCheckpointer,
     SyncToolRunner,
@@ -37,6 +40,7 @@ from toolrunner import (
 )
 from toolrunner._cli import ExitCode, run  # pyright: ignore[reportPrivateUsage]
 from toolrunner.inbox import create_app
+from toolrunner.inbox._live import waiting_versions
 from toolrunner.testing import FakeMessagesAPI, text_reply
 
 pytestmark = pytest.mark.anyio
@@ -387,3 +391,83 @@ async def test_the_command_line_refuses_such_a_time_with_exit_2_and_deletes_noth
     )
     assert code == ExitCode.OK, err
     assert out == "Deleted 1 run (finished) last saved before 9999-12-31 23:59:59 UTC.\n"
+
+
+# -- a damaged summary row ---------------------------------------------------------------------------------
+
+
+def damage(store: RunStore, run_id: str, assignment: str) -> None:
+    """Change a run's summary row by hand (``assignment``: SQL, ``waiting = 'x'``)."""
+    if isinstance(store, SQLiteCheckpointer):
+        with sqlite3.connect(store.path) as connection:
+            connection.execute(f"UPDATE toolrunner_runs SET {assignment} WHERE run_id = ?", (run_id,))
+        connection.close()
+        return
+    import psycopg
+
+    assert isinstance(store, PostgresCheckpointer)
+    with psycopg.connect(store._url, autocommit=True) as connection:  # pyright: ignore[reportPrivateUsage]
+        connection.execute(f"UPDATE toolrunner_runs SET {assignment} WHERE run_id = %s", (run_id,))  # pyright: ignore
+
+
+DAMAGES = [
+    ("waiting", 'waiting = \'[{"id": "x", not json\''),
+    ("waiting", "waiting = '[1, 2]'"),
+    ("waiting", 'waiting = \'{"id": "x"}\''),
+    ("failure", "failure = '[\"APIError\"]'"),
+    ("status", "status = 'paused'"),
+    ("cost", "cost = 'a lot'"),
+    ("cost", "end_reason = NULL, cost = 'NaN'"),
+]
+
+
+@pytest.mark.parametrize(("column", "assignment"), DAMAGES, ids=[assignment for _, assignment in DAMAGES])
+async def test_a_damaged_summary_row_is_listed_as_a_failed_run_that_names_itself(
+    store: RunStore, column: str, assignment: str
+) -> None:
+    cli_stores(store)
+    [call] = await paused_run(store, "hurt", 120)
+    await finished_run(store, "fine")
+    await paused_run(store, "waits", 80)
+    await anyio.to_thread.run_sync(lambda: damage(store, "hurt", assignment))
+    listings = [(await store.list_runs()).runs]
+    if column != "status":  # listed where its status column places it: as waiting, shown failed
+        listings.append((await store.list_runs(status="awaiting")).runs)
+    for listed in listings:
+        [hurt] = [summary for summary in listed if summary.run_id == "hurt"]
+        assert {summary.run_id for summary in listed} >= {"hurt", "waits"}
+        assert hurt.status is RunStatus.FAILED
+        assert hurt.failure is not None
+        assert hurt.failure["type"] == "StateError"
+        assert hurt.failure["message"].startswith("the summary of the saved run 'hurt' in ")
+        assert (
+            f"is damaged: its {column.split()[0] if column != 'end_reason' else 'cost'} column"
+            in hurt.failure["message"]
+        )
+    assert await store.get_run("hurt") == hurt
+    loaded = await store.load("hurt")  # the state is whole: the run resumes, and its next save mends the row
+    assert loaded is not None
+    code, out, err = await cli(store, "runs", "list")
+    assert code == ExitCode.OK, err
+    assert re.search(r"^hurt +failed ", out, re.MULTILINE)
+    assert "StateError: the summary of the saved run 'hurt'" in out
+    code, out, err = await cli(store, "runs", "show", "hurt")
+    assert code == ExitCode.OK, err
+    assert "failed: StateError: the summary of the saved run 'hurt' in " in out
+    code, out, err = await cli(store, "runs", "list", "--json")
+    assert code == ExitCode.OK, err
+    async with Person(create_app(store, token=TOKEN)) as ada:
+        await ada.log_in("ada")
+        for path in ("/", "/fragments/waiting", "/runs?status=awaiting&status=failed", "/run?id=hurt"):
+            page = await ada.get(path)
+            assert page.status_code == 200, page.text
+            if column == "status" and path != "/run?id=hurt":
+                continue  # its status is no status: no tab's filter lists it
+            assert "the summary of the saved run &#39;hurt&#39;" in page.text
+    versions = waiting_versions(store, 0.0, keepalive=60.0)
+    assert await versions.__anext__() is not None  # the live list goes on
+    await versions.aclose()
+    await save_changed(store, "hurt", lambda state: state)
+    mended = await store.get_run("hurt")
+    assert mended is not None
+    assert (mended.status, [waiting.id for waiting in mended.waiting]) == (RunStatus.AWAITING, [call])

@@ -176,7 +176,7 @@ class PostgresCheckpointer(DecidingStore):
         def read(connection: psycopg.Connection[Any]) -> RunPage:
             rows = connection.execute(_sql(_placeholders(sql)), parameters).fetchall()
             page = rows[: query.limit]
-            runs = tuple(summary_of(row, _utc) for row in page)
+            runs = tuple(summary_of(row, _utc, f"PostgreSQL ({self._where})") for row in page)
             more = len(rows) > query.limit
             return RunPage(runs, cursor_after(page[-1][1].isoformat(), page[-1][0]) if more else None)
 
@@ -189,7 +189,7 @@ class PostgresCheckpointer(DecidingStore):
             row = connection.execute(
                 _sql(f"SELECT {SUMMARY} FROM toolrunner_runs WHERE run_id = %s"), (run_id,)
             ).fetchone()
-            return None if row is None else summary_of(row, _utc)
+            return None if row is None else summary_of(row, _utc, f"PostgreSQL ({self._where})")
 
         return await self._run(read, "read the run")
 

@@ -50,6 +50,7 @@ __all__ = [
     "cursor_after",
     "cursor_moment",
     "cursor_seconds",
+    "damaged_summary",
     "decided_at",
     "decisions_since",
     "denied",
@@ -174,19 +175,92 @@ class SummaryColumns:
         )
 
     def summary(self, run_id: str, created: datetime, updated: datetime) -> RunSummary:
-        """The summary these columns make, with the store's times."""
-        waiting: list[dict[str, Any]] = [] if self.waiting is None else json.loads(self.waiting)
+        """The summary these columns make, with the store's times.
+
+        Raises:
+            ValueError: A column does not hold what a store writes there (changed by hand, or
+                damaged); the message names the column.
+        """
+        column = "status"
+        try:
+            status = RunStatus(self.status)
+            column = "end_reason"
+            if self.end_reason is not None and not isinstance(self.end_reason, str):
+                raise TypeError(f"{self.end_reason!r} is not text")
+            column = "waiting"
+            waiting = () if self.waiting is None else tuple(_call(item) for item in _json_list(self.waiting))
+            column = "turns"
+            if isinstance(self.turns, bool) or not isinstance(self.turns, int) or self.turns < 0:
+                raise TypeError(f"{self.turns!r} is not a count")
+            column = "cost"
+            cost = None if self.cost is None else Decimal(self.cost)
+            if cost is not None and not cost.is_finite():
+                raise ValueError(f"{self.cost!r} is not an amount")
+            column = "failure"
+            failure = None if self.failure is None else _failure(self.failure)
+        except (ValueError, TypeError, KeyError, ArithmeticError, RecursionError) as error:
+            raise ValueError(
+                f"its {column} column holds what a store does not write there ({error})"
+            ) from None
         return RunSummary(
             run_id=run_id,
-            status=RunStatus(self.status),
+            status=status,
             end_reason=cast("EndReason | None", self.end_reason),
-            waiting=tuple(ToolCall(item["id"], item["name"], item["input"]) for item in waiting),
+            waiting=waiting,
             created=created,
             updated=updated,
             turns=self.turns,
-            cost=None if self.cost is None else Decimal(self.cost),
-            failure=None if self.failure is None else json.loads(self.failure),
+            cost=cost,
+            failure=failure,
         )
+
+
+def _json_list(text: object) -> list[object]:
+    data: object = json.loads(cast(str, text))
+    if not isinstance(data, list):
+        raise TypeError(f"{text!r} is not a list")
+    return cast("list[object]", data)
+
+
+def _call(item: object) -> ToolCall:
+    if not isinstance(item, dict):
+        raise TypeError(f"{item!r} is not a call")
+    call = cast("dict[str, object]", item)
+    if not isinstance(call["id"], str) or not isinstance(call["name"], str):
+        raise TypeError(f"{item!r} is not a call")
+    return ToolCall(call["id"], call["name"], call["input"])
+
+
+def _failure(text: object) -> dict[str, str]:
+    data: object = json.loads(cast(str, text))
+    if not isinstance(data, dict) or not all(
+        isinstance(value, str) for value in cast("dict[str, object]", data).values()
+    ):
+        raise TypeError(f"{text!r} is not an error's type and message")
+    return cast("dict[str, str]", data)
+
+
+def damaged_summary(
+    run_id: str, created: datetime, updated: datetime, problem: str, where: str
+) -> RunSummary:
+    """What a store lists for a run whose summary row it cannot read (changed by hand, or
+    damaged): the run, as failed, its failure a ``StateError`` that names it, ``where`` it is and
+    what is wrong, so that one damaged row neither hides the others nor stops a listing."""
+    message = (
+        f"the summary of the saved run {run_id!r} in {where} is damaged: {problem}; the run's next save writes "
+        "it again (resume the run), or delete the run"
+    )
+    return RunSummary(
+        run_id=run_id,
+        status=RunStatus.FAILED,
+        end_reason=None,
+        waiting=(),
+        created=created,
+        updated=updated,
+        turns=0,
+        cost=None,
+        failure={"type": StateError.__name__, "message": message},
+    )
 
 
 def summary_columns(state: RunState) -> SummaryColumns:

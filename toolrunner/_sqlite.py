@@ -129,7 +129,7 @@ class SQLiteCheckpointer(DecidingStore):
         def read(connection: sqlite3.Connection) -> RunPage:
             rows = connection.execute(sql, parameters).fetchall()
             page = rows[: query.limit]
-            runs = tuple(summary_of(row, utc) for row in page)
+            runs = tuple(summary_of(row, utc, repr(str(self.path))) for row in page)
             more = len(rows) > query.limit
             return RunPage(runs, cursor_after(repr(page[-1][1]), page[-1][0]) if more else None)
 
@@ -142,7 +142,7 @@ class SQLiteCheckpointer(DecidingStore):
             row = connection.execute(
                 f"SELECT {SUMMARY} FROM toolrunner_runs WHERE run_id = ?", (run_id,)
             ).fetchone()
-            return None if row is None else summary_of(row, utc)
+            return None if row is None else summary_of(row, utc, repr(str(self.path)))
 
         return await self._run(read)
 

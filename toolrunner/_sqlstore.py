@@ -13,7 +13,7 @@ import json
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any, cast
 
@@ -26,6 +26,7 @@ from ._runs import (
     SummaryColumns,
     check_limit,
     check_time,
+    damaged_summary,
     read_cursor,
     read_statuses,
 )
@@ -156,11 +157,30 @@ def read_state(
         raise StateError(f"the saved run {run_id!r} in {where} cannot be loaded: {error}") from error
 
 
-def summary_of(row: Sequence[Any], time: Callable[[Any], datetime]) -> RunSummary:
-    """A summary from the ``SUMMARY`` columns of a row; ``time`` reads the store's times."""
+def summary_of(row: Sequence[Any], time: Callable[[Any], datetime], where: str) -> RunSummary:
+    """A summary from the ``SUMMARY`` columns of a row; ``time`` reads the store's times. A row
+    that holds what the store does not write (changed by hand) is listed as a failed run whose
+    failure names it and ``where`` (``damaged_summary``): one such row does not stop a listing."""
     run_id, created, updated, status, end_reason, waiting, turns, cost, failure = row
-    columns = SummaryColumns(status, end_reason, waiting, int(turns), cost, failure)
-    return columns.summary(run_id, time(created), time(updated))
+    problem: str | None = None
+    times: list[datetime] = []
+    for name, value in (("created", created), ("updated", updated)):
+        try:
+            times.append(time(value))
+        except (ValueError, TypeError, OverflowError, OSError) as error:
+            times.append(_EPOCH)
+            problem = problem or f"its {name} column holds what a store does not write there ({error})"
+    if problem is None:
+        columns = SummaryColumns(status, end_reason, waiting, turns, cost, failure)
+        try:
+            return columns.summary(str(run_id), times[0], times[1])
+        except ValueError as error:
+            problem = str(error)
+    return damaged_summary(str(run_id), times[0], times[1], problem, where)
+
+
+_EPOCH = datetime.fromtimestamp(0, UTC)
+"""The time a damaged row is listed at when its own cannot be read."""
 
 
 # -- queries ------------------------------------------------------------------------------------------

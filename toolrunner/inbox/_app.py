@@ -332,6 +332,8 @@ class _Inbox:
                     }
                     for call in summary.waiting
                 ],
+                # A run listed here whose summary row is damaged shows why (_sqlstore.summary_of).
+                "problem": printable(_outcome(summary)) if summary.failure is not None else "",
                 "turns": summary.turns,
                 "cost": cost(summary),
                 "updated": when(summary.updated, now),
@@ -369,7 +371,7 @@ class _Inbox:
             {
                 "run_id": summary.run_id,
                 "status": summary.status.value,
-                "outcome": _outcome(summary),
+                "outcome": printable(_outcome(summary)),
                 "turns": summary.turns,
                 "cost": cost(summary),
                 "updated": when(summary.updated, now),
