@@ -18,7 +18,6 @@ import re
 import shlex
 import sys
 import time
-import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TextIO, cast
@@ -50,6 +49,7 @@ from ._show import (
 from ._state import CallRecord
 from ._stores import open_store, store_path
 from ._text import sendable_text
+from ._urls import holds_secret
 
 __all__ = ["ExitCode", "main"]
 
@@ -201,7 +201,7 @@ async def _show(context: _Context) -> None:
     context.print(*conversation(state, full=arguments.full))
     waiting = waiting_lines(state, full=arguments.full)
     if waiting:
-        secret = bool(arguments.store) and _holds_password(arguments.store)
+        secret = bool(arguments.store) and holds_secret(arguments.store)
         store = [] if not arguments.store or secret else _option("--store", arguments.store)
         call = [summary.run_id, waiting_calls(state)[0].id]
         context.print(
@@ -217,14 +217,6 @@ async def _show(context: _Context) -> None:
             context.print(
                 f"(with --store as you gave it, or {STORE_VARIABLE} set: its URL holds a password, which is not printed)"
             )
-
-
-def _holds_password(url: str) -> bool:
-    """Whether a store URL carries a password (``postgresql://user:secret@host/db``)."""
-    try:
-        return urllib.parse.urlsplit(url).password is not None
-    except ValueError:
-        return True  # a URL that cannot be read is not printed either
 
 
 def _command(command: str, arguments: list[str], options: list[str]) -> str:

@@ -8,6 +8,7 @@ from ._checkpoint import RunStore
 from ._errors import ParamsError
 from ._postgres import PostgresCheckpointer
 from ._sqlite import SQLiteCheckpointer
+from ._urls import is_conninfo, shown_url
 
 __all__ = ["open_store", "store_path"]
 
@@ -22,18 +23,32 @@ def store_path(url: str | Path) -> Path | None:
 
     Raises:
         ParamsError: A URL that names no file (``""``, ``"sqlite:///"``: ``Path("")`` is the
-            working directory).
+            working directory), an ``sqlite:`` URL without its three slashes, or libpq's
+            keyword/value settings where a URL is expected (never repeated: they may hold a password).
     """
     if isinstance(url, Path):
         return url
+    if is_conninfo(url):
+        raise ParamsError(
+            "the store is given as keyword/value connection settings (host=... dbname=...), which toolrunner does "
+            "not read where a URL is expected (they are not repeated here: they may hold a password); give "
+            "postgresql://user:password@host/dbname, each special character of the user name and password "
+            "percent-encoded, or, for a file whose name holds '=', sqlite:///its-name."
+        )
     if url.startswith("sqlite:///"):
         path = url.removeprefix("sqlite:///")
+    elif url.startswith("sqlite:"):
+        raise ParamsError(
+            f"{shown_url(url)!r} is not an SQLite URL toolrunner reads (sqlite://runs.db would name a host, not a "
+            "file): use three slashes before a relative path (sqlite:///runs.db) and four before an absolute one "
+            "(sqlite:////var/lib/app/runs.db)."
+        )
     elif "://" in url or url.startswith(("postgresql:", "postgres:")):
         return None
     else:
         path = url
     if not path:
-        raise ParamsError(f"the store URL {url!r} names no file; use {_FORMS}.")
+        raise ParamsError(f"the store URL {shown_url(url)!r} names no file; use {_FORMS}.")
     return Path(path)
 
 
@@ -51,5 +66,7 @@ def open_store(url: str | Path) -> RunStore:
     assert isinstance(url, str)
     if url.startswith(("postgresql://", "postgres://")):
         return PostgresCheckpointer(url)
+    if "://" not in url:  # postgresql:... without its slashes: not repeated, it may hold a password
+        raise ParamsError(f"a PostgreSQL URL begins with postgresql:// (two slashes); use {_FORMS}.")
     scheme = url.split("://", 1)[0]
     raise ParamsError(f"toolrunner has no store for URLs of the kind {scheme + '://'!r}; use {_FORMS}.")
