@@ -7,6 +7,7 @@ The contract every store keeps is in ``test_store_contract.py``.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from collections.abc import Callable
@@ -160,6 +161,69 @@ async def test_a_file_with_a_table_of_another_shape_is_refused_and_left_as_it_is
     with pytest.raises(CheckpointError, match="has a table 'toolrunner_runs' that toolrunner did not make"):
         await store.list_runs()
     assert columns(path, "toolrunner_runs") == ["run_id", "sequence"]
+
+
+def other_programs_files() -> dict[str, Callable[[Path], None]]:
+    """Files that are not toolrunner's, each made by a function of its path."""
+
+    def database(statements: list[str]) -> Callable[[Path], None]:
+        def make(path: Path) -> None:
+            connection = sqlite3.connect(path)
+            for statement in statements:
+                connection.execute(statement)
+            connection.commit()
+            connection.close()
+
+        return make
+
+    return {
+        "another program's database": database(["CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)"]),
+        "another program's database in WAL mode": database(
+            ["PRAGMA journal_mode=WAL", "CREATE TABLE notes (body TEXT)", "INSERT INTO notes VALUES ('hi')"]
+        ),
+        "a toolrunner table of another shape": database(
+            ["CREATE TABLE toolrunner_runs (run_id TEXT, sequence INTEGER)", "CREATE TABLE notes (body TEXT)"]
+        ),
+        "a text file": lambda path: path.write_text("my notes, not a database " * 100),
+        "a file of three bytes": lambda path: path.write_bytes(b"abc"),
+    }
+
+
+@pytest.mark.parametrize("kind", list(other_programs_files()))
+async def test_a_file_that_is_not_toolrunners_is_refused_before_anything_touches_it(
+    tmp_path: Path, kind: str
+) -> None:
+    path = tmp_path / "their.db"
+    other_programs_files()[kind](path)
+    before, listing = path.read_bytes(), sorted(os.listdir(tmp_path))
+    store = SQLiteCheckpointer(path)
+    for use in (store.list_runs, lambda: store.load("r"), lambda: store.get_run("r")):
+        with pytest.raises(CheckpointError, match=r"another program's database|cannot be used|did not make"):
+            await use()
+    runner = ToolRunner(
+        FakeMessagesAPI([text_reply("Hi.")]).async_client(),
+        model=MODEL,
+        max_tokens=64,
+        messages=[USER],
+        checkpointer=store,
+        run_id="r",
+    )
+    with pytest.raises(CheckpointError):
+        await runner.until_done()
+    store.close()
+    assert path.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == listing
+
+
+async def test_an_empty_file_or_an_empty_database_becomes_a_store(tmp_path: Path) -> None:
+    (tmp_path / "empty.db").write_bytes(b"")
+    with sqlite3.connect(tmp_path / "blank.db") as connection:
+        connection.execute("PRAGMA user_version = 7")  # a database with no table
+    connection.close()
+    for name in ("empty.db", "blank.db"):
+        store = SQLiteCheckpointer(tmp_path / name)
+        assert (await store.list_runs()).runs == ()
+        store.close()
 
 
 # -- failures of the file -----------------------------------------------------------------------

@@ -67,6 +67,8 @@ _INDEXES = """
 CREATE INDEX IF NOT EXISTS toolrunner_runs_by_status ON toolrunner_runs (status, created, run_id);
 CREATE INDEX IF NOT EXISTS toolrunner_runs_by_created ON toolrunner_runs (created, run_id)
 """
+_HEADER = b"SQLite format 3\x00"
+"""The first bytes of every SQLite database file."""
 _SUMMARY_COLUMNS = ("status", "end_reason", "waiting", "turns", "cost", "failure")
 _SUMMARY_SET = ", ".join(f"{name} = ?" for name in _SUMMARY_COLUMNS)
 
@@ -188,6 +190,7 @@ class SQLiteCheckpointer(DecidingStore):
     def _connect(self) -> sqlite3.Connection:
         if self._connection is not None:
             return self._connection
+        self._check_header()
         try:
             connection = sqlite3.connect(
                 self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
@@ -212,13 +215,30 @@ class SQLiteCheckpointer(DecidingStore):
         self._connection = connection
         return connection
 
+    def _check_header(self) -> None:
+        """Refuse a file that is not an SQLite database before SQLite opens it (a missing or empty
+        file is a new store)."""
+        try:
+            with open(self.path, "rb") as file:
+                header = file.read(len(_HEADER))
+        except OSError:
+            return  # missing (a new store), or unreadable: opening it says why
+        if header and header != _HEADER:
+            raise CheckpointError(
+                f"{str(self.path)!r} cannot be used as a checkpoint database (it is not an SQLite file; it was left "
+                "as it was); give SQLiteCheckpointer the path of an SQLite file of its own, or of a new file."
+            )
+
     def _set_up(self, connection: sqlite3.Connection) -> None:
-        """WAL mode, and the tables (made, or upgraded from 0.1). Switching to WAL can find another
-        connection doing the same, and SQLite then answers "locked" without waiting: try again
-        until ``timeout``."""
+        """The tables checked to be toolrunner's (or none), then WAL mode, and the tables (made, or
+        upgraded from 0.1). The check only reads, so a file that is not toolrunner's is refused as
+        it was: nothing that writes (the switch to WAL, which also makes the ``-wal`` and ``-shm``
+        files) comes before it. Switching to WAL can find another connection doing the same, and
+        SQLite then answers "locked" without waiting: try again until ``timeout``."""
         deadline = time.monotonic() + self._timeout
         while True:
             try:
+                self._schema(connection)  # refuses another program's database, before anything writes
                 if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                     connection.execute("PRAGMA journal_mode=WAL")
                 connection.execute(f"PRAGMA synchronous={self._synchronous}")
@@ -242,6 +262,14 @@ class SQLiteCheckpointer(DecidingStore):
     def _schema(self, connection: sqlite3.Connection) -> Literal["missing", "0.1", "current"]:
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables & set(_COLUMNS):
+            others = sorted(table for table in tables if not table.startswith("sqlite_"))
+            if others:
+                raise CheckpointError(
+                    f"{str(self.path)!r} is another program's database (its tables are {others[:5]!r}, none of them "
+                    "toolrunner's), so it was left as it was: SQLiteCheckpointer switches its file to WAL mode, "
+                    "which would change how that program uses it. Give SQLiteCheckpointer a file of its own, or a "
+                    "new file."
+                )
             return "missing"
         found = {
             table: [row[1] for row in connection.execute(f"PRAGMA table_info({table})")] for table in _COLUMNS
