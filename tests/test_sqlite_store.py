@@ -163,7 +163,7 @@ async def test_a_file_with_a_table_of_another_shape_is_refused_and_left_as_it_is
     assert columns(path, "toolrunner_runs") == ["run_id", "sequence"]
 
 
-def other_programs_files() -> dict[str, Callable[[Path], None]]:
+def other_programs_files() -> dict[str, Callable[[Path], object]]:
     """Files that are not toolrunner's, each made by a function of its path."""
 
     def database(statements: list[str]) -> Callable[[Path], None]:
