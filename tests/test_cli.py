@@ -486,13 +486,26 @@ def test_delete_removes_runs_and_names_those_that_were_not_there(sqlite: Cli) ->
 
 
 def test_prune_deletes_old_runs_and_a_dry_run_only_lists_them(sqlite: Cli) -> None:
-    assert sqlite("runs", "prune", "--older-than", "57m30s", "--dry-run") == ExitCode.OK
+    assert (
+        sqlite(
+            "runs",
+            "prune",
+            "--older-than",
+            "57m30s",
+            "--dry-run",
+            "--status",
+            "finished",
+            "--status",
+            "awaiting",
+        )
+        == ExitCode.OK
+    )
     assert sqlite.out.splitlines()[0] == "Would delete 2 runs last saved before 2025-06-15 14:09:10 UTC."
     assert [line.split()[0] for line in sqlite.out.splitlines()[2:]] == ["order-42", "done"]
     assert sqlite("runs", "prune", "--older-than", "57m30s", "--status", "finished") == ExitCode.OK
     assert sqlite.out == "Deleted 1 run (finished) last saved before 2025-06-15 14:09:10 UTC.\n"
     data = sqlite.json("runs", "prune", "--older-than", "1d")
-    assert data == {"deleted": 0, "updated_before": "2025-06-14T15:06:40+00:00"}
+    assert data == {"deleted": 0, "kept": 0, "updated_before": "2025-06-14T15:06:40+00:00"}
     assert sqlite("runs", "prune", "--status", "finished") == ExitCode.USAGE  # --older-than is required
     assert [run_["run_id"] for run_ in sqlite.json("runs", "list")["runs"]] == ["mid", "order-42"]
 

@@ -319,8 +319,9 @@ async def test_pruning_deletes_the_runs_older_than_a_time_of_the_statuses_given(
     assert await store.prune_runs(updated_before=at(2_000.0), status="finished") == 1
     assert {summary.run_id for summary in (await store.list_runs()).runs} == {"old-waiting", "new-done"}
     assert await store.load("old-done") is None
-    assert await store.prune_runs(updated_before=at(2_000.0)) == 1
+    # By age alone, a run that waits for a person is kept (PRUNE_KEEPS), however old: only asked for.
     assert await store.prune_runs(updated_before=at(2_000.0)) == 0
+    assert await store.prune_runs(updated_before=at(2_000.0), status="awaiting") == 1
     assert [summary.run_id for summary in (await store.list_runs()).runs] == ["new-done"]
     with pytest.raises(ParamsError, match="timezone-aware"):
         await store.prune_runs(updated_before=None)  # pyright: ignore[reportArgumentType]

@@ -468,3 +468,85 @@ async def test_a_damaged_summary_row_is_listed_as_a_failed_run_that_names_itself
     mended = await store.get_run("hurt")
     assert mended is not None
     assert (mended.status, [waiting.id for waiting in mended.waiting]) == (RunStatus.AWAITING, [call])
+
+
+# -- a prune by age keeps the runs that wait for a person ------------------------------------------------
+
+
+async def four_old_runs(store: RunStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs last saved 60 days before now: one waits for a decision, one finished, one stopped
+    mid-run, one failed; and one saved now."""
+    from tests.stores import Clock, running_run
+
+    clock = Clock(NOW - 60 * 86_400)
+    monkeypatch.setattr(store, "_now", clock)
+    await paused_run(store, "waits", 120)
+    await finished_run(store, "done")
+    await running_run(store, "stopped")
+    await finished_run(store, "broke")
+    await save_changed(
+        store, "broke", lambda state: state.replace(failure={"type": "APIError", "message": "down"})
+    )
+    clock.now = NOW
+    await finished_run(store, "fresh")
+
+
+NOW = 1_750_000_000.0
+
+
+async def test_a_prune_by_age_alone_keeps_the_runs_that_wait_for_a_person(
+    store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await four_old_runs(store, monkeypatch)
+    month_ago = datetime.fromtimestamp(NOW - 30 * 86_400, UTC)
+    assert await store.prune_runs(updated_before=month_ago) == 3
+    assert sorted(run.run_id for run in (await store.list_runs()).runs) == ["fresh", "waits"]
+    assert await store.prune_runs(updated_before=month_ago) == 0
+    assert await store.prune_runs(updated_before=month_ago, status=["finished", "failed"]) == 0
+    assert await store.prune_runs(updated_before=month_ago, status=[]) == 0
+    assert await store.prune_runs(updated_before=month_ago, status="awaiting") == 1  # asked for: it goes
+    assert [run.run_id for run in (await store.list_runs()).runs] == ["fresh"]
+
+
+async def test_the_command_line_says_which_waiting_runs_a_prune_keeps_and_how_to_include_them(
+    store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cli_stores(store)
+    await four_old_runs(store, monkeypatch)
+
+    async def command(*argv: str) -> str:
+        out, err = io.StringIO(), io.StringIO()
+        code = await anyio.to_thread.run_sync(
+            lambda: run([*argv, "--store", str(url_of(store))], out, err, now=lambda: NOW)
+        )
+        assert code == ExitCode.OK, err.getvalue()
+        return out.getvalue()
+
+    dry = (await command("runs", "prune", "--older-than", "30d", "--dry-run")).splitlines()
+    assert dry[0] == "Would delete 3 runs last saved before 2025-05-16 15:06:40 UTC."
+    assert sorted(line.split()[0] for line in dry[2:5]) == ["broke", "done", "stopped"]
+    assert dry[6] == (
+        "Would keep 1 run that waits for a decision (awaiting), however old: a prune deletes such runs only when "
+        "--status names their status (--status awaiting)."
+    )
+    assert dry[8].split()[:2] == ["waits", "awaiting"]
+    data = json.loads(await command("runs", "prune", "--older-than", "30d", "--dry-run", "--json"))
+    assert sorted(data["would_delete"]) == ["broke", "done", "stopped"]
+    assert data["kept"] == ["waits"]
+    assert sorted(run.run_id for run in (await store.list_runs()).runs) == [
+        "broke",
+        "done",
+        "fresh",
+        "stopped",
+        "waits",
+    ]
+    assert (await command("runs", "prune", "--older-than", "30d")).splitlines() == [
+        "Deleted 3 runs last saved before 2025-05-16 15:06:40 UTC.",
+        "Kept 1 run that waits for a decision (awaiting), however old: a prune deletes such runs only when "
+        "--status names their status (--status awaiting).",
+    ]
+    assert json.loads(await command("runs", "prune", "--older-than", "30d", "--json"))["kept"] == 1
+    assert (await command("runs", "prune", "--older-than", "30d", "--status", "awaiting")) == (
+        "Deleted 1 run (awaiting) last saved before 2025-05-16 15:06:40 UTC.\n"
+    )
+    assert [run.run_id for run in (await store.list_runs()).runs] == ["fresh"]

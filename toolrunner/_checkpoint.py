@@ -132,7 +132,8 @@ class RunStore(Checkpointer, Protocol):
         updated_before: datetime,
         status: RunStatus | str | Iterable[RunStatus | str] | None = None,
     ) -> int:
-        """Delete the runs last saved before ``updated_before`` (of those statuses); how many."""
+        """Delete the runs last saved before ``updated_before`` of those statuses (none named: of any
+        but those that wait for a person, ``awaiting``); how many."""
         ...
 
     async def approve_call(

@@ -18,7 +18,7 @@ import re
 import shlex
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TextIO, cast
 
@@ -34,7 +34,7 @@ from ._errors import (
     ToolInputError,
 )
 from ._ids import check_by, check_run_id
-from ._runs import RunStatus, RunSummary, check_time, parse_json, waiting_calls
+from ._runs import PRUNE_KEEPS, RunStatus, RunSummary, check_time, parse_json, pruned_statuses, waiting_calls
 from ._show import (
     age,
     conversation,
@@ -378,30 +378,63 @@ async def _prune(context: _Context) -> None:
     before = _time(arguments.older_than, context.now, "--older-than")
     assert before is not None
     statuses = arguments.status or None
+    # Without --status, the runs that wait for a person are kept (PRUNE_KEEPS); say which.
+    pruned, kept = (
+        pruned_statuses(statuses),
+        [] if statuses else sorted(status.value for status in PRUNE_KEEPS),
+    )
     if arguments.dry_run:
-        doomed: list[RunSummary] = []
-        cursor: str | None = None
-        while True:
-            page = await store.list_runs(status=statuses, updated_before=before, limit=1000, cursor=cursor)
-            doomed += page.runs
-            if page.cursor is None:
-                break
-            cursor = page.cursor
+        doomed = await _all_runs(store, pruned, before)
+        spared = await _all_runs(store, kept, before) if kept else []
         if arguments.json:
             context.json(
-                {"would_delete": [summary.run_id for summary in doomed], "updated_before": before.isoformat()}
+                {
+                    "would_delete": [summary.run_id for summary in doomed],
+                    "kept": [summary.run_id for summary in spared],
+                    "updated_before": before.isoformat(),
+                }
             )
             return
         context.print(f"Would delete {plural(len(doomed), 'run')} last saved before {moment(before)} UTC.")
         if doomed:
             context.print(runs_table(doomed, context.now))
+        if spared:
+            context.print("", _kept_line(len(spared), kept, "Would keep"))
+            context.print(runs_table(spared, context.now))
         return
     count = await store.prune_runs(updated_before=before, status=statuses)
+    spared = len(await _all_runs(store, kept, before)) if kept else 0
     if arguments.json:
-        context.json({"deleted": count, "updated_before": before.isoformat()})
+        context.json({"deleted": count, "kept": spared, "updated_before": before.isoformat()})
         return
     kinds = "" if statuses is None else f" ({', '.join(statuses)})"
     context.print(f"Deleted {plural(count, 'run')}{kinds} last saved before {moment(before)} UTC.")
+    if spared:
+        context.print(_kept_line(spared, kept, "Kept"))
+
+
+def _kept_line(count: int, kept: list[str], verb: str) -> str:
+    """What a prune without --status says of the runs it keeps because they wait for a person."""
+    names = ", ".join(kept)
+    options = " ".join(f"--status {name}" for name in kept)
+    return (
+        f"{verb} {plural(count, 'run')} that {'waits' if count == 1 else 'wait'} for a decision ({names}), however "
+        f"old: a prune deletes such runs only when --status names their status ({options})."
+    )
+
+
+async def _all_runs(
+    store: RunStore, statuses: Iterable[RunStatus | str], before: datetime
+) -> list[RunSummary]:
+    """Every run of those statuses last saved before ``before``, page after page."""
+    found: list[RunSummary] = []
+    cursor: str | None = None
+    while True:
+        page = await store.list_runs(status=list(statuses), updated_before=before, limit=1000, cursor=cursor)
+        found += page.runs
+        if page.cursor is None:
+            return found
+        cursor = page.cursor
 
 
 _COMMANDS: dict[str, Callable[[_Context], Awaitable[None]]] = {
@@ -571,10 +604,17 @@ def _parser() -> argparse.ArgumentParser:
     delete = commands.add_parser("delete", parents=[common], help="delete runs")
     delete.add_argument("run_ids", metavar="RUN", nargs="+")
 
-    prune = commands.add_parser("prune", parents=[common], help="delete runs last saved before a time")
+    prune = commands.add_parser(
+        "prune",
+        parents=[common],
+        help="delete runs last saved before a time (those that wait for a decision only if --status says so)",
+    )
     prune.add_argument("--older-than", required=True, metavar="WHEN", help="a duration ago (30d) or a time")
     prune.add_argument(
-        "--status", action="append", choices=statuses, help="only runs with this status (repeat for several)"
+        "--status",
+        action="append",
+        choices=statuses,
+        help="only runs with this status (repeat for several; default: every status but awaiting)",
     )
     prune.add_argument(
         "--dry-run", action="store_true", help="list the runs it would delete, and delete none"

@@ -17,6 +17,7 @@ from ._runs import (
     check_time,
     cursor_after,
     cursor_seconds,
+    pruned_statuses,
     read_cursor,
     read_statuses,
     utc,
@@ -121,14 +122,13 @@ class MemoryCheckpointer(DecidingStore):
         updated_before: datetime,
         status: RunStatus | str | Iterable[RunStatus | str] | None = None,
     ) -> int:
-        statuses = read_statuses(status)
+        statuses = pruned_statuses(status)
         before = check_time(updated_before, "updated_before", required=True)
         assert before is not None
         doomed = [
             run_id
             for run_id, saved in self._runs.items()
-            if saved.updated < before.timestamp()
-            and (statuses is None or RunStatus(saved.columns.status) in statuses)
+            if saved.updated < before.timestamp() and RunStatus(saved.columns.status) in statuses
         ]
         for run_id in doomed:
             await self.delete_run(run_id)

@@ -37,6 +37,7 @@ from ._types import EndReason, ToolCall
 K = TypeVar("K")
 
 __all__ = [
+    "PRUNE_KEEPS",
     "RunPage",
     "RunStatus",
     "RunSummary",
@@ -56,6 +57,7 @@ __all__ = [
     "denied",
     "input_problems",
     "parse_json",
+    "pruned_statuses",
     "read_cursor",
     "read_statuses",
     "run_status",
@@ -298,6 +300,24 @@ def read_statuses(status: RunStatus | str | Iterable[RunStatus | str] | None) ->
             names = ", ".join(repr(status.value) for status in RunStatus)
             raise ParamsError(f"{item!r} is not a run status; use one of {names}.") from None
     return frozenset(found)
+
+
+PRUNE_KEEPS: frozenset[RunStatus] = frozenset({RunStatus.AWAITING})
+"""The statuses a prune keeps unless its ``status=`` names them: runs that wait for a person. A
+routine clean-up by age (``prune_runs(updated_before=...)``, ``runs prune --older-than 30d``) must
+not delete an approval that has waited a month. The one place that says so: a status added for
+runs that wait to be resumed after a decision belongs here too."""
+
+
+def pruned_statuses(status: RunStatus | str | Iterable[RunStatus | str] | None) -> frozenset[RunStatus]:
+    """The statuses a prune deletes: those named, or, with none named, every status but
+    ``PRUNE_KEEPS``.
+
+    Raises:
+        ParamsError: A name that is no status.
+    """
+    named = read_statuses(status)
+    return frozenset(RunStatus) - PRUNE_KEEPS if named is None else named
 
 
 def check_time(value: datetime | None, name: str, *, required: bool = False) -> datetime | None:

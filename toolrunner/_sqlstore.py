@@ -27,6 +27,7 @@ from ._runs import (
     check_limit,
     check_time,
     damaged_summary,
+    pruned_statuses,
     read_cursor,
     read_statuses,
 )
@@ -240,10 +241,11 @@ def prune_filter(
     status: RunStatus | str | Iterable[RunStatus | str] | None,
     time: Callable[[datetime], object],
 ) -> tuple[str, list[object]]:
-    """The WHERE clause (and its parameters) of the runs ``prune_runs`` deletes."""
+    """The WHERE clause (and its parameters) of the runs ``prune_runs`` deletes: of the statuses
+    named, or of any but those that wait for a person (``pruned_statuses``)."""
     before = check_time(updated_before, "updated_before", required=True)
     assert before is not None
-    where, parameters = _status_filter(read_statuses(status))
+    where, parameters = _status_filter(pruned_statuses(status))
     where.append("updated < ?")
     parameters.append(time(before))
     return " AND ".join(where), parameters
