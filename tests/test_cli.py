@@ -626,3 +626,29 @@ def test_the_toolrunner_console_script_is_the_command_line() -> None:
     [script] = [point for point in entry_points(group="console_scripts") if point.name == "toolrunner"]
     assert script.value == "toolrunner._cli:main"
     assert script.load() is main
+
+
+HELP_WRAPPER = """
+import runpy, sys
+sys.argv = ["toolrunner", *sys.argv[1:]]
+try:
+    runpy.run_module("toolrunner", run_name="__main__", alter_sys=True)
+except SystemExit as exit_:
+    code = exit_.code
+heavy = sorted(name for name in ("anthropic", "pydantic", "anyio", "toolrunner._runs", "toolrunner._stores") if name in sys.modules)
+print("imported:", heavy, "exit:", code, file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["runs", "--help"], ["runs"], []])
+def test_the_help_of_the_command_line_imports_neither_the_sdk_nor_the_stores(argv: list[str]) -> None:
+    """``python -m toolrunner --help`` (and ``toolrunner runs --help``, which run the same code) reads
+    no store and sends nothing: it imports only the command line, not the SDK (seconds, cold)."""
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", HELP_WRAPPER, *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "usage: toolrunner" in done.stdout + done.stderr
+    assert done.stderr.splitlines()[-1] == f"imported: [] exit: {0 if '--help' in argv else 2}"

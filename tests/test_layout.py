@@ -5,6 +5,7 @@ drivers are imported by no core module, and ``toolrunner.testing`` imports nothi
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "toolrunner"
@@ -55,3 +56,24 @@ def test_the_testing_kit_imports_nothing_else_of_toolrunner() -> None:
             if isinstance(node, ast.ImportFrom):
                 assert node.level <= 1, f"{path.name} imports from the package above it"
                 assert not (node.module or "").startswith("toolrunner"), f"{path.name} imports {node.module}"
+
+
+def test_the_package_names_each_public_name_once_where_it_is_imported_from() -> None:
+    """``toolrunner/__init__.py`` imports each public name when first used (``_PUBLIC``); the imports
+    type checkers read, ``_PUBLIC`` and ``__all__`` must name the same names, from the same modules."""
+    import toolrunner
+
+    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    typed: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module is not None:
+            typed.update({alias.asname or alias.name: node.module for alias in node.names})
+    lazy = {
+        name: module
+        for module, names in toolrunner._PUBLIC.items()  # pyright: ignore[reportPrivateUsage]
+        for name in names
+    }
+    assert typed == lazy
+    assert sorted(lazy) == sorted(toolrunner.__all__)
+    for name in toolrunner.__all__:
+        assert getattr(toolrunner, name) is getattr(importlib.import_module(f"toolrunner.{lazy[name]}"), name)

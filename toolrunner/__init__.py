@@ -1,102 +1,106 @@
 """toolrunner: Claude's tool-use loop on the official anthropic SDK.
 
-The public names are re-exported here; the modules behind them are private. The offline testing
-kit is the public subpackage ``toolrunner.testing``.
+The public names are re-exported here, each imported from its module when first used; the
+modules behind them are private. The offline testing kit is the public subpackage
+``toolrunner.testing``.
 """
 
 import logging as _logging
+from importlib import import_module as _import_module
+from typing import TYPE_CHECKING
 
-from ._caching import CachePolicy as CachePolicy
-from ._checkpoint import Checkpoint as Checkpoint, Checkpointer as Checkpointer, RunStore as RunStore
-from ._compaction import CompactionControl as CompactionControl
-from ._console import EventPrinter as EventPrinter
-from ._errors import (
-    ApprovalError as ApprovalError,
-    AwaitingApprovalError as AwaitingApprovalError,
-    CheckpointConflictError as CheckpointConflictError,
-    CheckpointError as CheckpointError,
-    DecidedMeanwhileError as DecidedMeanwhileError,
-    HistoryError as HistoryError,
-    MalformedReplyError as MalformedReplyError,
-    ParamsError as ParamsError,
-    ResultTooLargeError as ResultTooLargeError,
-    StateError as StateError,
-    ToolDefinitionError as ToolDefinitionError,
-    ToolError as ToolError,
-    ToolInputError as ToolInputError,
-    ToolRunnerError as ToolRunnerError,
-    UnansweredToolUseError as UnansweredToolUseError,
-)
-from ._events import (
-    ApprovalDecided as ApprovalDecided,
-    ApprovalRequested as ApprovalRequested,
-    LoopFinished as LoopFinished,
-    MessageFinished as MessageFinished,
-    RunnerEvent as RunnerEvent,
-    TextDelta as TextDelta,
-    ToolCallFinished as ToolCallFinished,
-    ToolCallStarted as ToolCallStarted,
-)
-from ._history import (
-    ImportedHistory as ImportedHistory,
-    from_openai as from_openai,
-    sanitize_tool_id as sanitize_tool_id,
-    text_of as text_of,
-    thinking_text as thinking_text,
-    to_openai as to_openai,
-)
-from ._lifecycle import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step
-from ._memory import MemoryCheckpointer as MemoryCheckpointer
-from ._options import RunnerOptions as RunnerOptions
-from ._postgres import PostgresCheckpointer as PostgresCheckpointer
-from ._results import (
-    DEFAULT_ADAPTER as DEFAULT_ADAPTER,
-    File as File,
-    Image as Image,
-    Link as Link,
-    ToolResultAdapter as ToolResultAdapter,
-    ToolResultContent as ToolResultContent,
-    tool_result_block as tool_result_block,
-)
-from ._runner import ToolRunner as ToolRunner
-from ._runs import (
-    RunPage as RunPage,
-    RunStatus as RunStatus,
-    RunSummary as RunSummary,
-    decisions_since as decisions_since,
-    run_status as run_status,
-)
-from ._sqlite import SQLiteCheckpointer as SQLiteCheckpointer
-from ._state import (
-    STATE_VERSION as STATE_VERSION,
-    CallRecord as CallRecord,
-    CallStatus as CallStatus,
-    Phase as Phase,
-    RunState as RunState,
-)
-from ._stores import open_store as open_store
-from ._sync import SyncReplyStream as SyncReplyStream, SyncToolRunner as SyncToolRunner
-from ._tools import ApprovalGate as ApprovalGate, Tool as Tool, ToolContext as ToolContext, tool as tool
-from ._toolsets import RunnableTool as RunnableTool, Toolset as Toolset
-from ._tracing import Tracing as Tracing
-from ._types import (
-    Decision as Decision,
-    EndReason as EndReason,
-    Reply as Reply,
-    ReplyStream as ReplyStream,
-    RunnerView as RunnerView,
-    ToolCall as ToolCall,
-    ToolResultMessage as ToolResultMessage,
-)
-from ._usage import (
-    DEFAULT_PRICES as DEFAULT_PRICES,
-    PRICES_AS_OF as PRICES_AS_OF,
-    Price as Price,
-    RequestUsage as RequestUsage,
-    Usage as Usage,
-    UsageTracker as UsageTracker,
-    find_price as find_price,
-)
+if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr__ imports each when first used
+    from ._caching import CachePolicy as CachePolicy
+    from ._checkpoint import Checkpoint as Checkpoint, Checkpointer as Checkpointer, RunStore as RunStore
+    from ._compaction import CompactionControl as CompactionControl
+    from ._console import EventPrinter as EventPrinter
+    from ._errors import (
+        ApprovalError as ApprovalError,
+        AwaitingApprovalError as AwaitingApprovalError,
+        CheckpointConflictError as CheckpointConflictError,
+        CheckpointError as CheckpointError,
+        DecidedMeanwhileError as DecidedMeanwhileError,
+        HistoryError as HistoryError,
+        MalformedReplyError as MalformedReplyError,
+        ParamsError as ParamsError,
+        ResultTooLargeError as ResultTooLargeError,
+        StateError as StateError,
+        ToolDefinitionError as ToolDefinitionError,
+        ToolError as ToolError,
+        ToolInputError as ToolInputError,
+        ToolRunnerError as ToolRunnerError,
+        UnansweredToolUseError as UnansweredToolUseError,
+    )
+    from ._events import (
+        ApprovalDecided as ApprovalDecided,
+        ApprovalRequested as ApprovalRequested,
+        LoopFinished as LoopFinished,
+        MessageFinished as MessageFinished,
+        RunnerEvent as RunnerEvent,
+        TextDelta as TextDelta,
+        ToolCallFinished as ToolCallFinished,
+        ToolCallStarted as ToolCallStarted,
+    )
+    from ._history import (
+        ImportedHistory as ImportedHistory,
+        from_openai as from_openai,
+        sanitize_tool_id as sanitize_tool_id,
+        text_of as text_of,
+        thinking_text as thinking_text,
+        to_openai as to_openai,
+    )
+    from ._lifecycle import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step
+    from ._memory import MemoryCheckpointer as MemoryCheckpointer
+    from ._options import RunnerOptions as RunnerOptions
+    from ._postgres import PostgresCheckpointer as PostgresCheckpointer
+    from ._results import (
+        DEFAULT_ADAPTER as DEFAULT_ADAPTER,
+        File as File,
+        Image as Image,
+        Link as Link,
+        ToolResultAdapter as ToolResultAdapter,
+        ToolResultContent as ToolResultContent,
+        tool_result_block as tool_result_block,
+    )
+    from ._runner import ToolRunner as ToolRunner
+    from ._runs import (
+        RunPage as RunPage,
+        RunStatus as RunStatus,
+        RunSummary as RunSummary,
+        decisions_since as decisions_since,
+        run_status as run_status,
+    )
+    from ._sqlite import SQLiteCheckpointer as SQLiteCheckpointer
+    from ._state import (
+        STATE_VERSION as STATE_VERSION,
+        CallRecord as CallRecord,
+        CallStatus as CallStatus,
+        Phase as Phase,
+        RunState as RunState,
+    )
+    from ._stores import open_store as open_store
+    from ._sync import SyncReplyStream as SyncReplyStream, SyncToolRunner as SyncToolRunner
+    from ._tools import ApprovalGate as ApprovalGate, Tool as Tool, ToolContext as ToolContext, tool as tool
+    from ._toolsets import RunnableTool as RunnableTool, Toolset as Toolset
+    from ._tracing import Tracing as Tracing
+    from ._types import (
+        Decision as Decision,
+        EndReason as EndReason,
+        Reply as Reply,
+        ReplyStream as ReplyStream,
+        RunnerView as RunnerView,
+        ToolCall as ToolCall,
+        ToolResultMessage as ToolResultMessage,
+    )
+    from ._usage import (
+        DEFAULT_PRICES as DEFAULT_PRICES,
+        PRICES_AS_OF as PRICES_AS_OF,
+        Price as Price,
+        RequestUsage as RequestUsage,
+        Usage as Usage,
+        UsageTracker as UsageTracker,
+        find_price as find_price,
+    )
 
 __all__ = [
     "DEFAULT_ADAPTER",
@@ -187,3 +191,103 @@ __all__ = [
 # A library logs and leaves the output to the application: without a handler of its own, an
 # application that configured no logging would print the library's warnings to stderr.
 _logging.getLogger("toolrunner").addHandler(_logging.NullHandler())
+
+_PUBLIC: dict[str, tuple[str, ...]] = {
+    "_caching": ("CachePolicy",),
+    "_checkpoint": ("Checkpoint", "Checkpointer", "RunStore"),
+    "_compaction": ("CompactionControl",),
+    "_console": ("EventPrinter",),
+    "_errors": (
+        "ApprovalError",
+        "AwaitingApprovalError",
+        "CheckpointConflictError",
+        "CheckpointError",
+        "DecidedMeanwhileError",
+        "HistoryError",
+        "MalformedReplyError",
+        "ParamsError",
+        "ResultTooLargeError",
+        "StateError",
+        "ToolDefinitionError",
+        "ToolError",
+        "ToolInputError",
+        "ToolRunnerError",
+        "UnansweredToolUseError",
+    ),
+    "_events": (
+        "ApprovalDecided",
+        "ApprovalRequested",
+        "LoopFinished",
+        "MessageFinished",
+        "RunnerEvent",
+        "TextDelta",
+        "ToolCallFinished",
+        "ToolCallStarted",
+    ),
+    "_history": (
+        "ImportedHistory",
+        "from_openai",
+        "sanitize_tool_id",
+        "text_of",
+        "thinking_text",
+        "to_openai",
+    ),
+    "_lifecycle": ("STOP_REASON_STEPS", "Step"),
+    "_memory": ("MemoryCheckpointer",),
+    "_options": ("RunnerOptions",),
+    "_postgres": ("PostgresCheckpointer",),
+    "_results": (
+        "DEFAULT_ADAPTER",
+        "File",
+        "Image",
+        "Link",
+        "ToolResultAdapter",
+        "ToolResultContent",
+        "tool_result_block",
+    ),
+    "_runner": ("ToolRunner",),
+    "_runs": ("RunPage", "RunStatus", "RunSummary", "decisions_since", "run_status"),
+    "_sqlite": ("SQLiteCheckpointer",),
+    "_state": ("STATE_VERSION", "CallRecord", "CallStatus", "Phase", "RunState"),
+    "_stores": ("open_store",),
+    "_sync": ("SyncReplyStream", "SyncToolRunner"),
+    "_tools": ("ApprovalGate", "Tool", "ToolContext", "tool"),
+    "_toolsets": ("RunnableTool", "Toolset"),
+    "_tracing": ("Tracing",),
+    "_types": (
+        "Decision",
+        "EndReason",
+        "Reply",
+        "ReplyStream",
+        "RunnerView",
+        "ToolCall",
+        "ToolResultMessage",
+    ),
+    "_usage": (
+        "DEFAULT_PRICES",
+        "PRICES_AS_OF",
+        "Price",
+        "RequestUsage",
+        "Usage",
+        "UsageTracker",
+        "find_price",
+    ),
+}
+"""The module of each public name: imported when the name is first used, so that ``import toolrunner``
+(and ``toolrunner --help``) costs no import of the SDK. ``tests/test_layout.py`` checks that this,
+the imports above and ``__all__`` name the same."""
+_WHERE = {name: module for module, names in _PUBLIC.items() for name in names}
+
+
+if not TYPE_CHECKING:  # hidden from type checkers, which would take any name for one of the package's
+
+    def __getattr__(name: str) -> object:
+        module = _WHERE.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(_import_module(f".{module}", __name__), name)
+        globals()[name] = value  # once imported, a name is a plain attribute of the package
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})
