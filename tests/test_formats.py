@@ -103,7 +103,7 @@ SAMPLES: dict[str, list[str]] = {
     "ipv4interface": ["10.0.0.1/8", "10.0.0.1", "10.0.0.1/33", ""],
     "ipv6interface": ["2001:db8::1/32", "2001:db8::1", "2001:db8::1/200", ""],
     "ipvanyinterface": ["10.0.0.1/8", "2001:db8::1/32", "nope/1", ""],
-    "regex": ["^a+$", r"\d{3}", "(", "[a-", "(?P<x>a)(?P=x)", "*", ""],
+    "regex": ["^a+$", r"\d{3}", "(", "[a-", "(?P<x>a)(?P=x)", "*", "[[a]", ""],
     "base64": ["aGVsbG8=", "aGVsbG8", "aGVs bG8=", "!!!!", "a", ""],
     "base64url": ["aGVsbG8_", "aGVsbG8-", "aGVsbG8=", "a+b/", "!!!!", "a", "abc", ""],
     **{
@@ -149,6 +149,11 @@ NARROWER = {
 """Samples that the narrower type refuses for more than the format (a scheme): the store takes them."""
 
 
+# Python's re warns (FutureWarning) of a possible nested set in a pattern such as "[[a]", which a
+# person may type: the tool and the store compile it alike, and the warning says nothing of either.
+NESTED_SET = pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")
+
+
 def tool_with(kind: Any) -> Tool:
     async def book(value: Any) -> str:
         """Book it."""
@@ -182,6 +187,7 @@ def test_every_format_checked_is_one_pydantic_writes_and_has_samples() -> None:
         assert made.input_schema["properties"]["value"]["format"] == name
 
 
+@NESTED_SET
 @pytest.mark.parametrize("name", sorted(SAMPLES))
 def test_the_store_takes_and_refuses_the_strings_the_tool_does(name: str) -> None:
     if name not in FORMATS:
@@ -196,6 +202,7 @@ def test_the_store_takes_and_refuses_the_strings_the_tool_does(name: str) -> Non
     assert any(not store_says for _, store_says in verdicts.values()), "no sample the store refuses"
 
 
+@NESTED_SET
 @pytest.mark.parametrize("name", sorted(set(FORMATS) - set(NARROWER)))
 @settings(max_examples=40, deadline=None)
 @given(text=st.text(max_size=24) | st.sampled_from(["2025-06-15", "P1D", "10.0.0.1", "::1", "a@b.c", "aGk="]))
@@ -210,6 +217,14 @@ def test_a_date_time_pydantic_writes_is_taken_by_both(moment: datetime.datetime,
     made = tool_with(datetime.datetime)
     text = moment.isoformat(sep=separator)
     assert store_takes(record_of(made), text) == tool_takes(made, text)
+
+
+def test_a_string_that_breaks_pydantic_is_refused_by_the_store_not_raised() -> None:
+    record = record_of(tool_with(re.Pattern))
+    deep = "(" * 5000 + ")" * 5000  # nested too deeply for Python's regex parser: RecursionError
+    [(path, message)] = input_problems(record, {"value": deep})
+    assert path == "value"
+    assert message.endswith("is not a 'regex'")
 
 
 def test_a_format_says_nothing_of_other_types_the_schema_does() -> None:
