@@ -265,6 +265,8 @@ class RunnerControls:
         """Check ``params`` and make them current; index the tools when they changed. Transport
         params (headers, query, timeout) are kept apart: they are not part of the run's state."""
         check_params(params)
+        if steer:  # before anything changes: a history that could never be sent changes nothing
+            self._core.check_steered(tuple(params["messages"]))
         transport = {name: params.pop(name) for name in TRANSPORT if name in params}
         tools = params.pop("tools", None)
         if tools is not self._index.tools:

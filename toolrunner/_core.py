@@ -93,6 +93,7 @@ from ._lifecycle import (
     calls_gated,
     closed,
     delivered,
+    interrupted,
     may_start_early,
     pending_calls,
     ready_to_send,
@@ -583,9 +584,27 @@ class RunCore:
         del self._starting[call.id]
         if self.listening:
             self.emit(ToolCallStarted(call=call, early=early))
-        block, seconds = yield Execute(call, self.input_of(call), self.removed())
+        try:
+            block, seconds = yield Execute(call, self.input_of(call), self.removed())
+        except BaseException:
+            self._cut_off(call)
+            raise
         self._finished(call, block, seconds)
         yield Save()
+
+    def _cut_off(self, call: ToolCall) -> None:
+        """A call was cut off while its tool ran (a cancellation): with a store, its start is saved,
+        so it is answered as after a crash: interrupted, unless its tool may run again. Without a
+        store nothing was saved, and it runs again."""
+        if not self.durable:
+            return
+        record = record_of(self.state, call)
+        if record is None or record.status is not CallStatus.STARTED:
+            return
+        tool = self.tool_of(call)
+        if tool is not None and tool.idempotent:
+            return
+        self.set(call_finished(self.state, call, interrupted(call)))
 
     def _answer(self, call: ToolCall, block: ToolResultBlockParam) -> Program[None]:
         """Answer a call that is not run with ``block``, journaled like a call that ran."""
@@ -752,14 +771,30 @@ class RunCore:
                 )
 
     def push(self, messages: Sequence[Any]) -> None:
-        """Append messages to the history (already checked): the body steered."""
+        """Append messages (each one read by ``message_param``) to the history: the body steered.
+
+        Raises:
+            HistoryError: The history would be one the service rejects, whatever came next (a
+                misplaced system message, a tool_result that answers nothing, ...); nothing is
+                appended. The calls of the last message may wait for their results.
+        """
         history = self.state.messages
-        self.checked = min(self.checked, max(len(history) - 1, 0))
+        start = min(self.checked, max(len(history) - 1, 0))
+        new = (*history, *messages)
+        self.check_steered(new, start)
+        self.checked = start
         self._reopening()
-        self.set(steered(self.state, messages=(*history, *messages)))
+        self.set(steered(self.state, messages=new))
+
+    @staticmethod
+    def check_steered(history: Sequence[Any], start: int = 0) -> None:
+        """Refuse a history the body made (from ``start`` on) that could never be sent, whatever
+        came next (``check_history(..., open_end=True)``)."""
+        check_history(history, start, open_end=True)
 
     def install(self, changes: Mapping[str, Any], *, steer: bool) -> None:
-        """Make new params, history and tools current (already checked); from the body, it steered."""
+        """Make new params, history and tools current (already checked: a history the body made
+        with ``check_steered``); from the body, it steered."""
         if steer:
             self._reopening()
             self._history_replaced()

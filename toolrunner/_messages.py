@@ -149,8 +149,13 @@ def check_reply(reply: object) -> None:
         )
 
 
-def check_history(messages: Sequence[object], start: int = 0) -> None:
+def check_history(messages: Sequence[object], start: int = 0, *, open_end: bool = False) -> None:
     """Check a history from index ``start`` on, as the service would, before it is sent.
+
+    With ``open_end``, the history is one the loop body is still writing (steering): the client
+    tool_use blocks of its last message may wait for their results (the run answers them, or the
+    body pushes them next). Everything else is checked as for sending, so a steered history that
+    can never be sent is refused when it is made, and nothing of it is kept.
 
     Raises ``UnansweredToolUseError`` if an assistant message has a client tool_use that the
     message after it does not answer (the last message has none after it), and ``HistoryError``
@@ -198,7 +203,7 @@ def check_history(messages: Sequence[object], start: int = 0) -> None:
                 )
             answered = tool_result_ids(messages[index + 1]) if index < last else set[str]()
             missing = [call.id for call in calls if call.id not in answered]
-            if missing:
+            if missing and not (open_end and index == last):
                 where = f"messages[{index + 1}] does not answer" if index < last else "no message answers"
                 raise UnansweredToolUseError(
                     f"messages[{index}] has tool_use block(s) {missing!r} that {where}; the service would reject "
