@@ -71,6 +71,7 @@ from ._state import (
     STATE_VERSION as STATE_VERSION,
     CallRecord as CallRecord,
     CallStatus as CallStatus,
+    DecisionRecord as DecisionRecord,
     Phase as Phase,
     RunState as RunState,
 )
@@ -81,6 +82,7 @@ from ._toolsets import RunnableTool as RunnableTool, Toolset as Toolset
 from ._tracing import Tracing as Tracing
 from ._types import (
     Decision as Decision,
+    DecisionSource as DecisionSource,
     EndReason as EndReason,
     Reply as Reply,
     ReplyStream as ReplyStream,
@@ -119,6 +121,8 @@ __all__ = [
     "CompactionControl",
     "DecidedMeanwhileError",
     "Decision",
+    "DecisionRecord",
+    "DecisionSource",
     "EndReason",
     "EventPrinter",
     "File",

@@ -92,6 +92,7 @@ from ._lifecycle import (
     calls_dropped,
     calls_gated,
     closed,
+    decision_kept,
     delivered,
     interrupted,
     may_start_early,
@@ -109,9 +110,9 @@ from ._lifecycle import (
 )
 from ._messages import check_history, check_reply, client_tool_calls, field
 from ._results import tool_result_block
-from ._state import CallRecord, CallStatus, Decision, Phase, RunState
+from ._state import CallRecord, CallStatus, Decision, DecisionRecord, Phase, RunState
 from ._toolsets import RunnableTool
-from ._types import Reply, ToolCall, ToolResultMessage
+from ._types import DecisionSource, Reply, ToolCall, ToolResultMessage
 from ._usage import RequestUsage
 
 __all__ = ["TIMED_OUT", "Elided", "RunCore", "Tools"]
@@ -203,6 +204,8 @@ class RunCore:
         """The current turn's calls whose gate said no decision is needed: a gate is asked once."""
         self._decided_since_pause: list[RunnerEvent] = []
         """The decisions taken on the waiting turn, for listeners that come later (``events()``)."""
+        self._reported: set[str] = set()
+        """The calls of the turn whose decision through the store this process reported."""
         self._decide_lock = threading.Lock()  # decisions may come from several threads (sync runner)
         self.pending_compaction: dict[str, Any] | None = None
         """``compact_before_next_turn()``'s config, until its request is sent."""
@@ -282,14 +285,14 @@ class RunCore:
         if self.closing:
             self._close_now()
         if self.state.finished:
-            yield Save()
+            yield from self._save()
             yield Ended()
             return None
         item = yield from self._send()
         if self.closing:  # closed while the request was out: keep the reply, run nothing
             yield DropStream()
             self._close_now()
-            yield Save()
+            yield from self._save()
             yield Ended()
             return None
         return item
@@ -352,7 +355,7 @@ class RunCore:
         state = self.state
         check_history(state.messages, self.checked)
         self.checked = max(len(state.messages) - 1, 0)
-        yield Save()
+        yield from self._save()
         request = Request(state, None if self._compacting is None else self._compacting[0])
         if self.stream:
             stream = yield OpenStream(request)
@@ -367,7 +370,7 @@ class RunCore:
         the body gets it. If the save fails, the next iteration saves and hands it over again."""
         yield Prepare()  # after a resume, the tools (a toolset's) may not be open yet
         yield from self._gate(pending_calls(self.state))
-        yield Save()
+        yield from self._save()
         self.set(delivered(self.state))
         assert self.state.reply is not None
         return self.state.reply
@@ -403,7 +406,7 @@ class RunCore:
         dropped = yield EndStream(keep=step_for(reply.stop_reason) is Step.RUN_TOOLS)
         self.set(calls_dropped(self.state, dropped))
         yield from self._gate(pending_calls(self.state))
-        yield Save()
+        yield from self._save()
 
     def finish_stream(self) -> Program[None]:
         """Read the rest of the stream the body holds, if one is open (before its calls are run)."""
@@ -436,6 +439,7 @@ class RunCore:
         finished = turn_finished(turn_resumed(before), message)
         self.set(self._turn_ended(finished))
         self._decided_since_pause = []
+        self._reported = set()
         if self.state is finished and finished.phase is Phase.READY:
             yield Derive(before)  # written with the next save that has news
         if not before.steered and self.state.messages is finished.messages:
@@ -463,10 +467,11 @@ class RunCore:
         """Take over the decisions taken through the run's store while the turn was paused, then
         claim the turn: a save that marks it going on, after which the store takes no decision on
         it (until it pauses again). A decision that lands between the read and the claim makes the
-        claim's save refused (``DecidedMeanwhileError``): read again.
+        claim's save refused (``DecidedMeanwhileError``): read again. Once claimed, the decisions
+        through the store not reported yet (a resumed run's) are reported.
 
-        A decision saved to the store stands over one this process made since its last save on
-        the same call: that one is dropped, and ``ApprovalError`` says so once all are taken over."""
+        A decision saved to the store first stands over one this process made since its last save
+        on the same call: that one is dropped, and ``ApprovalError`` says so once all are taken over."""
         while True:
             decided: Mapping[str, CallRecord] = yield ReadDecisions(tuple(calls))
             self._adopt(decided)
@@ -476,11 +481,30 @@ class RunCore:
             except DecidedMeanwhileError:
                 self.set(turn_paused(self.state))
                 continue
-            return
+            break
+        for call in calls:
+            record = record_of(self.state, call)
+            if record is None or record.decision is None or call.id in self._reported:
+                continue
+            entry = self._audit_entry(call)
+            if entry is not None and entry.via == "store":
+                self._reported.add(call.id)
+                self._decided(decided_event(entry))
+
+    def _audit_entry(self, call: ToolCall) -> DecisionRecord | None:
+        """The audit's latest entry on ``call`` (this turn's: an id is not reused within a turn)."""
+        return next((entry for entry in reversed(self.state.decisions) if entry.call == call), None)
 
     def _adopt(self, decided: Mapping[str, CallRecord]) -> None:
+        """Take over decisions made through the store: on a call that waits in this turn, into the
+        journal; on one the loop body steered past (or closed the run on), into the audit only."""
         overruled: list[str] = []
+        pending = pending_calls(self.state)
         for tool_use_id, theirs in decided.items():
+            if theirs.call not in pending:
+                self.set(decision_kept(self.state, theirs))
+                self._decided(decided_event(self.state.decisions[-1]))
+                continue
             mine = self.state.calls.get(tool_use_id)
             if mine is not None and mine.decision is not None:
                 overruled.append(
@@ -489,12 +513,32 @@ class RunCore:
                     f"({mine.decision}) is dropped"
                 )
             self.set(call_adopted(self.state, theirs))
-            self._decided(ApprovalDecided(call=theirs.call, decision=theirs.decision or "approved"))
+            self._reported.add(tool_use_id)
+            self._decided(decided_event(self.state.decisions[-1]))
         if overruled:
             raise ApprovalError(
                 "; ".join(overruled)
                 + ". A decision saved to the store first stands; iterate the runner again to go on."
             )
+
+    def save(self) -> Program[None]:
+        """Save the state as it stands (``_save``): for a driver that changed it outside a program
+        (``close()``)."""
+        yield from self._save()
+
+    def _save(self, starting: str | None = None) -> Program[None]:
+        """Save. A save refused because decisions were taken through the store since the last one
+        (the run was paused there, and the loop body steered or closed it before going on) takes
+        them over (``_adopt``) and saves again: a decision through the store is never lost, and
+        never stops the run."""
+        while True:
+            try:
+                yield Save(starting=starting)
+            except DecidedMeanwhileError:
+                decided: Mapping[str, CallRecord] = yield ReadDecisions(pending_calls(self.state))
+                self._adopt(decided)
+                continue
+            return
 
     def timed_out(self, timeout: str) -> None:
         """Set the wording of a call denied for want of a decision (``timeout``: "3 days")."""
@@ -506,10 +550,14 @@ class RunCore:
             reason = TIMED_OUT.format(name=call.name, timeout=timeout)
             self.set(
                 call_decided(
-                    self.state, call.id, "denied", result=tool_result_block(call.id, reason, is_error=True)
+                    self.state,
+                    call.id,
+                    "denied",
+                    result=tool_result_block(call.id, reason, is_error=True),
+                    via="timeout",
                 )
             )
-            self.emit(ApprovalDecided(call=call, decision="denied"))
+            self.emit(decided_event(self.state.decisions[-1]))
 
     def settle(self, calls: Sequence[ToolCall]) -> Program[list[ToolResultBlockParam] | None]:
         """Find the calls that wait, let the ``approve=`` callback decide them, run what may run
@@ -577,7 +625,7 @@ class RunCore:
         self.set(call_started(self.state, call))
         self._starting[call.id] = previous
         try:
-            yield Save(starting=call.id)
+            yield from self._save(starting=call.id)
         except BaseException:
             self._unstart(call)
             raise
@@ -590,7 +638,7 @@ class RunCore:
             self._cut_off(call)
             raise
         self._finished(call, block, seconds)
-        yield Save()
+        yield from self._save()
 
     def _cut_off(self, call: ToolCall) -> None:
         """A call was cut off while its tool ran (a cancellation): with a store, its start is saved,
@@ -612,7 +660,7 @@ class RunCore:
         if self.listening:
             self.emit(ToolCallStarted(call=call, early=False))
         self._finished(call, block, 0.0)
-        yield Save()
+        yield from self._save()
 
     def _unstart(self, call: ToolCall) -> None:
         """Undo a start whose save did not happen: the call's record is as it was."""
@@ -674,8 +722,9 @@ class RunCore:
         self.set(calls_gated(self.state, gated.waiting, gated.denied, tools=gated.tools))
         for call in gated.waiting:
             self.emit(ApprovalRequested(call=call))
-        for call, _ in gated.denied:
-            self.emit(ApprovalDecided(call=call, decision="denied"))
+        if gated.denied:
+            for entry in self.state.decisions[-len(gated.denied) :]:
+                self.emit(decided_event(entry))
 
     def _ask(self) -> Program[None]:
         """Let the run's ``approve=`` callback decide the calls that wait (fail closed)."""
@@ -688,12 +737,13 @@ class RunCore:
                 log_handled(
                     error, "The approve callback raised for tool_use %r: %s", call.id, describe(error)
                 )
-                self.deny(call.id, failed_reason(call, "asking for approval", error))
+                self.deny(call.id, failed_reason(call, "asking for approval", error), via="callback")
                 continue
             if verdict is True:
-                self.decide(call.id, "approved")
+                self.decide(call.id, "approved", via="callback")
             else:
-                self.deny(call.id, verdict if isinstance(verdict, str) and verdict else denied_reason(call))
+                reason = verdict if isinstance(verdict, str) and verdict else denied_reason(call)
+                self.deny(call.id, reason, via="callback")
 
     def waiting(self) -> list[ToolCall]:
         """The calls of the current turn that wait for a decision, in tool_use order."""
@@ -712,6 +762,7 @@ class RunCore:
         approved_input: object = None,
         by: str | None = None,
         at: str | None = None,
+        via: DecisionSource = "runner",
     ) -> None:
         """Decide a call (``_lifecycle.call_decided``), atomically: of two decisions on one call
         from two threads, the second is refused (``ApprovalError``)."""
@@ -725,21 +776,34 @@ class RunCore:
                     approved_input=approved_input,
                     by=by,
                     at=at,
+                    via=via,
                 )
             )
-        call = self.find(tool_use_id)
-        assert call is not None
-        self._decided(ApprovalDecided(call=call, decision=decision))
+            entry = self.state.decisions[-1]
+        self._decided(decided_event(entry))
 
     def _decided(self, event: ApprovalDecided) -> None:
         """A call of the waiting turn was decided: listeners hear of it, and so does one that comes later."""
         self._decided_since_pause.append(event)
         self.emit(event)
 
-    def deny(self, tool_use_id: str, reason: str, *, by: str | None = None, at: str | None = None) -> None:
+    def deny(
+        self,
+        tool_use_id: str,
+        reason: str,
+        *,
+        by: str | None = None,
+        at: str | None = None,
+        via: DecisionSource = "runner",
+    ) -> None:
         """Deny a call with ``reason``, which the model reads as its error result."""
         self.decide(
-            tool_use_id, "denied", result=tool_result_block(tool_use_id, reason, is_error=True), by=by, at=at
+            tool_use_id,
+            "denied",
+            result=tool_result_block(tool_use_id, reason, is_error=True),
+            by=by,
+            at=at,
+            via=via,
         )
 
     def decided_since_pause(self) -> list[RunnerEvent]:
@@ -912,4 +976,16 @@ def failed_reason(call: ToolCall, what: str, error: Exception) -> str:
     return (
         f"This call to {call.name!r} was denied because {what} failed ({type(error).__name__}: "
         f"{message_of(error)}); it did not run."
+    )
+
+
+def decided_event(entry: DecisionRecord) -> ApprovalDecided:
+    """The ``ApprovalDecided`` event of an entry of the run's audit."""
+    return ApprovalDecided(
+        call=entry.call,
+        decision=entry.decision,
+        by=entry.by,
+        input=entry.approved_input,
+        reason=entry.reason,
+        via=entry.via,
     )

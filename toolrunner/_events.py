@@ -19,7 +19,7 @@ from typing import TypeAlias
 
 import anyio
 
-from ._types import Decision, EndReason, Reply, ToolCall
+from ._types import Decision, DecisionSource, EndReason, Reply, ToolCall
 
 __all__ = [
     "ApprovalDecided",
@@ -79,10 +79,21 @@ class ApprovalRequested:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalDecided:
-    """A call that needed a decision got one (or was denied because deciding failed)."""
+    """A call that needed a decision got one (or was denied because deciding failed). Reported
+    once per call, across a pause and a resume, whichever way it was decided."""
 
     call: ToolCall
+    """The call as the model sent it (``call.input`` is the model's input)."""
     decision: Decision
+    by: str | None = None
+    """Who decided, as the decider said (``approve(..., by=...)``), if known."""
+    input: object = None
+    """The input the call runs with instead of the model's, when a person edited it."""
+    reason: str | None = None
+    """What the model reads for a denial."""
+    via: DecisionSource | None = None
+    """Where the decision came from: ``"runner"``, ``"store"`` (its API, the CLI, the inbox),
+    ``"callback"`` (``approve=``), ``"gate"`` (a gate that failed) or ``"timeout"``."""
 
 
 @dataclass(frozen=True, slots=True)
