@@ -6,6 +6,7 @@ kit is the public subpackage ``toolrunner.testing``.
 
 import logging as _logging
 
+from . import _log, _stdlog
 from ._caching import CachePolicy as CachePolicy
 from ._checkpoint import Checkpoint as Checkpoint, Checkpointer as Checkpointer, RunStore as RunStore
 from ._compaction import CompactionControl as CompactionControl
@@ -191,3 +192,5 @@ __all__ = [
 # A library logs and leaves the output to the application: without a handler of its own, an
 # application that configured no logging would print the library's warnings to stderr.
 _logging.getLogger("toolrunner").addHandler(_logging.NullHandler())
+# The core writes its lines through ``_log``; outside a Temporal workflow they go to that logger.
+_log.set_default(_stdlog.write)

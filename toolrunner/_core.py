@@ -26,7 +26,6 @@ from the last save. That is what makes every effect a safe place for a fault.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field as dataclass_field
@@ -108,6 +107,7 @@ from ._lifecycle import (
     turn_paused,
     turn_resumed,
 )
+from ._log import INFO, WARNING, log
 from ._messages import check_history, check_reply, client_tool_calls, field
 from ._results import tool_result_block
 from ._state import CallRecord, CallStatus, Decision, DecisionRecord, Phase, RunState
@@ -116,8 +116,6 @@ from ._types import DecisionSource, Reply, ToolCall, ToolResultMessage
 from ._usage import RequestUsage
 
 __all__ = ["TIMED_OUT", "Elided", "RunCore", "Tools"]
-
-logger = logging.getLogger("toolrunner")
 
 TIMED_OUT = "No decision on this call to {name!r} came within {timeout}; it did not run."
 """The reason the model reads for a call whose decision did not come in the run's time for one."""
@@ -899,7 +897,7 @@ class RunCore:
             self._compacting = None
             summarized = state.reply is not None and has_summary(state.reply)
             if not summarized:
-                logger.warning("Compaction produced no summary; keeping the conversation as it is.")
+                log(WARNING, "Compaction produced no summary; keeping the conversation as it is.")
             last, self._final_compaction = self._final_compaction, False
             answered = compaction_answered(state, compacted, last=last)
             self._keep_removals(state, answered)
@@ -908,7 +906,8 @@ class RunCore:
         if self.pending_compaction is not None and state.phase is Phase.DONE and state.end_reason == "model":
             reply = state.reply
             if reply is not None and client_tool_calls(reply):
-                logger.warning(
+                log(
+                    WARNING,
                     "The pending compaction was skipped because the last turn (stop_reason=%r) ended with tool calls "
                     "whose results were not sent. Call compact_before_next_turn() again if you continue the "
                     "conversation.",
@@ -941,21 +940,20 @@ class RunCore:
         point = split_point(state.messages, control.get("keep_turns", 1))
         if point == 0:
             return
-        logger.info(
-            "Token usage %d has exceeded the threshold of %d. Performing compaction.", used, threshold
-        )
+        log(INFO, "Token usage %d has exceeded the threshold of %d. Performing compaction.", used, threshold)
         reply = yield Summarize(state, point, control)
         usage = self.usage_of(reply)
         summary = summary_text(reply)
         state = self.state
         if summary is None:
-            logger.warning("The summary request gave no text; keeping the conversation as it is.")
+            log(WARNING, "The summary request gave no text; keeping the conversation as it is.")
             self.set(summary_counted(state, None, usage))
             return
         self.set(summary_counted(state, summarized_history(state.messages, point, summary), usage))
         self._keep_removals(state, self.state)
         self._history_replaced()
-        logger.info(  # as the SDK's line: the new token usage is the summary's output
+        log(  # as the SDK's line: the new token usage is the summary's output
+            INFO,
             "Compaction complete. New token usage: %d (messages replaced with a summary: %d).",
             reply.usage.output_tokens,
             point,

@@ -7,7 +7,6 @@ plain data (``reply_param``), dumped once, the way the SDK dumps them.
 
 from __future__ import annotations
 
-import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -18,6 +17,7 @@ from anthropic.types.beta import BetaMessage
 from pydantic import BaseModel
 
 from ._errors import HistoryError, MalformedReplyError, UnansweredToolUseError
+from ._log import WARNING, log
 from ._text import sendable
 from ._types import Reply, ToolCall
 
@@ -34,7 +34,6 @@ __all__ = [
     "tool_result_ids",
 ]
 
-logger = logging.getLogger("toolrunner")
 
 TOOL_ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,128}")
 """What the service accepts as a ``tool_use`` id (use with ``fullmatch``)."""
@@ -301,7 +300,8 @@ def reply_param(reply: Reply) -> dict[str, Any]:
     content = [_block_param(block) for block in reply.content]
     repaired = sendable(content)
     if repaired is not content:
-        logger.warning(
+        log(
+            WARNING,
             "Reply %r holds lone surrogates (text that is not valid Unicode); the history keeps them as U+FFFD "
             "so that the next request can be encoded.",
             reply.id,
