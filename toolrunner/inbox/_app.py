@@ -49,7 +49,7 @@ from .._text import sendable_text
 from ._auth import COOKIE, Session, Sessions, origin_of, safe_next, same_origin
 from ._http import BODY_LIMIT, BodyLimit, SecurityHeaders
 from ._live import PAGE, waiting_versions
-from ._pages import Problem, cost, shown_run, when
+from ._pages import Problem, ShownRecord, cost, shown_record, shown_run, when
 
 __all__ = ["NAME_LIMIT", "create_app", "parse_json", "run_url"]
 
@@ -128,6 +128,7 @@ class _Form:
     problems: dict[tuple[str, str], list[Problem]]
     notices: dict[str, str]
     alert: str = ""
+    taken: ShownRecord | None = None  # the call someone else decided first
 
 
 _Handler = Callable[[Request, Session], Awaitable[Response]]
@@ -418,6 +419,7 @@ class _Inbox:
             problem_lists=form.problems,
             notices=form.notices,
             alert=form.alert,
+            taken=form.taken,
         )
 
     # -- deciding ----------------------------------------------------------------------------------
@@ -513,9 +515,13 @@ class _Inbox:
                 request, session, run_id, call_id, form, field, [Problem("", str(error))]
             )
         except (ApprovalError, CheckpointConflictError) as error:
-            # Decided by someone else first (the message says who and when), or no longer waiting.
+            # Decided by someone else first (the page says who and when), or no longer waiting.
+            loaded = await self.store.load(run_id)
+            record = None if loaded is None else loaded.state.calls.get(call_id)
             alert = f"Nothing was decided: {error}"
             page = _Form({}, {}, {call_id: alert}, alert=alert)
+            if record is not None and record.decision is not None:
+                page.taken = shown_record(record)
             return await self._run_page(request, session, run_id, page, status=409)
         except CheckpointError as error:
             if await self.store.get_run(run_id) is None:
