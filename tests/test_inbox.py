@@ -706,6 +706,34 @@ def test_a_time_is_shown_in_utc_and_a_decision_time_that_is_not_one_as_saved() -
     assert decided_moment(None) is None
 
 
+def shown_text(page: str) -> str:
+    """What a person reads of a page's main part: its text, without the tags."""
+    main = page.split("<main>", 1)[1].split("</main>", 1)[0]
+    return re.sub(r"<[^>]+>", "", main)
+
+
+async def test_a_command_in_a_message_is_shown_as_code_never_between_backticks(
+    app: Starlette, store: MemoryCheckpointer, ada: Person, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with Person(app) as person:
+        wrong_token = (await person.log_in("ada", token=TOKEN[:-1] + "x")).text
+    assert "give the one <code>toolrunner inbox</code> printed" in wrong_token
+    await finished_run(store, "done-1")
+    nothing_waits = (await ada.decide("deny", "done-1", "done-1_look")).text
+    assert "<code>toolrunner runs list --status awaiting</code>" in nothing_waits  # the store's message
+
+    async def fail(**_: object) -> None:
+        raise CheckpointError("the store at `<b>runs.db</b>` is locked; run `toolrunner runs list` later.")
+
+    monkeypatch.setattr(store, "list_runs", fail)
+    failed = (await ada.get("/")).text
+    assert (
+        "the store at <code>&lt;b&gt;runs.db&lt;/b&gt;</code> is locked; run <code>toolrunner runs list</code> later."
+    ) in failed  # a code span is escaped like any text
+    for page in (wrong_token, nothing_waits, failed):
+        assert "`" not in shown_text(page)
+
+
 # -- what a model or a tool wrote is text; what is secret is not shown -----------------------------------
 
 

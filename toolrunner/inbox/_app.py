@@ -49,7 +49,7 @@ from .._text import sendable_text
 from ._auth import COOKIE, Session, Sessions, origin_of, safe_next, same_origin
 from ._http import BODY_LIMIT, BodyLimit, SecurityHeaders
 from ._live import PAGE, waiting_versions
-from ._pages import Problem, ShownRecord, cost, shown_record, shown_run, when
+from ._pages import Problem, ShownRecord, code_spans, cost, shown_record, shown_run, when
 
 __all__ = ["NAME_LIMIT", "create_app", "parse_json", "run_url"]
 
@@ -149,6 +149,7 @@ class _Inbox:
             undefined=StrictUndefined,
         )
         cast("dict[str, Any]", self.templates.globals).update(run_url=run_url, name_limit=NAME_LIMIT)
+        cast("dict[str, Any]", self.templates.filters).update(code_spans=code_spans)
         package = resources.files("toolrunner.inbox") / "static"
         self.static = {name: (package / name).read_bytes() for name in _STATIC}
 

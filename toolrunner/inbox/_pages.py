@@ -10,6 +10,7 @@ conversation, the calls and the summary are all a person needs to decide.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,6 +40,7 @@ __all__ = [
     "ShownRecord",
     "ShownRun",
     "Text",
+    "code_spans",
     "decided_moment",
     "editor_text",
     "shown_record",
@@ -47,6 +49,8 @@ __all__ = [
 ]
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+# A span of code in a message, as the library writes one (`toolrunner runs list`).
+_CODE = re.compile(r"`([^`\n]+)`")
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +183,13 @@ def decided_moment(saved: str | None) -> Moment | None:
     except ValueError:
         return Moment("", printable(saved))
     return when(value)
+
+
+def code_spans(text: str) -> list[str]:
+    """A message split at its code spans (a command between backticks, as the library's messages
+    and the inbox's own write one): text, code, text, ...; the templates show each odd piece in
+    ``<code>``, every piece escaped."""
+    return _CODE.split(text)
 
 
 def cost(summary: RunSummary) -> str:
