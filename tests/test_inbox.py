@@ -91,6 +91,22 @@ async def test_without_a_session_nothing_but_the_login_page_is_served(
     assert await waiting_ids(store, "order-42") == ["order-42_pay0"]
 
 
+async def test_the_icon_is_served_without_a_session_and_every_page_links_it(
+    app: Starlette, ada: Person
+) -> None:
+    async with Person(app) as stranger:
+        icon = await stranger.get("/favicon.ico")  # asked for by what does not read the page's link
+        assert icon.status_code == 200
+        assert icon.headers["content-type"] == "image/svg+xml"
+        assert icon.content.startswith(b'<svg xmlns="http://www.w3.org/2000/svg"')
+        assert b"<script" not in icon.content
+        linked = await stranger.get("/static/favicon.svg")
+        assert (linked.status_code, linked.content) == (200, icon.content)
+        login = (await stranger.get("/login")).text
+    for page in (login, (await ada.get("/")).text, (await ada.get("/runs")).text):
+        assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in page
+
+
 async def test_logging_in_needs_the_token_and_a_name_and_sets_a_guarded_cookie(app: Starlette) -> None:
     async with Person(app) as person:
         response = await person.log_in("ada", token=TOKEN[:-1] + "x")

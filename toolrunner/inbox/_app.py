@@ -1,6 +1,7 @@
 """The inbox's web app: a Starlette app over a ``RunStore``.
 
-Routes (every one but the login page, the static files and ``/healthz`` needs a session):
+Routes (every one but the login page, the static files, ``/favicon.ico`` and ``/healthz`` needs a
+session):
 
 - ``GET /``: the runs that wait for a decision, newest first; ``GET /fragments/waiting`` is the
   list alone, which the page fetches again when ``GET /events`` (server-sent events) says it
@@ -55,7 +56,11 @@ __all__ = ["NAME_LIMIT", "create_app", "parse_json", "run_url"]
 
 NAME_LIMIT = 80
 """The most characters of a name given at login."""
-_STATIC = {"inbox.css": "text/css; charset=utf-8", "inbox.js": "text/javascript; charset=utf-8"}
+_STATIC = {
+    "inbox.css": "text/css; charset=utf-8",
+    "inbox.js": "text/javascript; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
+}
 _TABS = [
     ("Finished and failed", ("finished", "failed")),
     ("Finished", ("finished",)),
@@ -167,6 +172,7 @@ class _Inbox:
             Route("/run/deny", self._form(self.deny), methods=["POST"]),
             Route("/run/answer", self._form(self.answer), methods=["POST"]),
             Route("/static/{name}", self.static_file, methods=["GET"]),
+            Route("/favicon.ico", self.favicon, methods=["GET"]),
             Route("/healthz", self.health, methods=["GET"]),
         ]
 
@@ -560,7 +566,14 @@ class _Inbox:
         name = request.path_params["name"]
         if name not in self.static:
             return PlainTextResponse("Not Found", status_code=404)
+        return self._static(name)
+
+    def _static(self, name: str) -> Response:
         return Response(self.static[name], media_type=_STATIC[name], headers={"cache-control": "no-cache"})
+
+    async def favicon(self, request: Request) -> Response:
+        """The icon, for what asks for ``/favicon.ico`` rather than read the pages' link to it."""
+        return self._static("favicon.svg")
 
     async def health(self, request: Request) -> Response:
         return PlainTextResponse("ok", headers=_NO_STORE)
