@@ -505,3 +505,11 @@ def test_on_a_phone_a_run_with_a_waiting_call_fits_the_screen_and_log_out_works(
     on_a_phone(page, failed_requests)
     page.locator("header .who button").tap()
     expect(page.locator("h1")).to_have_text("Log in")
+
+
+def test_on_a_phone_a_message_naming_a_long_id_fits_the_screen(phone: BrowserContext, inbox: str) -> None:
+    page = phone.new_page()
+    log_in(page, inbox, name="ada", token=TOKEN, path=run_url("n" * 120))  # one word, no place to break
+    expect(page.locator("h1")).to_have_text("No such run")
+    fits_the_screen(page)
+    in_view_and_clickable(page, "header .who button")
