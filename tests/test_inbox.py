@@ -361,7 +361,7 @@ async def test_finished_and_failed_runs_are_listed_with_their_cost_and_turns(
 def rows(page: str) -> list[list[str]]:
     """The runs table's rows: each cell's text, without the last (when the run was saved)."""
     return [
-        [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td>(.*?)</td>", row, re.S)][:-1]
+        [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)][:-1]
         for row in re.findall(r"<tr data-run=.*?</tr>", page, re.S)
     ]
 
@@ -698,7 +698,8 @@ async def test_every_time_is_shown_readable_in_a_time_element(
         assert SHOWN in page, name
         assert iso_texts(page) == [], name
     assert re.search(
-        rf"<td>{re.escape(SHOWN)} <span class=\"ago\">\(\d+[smhd] ago\)</span></td>", pages["runs"]
+        rf"<td data-label=\"Last saved\">{re.escape(SHOWN)} <span class=\"ago\">\(\d+[smhd] ago\)</span></td>",
+        pages["runs"],
     )
     assert f"Created {SHOWN}" in pages["run"]
     assert f'<p class="decision">approved by ada at {SHOWN}</p>' in pages["run"]
