@@ -228,7 +228,7 @@ class RunCore:
             assert state.end_reason is not None
             if self._ended is not None:
                 self._ended(state)
-            self.emit(LoopFinished(message=state.reply, reason=state.end_reason))
+            self.emit(LoopFinished(message=state.reply, reason=state.end_reason, requests=state.usage))
 
     def emit(self, event: RunnerEvent) -> None:
         """Report ``event`` to the listener, if any."""
@@ -382,7 +382,7 @@ class RunCore:
                 for index, block in enumerate(reply.content):
                     if block.type == "text":
                         self.emit(TextDelta(text=block.text, index=index))
-            self.emit(MessageFinished(message=reply))
+            self.emit(MessageFinished(message=reply, requests=self.state.usage))
 
     def _read_stream(self) -> Program[None]:
         """The rest of the stream the body holds: take its reply; keep or forget what its calls

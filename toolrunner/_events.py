@@ -20,6 +20,7 @@ from typing import TypeAlias
 import anyio
 
 from ._types import Decision, DecisionSource, EndReason, Reply, ToolCall
+from ._usage import RequestUsage
 
 __all__ = [
     "ApprovalDecided",
@@ -49,6 +50,10 @@ class MessageFinished:
     """A reply is complete (for a stream: its final message)."""
 
     message: Reply
+    requests: tuple[RequestUsage, ...] = ()
+    """The usage of each request of the run that got a reply, this one's last, across pauses and
+    resumes: ``len(requests)`` is the reply's number in the run (``runner.usage`` counts the same).
+    Empty from a driver that does not tell (a Temporal worker)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +108,8 @@ class LoopFinished:
     message: Reply | None
     """The final reply (``None`` if no request got a reply)."""
     reason: EndReason
+    requests: tuple[RequestUsage, ...] = ()
+    """The usage of each request of the whole run, as ``MessageFinished.requests``."""
 
 
 RunnerEvent: TypeAlias = (
