@@ -98,6 +98,38 @@ async def test_the_printer_shows_replies_calls_durations_decisions_and_the_usage
     )
 
 
+async def test_an_edited_approval_prints_the_input_that_runs_and_who_decided() -> None:
+    out = io.StringIO()
+    store = MemoryCheckpointer()
+    script = [
+        tool_reply(
+            tool_call("pay", {"amount": 500}, id="toolu_a"), tool_call("pay", {"amount": 700}, id="toolu_b")
+        ),
+        text_reply("Paid 50."),
+    ]
+    runner = ToolRunner(
+        FakeMessagesAPI(script).async_client(),
+        model=MODEL,
+        max_tokens=64,
+        messages=[USER],
+        tools=[pay],
+        checkpointer=store,
+        run_id="r",
+        on_event=EventPrinter(file=out, clock=Ticks()),
+    )
+    with pytest.raises(AwaitingApprovalError):
+        await runner.until_done()
+    runner.approve("toolu_a", input={"amount": 50}, by="ada")
+    await store.deny_call("r", "toolu_b", "Too much.", by="bob")  # through the store: taken over
+    await runner.until_done()
+    text = re.sub(r"^ *[0-9.]+s ", "", out.getvalue(), flags=re.MULTILINE)
+    assert "  approved pay by 'ada', to run as pay {\"amount\": 50}  [toolu_a]\n" in text
+    assert "  denied   pay by 'bob' (through the store): Too much.  [toolu_b]\n" in text
+    assert '  start    pay {"amount": 50} (edited on approval)  [toolu_a]\n' in text
+    assert '{"amount": 500}: needs a decision' in text  # what the model asked, while it waited
+    assert 'start    pay {"amount": 500}' not in text
+
+
 async def test_the_whole_text_on_request_and_standard_error_by_default(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -158,6 +190,7 @@ async def test_after_a_resume_replies_are_numbered_in_the_run_and_the_usage_is_t
     await resumed.until_done()
     lines = [re.sub(r"^ *(\d+\.\ds)? +", "", line) for line in out.getvalue()[mark:].splitlines()]
     assert [line.split(" in 0.")[0] for line in lines] == [
+        "approved pay by 'ada' (through the store)  [toolu_pay]",  # taken over by this runner
         'start    pay {"amount": 120}  [toolu_pay]',
         "done     pay",
         "reply 3 (end_turn): 10 in, 5 out tokens",  # the run's third, not this runner's first

@@ -20,6 +20,7 @@ from ._events import (
     ToolCallStarted,
 )
 from ._show import call_text, plural, printable
+from ._types import ToolCall
 from ._usage import DEFAULT_PRICES, Price, RequestUsage, UsageTracker, find_price, request_usage
 
 __all__ = ["EventPrinter"]
@@ -77,17 +78,36 @@ class EventPrinter:
             return self._reply(event)
         if isinstance(event, ToolCallStarted):
             early = " (while the reply streams)" if event.early else ""
-            return [f"  start    {call_text(event.call, limit=100)}{early}  [{event.call.id}]"]
+            call = event.call
+            if event.input is not None:  # a person edited it: what runs is what is shown
+                shown = call_text(ToolCall(call.id, call.name, event.input), limit=100)
+                return [f"  start    {shown} (edited on approval){early}  [{call.id}]"]
+            return [f"  start    {call_text(call, limit=100)}{early}  [{call.id}]"]
         if isinstance(event, ToolCallFinished):
             outcome = "error" if event.is_error else "done"
             return [f"  {outcome:<8} {event.call.name} in {event.duration:.2f}s  [{event.call.id}]"]
         if isinstance(event, ApprovalRequested):
             return [f"  waits    {call_text(event.call, limit=100)}: needs a decision  [{event.call.id}]"]
         if isinstance(event, ApprovalDecided):
-            return [f"  {event.decision:<8} {event.call.name}  [{event.call.id}]"]
+            return [self._decided(event)]
         if isinstance(event, LoopFinished):
             return [self._end(event)]
         return []
+
+    def _decided(self, event: ApprovalDecided) -> str:
+        """``approved refund by 'ada' (through the store), to run as refund {"amount": 50}  [id]``."""
+        call = event.call
+        line = f"  {event.decision:<8} {call.name}"
+        if event.by is not None:
+            line += f" by {printable(event.by)!r}"
+        where = _WHERE.get(event.via or "")
+        if where:
+            line += f" ({where})"
+        if event.input is not None:
+            line += f", to run as {call_text(ToolCall(call.id, call.name, event.input), limit=100)}"
+        if event.reason is not None and event.via in ("store", "runner", None):
+            line += f": {printable(event.reason)[:100]}"
+        return f"{line}  [{call.id}]"
 
     def _reply(self, event: MessageFinished) -> list[str]:
         message = event.message
@@ -139,3 +159,12 @@ class EventPrinter:
             f"{what}: {plural(len(tracker.requests), 'reply', 'replies')}, {total.input_tokens:,} in and "
             f"{total.output_tokens:,} out tokens{cost}"
         )
+
+
+_WHERE = {
+    "store": "through the store",
+    "callback": "by the approve callback",
+    "gate": "its gate failed",
+    "timeout": "no decision came in time",
+}
+"""How a line says where a decision came from (one taken in the runner says nothing more)."""

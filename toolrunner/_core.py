@@ -628,10 +628,11 @@ class RunCore:
             self._unstart(call)
             raise
         del self._starting[call.id]
+        given = self.input_of(call)
         if self.listening:
-            self.emit(ToolCallStarted(call=call, early=early))
+            self.emit(ToolCallStarted(call=call, early=early, input=None if given is call.input else given))
         try:
-            block, seconds = yield Execute(call, self.input_of(call), self.removed())
+            block, seconds = yield Execute(call, given, self.removed())
         except BaseException:
             self._cut_off(call)
             raise

@@ -63,6 +63,9 @@ class ToolCallStarted:
     call: ToolCall
     early: bool = False
     """Whether it started while the reply was still streaming (``run_tools_eagerly``)."""
+    input: object = None
+    """The input the tool runs with when a person edited it on approval (``call.input`` is the
+    model's); ``None`` when it runs with the model's."""
 
 
 @dataclass(frozen=True, slots=True)
