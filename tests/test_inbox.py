@@ -482,6 +482,19 @@ async def test_an_edited_input_is_approved_by_who_logged_in_and_the_resumed_run_
     assert "Runs with the input" in page
     await resume(store, "order-42")
     assert paid == [100]
+    # Once the run went on, the journal no longer holds the call; the page's audit still shows
+    # who approved, when, the model's input and the one that ran.
+    page = (await ada.get("/run", id="order-42")).text
+    audit = page.split('<section class="audit">', 1)[1].split("</section>", 1)[0]
+    assert 'data-decision="order-42_pay0"' in audit
+    assert re.search(
+        r'<p class="decision">approved by ada at <time datetime="[^"]+">[^<]+</time> \(through the store\)</p>',
+        audit,
+    )
+    assert "Input, as the model sent it" in audit
+    assert "&#34;amount&#34;: 120" in audit or '"amount": 120' in audit
+    assert "Ran with the input" in audit
+    assert "&#34;to&#34;: &#34;Bob&#34;" in audit or '"to": "Bob"' in audit
 
 
 async def test_approving_the_input_as_it_is_approves_without_an_edit(

@@ -37,6 +37,7 @@ from ._errors import (
 from ._runs import RunStatus, RunSummary, parse_json, waiting_calls
 from ._show import (
     age,
+    audit_lines,
     conversation,
     moment,
     plural,
@@ -198,6 +199,7 @@ async def _show(context: _Context) -> None:
         + ("" if summary.cost is None else f", ${summary.cost:.4f}")
     )
     context.print(*conversation(state, full=arguments.full))
+    context.print(*audit_lines(state, full=arguments.full))
     waiting = waiting_lines(state, full=arguments.full)
     if waiting:
         secret = bool(arguments.store) and _holds_password(arguments.store)

@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from .._runs import RunSummary, waiting_calls
 from .._show import (
+    VIA,
     Part,
     age,
     journal,
@@ -27,7 +28,7 @@ from .._show import (
     shortened,
     tool_description,
 )
-from .._state import CallRecord, RunState, plain_data
+from .._state import CallRecord, DecisionRecord, RunState, plain_data
 from .._text import sendable_text
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "Moment",
     "Problem",
     "ShownCall",
+    "ShownDecision",
     "ShownMessage",
     "ShownPart",
     "ShownRecord",
@@ -144,10 +146,25 @@ class ShownRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ShownDecision:
+    """An entry of the run's audit: one decision on a call, for the life of the run."""
+
+    id: str
+    name: str
+    decision: str  # the verdict and who (``approved by ada``)
+    decided_at: Moment | None
+    via: str  # where it came from, as a person reads it; empty if not known
+    input: Text  # as the model sent it
+    approved_input: Text | None  # what it ran with instead
+    reason: Text | None  # what the model read for a denial
+
+
+@dataclass(frozen=True, slots=True)
 class ShownRun:
     messages: tuple[ShownMessage, ...]
     waiting: tuple[ShownCall, ...]
     records: tuple[ShownRecord, ...]
+    decisions: tuple[ShownDecision, ...] = ()
 
 
 def shown_run(state: RunState) -> ShownRun:
@@ -159,6 +176,21 @@ def shown_run(state: RunState) -> ShownRun:
         ),
         tuple(_waiting(state.calls[call.id]) for call in waiting_calls(state)),
         tuple(shown_record(record) for record in journal(state)),
+        tuple(shown_decision(entry) for entry in state.decisions),
+    )
+
+
+def shown_decision(entry: DecisionRecord) -> ShownDecision:
+    """An entry of the audit as the run's page shows it."""
+    return ShownDecision(
+        id=entry.call.id,
+        name=printable(entry.call.name),
+        decision=printable(entry.decision + (f" by {entry.by}" if entry.by else "")),
+        decided_at=decided_moment(entry.at),
+        via=VIA.get(entry.via or "", ""),
+        input=Text.of(editor_text(entry.call.input)),
+        approved_input=None if entry.approved_input is None else Text.of(editor_text(entry.approved_input)),
+        reason=None if entry.reason is None else Text.of(entry.reason),
     )
 
 
