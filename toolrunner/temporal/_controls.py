@@ -28,7 +28,6 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from anthropic.types import ToolResultBlockParam
 
-    from .._core import TIMED_OUT
     from .._errors import ToolRunnerError
     from .._events import (
         ApprovalDecided,
@@ -53,7 +52,6 @@ with workflow.unsafe.imports_passed_through():
         EventsInput,
     )
     from ._event_data import call_data, event_data
-    from ._legacy import duration
     from ._names import DECISION_ACTIVITY, EVENTS_ACTIVITY
 
 if TYPE_CHECKING:
@@ -91,26 +89,6 @@ class RunControls:
         _outbox: list[RunnerEvent]
         _executed: set[str]
         _forwarding: asyncio.Lock
-        _approval_timeout: timedelta | None
-
-    async def _wait_for_decisions(self) -> None:
-        """The run is paused: wait until no call waits (decided, or steered away), the run is
-        closed, or the time for decisions passes (the calls still waiting are denied)."""
-        core = self._core
-        self._paused = True
-        try:
-            self._apply_steering()  # queued while the turn ran: a paused run is steered at once
-            await workflow.wait_condition(
-                lambda: core.state.phase is not Phase.AWAITING or not core.waiting(),
-                timeout=self._approval_timeout,
-            )
-        except TimeoutError:
-            assert self._approval_timeout is not None
-            for call in core.waiting():
-                core.deny(call.id, TIMED_OUT.format(name=call.name, timeout=duration(self._approval_timeout)))
-            self._sort(gated=False)
-        finally:
-            self._paused = False
 
     # -- steering ---------------------------------------------------------------------------------
 
