@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
         EventsInput,
     )
     from ._event_data import call_data, event_data
-    from ._names import DECISION_ACTIVITY, EVENTS_ACTIVITY
+    from ._names import DECISION_ACTIVITY, EVENTS_ACTIVITY, RUN_ENDED
 
 if TYPE_CHECKING:
     from .._core import RunCore
@@ -94,11 +94,7 @@ class RunControls:
 
     def check_steering(self, method: str, messages: object) -> None:
         """Refuse (before anything is recorded) steering that could never apply."""
-        if self._core.state.phase is Phase.DONE:
-            _refuse(
-                f"{method}() came after the run ended ({self._core.state.end_reason}); start a new run to go on.",
-                "ToolRunnerError",
-            )
+        self._check_going_on(method)
         if method == "compact_before_next_turn":
             edits = field(self._core.state.params.get("context_management"), "edits") or ()
             if any(str(field(edit, "type") or "").startswith("compact_") for edit in edits):
@@ -164,12 +160,23 @@ class RunControls:
         queued, self._steering = self._steering, []
         for request in queued:
             request.error = ApplicationError(
-                f"{request.method}() could not apply: the run ended ({self._core.state.end_reason}) before the next "
-                "point where it could be steered; start a new run to go on.",
-                type="ToolRunnerError",
+                f"{request.method}() could not apply: the run {self._run_id!r} ended "
+                f"({self._core.state.end_reason}) before the next point where it could be steered; start a new "
+                "run to go on.",
+                type=RUN_ENDED,
                 non_retryable=True,
             )
             request.done = True
+
+    def _check_going_on(self, method: str) -> None:
+        """Refuse what would need the loop to go on once it ended (the workflow is finishing)."""
+        state = self._core.state
+        if state.phase is Phase.DONE:
+            _refuse(
+                f"{method}() came after the run {self._run_id!r} ended ({state.end_reason}); start a new run to "
+                "go on.",
+                RUN_ENDED,
+            )
 
     # -- decisions, close, queries ------------------------------------------------------------------
 
@@ -192,6 +199,7 @@ class RunControls:
 
     def _check_decision(self, tool_use_id: str, decision: Decision) -> None:
         """Refuse (before anything is recorded) a decision the lifecycle would refuse."""
+        self._check_going_on(_DECIDING[decision])
         placeholder = tool_result_block(tool_use_id, "", is_error=True)
         try:
             call_decided(self._core.state, tool_use_id, decision, result=placeholder)
@@ -293,6 +301,9 @@ class RunControls:
                 workflow.logger.warning(
                     "Events of run %r were not delivered: %s", self._run_id, error.cause or error
                 )
+
+
+_DECIDING: dict[Decision, str] = {"approved": "approve", "denied": "deny", "answered": "answer"}
 
 
 def _refuse(message: str, kind: str) -> NoReturn:

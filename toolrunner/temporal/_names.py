@@ -16,6 +16,7 @@ __all__ = [
     "PENDING_QUERY",
     "PUSH_UPDATE",
     "REQUEST_ACTIVITY",
+    "RUN_ENDED",
     "SET_UPDATE",
     "STATE_QUERY",
     "SUMMARY_ACTIVITY",
@@ -57,6 +58,9 @@ STATE_QUERY = "toolrunner.state"
 """The query that gives the run's ``RunState`` (``to_dict()``; large blocks as stubs)."""
 PENDING_QUERY = "toolrunner.pending_approvals"
 """The query that lists the calls that wait for a decision."""
+RUN_ENDED = "RunEndedError"
+"""The error type of an update refused because the run's loop ended first; ``RunHandle`` raises
+``RunEndedError`` for it, as for an update that finds the workflow closed."""
 TOOL_NOT_REGISTERED = "ToolNotRegistered"
 """The error type of an activity asked to run a tool its worker does not have."""
 EFFECTS_CORE = "effects-core"
