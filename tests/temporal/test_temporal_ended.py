@@ -18,7 +18,7 @@ from temporalio.client import WorkflowUpdateHandle, WorkflowUpdateStage
 from temporalio.testing import WorkflowEnvironment
 
 from tests.temporal.temporal_helpers import start, worker
-from toolrunner import CheckpointError, Phase, RunEndedError, tool
+from toolrunner import CheckpointError, LoopFinished, Phase, RunEndedError, RunnerEvent, tool
 from toolrunner.temporal import MemoryPayloadStore, RunHandle, ToolRunnerWorkflow, get_run
 from toolrunner.temporal._data import MessagesInput
 from toolrunner.testing import (
@@ -167,12 +167,21 @@ async def test_a_handle_names_the_run_across_continue_as_new(temporal_env: Workf
             return tool_reply(tool_call("book", {"city": "Paris"}, id="trip"))
         return text_reply("Booked.")
 
+    # The worker hears the run pause (no polling: the test server can lose a query that reaches a
+    # segment as it continues as new).
+    paused = anyio.Event()
+
+    def listen(_: str, event: RunnerEvent) -> None:
+        if isinstance(event, LoopFinished) and event.reason == "awaiting_approval":
+            paused.set()
+
     fake = FakeMessagesAPI(responder=respond)
-    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=[note, book]) as queue:
+    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=[note, book], on_event=listen) as queue:
         run = await start(
             temporal_env.client, queue, run_id="segments", tools=[note, book], continue_as_new_events=100
         )
-        await until_paused(run)
+        with anyio.fail_after(30):  # a guard against a hang, not a timing
+            await paused.wait()
         assert (
             await run.workflow.describe()
         ).run_id != run.workflow.first_execution_run_id  # a later segment
