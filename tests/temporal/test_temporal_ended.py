@@ -63,6 +63,7 @@ def steering_and_decisions(run: RunHandle) -> dict[str, Callable[[], Awaitable[N
         "answer": lambda: run.answer("trip", "booked elsewhere"),
         "push_messages": lambda: run.push_messages(FOLLOW_UP),
         "set_messages": lambda: run.set_messages([FOLLOW_UP]),
+        "set_params": lambda: run.set_params({"system": "Be brief."}),
         "compact_before_next_turn": lambda: run.compact_before_next_turn(),
     }
 

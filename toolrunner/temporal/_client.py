@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDReusePolicy
@@ -17,8 +17,9 @@ from .._errors import CheckpointError, ParamsError, RunEndedError
 from .._messages import message_param
 from .._options import ToolLike, read_options
 from .._params import TRANSPORT, check_params, index_tools
-from .._state import RunState, message_data
+from .._state import RunState, message_data, plain_data
 from .._types import Reply, ToolCall
+from ._controls import check_settable
 from ._data import (
     ActivityOptions,
     Answer,
@@ -26,6 +27,7 @@ from ._data import (
     CompactInput,
     Denial,
     MessagesInput,
+    ParamsInput,
     RunInput,
     RunResult,
     ToolSpec,
@@ -172,6 +174,54 @@ class RunHandle:
         await self._update(
             "set_messages", ToolRunnerWorkflow.set_messages, MessagesInput(_messages(messages))
         )
+
+    async def set_params(self, params: Mapping[str, Any]) -> None:
+        """Change the run's request params (``system``, ``max_tokens``, ``tool_choice``,
+        ``thinking``, ...), as a loop body's ``runner.set_messages_params(lambda current: {**current,
+        **params})`` would: the params given replace those of the same name, one given as ``None``
+        is removed, the others stay; with ``messages``, the history is replaced too. Applied at the
+        same point as ``push_messages()``, with a loop body's semantics: the reply it applies after is
+        not appended, nor are its calls run (the history stands as it was, and the next request asks
+        again, with the new params); on a paused run, at once. Returns once they are applied.
+
+        Only a mapping can be sent to a run on Temporal: the function form of
+        ``set_messages_params`` is code, and cannot cross the network to the workflow (read the
+        current params with ``(await run.state()).params`` if the new ones depend on them).
+        ``tools`` cannot be set (a run's tools are code on its workers, fixed by ``start_run``), nor
+        can the transport params (``extra_headers``, ``extra_query``, ``timeout``: workflow history
+        would keep them; they belong on the workers' client).
+
+        Raises:
+            ParamsError: ``params`` is not a mapping, or names ``tools`` or a transport param.
+            StateError: A value JSON cannot carry (the params go into workflow history).
+            temporalio.client.WorkflowUpdateFailedError: The run refused the params as
+                ``ToolRunner`` refuses them (an unknown name, a value that cannot be sent), or a
+                history the service would reject, or steering that would lose results of calls
+                that ran; its cause says why, and nothing changed.
+            RunEndedError: The run ended (also: before the next point where it could be steered).
+            CheckpointError: No run has that name.
+        """
+        if callable(params):
+            raise ParamsError(
+                "set_params() takes a mapping of the params to change, not a function: code cannot be sent to a run "
+                "on Temporal; read the current params with (await run.state()).params, and pass the new ones."
+            )
+        if not isinstance(params, Mapping):
+            raise ParamsError(
+                f"set_params() takes a mapping of the params to change, not {type(params).__name__!r}."
+            )
+        check_settable(params)
+        data: dict[str, Any] = {}
+        for name, value in params.items():
+            if name != "messages":
+                data[name] = plain_data(value, f"params[{name!r}]")
+            elif isinstance(value, str | bytes) or not isinstance(value, Sequence):
+                raise ParamsError(
+                    f"set_params() takes messages as a list of messages, not {type(value).__name__!r}."
+                )
+            else:
+                data[name] = _messages(cast("Sequence[object]", value))
+        await self._update("set_params", ToolRunnerWorkflow.set_params, ParamsInput(data))
 
     async def compact_before_next_turn(self, compaction: Mapping[str, Any] | None = None) -> None:
         """Make the next request a compaction request, as a loop body's

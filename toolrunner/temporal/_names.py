@@ -13,6 +13,7 @@ __all__ = [
     "EFFECTS_CORE",
     "EVENTS_ACTIVITY",
     "GATE_ACTIVITY",
+    "PARAMS_UPDATE",
     "PENDING_QUERY",
     "PUSH_UPDATE",
     "REQUEST_ACTIVITY",
@@ -51,6 +52,9 @@ PUSH_UPDATE = "toolrunner.push_messages"
 """The update that appends messages to the history, as a loop body's ``push_messages()``: ``{"messages"}``."""
 SET_UPDATE = "toolrunner.set_messages"
 """The update that replaces the history, as a loop body's ``set_messages_params()``: ``{"messages"}``."""
+PARAMS_UPDATE = "toolrunner.set_params"
+"""The update that changes request params, as a loop body's ``set_messages_params()`` with the current
+params updated: ``{"params"}`` (a param given as ``None`` is removed)."""
 COMPACT_UPDATE = "toolrunner.compact"
 """The update that makes the next request a compaction request, as a loop body's
 ``compact_before_next_turn()``: ``{"compaction"}`` (``None``: ``{"type": "summarize"}``)."""
