@@ -448,7 +448,10 @@ class RunCore:
         yield from self._after_turn()
 
     def _settle_turn(self, calls: Sequence[ToolCall]) -> Program[list[ToolResultBlockParam] | None]:
-        """Settle the turn's calls; while calls wait, pause (or wait, if the driver waits)."""
+        """Settle the turn's calls; while calls wait, the loop pauses (``PAUSED``: the next
+        iteration goes on with the decisions taken meanwhile), unless the driver waited for them
+        and the run's time for decisions ran out (``TIMED_OUT``): then the calls still waiting are
+        denied, and the turn goes on at once."""
         while True:
             results = yield from self.settle(calls)
             if results is not None:
@@ -457,8 +460,7 @@ class RunCore:
             outcome = yield AwaitDecisions(awaiting(self.state, calls))
             if outcome is Decisions.PAUSED or self.closing:
                 return None
-            if outcome is Decisions.TIMED_OUT:
-                self._deny_undecided(calls)
+            self._deny_undecided(calls)
             self.set(turn_resumed(self.state))
 
     def _read_decisions(self, calls: Sequence[ToolCall]) -> Program[None]:
@@ -538,24 +540,19 @@ class RunCore:
                 continue
             return
 
+    _timeout = "the time allowed"
+    """How long a driver that waits for decisions waits, in words (``timed_out``)."""
+
     def timed_out(self, timeout: str) -> None:
-        """Set the wording of a call denied for want of a decision (``timeout``: "3 days")."""
+        """Say how long the driver waits for decisions before it answers ``AwaitDecisions`` with
+        ``TIMED_OUT`` (``timeout``: "8 hours"), for the reason the model reads (``TIMED_OUT``)."""
         self._timeout = timeout
 
     def _deny_undecided(self, calls: Sequence[ToolCall]) -> None:
-        timeout = getattr(self, "_timeout", "the time allowed")
+        """The time for decisions ran out: deny the calls still waiting, as any decision is taken
+        and reported. No one decided, so the journal keeps no ``decided_by``; the result says why."""
         for call in awaiting(self.state, calls):
-            reason = TIMED_OUT.format(name=call.name, timeout=timeout)
-            self.set(
-                call_decided(
-                    self.state,
-                    call.id,
-                    "denied",
-                    result=tool_result_block(call.id, reason, is_error=True),
-                    via="timeout",
-                )
-            )
-            self.emit(decided_event(self.state.decisions[-1]))
+            self.deny(call.id, TIMED_OUT.format(name=call.name, timeout=self._timeout), via="timeout")
 
     def settle(self, calls: Sequence[ToolCall]) -> Program[list[ToolResultBlockParam] | None]:
         """Find the calls that wait, let the ``approve=`` callback decide them, run what may run
