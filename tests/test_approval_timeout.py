@@ -145,6 +145,13 @@ def test_a_call_undecided_when_the_time_runs_out_is_denied_and_the_turn_goes_on(
             tool_result_block("in_time", "refunded {'amount': 20}"),
         ],
     }
-    decisions = [(event.call.id, event.decision) for event in heard if isinstance(event, ApprovalDecided)]
-    assert decisions == [("in_time", "approved"), ("late", "denied")]
+    decisions = [
+        (event.call.id, event.decision, event.via) for event in heard if isinstance(event, ApprovalDecided)
+    ]
+    assert decisions == [("in_time", "approved", "runner"), ("late", "denied", "timeout")]
+    # The audit keeps both, the timeout's with its reason and no one who decided.
+    assert [(e.call.id, e.decision, e.by, e.via, e.reason) for e in core.state.decisions] == [
+        ("in_time", "approved", "ada", "runner", None),
+        ("late", "denied", None, "timeout", reason),
+    ]
     assert [event.call.id for event in heard if isinstance(event, ApprovalRequested)] == ["late", "in_time"]
