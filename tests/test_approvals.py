@@ -452,7 +452,8 @@ async def test_an_awaiting_state_round_trips_and_a_version_1_state_loads() -> No
     assert {record.decision for record in old.calls.values()} == {None}
     assert old.failure is None
     assert old.tool_changes == ()
-    assert STATE_VERSION == 4
+    assert STATE_VERSION == 5
+    assert old.decisions == ()  # version 1 kept no decisions
 
 
 async def test_a_version_3_state_loads_without_who_decided_nor_the_waiting_tool() -> None:

@@ -628,6 +628,45 @@ def test_the_toolrunner_console_script_is_the_command_line() -> None:
     assert script.load() is main
 
 
+def test_show_keeps_every_decision_after_the_run_went_on_as_text_and_as_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The audit outlives the turn: who decided, the model's input and the one that ran, a denial's reason.
+    path = tmp_path / "runs.db"
+    store = SQLiteCheckpointer(path)
+
+    async def decided_and_resumed(store: RunStore) -> None:
+        await paused_run(store, "order-42", 120, 80)
+        await store.approve_call("order-42", "order-42_pay0", input={"amount": 100}, by="ada")
+        await store.deny_call("order-42", "order-42_pay1", "Not this month.", by="bob")
+        resumed = await ToolRunner.resume(
+            FakeMessagesAPI([text_reply("Paid 100.")]).async_client(),
+            checkpointer=store,
+            run_id="order-42",
+            tools=[stores.pay, stores.look],
+        )
+        await resumed.until_done()
+
+    fill(store, monkeypatch, decided_and_resumed)
+    cli = Cli(str(path))
+    assert cli("runs", "show", "order-42") == ExitCode.OK
+    text = cli.out.split("── decisions\n", 1)[1].splitlines()
+    assert text == [
+        '  order-42_pay0  pay {"amount": 120}: approved by ada at 2025-06-15T14:07:40.000+00:00, through the store',
+        '      ran with the input {"amount": 100}',
+        '  order-42_pay1  pay {"amount": 80}: denied by bob at 2025-06-15T14:07:40.000+00:00, through the store',
+        "      the model read: Not this month.",
+    ]
+    data = cli.json("runs", "show", "order-42")
+    assert data["state"]["calls"] == []  # the journal holds the current turn only
+    assert [
+        (d["id"], d["input"], d["approved_input"], d["by"], d["via"]) for d in data["state"]["decisions"]
+    ] == [
+        ("order-42_pay0", {"amount": 120}, {"amount": 100}, "ada", "store"),
+        ("order-42_pay1", {"amount": 80}, None, "bob", "store"),
+    ]
+
+
 HELP_WRAPPER = """
 import runpy, sys
 sys.argv = ["toolrunner", *sys.argv[1:]]

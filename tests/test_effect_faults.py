@@ -13,7 +13,8 @@ A fault at a save or a request strikes before it took place or, generated, after
 the service answered, and the answer is lost). A fault at a tool's execution strikes inside the
 tool, once it began. Then:
 
-- a call that completed never runs again, unless its tool is idempotent (after a crash);
+- a call whose tool began never runs again (it completed, or it is answered "interrupted"), unless
+  its tool is idempotent;
 - a call that never began is never reported "interrupted", unless the process died right after the
   save that journaled it; and at every save, no more calls are journaled as started and not yet
   begun than there are concurrency slots (a call waiting for a slot has not started);
@@ -271,16 +272,23 @@ async def run_script(script: Script, fault: Fault | None) -> Outcome:
     )
 
 
-def check(script: Script, clean: Outcome, faulty: Outcome) -> None:
+def check(script: Script, clean: Outcome, faulty: Outcome, fault: Fault | None = None) -> None:
     assert clean.end_reason == "model"
     assert faulty.end_reason == "model", faulty.messages
     assert not clean.violations
     assert not faulty.violations, faulty.violations
     ledger = faulty.ledger
-    # A call that completed never runs again (an idempotent one may, after a crash).
+    # A call that completed never runs again (an idempotent one may, after a crash); nor does one
+    # whose tool began, whatever cut it off (its start was saved first: it is answered interrupted).
     for call_id, count in ledger.completed.items():
         if call_id not in script.idempotent_ids:
             assert count <= 1, f"{call_id} completed {count} times"
+    for call_id, count in ledger.began.items():
+        if call_id not in script.idempotent_ids:
+            assert count <= 1, f"{call_id} began {count} times"
+    # A failed save or request cuts no call off: a tool that began runs to its end.
+    if fault is not None and fault.kind == "raise":
+        assert not faulty.interrupted, f"a failure once cut {sorted(faulty.interrupted)} off"
     # A call reported interrupted had begun (or was journaled right before the process died).
     for call_id in faulty.interrupted:
         assert ledger.began[call_id] >= 1 or call_id in faulty.allowed_interrupted, (
@@ -316,13 +324,16 @@ def check(script: Script, clean: Outcome, faulty: Outcome) -> None:
 @given(script=scripts(), data=st.data())
 def test_a_fault_at_any_effect_keeps_every_promise(backend: str, script: Script, data: st.DataObject) -> None:
     clean = anyio.run(run_script, script, None, backend=backend)
-    # The effect first, then which of its occurrences: a tool's execution is as likely a place as a save.
-    name = data.draw(st.sampled_from(sorted(set(clean.effects))), label="effect")
+    # The kind, then the effect, then which of its occurrences: a tool's execution is as likely a
+    # place as a save. Only a save or a request can fail (``raise``) as such.
+    kind: FaultKind = data.draw(st.sampled_from(["crash", "raise", "cancel"]), label="kind")
+    names = sorted(set(clean.effects) & ({"Save", "Send"} if kind == "raise" else set(clean.effects)))
+    name = data.draw(st.sampled_from(names), label="effect")
     places = [index for index, effect in enumerate(clean.effects) if effect == name]
     fault = Fault(
         at=data.draw(st.sampled_from(places), label="at"),
-        kind=data.draw(st.sampled_from(["crash", "raise", "cancel"]), label="kind"),
+        kind=kind,
         after=data.draw(st.booleans(), label="after"),
     )
     faulty = anyio.run(run_script, script, fault, backend=backend)
-    check(script, clean, faulty)
+    check(script, clean, faulty, fault)

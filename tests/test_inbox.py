@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import anyio
@@ -34,7 +35,7 @@ from toolrunner.inbox import app_from_environment, create_app
 from toolrunner.inbox._auth import Sessions, safe_next
 from toolrunner.inbox._http import BODY_LIMIT
 from toolrunner.inbox._live import waiting_versions
-from toolrunner.inbox._pages import editor_text
+from toolrunner.inbox._pages import Moment, decided_moment, editor_text, when
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -95,6 +96,22 @@ async def test_without_a_session_nothing_but_the_login_page_is_served(
         assert (await stranger.get("/static/inbox.js")).status_code == 200
         assert (await stranger.get("/healthz")).text == "ok"
     assert await waiting_ids(store, "order-42") == ["order-42_pay0"]
+
+
+async def test_the_icon_is_served_without_a_session_and_every_page_links_it(
+    app: Starlette, ada: Person
+) -> None:
+    async with Person(app) as stranger:
+        icon = await stranger.get("/favicon.ico")  # asked for by what does not read the page's link
+        assert icon.status_code == 200
+        assert icon.headers["content-type"] == "image/svg+xml"
+        assert icon.content.startswith(b'<svg xmlns="http://www.w3.org/2000/svg"')
+        assert b"<script" not in icon.content
+        linked = await stranger.get("/static/favicon.svg")
+        assert (linked.status_code, linked.content) == (200, icon.content)
+        login = (await stranger.get("/login")).text
+    for page in (login, (await ada.get("/")).text, (await ada.get("/runs")).text):
+        assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in page
 
 
 async def test_logging_in_needs_the_token_and_a_name_and_sets_a_guarded_cookie(app: Starlette) -> None:
@@ -351,7 +368,7 @@ async def test_finished_and_failed_runs_are_listed_with_their_cost_and_turns(
 def rows(page: str) -> list[list[str]]:
     """The runs table's rows: each cell's text, without the last (when the run was saved)."""
     return [
-        [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td>(.*?)</td>", row, re.S)][:-1]
+        [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)][:-1]
         for row in re.findall(r"<tr data-run=.*?</tr>", page, re.S)
     ]
 
@@ -468,10 +485,23 @@ async def test_an_edited_input_is_approved_by_who_logged_in_and_the_resumed_run_
         {"amount": 100, "to": "Bob"},
     )
     page = (await ada.get("/run", id="order-42")).text
-    assert f'<p class="decision">approved by ada at {record.decided_at}</p>' in page
+    assert re.search(r'<p class="decision">approved by ada at <time datetime="[^"]+">[^<]+</time></p>', page)
     assert "Runs with the input" in page
     await resume(store, "order-42")
     assert paid == [100]
+    # Once the run went on, the journal no longer holds the call; the page's audit still shows
+    # who approved, when, the model's input and the one that ran.
+    page = (await ada.get("/run", id="order-42")).text
+    audit = page.split('<section class="audit">', 1)[1].split("</section>", 1)[0]
+    assert 'data-decision="order-42_pay0"' in audit
+    assert re.search(
+        r'<p class="decision">approved by ada at <time datetime="[^"]+">[^<]+</time> \(through the store\)</p>',
+        audit,
+    )
+    assert "Input, as the model sent it" in audit
+    assert "&#34;amount&#34;: 120" in audit or '"amount": 120' in audit
+    assert "Ran with the input" in audit
+    assert "&#34;to&#34;: &#34;Bob&#34;" in audit or '"to": "Bob"' in audit
 
 
 async def test_approving_the_input_as_it_is_approves_without_an_edit(
@@ -619,10 +649,11 @@ async def test_of_two_people_deciding_one_call_one_wins_and_the_other_is_told_wh
         )
         assert response.status_code == 409
         assert re.search(
-            r"<p class=\"alert\" role=\"alert\">Nothing was decided: the call &#39;order-42_pay0&#39; of run &#39;order-42&#39; was approved by &#39;ada&#39; at \d{4}-",
+            r'<p class="alert" role="alert">Nothing was decided: the call <code>order-42_pay0</code> was approved by '
+            r'ada at <time datetime="[^"]+">[^<]+</time> first; it cannot be decided again.</p>',
             response.text,
         )
-        assert '<p class="decision">approved by ada at ' in response.text  # the page as it is now
+        assert '<p class="decision">approved by ada at <time ' in response.text  # the page as it is now
     loaded = await store.load("order-42")
     assert loaded is not None
     assert loaded.state.calls["order-42_pay0"].decided_by == "ada"
@@ -651,6 +682,93 @@ async def test_two_people_deciding_one_call_at_once_on_sqlite_one_wins(tmp_path:
     winner = next(name for name, status in statuses.items() if status == 303)
     assert loaded.state.calls["order-42_pay0"].decided_by == winner
     store.close()
+
+
+# -- times and messages, as a person reads them ----------------------------------------------------------
+
+NOV_27 = datetime(2026, 11, 27, 12, 0, 5, 123_000, tzinfo=UTC)
+SHOWN = '<time datetime="2026-11-27T12:00:05Z">27 Nov 2026, 12:00 UTC</time>'
+"""How the inbox shows ``NOV_27``: readable, and exact in the element's ``datetime``."""
+
+
+def iso_texts(page: str) -> list[str]:
+    """Times a page shows as ISO text (``2026-11-27T12:00:05.123+00:00``) rather than readable."""
+    return re.findall(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}", re.sub(r'datetime="[^"]*"', "", page))
+
+
+async def test_every_time_is_shown_readable_in_a_time_element(
+    app: Starlette, store: MemoryCheckpointer, ada: Person, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store, "_now", Clock(NOV_27.timestamp()))
+    await paused_run(store, "order-42", 120, 80)
+    await finished_run(store, "done")
+    assert (await ada.decide("approve", "order-42", "order-42_pay0")).status_code == 303
+    async with Person(app) as bob:
+        await bob.log_in("bob")
+        conflict = await bob.decide("deny", "order-42", "order-42_pay0", reason="No.")  # ada was first
+    assert conflict.status_code == 409
+    pages = {
+        "waiting": (await ada.get("/")).text,
+        "fragment": (await ada.get("/fragments/waiting")).text,
+        "runs": (await ada.get("/runs")).text,
+        "run": (await ada.get("/run", id="order-42")).text,
+        "conflict": conflict.text,
+    }
+    for name, page in pages.items():
+        assert SHOWN in page, name
+        assert iso_texts(page) == [], name
+    assert re.search(
+        rf"<td data-label=\"Last saved\">{re.escape(SHOWN)} <span class=\"ago\">\(\d+[smhd] ago\)</span></td>",
+        pages["runs"],
+    )
+    assert f"Created {SHOWN}" in pages["run"]
+    assert f'<p class="decision">approved by ada at {SHOWN}</p>' in pages["run"]
+    assert (
+        "Nothing was decided: the call <code>order-42_pay0</code> was approved by ada at "
+        f"{SHOWN} first; it cannot be decided again."
+    ) in pages["conflict"]
+
+
+def test_a_time_is_shown_in_utc_and_a_decision_time_that_is_not_one_as_saved() -> None:
+    assert when(NOV_27.astimezone(timezone(timedelta(hours=-5)))) == Moment(
+        "2026-11-27T12:00:05Z", "27 Nov 2026, 12:00 UTC"
+    )
+    assert when(datetime(2026, 1, 2, 3, 4, tzinfo=UTC), datetime(2026, 1, 2, 4, 4, tzinfo=UTC)) == Moment(
+        "2026-01-02T03:04:00Z", "2 Jan 2026, 03:04 UTC", "1h ago"
+    )
+    assert decided_moment("2026-11-27T12:00:05.123+00:00") == Moment(
+        "2026-11-27T12:00:05Z", "27 Nov 2026, 12:00 UTC"
+    )
+    assert decided_moment("yesterday") == Moment("", "yesterday")
+    assert decided_moment(None) is None
+
+
+def shown_text(page: str) -> str:
+    """What a person reads of a page's main part: its text, without the tags."""
+    main = page.split("<main>", 1)[1].split("</main>", 1)[0]
+    return re.sub(r"<[^>]+>", "", main)
+
+
+async def test_a_command_in_a_message_is_shown_as_code_never_between_backticks(
+    app: Starlette, store: MemoryCheckpointer, ada: Person, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with Person(app) as person:
+        wrong_token = (await person.log_in("ada", token=TOKEN[:-1] + "x")).text
+    assert "give the one <code>toolrunner inbox</code> printed" in wrong_token
+    await finished_run(store, "done-1")
+    nothing_waits = (await ada.decide("deny", "done-1", "done-1_look")).text
+    assert "<code>toolrunner runs list --status awaiting</code>" in nothing_waits  # the store's message
+
+    async def fail(**_: object) -> None:
+        raise CheckpointError("the store at `<b>runs.db</b>` is locked; run `toolrunner runs list` later.")
+
+    monkeypatch.setattr(store, "list_runs", fail)
+    failed = (await ada.get("/")).text
+    assert (
+        "the store at <code>&lt;b&gt;runs.db&lt;/b&gt;</code> is locked; run <code>toolrunner runs list</code> later."
+    ) in failed  # a code span is escaped like any text
+    for page in (wrong_token, nothing_waits, failed):
+        assert "`" not in shown_text(page)
 
 
 # -- what a model or a tool wrote is text; what is secret is not shown -----------------------------------

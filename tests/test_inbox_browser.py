@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, ViewportSize, expect, sync_playwright
 
 from tests.inbox_browser import in_thread, launch_chromium, log_in, served_inbox
 from tests.inbox_helpers import HOSTILE_ID, PAYLOAD, TOKEN, hostile_run
@@ -379,3 +379,137 @@ def test_the_waiting_list_updates_itself_when_a_run_starts_or_stops_waiting(
 
     in_thread(deny)
     expect(row).to_have_count(0)
+
+
+# -- on a phone ---------------------------------------------------------------------------------------
+
+PHONE: ViewportSize = {"width": 390, "height": 844}
+"""A phone's screen, in CSS pixels (an iPhone 14's)."""
+LONG_NAME = "Augusta Ada King, Countess of Lovelace, of the Analytical Engine Society, London"
+"""A name as long as the login takes (80 characters): the header must still show "Log out"."""
+
+
+@pytest.fixture
+def phone(browser: Browser) -> Iterator[BrowserContext]:
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    context.set_default_timeout(WAIT)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def failed_requests(phone: BrowserContext) -> list[str]:
+    """The requests of the phone's pages that failed or were answered with an error (a 404 too)."""
+    failed: list[str] = []
+    phone.on("requestfailed", lambda request: failed.append(f"failed {request.url}"))
+    phone.on(
+        "response",
+        lambda response: (
+            failed.append(f"{response.status} {response.url}") if response.status >= 400 else None
+        ),
+    )
+    return failed
+
+
+def fits_the_screen(page: Page) -> None:
+    """Nothing on the page is wider than the screen: no sideways scrolling. A phone zooms a page
+    wider than its screen out to fit (``innerWidth`` grows with it), so the width is checked too."""
+    scroll_width, inner_width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert (scroll_width, inner_width) == (PHONE["width"], PHONE["width"])
+
+
+def in_view_and_clickable(page: Page, selector: str) -> None:
+    """The element is whole inside the screen, and it is what a tap at its middle reaches."""
+    box = page.locator(selector).bounding_box()
+    assert box is not None, selector
+    left, top, right, bottom = box["x"], box["y"], box["x"] + box["width"], box["y"] + box["height"]
+    assert (min(left, top) >= 0, right <= PHONE["width"], bottom <= PHONE["height"]) == (True, True, True), (
+        box
+    )
+    middle = [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2]
+    reached = "([x, y, selector]) => document.elementFromPoint(x, y) === document.querySelector(selector)"
+    assert page.evaluate(reached, [*middle, selector]), selector
+
+
+def time_lines(page: Page) -> list[int]:
+    """How many lines each time the page shows takes, with what follows it in its cell or sentence."""
+    return page.evaluate(
+        """() => Array.from(document.querySelectorAll('main time')).map(time => {
+            const range = document.createRange();
+            range.setStartBefore(time);
+            const ago = time.nextElementSibling;
+            range.setEndAfter(ago && ago.classList.contains('ago') ? ago : time);
+            return new Set(Array.from(range.getClientRects()).map(rect => Math.round(rect.bottom))).size;
+        })"""
+    )
+
+
+def on_a_phone(page: Page, failed: list[str]) -> None:
+    """What every page of the inbox keeps on a phone: it fits the screen, "Log out" is in reach,
+    each time takes one or two lines, and nothing it asks for is missing (its icon included)."""
+    fits_the_screen(page)
+    in_view_and_clickable(page, "header .who button")
+    lines = time_lines(page)
+    assert lines, "the page shows no time"
+    assert max(lines) <= 2, lines
+    page.wait_for_load_state("networkidle")
+    assert failed == []
+
+
+def test_on_a_phone_the_login_page_fits_the_screen(
+    phone: BrowserContext, inbox: str, failed_requests: list[str]
+) -> None:
+    page = phone.new_page()
+    page.goto(inbox + "/")
+    expect(page.locator("h1")).to_have_text("Log in")
+    fits_the_screen(page)
+    in_view_and_clickable(page, "form[action$='/login'] button[type=submit]")
+    page.wait_for_load_state("networkidle")
+    assert failed_requests == []
+
+
+def test_on_a_phone_the_waiting_list_fits_the_screen(
+    phone: BrowserContext, inbox: str, database: Path, failed_requests: list[str]
+) -> None:
+    make_paused_run(database, "phone-waiting-" + "x" * 60, 10, 20)
+    page = phone.new_page()
+    log_in(page, inbox, name=LONG_NAME, token=TOKEN)
+    expect(page.locator("#waiting tbody tr").first).to_be_visible()
+    on_a_phone(page, failed_requests)
+
+
+def test_on_a_phone_the_finished_runs_fit_the_screen(
+    phone: BrowserContext, inbox: str, failed_requests: list[str]
+) -> None:
+    page = phone.new_page()
+    log_in(page, inbox, name=LONG_NAME, token=TOKEN, path="/runs")
+    expect(page.locator("tr[data-run='finished-1']")).to_be_visible()
+    on_a_phone(page, failed_requests)
+
+
+def test_on_a_phone_a_run_with_a_waiting_call_fits_the_screen_and_log_out_works(
+    phone: BrowserContext, inbox: str, database: Path, failed_requests: list[str]
+) -> None:
+    run_id = "phone-run-" + "y" * 60
+    first, _ = make_paused_run(database, run_id, 10, 20)
+
+    async def deny() -> None:  # a decided call, to show when it was decided
+        with closing(SQLiteCheckpointer(database)) as store:
+            await store.deny_call(run_id, first, "Not now.", by=LONG_NAME)
+
+    in_thread(deny)
+    page = phone.new_page()
+    log_in(page, inbox, name=LONG_NAME, token=TOKEN, path=run_url(run_id))
+    expect(page.locator("article.call")).to_have_count(1)
+    expect(page.locator("article.record .decision time")).to_have_count(1)
+    on_a_phone(page, failed_requests)
+    page.locator("header .who button").tap()
+    expect(page.locator("h1")).to_have_text("Log in")
+
+
+def test_on_a_phone_a_message_naming_a_long_id_fits_the_screen(phone: BrowserContext, inbox: str) -> None:
+    page = phone.new_page()
+    log_in(page, inbox, name="ada", token=TOKEN, path=run_url("n" * 120))  # one word, no place to break
+    expect(page.locator("h1")).to_have_text("No such run")
+    fits_the_screen(page)
+    in_view_and_clickable(page, "header .who button")

@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from tests.helpers import MODEL
-from tests.stores import paid, runner
+from tests.stores import look as look_tool, paid, pay as pay_tool, runner
 from toolrunner import (
     ApprovalDecided,
     ApprovalError,
@@ -241,3 +241,126 @@ async def test_a_decision_that_lands_as_the_runner_takes_up_the_turn_is_taken_ov
     await again.until_done()  # after the read: the claim's save is refused, the runner reads again
     assert paid == [70]
     assert racing.loads > after
+
+
+# -- a decision through the store never wedges the runner, whatever the loop body does (issue 27) --
+
+
+FOLLOW_UP = {"role": "user", "content": "Never mind the payment; just say hello."}
+
+
+def decided_events(events: list[RunnerEvent]) -> list[tuple[str, str, str | None, object, str | None]]:
+    return [
+        (event.call.id, event.decision, event.by, event.input, event.via)
+        for event in events
+        if isinstance(event, ApprovalDecided)
+    ]
+
+
+@pytest.mark.parametrize("steer", ["push_messages", "set_messages_params", "close"])
+async def test_steering_past_a_call_decided_through_the_store_goes_on_and_keeps_the_decision(
+    store: RunStore, steer: str
+) -> None:
+    events: list[RunnerEvent] = []
+    script = [tool_reply(pay(120, "c")), text_reply("Hello.")]
+    held = runner(store, "r", script, on_event=events.append)
+    with pytest.raises(AwaitingApprovalError):
+        await held.until_done()
+    await store.approve_call("r", "c", input={"amount": 80}, by="ada")
+    if steer == "push_messages":
+        held.push_messages(FOLLOW_UP)  # allowed: none of the paused calls ran
+    elif steer == "set_messages_params":
+        held.set_messages_params(lambda params: {**params, "messages": [*params["messages"], FOLLOW_UP]})
+    else:
+        await held.aclose()  # the close is saved: the decision is taken over, not refused
+    for _ in range(2):  # never DecidedMeanwhileError, at the first iteration or any later one
+        if steer == "close":
+            async for _message in held:
+                pass
+        else:
+            await held.until_done()
+    assert paid == []  # steered past: the call never ran
+    assert held.state.end_reason == ("closed" if steer == "close" else "model")
+    [entry] = held.state.decisions
+    assert (entry.call.id, entry.decision, entry.approved_input, entry.by, entry.via) == (
+        "c",
+        "approved",
+        {"amount": 80},
+        "ada",
+        "store",
+    )
+    assert decided_events(events) == [("c", "approved", "ada", {"amount": 80}, "store")]
+    saved = await store.load("r")
+    assert saved is not None
+    assert saved.state.to_dict() == held.state.to_dict()
+
+
+async def test_a_decision_through_the_store_is_reported_once_by_the_runner_that_resumes_the_run(
+    store: RunStore,
+) -> None:
+    await paused(store, pay(120, "c1"), pay(130, "c2"))
+    await store.approve_call("r", "c1", input={"amount": 80}, by="ada")
+    await store.deny_call("r", "c2", "Not this month.", by="bob")
+    events: list[RunnerEvent] = []
+    resumed = await ToolRunner.resume(
+        FakeMessagesAPI([text_reply("Paid.")]).async_client(),
+        checkpointer=store,
+        run_id="r",
+        tools=[pay_tool, look_tool],
+        on_event=events.append,
+    )
+    await resumed.until_done()
+    assert paid == [80]
+    assert decided_events(events) == [
+        ("c1", "approved", "ada", {"amount": 80}, "store"),
+        ("c2", "denied", "bob", None, "store"),
+    ]
+
+
+async def test_a_decision_made_in_the_runner_before_the_pause_is_not_reported_again_after_a_resume(
+    store: RunStore,
+) -> None:
+    held = await paused(store, pay(120, "c1"), pay(130, "c2"))
+    held.approve("c1", by="ada")
+    with pytest.raises(AwaitingApprovalError):
+        await held.until_done()  # c1 runs; c2 still waits: the pause is saved with c1's decision
+    await store.approve_call("r", "c2", by="bob")
+    events: list[RunnerEvent] = []
+    resumed = await ToolRunner.resume(
+        FakeMessagesAPI([text_reply("Paid.")]).async_client(),
+        checkpointer=store,
+        run_id="r",
+        tools=[pay_tool, look_tool],
+        on_event=events.append,
+    )
+    await resumed.until_done()
+    assert paid == [120, 130]
+    assert decided_events(events) == [("c2", "approved", "bob", None, "store")]
+
+
+async def test_the_audit_of_every_decision_outlives_its_turn_and_a_resume(store: RunStore) -> None:
+    held = await paused(store, pay(120, "c1"), pay(130, "c2"))
+    held.approve("c1", input={"amount": 90}, by="carol")
+    with pytest.raises(AwaitingApprovalError):
+        await held.until_done()  # c1 runs; c2 still waits
+    await store.deny_call("r", "c2", "Not now.", by="bob")
+    resumed = await ToolRunner.resume(
+        FakeMessagesAPI([text_reply("Paid.")]).async_client(),
+        checkpointer=store,
+        run_id="r",
+        tools=[pay_tool, look_tool],
+    )
+    await resumed.until_done()
+    assert paid == [90]
+    saved = await store.load("r")
+    assert saved is not None
+    assert saved.state.calls == {}  # the journal holds the current turn only; the audit stays
+    audit = [
+        (e.call.id, e.call.name, e.call.input, e.decision, e.approved_input, e.reason, e.by, e.via)
+        for e in saved.state.decisions
+    ]
+    assert audit == [
+        ("c1", "pay", {"amount": 120}, "approved", {"amount": 90}, None, "carol", "runner"),
+        ("c2", "pay", {"amount": 130}, "denied", None, "Not now.", "bob", "store"),
+    ]
+    assert all(entry.at for entry in saved.state.decisions)

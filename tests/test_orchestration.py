@@ -98,8 +98,20 @@ async def to_the_pause(runner: ToolRunner[Any]) -> None:
 # -- approvals ------------------------------------------------------------------------------------
 
 
-async def test_an_edited_approval_is_what_runs_after_the_call_is_cancelled_and_started_again() -> None:
-    runner = runner_of(refund_script(), [refund], checkpointer=MemoryCheckpointer(), run_id="r")
+@tool(requires_approval=True, idempotent=True, name="refund")
+async def idempotent_refund(account: int, amount: int) -> str:
+    """Refund an amount to an account (the service dedupes refunds)."""
+    return await refund(account, amount)
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["without-a-store", "idempotent-with-a-store"])
+async def test_an_edited_approval_is_what_runs_after_the_call_is_cancelled_and_started_again(
+    durable: bool,
+) -> None:
+    # A call cut off mid-flight runs again only where nothing says it started (no store), or where
+    # its tool may run again (idempotent); tests/test_failed_saves.py: otherwise it is interrupted.
+    options: dict[str, Any] = {"checkpointer": MemoryCheckpointer(), "run_id": "r"} if durable else {}
+    runner = runner_of(refund_script(), [idempotent_refund if durable else refund], **options)
     await to_the_pause(runner)
     runner.approve("r", input={"account": 7, "amount": 50})
     with anyio.move_on_after(0.02):  # cancelled while the refund runs

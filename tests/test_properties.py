@@ -333,7 +333,9 @@ class Expected:
     history: list[Skeleton]
     generated: list[list[Skeleton | None]]
     runs: set[str]
-    error: bool  # the runner must refuse to send an unanswered tool_use (UnansweredToolUseError)
+    error: (
+        bool  # the runner must refuse an unanswered tool_use (UnansweredToolUseError), when steered or sent
+    )
 
 
 class LifecycleModel:
@@ -389,15 +391,18 @@ class LifecycleModel:
                 if isinstance(action, Generate):
                     result = self._generate(reply, changed)
                     outputs.extend([result] * action.times)
-                elif isinstance(action, Push):
-                    result = self._generate(reply, changed) if action.with_results else None
-                    self.history.append(reply.skeleton())
-                    if result is not None:
-                        self.history.append(result)
-                    changed = True
                 else:
-                    last_role = self.history[-1][0]
-                    self.history = skeleton(_replacement(_as_messages(self.history), last_role, action.calls))
+                    if isinstance(action, Push):
+                        result = self._generate(reply, changed) if action.with_results else None
+                        new = [*self.history, reply.skeleton(), *([result] if result is not None else [])]
+                    else:
+                        last_role = self.history[-1][0]
+                        new = skeleton(_replacement(_as_messages(self.history), last_role, action.calls))
+                    # Steering that makes a history the service rejects, whatever comes next, is
+                    # refused at once and changes nothing (only the last message may wait for results).
+                    if pairing_problems(_as_messages(new), allow_trailing=True):
+                        return Expected(requests, self.history, generated, self.done, True)
+                    self.history = new
                     changed = True
             generated.append(outputs)
             if turn.then == "break_until_done":

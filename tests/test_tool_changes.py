@@ -380,3 +380,63 @@ async def test_a_removal_stays_in_force_when_a_compaction_replaces_the_message_t
             runner.compact_before_next_turn()
     assert roles(fake.requests[3].messages) == ["assistant"]
     assert results_of(runner.messages[2]) == [("c", UNKNOWN_PING, True)]
+
+
+PUSHED_MISPLACED: list[tuple[list[dict[str, Any]], str]] = [
+    (
+        [{"role": "system", "content": "Be brief."}],
+        r"messages\[2\] is a system message right after an assistant",
+    ),
+    (
+        [{"role": "user", "content": "And?"}, {"role": "system", "content": "Be brief."}, USER],
+        r"messages\[3\] is a system message followed by a user message",
+    ),
+    (
+        [
+            {"role": "user", "content": "And?"},
+            {"role": "system", "content": [{"type": "image", "source": {}}]},
+        ],
+        r"messages\[3\] is a system message with a 'image' block",
+    ),
+    (
+        [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_x", "content": "?"}]}],
+        r"messages\[2\] has tool_result block\(s\) for \['toolu_x'\]",
+    ),
+]
+
+
+@pytest.mark.parametrize(("pushed", "match"), PUSHED_MISPLACED)
+async def test_push_messages_refuses_a_history_that_could_never_be_sent_and_appends_nothing(
+    pushed: list[dict[str, Any]], match: str
+) -> None:
+    fake = FakeMessagesAPI([text_reply("One.")])
+    runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=100, messages=[USER])
+    await runner.until_done()
+    before = runner.messages
+    with pytest.raises(HistoryError, match=match):
+        runner.push_messages(*pushed)
+    assert runner.messages == before
+    assert runner.end_reason == "model"  # the loop stays ended: nothing was steered
+
+
+async def test_set_messages_params_refuses_a_history_that_could_never_be_sent_and_changes_nothing() -> None:
+    fake = FakeMessagesAPI([text_reply("One.")])
+    runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=100, messages=[USER], tools=[ping])
+    await runner.until_done()
+    before, tools = runner.messages, runner.params["tools"]
+    with pytest.raises(HistoryError, match=r"messages\[0\] is a system message at the start"):
+        runner.set_messages_params(
+            lambda params: {**params, "tools": [], "messages": [{"role": "system", "content": "Hi."}, USER]}
+        )
+    assert runner.messages == before
+    assert runner.params["tools"] == tools
+
+
+async def test_a_pushed_reply_may_wait_for_its_results() -> None:
+    # The body may push a reply whose calls the run answers next: it is not refused at the push.
+    fake = FakeMessagesAPI([tool_reply(tool_call("ping", {}, id="toolu_p")), text_reply("Done.")])
+    runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=100, messages=[USER], tools=[ping])
+    async for message in runner:
+        if message.stop_reason == "tool_use":
+            runner.push_messages(message)
+    assert roles(runner.messages) == ["user", "assistant", "user", "assistant"]

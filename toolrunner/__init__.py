@@ -9,6 +9,8 @@ import logging as _logging
 from importlib import import_module as _import_module
 from typing import TYPE_CHECKING
 
+from . import _log, _stdlog
+
 if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr__ imports each when first used
     from ._caching import CachePolicy as CachePolicy
     from ._checkpoint import Checkpoint as Checkpoint, Checkpointer as Checkpointer, RunStore as RunStore
@@ -24,6 +26,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         MalformedReplyError as MalformedReplyError,
         ParamsError as ParamsError,
         ResultTooLargeError as ResultTooLargeError,
+        RunEndedError as RunEndedError,
         StateError as StateError,
         ToolDefinitionError as ToolDefinitionError,
         ToolError as ToolError,
@@ -75,6 +78,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         STATE_VERSION as STATE_VERSION,
         CallRecord as CallRecord,
         CallStatus as CallStatus,
+        DecisionRecord as DecisionRecord,
         Phase as Phase,
         RunState as RunState,
     )
@@ -85,6 +89,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
     from ._tracing import Tracing as Tracing
     from ._types import (
         Decision as Decision,
+        DecisionSource as DecisionSource,
         EndReason as EndReason,
         Reply as Reply,
         ReplyStream as ReplyStream,
@@ -123,6 +128,8 @@ __all__ = [
     "CompactionControl",
     "DecidedMeanwhileError",
     "Decision",
+    "DecisionRecord",
+    "DecisionSource",
     "EndReason",
     "EventPrinter",
     "File",
@@ -142,6 +149,7 @@ __all__ = [
     "ReplyStream",
     "RequestUsage",
     "ResultTooLargeError",
+    "RunEndedError",
     "RunPage",
     "RunState",
     "RunStatus",
@@ -191,6 +199,8 @@ __all__ = [
 # A library logs and leaves the output to the application: without a handler of its own, an
 # application that configured no logging would print the library's warnings to stderr.
 _logging.getLogger("toolrunner").addHandler(_logging.NullHandler())
+# The core writes its lines through ``_log``; outside a Temporal workflow they go to that logger.
+_log.set_default(_stdlog.write)
 
 _PUBLIC: dict[str, tuple[str, ...]] = {
     "_caching": ("CachePolicy",),
@@ -207,6 +217,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "MalformedReplyError",
         "ParamsError",
         "ResultTooLargeError",
+        "RunEndedError",
         "StateError",
         "ToolDefinitionError",
         "ToolError",
@@ -248,7 +259,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "_runner": ("ToolRunner",),
     "_runs": ("RunPage", "RunStatus", "RunSummary", "decisions_since", "run_status"),
     "_sqlite": ("SQLiteCheckpointer",),
-    "_state": ("STATE_VERSION", "CallRecord", "CallStatus", "Phase", "RunState"),
+    "_state": ("STATE_VERSION", "CallRecord", "CallStatus", "DecisionRecord", "Phase", "RunState"),
     "_stores": ("open_store",),
     "_sync": ("SyncReplyStream", "SyncToolRunner"),
     "_tools": ("ApprovalGate", "Tool", "ToolContext", "tool"),
@@ -256,6 +267,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "_tracing": ("Tracing",),
     "_types": (
         "Decision",
+        "DecisionSource",
         "EndReason",
         "Reply",
         "ReplyStream",

@@ -51,12 +51,7 @@ class RunningCalls:
                 if len(mine) == 1:  # no task group needed: saves a task per turn on the common path
                     await run(mine[0])
                 else:
-                    try:
-                        async with anyio.create_task_group() as group:
-                            for call in mine:
-                                group.start_soon(run, call)
-                    except BaseExceptionGroup as error:
-                        raise_single(error)
+                    await _run_all(mine, run)
             finally:
                 for call in mine:
                     del self.running[call.id]
@@ -104,6 +99,36 @@ class RunningCalls:
             if (event := self.running.get(call_id)) is not None:
                 await event.wait()
         return [call_id for call_id, _ in scopes]
+
+
+async def _run_all(calls: Sequence[ToolCall], run: Callable[[ToolCall], Coroutine[Any, Any, None]]) -> None:
+    """Run ``calls`` at once. A call whose program fails (a save refused or failing around it)
+    does not stop the others: a tool that began may have acted, so it runs to its end and its
+    result is journaled; the first failure is raised once all have stopped. A cancellation still
+    stops them all (and the core answers each call it cut off)."""
+    failures: list[Exception] = []
+
+    async def settled(call: ToolCall) -> None:
+        try:
+            await run(call)
+        except Exception as error:
+            failures.append(error)
+
+    try:
+        async with anyio.create_task_group() as group:
+            for call in calls:
+                group.start_soon(settled, call)
+    except BaseExceptionGroup as error:
+        raise_single(error)
+    if failures:
+        first = failures[0]
+        others = {id(error): error for error in failures[1:] if error is not first}
+        if others:
+            first.add_note(
+                f"{len(others)} other call(s) of the same step failed too: "
+                + "; ".join(f"{type(error).__name__}: {error}" for error in others.values())
+            )
+        raise first
 
 
 def raise_single(error: BaseExceptionGroup[BaseException]) -> None:

@@ -24,6 +24,7 @@ from ._ids import check_by, check_run_id
 from ._runs import PRUNE_KEEPS, RunStatus, RunSummary, check_time, parse_json, pruned_statuses, waiting_calls
 from ._show import (
     age,
+    audit_lines,
     conversation,
     moment,
     plural,
@@ -128,6 +129,7 @@ async def _show(context: _Context) -> None:
         + ("" if summary.cost is None else f", ${summary.cost:.4f}")
     )
     context.print(*conversation(state, full=arguments.full))
+    context.print(*audit_lines(state, full=arguments.full))
     waiting = waiting_lines(state, full=arguments.full)
     if waiting:
         secret = bool(arguments.store) and holds_secret(arguments.store)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
 from ._events import (
@@ -20,7 +20,8 @@ from ._events import (
     ToolCallStarted,
 )
 from ._show import call_text, plural, printable
-from ._usage import Price, UsageTracker
+from ._types import ToolCall
+from ._usage import DEFAULT_PRICES, Price, RequestUsage, UsageTracker, find_price, request_usage
 
 __all__ = ["EventPrinter"]
 
@@ -32,7 +33,10 @@ class EventPrinter:
     pauses. Pass it as ``on_event=EventPrinter()``.
 
     ``[toolu_...]`` at the end of a line is the call's tool_use id (what ``toolrunner runs approve``
-    takes); the time at the start of a line counts from the first event.
+    takes); the time at the start of a line counts from the first event. Replies are numbered in
+    the run and the usage at the end is the run's: a printer given to a resumed runner goes on from
+    the requests of the run's earlier part (which the events carry), and one printer may follow a
+    runner and then the runner that resumes its run.
 
     Args:
         file: Where to print; standard error when ``None`` (the output stays the script's own).
@@ -51,7 +55,10 @@ class EventPrinter:
     ) -> None:
         self.file = file
         self.text = text
-        self._usage = UsageTracker(prices=prices)
+        self._prices = DEFAULT_PRICES if prices is None else prices
+        # The run's requests that got a reply, in order, priced with ``prices``: those this printer
+        # saw exactly, and those of an earlier part (a resumed run's) from the usage the run saved.
+        self._requests: list[RequestUsage] = []
         self._clock = clock
         self._start: float | None = None
 
@@ -71,26 +78,47 @@ class EventPrinter:
             return self._reply(event)
         if isinstance(event, ToolCallStarted):
             early = " (while the reply streams)" if event.early else ""
-            return [f"  start    {call_text(event.call, limit=100)}{early}  [{event.call.id}]"]
+            call = event.call
+            if event.input is not None:  # a person edited it: what runs is what is shown
+                shown = call_text(ToolCall(call.id, call.name, event.input), limit=100)
+                return [f"  start    {shown} (edited on approval){early}  [{call.id}]"]
+            return [f"  start    {call_text(call, limit=100)}{early}  [{call.id}]"]
         if isinstance(event, ToolCallFinished):
             outcome = "error" if event.is_error else "done"
             return [f"  {outcome:<8} {event.call.name} in {event.duration:.2f}s  [{event.call.id}]"]
         if isinstance(event, ApprovalRequested):
             return [f"  waits    {call_text(event.call, limit=100)}: needs a decision  [{event.call.id}]"]
         if isinstance(event, ApprovalDecided):
-            return [f"  {event.decision:<8} {event.call.name}  [{event.call.id}]"]
+            return [self._decided(event)]
         if isinstance(event, LoopFinished):
             return [self._end(event)]
         return []
 
+    def _decided(self, event: ApprovalDecided) -> str:
+        """``approved refund by 'ada' (through the store), to run as refund {"amount": 50}  [id]``."""
+        call = event.call
+        line = f"  {event.decision:<8} {call.name}"
+        if event.by is not None:
+            line += f" by {printable(event.by)!r}"
+        where = _WHERE.get(event.via or "")
+        if where:
+            line += f" ({where})"
+        if event.input is not None:
+            line += f", to run as {call_text(ToolCall(call.id, call.name, event.input), limit=100)}"
+        if event.reason is not None and event.via in ("store", "runner", None):
+            line += f": {printable(event.reason)[:100]}"
+        return f"{line}  [{call.id}]"
+
     def _reply(self, event: MessageFinished) -> list[str]:
         message = event.message
-        request = self._usage.record(message)
+        request = request_usage(message, self._prices)
+        earlier = self._run(event.requests[:-1]) if event.requests else self._requests
+        self._requests = [*earlier, request]
         usage = request.usage
         tokens = f"{usage.input_tokens:,} in, {usage.output_tokens:,} out"
         if usage.cache_read_input_tokens:
             tokens += f", {usage.cache_read_input_tokens:,} from the cache"
-        lines = [f"reply {len(self._usage.requests)} ({message.stop_reason}): {tokens} tokens"]
+        lines = [f"reply {len(self._requests)} ({message.stop_reason}): {tokens} tokens"]
         words = "".join(
             getattr(block, "text", "") for block in message.content if block.type == "text"
         ).strip()
@@ -102,8 +130,24 @@ class EventPrinter:
             lines.append(f"  {first[:100]}{'…' if cut else ''}")
         return lines
 
+    def _run(self, requests: Sequence[RequestUsage]) -> list[RequestUsage]:
+        """The run's ``requests`` as this printer counts them: those it saw, then the rest (a
+        resumed run's earlier part) priced from their saved usage, where a 1-hour cache write
+        counts as a 5-minute one (the saved usage does not tell them apart)."""
+        seen = self._requests[: len(requests)]
+        for request in requests[len(seen) :]:
+            price = find_price(self._prices, request.model)
+            seen.append(
+                RequestUsage(
+                    request.model, request.usage, None if price is None else price.cost(request.usage)
+                )
+            )
+        return seen
+
     def _end(self, event: LoopFinished) -> str:
-        tracker = self._usage
+        if event.requests:
+            self._requests = self._run(event.requests)
+        tracker = UsageTracker.of_requests(self._requests, prices=self._prices)
         total = tracker.total
         cost = "" if tracker.cost is None else f", ${tracker.cost:.4f}"
         what = (
@@ -115,3 +159,12 @@ class EventPrinter:
             f"{what}: {plural(len(tracker.requests), 'reply', 'replies')}, {total.input_tokens:,} in and "
             f"{total.output_tokens:,} out tokens{cost}"
         )
+
+
+_WHERE = {
+    "store": "through the store",
+    "callback": "by the approve callback",
+    "gate": "its gate failed",
+    "timeout": "no decision came in time",
+}
+"""How a line says where a decision came from (one taken in the runner says nothing more)."""

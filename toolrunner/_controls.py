@@ -60,7 +60,6 @@ class RunnerControls:
         def __aiter__(self) -> AsyncIterator[Any]: ...
         async def _step(self, program: Program[T]) -> T: ...
         async def _drive(self, program: Program[T]) -> T: ...
-        async def _save_now(self) -> None: ...
         async def _at_end(self) -> None: ...
 
     _usage: tuple[tuple[object, ...], UsageTracker] | None = None
@@ -265,6 +264,8 @@ class RunnerControls:
         """Check ``params`` and make them current; index the tools when they changed. Transport
         params (headers, query, timeout) are kept apart: they are not part of the run's state."""
         check_params(params)
+        if steer:  # before anything changes: a history that could never be sent changes nothing
+            self._core.check_steered(tuple(params["messages"]))
         transport = {name: params.pop(name) for name in TRANSPORT if name in params}
         tools = params.pop("tools", None)
         if tools is not self._index.tools:
@@ -317,8 +318,7 @@ class RunnerControls:
         self.close()
         with anyio.CancelScope(shield=True):
             await self._drive(self._core.abandon_stream())
-            if self._saver is not None:
-                await self._save_now()
+            await self._drive(self._core.save())
         await self._at_end()  # not shielded: a toolset's close() must be the innermost scope (_close_tools)
 
     async def _leave(self, *, failed: bool) -> None:

@@ -26,7 +26,6 @@ from the last save. That is what makes every effect a safe place for a fault.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field as dataclass_field
@@ -92,7 +91,9 @@ from ._lifecycle import (
     calls_dropped,
     calls_gated,
     closed,
+    decision_kept,
     delivered,
+    interrupted,
     may_start_early,
     pending_calls,
     ready_to_send,
@@ -106,16 +107,15 @@ from ._lifecycle import (
     turn_paused,
     turn_resumed,
 )
+from ._log import INFO, WARNING, log
 from ._messages import check_history, check_reply, client_tool_calls, field
 from ._results import tool_result_block
-from ._state import CallRecord, CallStatus, Decision, Phase, RunState
+from ._state import CallRecord, CallStatus, Decision, DecisionRecord, Phase, RunState
 from ._toolsets import RunnableTool
-from ._types import Reply, ToolCall, ToolResultMessage
+from ._types import DecisionSource, Reply, ToolCall, ToolResultMessage
 from ._usage import RequestUsage
 
 __all__ = ["TIMED_OUT", "Elided", "RunCore", "Tools"]
-
-logger = logging.getLogger("toolrunner")
 
 TIMED_OUT = "No decision on this call to {name!r} came within {timeout}; it did not run."
 """The reason the model reads for a call whose decision did not come in the run's time for one."""
@@ -202,6 +202,8 @@ class RunCore:
         """The current turn's calls whose gate said no decision is needed: a gate is asked once."""
         self._decided_since_pause: list[RunnerEvent] = []
         """The decisions taken on the waiting turn, for listeners that come later (``events()``)."""
+        self._reported: set[str] = set()
+        """The calls of the turn whose decision through the store this process reported."""
         self._decide_lock = threading.Lock()  # decisions may come from several threads (sync runner)
         self.pending_compaction: dict[str, Any] | None = None
         """``compact_before_next_turn()``'s config, until its request is sent."""
@@ -226,7 +228,7 @@ class RunCore:
             assert state.end_reason is not None
             if self._ended is not None:
                 self._ended(state)
-            self.emit(LoopFinished(message=state.reply, reason=state.end_reason))
+            self.emit(LoopFinished(message=state.reply, reason=state.end_reason, requests=state.usage))
 
     def emit(self, event: RunnerEvent) -> None:
         """Report ``event`` to the listener, if any."""
@@ -281,14 +283,14 @@ class RunCore:
         if self.closing:
             self._close_now()
         if self.state.finished:
-            yield Save()
+            yield from self._save()
             yield Ended()
             return None
         item = yield from self._send()
         if self.closing:  # closed while the request was out: keep the reply, run nothing
             yield DropStream()
             self._close_now()
-            yield Save()
+            yield from self._save()
             yield Ended()
             return None
         return item
@@ -351,7 +353,7 @@ class RunCore:
         state = self.state
         check_history(state.messages, self.checked)
         self.checked = max(len(state.messages) - 1, 0)
-        yield Save()
+        yield from self._save()
         request = Request(state, None if self._compacting is None else self._compacting[0])
         if self.stream:
             stream = yield OpenStream(request)
@@ -366,7 +368,7 @@ class RunCore:
         the body gets it. If the save fails, the next iteration saves and hands it over again."""
         yield Prepare()  # after a resume, the tools (a toolset's) may not be open yet
         yield from self._gate(pending_calls(self.state))
-        yield Save()
+        yield from self._save()
         self.set(delivered(self.state))
         assert self.state.reply is not None
         return self.state.reply
@@ -380,7 +382,7 @@ class RunCore:
                 for index, block in enumerate(reply.content):
                     if block.type == "text":
                         self.emit(TextDelta(text=block.text, index=index))
-            self.emit(MessageFinished(message=reply))
+            self.emit(MessageFinished(message=reply, requests=self.state.usage))
 
     def _read_stream(self) -> Program[None]:
         """The rest of the stream the body holds: take its reply; keep or forget what its calls
@@ -402,7 +404,7 @@ class RunCore:
         dropped = yield EndStream(keep=step_for(reply.stop_reason) is Step.RUN_TOOLS)
         self.set(calls_dropped(self.state, dropped))
         yield from self._gate(pending_calls(self.state))
-        yield Save()
+        yield from self._save()
 
     def finish_stream(self) -> Program[None]:
         """Read the rest of the stream the body holds, if one is open (before its calls are run)."""
@@ -435,6 +437,7 @@ class RunCore:
         finished = turn_finished(turn_resumed(before), message)
         self.set(self._turn_ended(finished))
         self._decided_since_pause = []
+        self._reported = set()
         if self.state is finished and finished.phase is Phase.READY:
             yield Derive(before)  # written with the next save that has news
         if not before.steered and self.state.messages is finished.messages:
@@ -445,7 +448,10 @@ class RunCore:
         yield from self._after_turn()
 
     def _settle_turn(self, calls: Sequence[ToolCall]) -> Program[list[ToolResultBlockParam] | None]:
-        """Settle the turn's calls; while calls wait, pause (or wait, if the driver waits)."""
+        """Settle the turn's calls; while calls wait, the loop pauses (``PAUSED``: the next
+        iteration goes on with the decisions taken meanwhile), unless the driver waited for them
+        and the run's time for decisions ran out (``TIMED_OUT``): then the calls still waiting are
+        denied, and the turn goes on at once."""
         while True:
             results = yield from self.settle(calls)
             if results is not None:
@@ -454,18 +460,18 @@ class RunCore:
             outcome = yield AwaitDecisions(awaiting(self.state, calls))
             if outcome is Decisions.PAUSED or self.closing:
                 return None
-            if outcome is Decisions.TIMED_OUT:
-                self._deny_undecided(calls)
+            self._deny_undecided(calls)
             self.set(turn_resumed(self.state))
 
     def _read_decisions(self, calls: Sequence[ToolCall]) -> Program[None]:
         """Take over the decisions taken through the run's store while the turn was paused, then
         claim the turn: a save that marks it going on, after which the store takes no decision on
         it (until it pauses again). A decision that lands between the read and the claim makes the
-        claim's save refused (``DecidedMeanwhileError``): read again.
+        claim's save refused (``DecidedMeanwhileError``): read again. Once claimed, the decisions
+        through the store not reported yet (a resumed run's) are reported.
 
-        A decision saved to the store stands over one this process made since its last save on
-        the same call: that one is dropped, and ``ApprovalError`` says so once all are taken over."""
+        A decision saved to the store first stands over one this process made since its last save
+        on the same call: that one is dropped, and ``ApprovalError`` says so once all are taken over."""
         while True:
             decided: Mapping[str, CallRecord] = yield ReadDecisions(tuple(calls))
             self._adopt(decided)
@@ -475,11 +481,30 @@ class RunCore:
             except DecidedMeanwhileError:
                 self.set(turn_paused(self.state))
                 continue
-            return
+            break
+        for call in calls:
+            record = record_of(self.state, call)
+            if record is None or record.decision is None or call.id in self._reported:
+                continue
+            entry = self._audit_entry(call)
+            if entry is not None and entry.via == "store":
+                self._reported.add(call.id)
+                self._decided(decided_event(entry))
+
+    def _audit_entry(self, call: ToolCall) -> DecisionRecord | None:
+        """The audit's latest entry on ``call`` (this turn's: an id is not reused within a turn)."""
+        return next((entry for entry in reversed(self.state.decisions) if entry.call == call), None)
 
     def _adopt(self, decided: Mapping[str, CallRecord]) -> None:
+        """Take over decisions made through the store: on a call that waits in this turn, into the
+        journal; on one the loop body steered past (or closed the run on), into the audit only."""
         overruled: list[str] = []
+        pending = pending_calls(self.state)
         for tool_use_id, theirs in decided.items():
+            if theirs.call not in pending:
+                self.set(decision_kept(self.state, theirs))
+                self._decided(decided_event(self.state.decisions[-1]))
+                continue
             mine = self.state.calls.get(tool_use_id)
             if mine is not None and mine.decision is not None:
                 overruled.append(
@@ -488,27 +513,46 @@ class RunCore:
                     f"({mine.decision}) is dropped"
                 )
             self.set(call_adopted(self.state, theirs))
-            self._decided(ApprovalDecided(call=theirs.call, decision=theirs.decision or "approved"))
+            self._reported.add(tool_use_id)
+            self._decided(decided_event(self.state.decisions[-1]))
         if overruled:
             raise ApprovalError(
                 "; ".join(overruled)
                 + ". A decision saved to the store first stands; iterate the runner again to go on."
             )
 
+    def save(self) -> Program[None]:
+        """Save the state as it stands (``_save``): for a driver that changed it outside a program
+        (``close()``)."""
+        yield from self._save()
+
+    def _save(self, starting: str | None = None) -> Program[None]:
+        """Save. A save refused because decisions were taken through the store since the last one
+        (the run was paused there, and the loop body steered or closed it before going on) takes
+        them over (``_adopt``) and saves again: a decision through the store is never lost, and
+        never stops the run."""
+        while True:
+            try:
+                yield Save(starting=starting)
+            except DecidedMeanwhileError:
+                decided: Mapping[str, CallRecord] = yield ReadDecisions(pending_calls(self.state))
+                self._adopt(decided)
+                continue
+            return
+
+    _timeout = "the time allowed"
+    """How long a driver that waits for decisions waits, in words (``timed_out``)."""
+
     def timed_out(self, timeout: str) -> None:
-        """Set the wording of a call denied for want of a decision (``timeout``: "3 days")."""
+        """Say how long the driver waits for decisions before it answers ``AwaitDecisions`` with
+        ``TIMED_OUT`` (``timeout``: "8 hours"), for the reason the model reads (``TIMED_OUT``)."""
         self._timeout = timeout
 
     def _deny_undecided(self, calls: Sequence[ToolCall]) -> None:
-        timeout = getattr(self, "_timeout", "the time allowed")
+        """The time for decisions ran out: deny the calls still waiting, as any decision is taken
+        and reported. No one decided, so the journal keeps no ``decided_by``; the result says why."""
         for call in awaiting(self.state, calls):
-            reason = TIMED_OUT.format(name=call.name, timeout=timeout)
-            self.set(
-                call_decided(
-                    self.state, call.id, "denied", result=tool_result_block(call.id, reason, is_error=True)
-                )
-            )
-            self.emit(ApprovalDecided(call=call, decision="denied"))
+            self.deny(call.id, TIMED_OUT.format(name=call.name, timeout=self._timeout), via="timeout")
 
     def settle(self, calls: Sequence[ToolCall]) -> Program[list[ToolResultBlockParam] | None]:
         """Find the calls that wait, let the ``approve=`` callback decide them, run what may run
@@ -576,16 +620,35 @@ class RunCore:
         self.set(call_started(self.state, call))
         self._starting[call.id] = previous
         try:
-            yield Save(starting=call.id)
+            yield from self._save(starting=call.id)
         except BaseException:
             self._unstart(call)
             raise
         del self._starting[call.id]
+        given = self.input_of(call)
         if self.listening:
-            self.emit(ToolCallStarted(call=call, early=early))
-        block, seconds = yield Execute(call, self.input_of(call), self.removed())
+            self.emit(ToolCallStarted(call=call, early=early, input=None if given is call.input else given))
+        try:
+            block, seconds = yield Execute(call, given, self.removed())
+        except BaseException:
+            self._cut_off(call)
+            raise
         self._finished(call, block, seconds)
-        yield Save()
+        yield from self._save()
+
+    def _cut_off(self, call: ToolCall) -> None:
+        """A call was cut off while its tool ran (a cancellation): with a store, its start is saved,
+        so it is answered as after a crash: interrupted, unless its tool may run again. Without a
+        store nothing was saved, and it runs again."""
+        if not self.durable:
+            return
+        record = record_of(self.state, call)
+        if record is None or record.status is not CallStatus.STARTED:
+            return
+        tool = self.tool_of(call)
+        if tool is not None and tool.idempotent:
+            return
+        self.set(call_finished(self.state, call, interrupted(call)))
 
     def _answer(self, call: ToolCall, block: ToolResultBlockParam) -> Program[None]:
         """Answer a call that is not run with ``block``, journaled like a call that ran."""
@@ -593,7 +656,7 @@ class RunCore:
         if self.listening:
             self.emit(ToolCallStarted(call=call, early=False))
         self._finished(call, block, 0.0)
-        yield Save()
+        yield from self._save()
 
     def _unstart(self, call: ToolCall) -> None:
         """Undo a start whose save did not happen: the call's record is as it was."""
@@ -655,8 +718,9 @@ class RunCore:
         self.set(calls_gated(self.state, gated.waiting, gated.denied, tools=gated.tools))
         for call in gated.waiting:
             self.emit(ApprovalRequested(call=call))
-        for call, _ in gated.denied:
-            self.emit(ApprovalDecided(call=call, decision="denied"))
+        if gated.denied:
+            for entry in self.state.decisions[-len(gated.denied) :]:
+                self.emit(decided_event(entry))
 
     def _ask(self) -> Program[None]:
         """Let the run's ``approve=`` callback decide the calls that wait (fail closed)."""
@@ -669,12 +733,13 @@ class RunCore:
                 log_handled(
                     error, "The approve callback raised for tool_use %r: %s", call.id, describe(error)
                 )
-                self.deny(call.id, failed_reason(call, "asking for approval", error))
+                self.deny(call.id, failed_reason(call, "asking for approval", error), via="callback")
                 continue
             if verdict is True:
-                self.decide(call.id, "approved")
+                self.decide(call.id, "approved", via="callback")
             else:
-                self.deny(call.id, verdict if isinstance(verdict, str) and verdict else denied_reason(call))
+                reason = verdict if isinstance(verdict, str) and verdict else denied_reason(call)
+                self.deny(call.id, reason, via="callback")
 
     def waiting(self) -> list[ToolCall]:
         """The calls of the current turn that wait for a decision, in tool_use order."""
@@ -693,6 +758,7 @@ class RunCore:
         approved_input: object = None,
         by: str | None = None,
         at: str | None = None,
+        via: DecisionSource = "runner",
     ) -> None:
         """Decide a call (``_lifecycle.call_decided``), atomically: of two decisions on one call
         from two threads, the second is refused (``ApprovalError``)."""
@@ -706,21 +772,34 @@ class RunCore:
                     approved_input=approved_input,
                     by=by,
                     at=at,
+                    via=via,
                 )
             )
-        call = self.find(tool_use_id)
-        assert call is not None
-        self._decided(ApprovalDecided(call=call, decision=decision))
+            entry = self.state.decisions[-1]
+        self._decided(decided_event(entry))
 
     def _decided(self, event: ApprovalDecided) -> None:
         """A call of the waiting turn was decided: listeners hear of it, and so does one that comes later."""
         self._decided_since_pause.append(event)
         self.emit(event)
 
-    def deny(self, tool_use_id: str, reason: str, *, by: str | None = None, at: str | None = None) -> None:
+    def deny(
+        self,
+        tool_use_id: str,
+        reason: str,
+        *,
+        by: str | None = None,
+        at: str | None = None,
+        via: DecisionSource = "runner",
+    ) -> None:
         """Deny a call with ``reason``, which the model reads as its error result."""
         self.decide(
-            tool_use_id, "denied", result=tool_result_block(tool_use_id, reason, is_error=True), by=by, at=at
+            tool_use_id,
+            "denied",
+            result=tool_result_block(tool_use_id, reason, is_error=True),
+            by=by,
+            at=at,
+            via=via,
         )
 
     def decided_since_pause(self) -> list[RunnerEvent]:
@@ -752,14 +831,30 @@ class RunCore:
                 )
 
     def push(self, messages: Sequence[Any]) -> None:
-        """Append messages to the history (already checked): the body steered."""
+        """Append messages (each one read by ``message_param``) to the history: the body steered.
+
+        Raises:
+            HistoryError: The history would be one the service rejects, whatever came next (a
+                misplaced system message, a tool_result that answers nothing, ...); nothing is
+                appended. The calls of the last message may wait for their results.
+        """
         history = self.state.messages
-        self.checked = min(self.checked, max(len(history) - 1, 0))
+        start = min(self.checked, max(len(history) - 1, 0))
+        new = (*history, *messages)
+        self.check_steered(new, start)
+        self.checked = start
         self._reopening()
-        self.set(steered(self.state, messages=(*history, *messages)))
+        self.set(steered(self.state, messages=new))
+
+    @staticmethod
+    def check_steered(history: Sequence[Any], start: int = 0) -> None:
+        """Refuse a history the body made (from ``start`` on) that could never be sent, whatever
+        came next (``check_history(..., open_end=True)``)."""
+        check_history(history, start, open_end=True)
 
     def install(self, changes: Mapping[str, Any], *, steer: bool) -> None:
-        """Make new params, history and tools current (already checked); from the body, it steered."""
+        """Make new params, history and tools current (already checked: a history the body made
+        with ``check_steered``); from the body, it steered."""
         if steer:
             self._reopening()
             self._history_replaced()
@@ -800,7 +895,7 @@ class RunCore:
             self._compacting = None
             summarized = state.reply is not None and has_summary(state.reply)
             if not summarized:
-                logger.warning("Compaction produced no summary; keeping the conversation as it is.")
+                log(WARNING, "Compaction produced no summary; keeping the conversation as it is.")
             last, self._final_compaction = self._final_compaction, False
             answered = compaction_answered(state, compacted, last=last)
             self._keep_removals(state, answered)
@@ -809,7 +904,8 @@ class RunCore:
         if self.pending_compaction is not None and state.phase is Phase.DONE and state.end_reason == "model":
             reply = state.reply
             if reply is not None and client_tool_calls(reply):
-                logger.warning(
+                log(
+                    WARNING,
                     "The pending compaction was skipped because the last turn (stop_reason=%r) ended with tool calls "
                     "whose results were not sent. Call compact_before_next_turn() again if you continue the "
                     "conversation.",
@@ -842,21 +938,20 @@ class RunCore:
         point = split_point(state.messages, control.get("keep_turns", 1))
         if point == 0:
             return
-        logger.info(
-            "Token usage %d has exceeded the threshold of %d. Performing compaction.", used, threshold
-        )
+        log(INFO, "Token usage %d has exceeded the threshold of %d. Performing compaction.", used, threshold)
         reply = yield Summarize(state, point, control)
         usage = self.usage_of(reply)
         summary = summary_text(reply)
         state = self.state
         if summary is None:
-            logger.warning("The summary request gave no text; keeping the conversation as it is.")
+            log(WARNING, "The summary request gave no text; keeping the conversation as it is.")
             self.set(summary_counted(state, None, usage))
             return
         self.set(summary_counted(state, summarized_history(state.messages, point, summary), usage))
         self._keep_removals(state, self.state)
         self._history_replaced()
-        logger.info(  # as the SDK's line: the new token usage is the summary's output
+        log(  # as the SDK's line: the new token usage is the summary's output
+            INFO,
             "Compaction complete. New token usage: %d (messages replaced with a summary: %d).",
             reply.usage.output_tokens,
             point,
@@ -877,4 +972,16 @@ def failed_reason(call: ToolCall, what: str, error: Exception) -> str:
     return (
         f"This call to {call.name!r} was denied because {what} failed ({type(error).__name__}: "
         f"{message_of(error)}); it did not run."
+    )
+
+
+def decided_event(entry: DecisionRecord) -> ApprovalDecided:
+    """The ``ApprovalDecided`` event of an entry of the run's audit."""
+    return ApprovalDecided(
+        call=entry.call,
+        decision=entry.decision,
+        by=entry.by,
+        input=entry.approved_input,
+        reason=entry.reason,
+        via=entry.via,
     )

@@ -26,7 +26,7 @@ effect                        outcome
 ``Execute``                   ``(block, seconds)``: the tool's result block, and how long it took
 ``ReadDecisions``             the decisions taken elsewhere (through the run's store) since the
                               driver last saved, by tool_use id; empty if none (or no store)
-``AwaitDecisions``            ``PAUSED``, ``DECIDED`` or ``TIMED_OUT``
+``AwaitDecisions``            ``PAUSED``, or ``TIMED_OUT`` from a driver that waited too long
 ``Ended``                     ``None``: the loop stopped (its tools may close)
 ============================  ================================================================
 
@@ -201,11 +201,12 @@ class Decisions(enum.Enum):
     """How ``AwaitDecisions`` ended."""
 
     PAUSED = "paused"
-    """The driver does not wait: the loop pauses (``ToolRunner``), to go on when iterated again."""
-    DECIDED = "decided"
-    """Every call was decided (or the run was closed)."""
+    """The loop pauses, to go on with the decisions taken meanwhile when it is iterated again: a
+    ``ToolRunner`` pauses at once (its caller decides, then iterates); the Temporal workflow once
+    no call waits (decided, or steered away) or the run is closed."""
     TIMED_OUT = "timed_out"
-    """The run's time for decisions passed: the calls still waiting are denied."""
+    """The driver waited, and the run's time for decisions passed: the core denies the calls still
+    waiting (``RunCore.timed_out`` words the reason), and the turn goes on."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,8 @@ Exceptions that user code raises on purpose are kept apart from failures of the 
         ├── MalformedReplyError      a reply the history must not take (nothing is appended)
         ├── StateError               (also ValueError) a saved state that cannot be loaded or saved
         ├── CheckpointError          a run that cannot be saved or resumed (a store that fails, no such run, ...)
-        │   └── CheckpointConflictError  another runner or decider saved the run since it was loaded
+        │   ├── CheckpointConflictError  another runner or decider saved the run since it was loaded
+        │   └── RunEndedError        a run on Temporal that ended, and so cannot be decided on or steered
         ├── ApprovalError            (also ValueError) a decision on a tool call that cannot be taken
         │   └── AwaitingApprovalError  the run paused for decisions where an end was awaited (until_done)
         └── HistoryError             (also ValueError) a history the service would reject
@@ -37,6 +38,7 @@ __all__ = [
     "MalformedReplyError",
     "ParamsError",
     "ResultTooLargeError",
+    "RunEndedError",
     "StateError",
     "ToolDefinitionError",
     "ToolError",
@@ -134,6 +136,12 @@ class CheckpointConflictError(CheckpointError):
     """A save refused because the run is not as this runner loaded it: another runner (or a person
     deciding a call through the store) saved it since, or a new run takes a name that is saved
     already. A runner refused once saves no more; resume the run again to go on from the store."""
+
+
+class RunEndedError(CheckpointError):
+    """A run on Temporal ended (its loop ended, or it was closed, failed or terminated), so a
+    decision, steering or anything else that would make it go on cannot apply. Start a new run to
+    go on, with the history of this one if need be."""
 
 
 class StateError(ToolRunnerError, ValueError):

@@ -19,7 +19,8 @@ from typing import TypeAlias
 
 import anyio
 
-from ._types import Decision, EndReason, Reply, ToolCall
+from ._types import Decision, DecisionSource, EndReason, Reply, ToolCall
+from ._usage import RequestUsage
 
 __all__ = [
     "ApprovalDecided",
@@ -49,6 +50,10 @@ class MessageFinished:
     """A reply is complete (for a stream: its final message)."""
 
     message: Reply
+    requests: tuple[RequestUsage, ...] = ()
+    """The usage of each request of the run that got a reply, this one's last, across pauses and
+    resumes: ``len(requests)`` is the reply's number in the run (``runner.usage`` counts the same).
+    Empty from a driver that does not tell (a Temporal worker)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +63,9 @@ class ToolCallStarted:
     call: ToolCall
     early: bool = False
     """Whether it started while the reply was still streaming (``run_tools_eagerly``)."""
+    input: object = None
+    """The input the tool runs with when a person edited it on approval (``call.input`` is the
+    model's); ``None`` when it runs with the model's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,10 +87,21 @@ class ApprovalRequested:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalDecided:
-    """A call that needed a decision got one (or was denied because deciding failed)."""
+    """A call that needed a decision got one (or was denied because deciding failed). Reported
+    once per call, across a pause and a resume, whichever way it was decided."""
 
     call: ToolCall
+    """The call as the model sent it (``call.input`` is the model's input)."""
     decision: Decision
+    by: str | None = None
+    """Who decided, as the decider said (``approve(..., by=...)``), if known."""
+    input: object = None
+    """The input the call runs with instead of the model's, when a person edited it."""
+    reason: str | None = None
+    """What the model reads for a denial."""
+    via: DecisionSource | None = None
+    """Where the decision came from: ``"runner"``, ``"store"`` (its API, the CLI, the inbox),
+    ``"callback"`` (``approve=``), ``"gate"`` (a gate that failed) or ``"timeout"``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +111,8 @@ class LoopFinished:
     message: Reply | None
     """The final reply (``None`` if no request got a reply)."""
     reason: EndReason
+    requests: tuple[RequestUsage, ...] = ()
+    """The usage of each request of the whole run, as ``MessageFinished.requests``."""
 
 
 RunnerEvent: TypeAlias = (

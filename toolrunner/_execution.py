@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -35,6 +34,7 @@ from anthropic.lib.tools import ToolError as SdkToolError
 from anthropic.types import ToolResultBlockParam
 
 from ._errors import ToolError, ToolInputError, describe
+from ._log import WARNING, log
 from ._results import ResultTooLargeError, ToolResultAdapter, tool_result_block
 from ._tools import ToolContext
 from ._toolsets import RunnableTool
@@ -52,8 +52,6 @@ __all__ = [
     "not_executed",
     "run_one",
 ]
-
-logger = logging.getLogger("toolrunner")
 
 ResultBlock = ToolResultBlockParam
 
@@ -260,9 +258,7 @@ def log_handled(error: BaseException, message: str, *args: object) -> None:
     failed): one ``WARNING`` line without the traceback, and the traceback at ``DEBUG``. It is no
     error of the application, so it is never logged at ``ERROR``; the library's logger has a
     ``NullHandler``, so an application that configured no logging prints neither."""
-    logger.warning(message, *args)
-    if logger.isEnabledFor(logging.DEBUG):
-        logger.debug("The traceback of: " + message, *args, exc_info=error)
+    log(WARNING, message, *args, error=error)
 
 
 async def _invoke(

@@ -34,8 +34,8 @@ from ._caching import Caching
 from ._errors import ApprovalError
 from ._messages import TOOL_ID_PATTERN, client_tool_calls, field, reply_param
 from ._results import tool_result_block
-from ._state import CallRecord, CallStatus, Decision, Phase, RunState
-from ._types import EndReason, Reply, ToolCall, ToolResultMessage
+from ._state import CallRecord, CallStatus, Decision, DecisionRecord, Phase, RunState
+from ._types import DecisionSource, EndReason, Reply, ToolCall, ToolResultMessage
 from ._usage import RequestUsage
 
 if TYPE_CHECKING:
@@ -56,6 +56,8 @@ __all__ = [
     "calls_to_answer",
     "closed",
     "container_param",
+    "decision_kept",
+    "decision_of",
     "delivered",
     "interrupted",
     "limit_reached",
@@ -291,9 +293,12 @@ def calls_gated(
         calls[call.id] = CallRecord(
             call, CallStatus.AWAITING, tool=None if tools is None else tools.get(call.id)
         )
+    audit = list(state.decisions)
     for call, reason in denied:
-        calls[call.id] = _decided(call, "denied", tool_result_block(call.id, reason, is_error=True))
-    return state.replace(calls=calls)
+        record = _decided(call, "denied", tool_result_block(call.id, reason, is_error=True))
+        calls[call.id] = record
+        audit.append(decision_of(record, "gate"))
+    return state.replace(calls=calls, decisions=tuple(audit))
 
 
 def call_decided(
@@ -305,10 +310,12 @@ def call_decided(
     approved_input: object = None,
     by: str | None = None,
     at: str | None = None,
+    via: DecisionSource = "runner",
 ) -> RunState:
     """Decide a call of the current turn: approve one that waits (perhaps with an edited input),
     or deny or answer (with ``result``) one that waits or has not started; ``by`` and ``at`` say
-    who decided and when (an ISO 8601 time), and are kept with the call.
+    who decided and when (an ISO 8601 time), and are kept with the call; the run's audit
+    (``RunState.decisions``) keeps the decision, and ``via``, where it came from.
 
     Raises:
         ApprovalError: No pending call has that id, or the call is decided, running or done already.
@@ -344,7 +351,9 @@ def call_decided(
     else:
         assert result is not None
         new = _decided(call, decision, result, by=by, at=at, tool=tool)
-    return state.replace(calls={**state.calls, call.id: new})
+    return state.replace(
+        calls={**state.calls, call.id: new}, decisions=(*state.decisions, decision_of(new, via))
+    )
 
 
 def call_adopted(state: RunState, record: CallRecord) -> RunState:
@@ -360,7 +369,34 @@ def call_adopted(state: RunState, record: CallRecord) -> RunState:
     fresh = CallStatus.APPROVED if record.decision == "approved" else CallStatus.FINISHED
     if record.status is not fresh:
         raise ApprovalError(f"the record of {call.id!r} is {record.status.value}, not a fresh decision.")
-    return state.replace(calls={**state.calls, call.id: record})
+    return state.replace(
+        calls={**state.calls, call.id: record}, decisions=(*state.decisions, decision_of(record, "store"))
+    )
+
+
+def decision_kept(state: RunState, record: CallRecord) -> RunState:
+    """Keep in the audit a decision made elsewhere (through the run's store) on a call that no
+    longer waits in this run (the loop body steered past it, or closed the run): it changes
+    nothing else, but it is not lost."""
+    return state.replace(decisions=(*state.decisions, decision_of(record, "store")))
+
+
+def decision_of(record: CallRecord, via: DecisionSource) -> DecisionRecord:
+    """The audit's entry for the decision ``record`` holds (``record.decision`` is set)."""
+    assert record.decision is not None
+    reason = None
+    if record.decision == "denied" and record.result is not None:
+        content = record.result.get("content")
+        reason = content if isinstance(content, str) else None
+    return DecisionRecord(
+        call=record.call,
+        decision=record.decision,
+        approved_input=record.approved_input,
+        reason=reason,
+        by=record.decided_by,
+        at=record.decided_at,
+        via=via,
+    )
 
 
 _DESCRIBED = {

@@ -7,7 +7,6 @@ plain data (``reply_param``), dumped once, the way the SDK dumps them.
 
 from __future__ import annotations
 
-import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -18,6 +17,7 @@ from anthropic.types.beta import BetaMessage
 from pydantic import BaseModel
 
 from ._errors import HistoryError, MalformedReplyError, UnansweredToolUseError
+from ._log import WARNING, log
 from ._text import sendable
 from ._types import Reply, ToolCall
 
@@ -34,7 +34,6 @@ __all__ = [
     "tool_result_ids",
 ]
 
-logger = logging.getLogger("toolrunner")
 
 TOOL_ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,128}")
 """What the service accepts as a ``tool_use`` id (use with ``fullmatch``)."""
@@ -149,8 +148,13 @@ def check_reply(reply: object) -> None:
         )
 
 
-def check_history(messages: Sequence[object], start: int = 0) -> None:
+def check_history(messages: Sequence[object], start: int = 0, *, open_end: bool = False) -> None:
     """Check a history from index ``start`` on, as the service would, before it is sent.
+
+    With ``open_end``, the history is one the loop body is still writing (steering): the client
+    tool_use blocks of its last message may wait for their results (the run answers them, or the
+    body pushes them next). Everything else is checked as for sending, so a steered history that
+    can never be sent is refused when it is made, and nothing of it is kept.
 
     Raises ``UnansweredToolUseError`` if an assistant message has a client tool_use that the
     message after it does not answer (the last message has none after it), and ``HistoryError``
@@ -198,7 +202,7 @@ def check_history(messages: Sequence[object], start: int = 0) -> None:
                 )
             answered = tool_result_ids(messages[index + 1]) if index < last else set[str]()
             missing = [call.id for call in calls if call.id not in answered]
-            if missing:
+            if missing and not (open_end and index == last):
                 where = f"messages[{index + 1}] does not answer" if index < last else "no message answers"
                 raise UnansweredToolUseError(
                     f"messages[{index}] has tool_use block(s) {missing!r} that {where}; the service would reject "
@@ -296,7 +300,8 @@ def reply_param(reply: Reply) -> dict[str, Any]:
     content = [_block_param(block) for block in reply.content]
     repaired = sendable(content)
     if repaired is not content:
-        logger.warning(
+        log(
+            WARNING,
             "Reply %r holds lone surrogates (text that is not valid Unicode); the history keeps them as U+FFFD "
             "so that the next request can be encoded.",
             reply.id,

@@ -471,7 +471,7 @@ def approved(
     record = _waiting_record(state, run_id, tool_use_id)
     if input is not None:
         check_input(record, input)
-    return call_decided(state, tool_use_id, "approved", approved_input=input, by=by, at=at)
+    return call_decided(state, tool_use_id, "approved", approved_input=input, by=by, at=at, via="store")
 
 
 def denied(
@@ -485,7 +485,7 @@ def denied(
     if reason is None:
         reason = denied_reason(record.call)
     block = tool_result_block(tool_use_id, reason, is_error=True)
-    return call_decided(state, tool_use_id, "denied", result=block, by=by, at=at)
+    return call_decided(state, tool_use_id, "denied", result=block, by=by, at=at, via="store")
 
 
 def answered(
@@ -506,7 +506,7 @@ def answered(
     """
     _waiting_record(state, run_id, tool_use_id)
     block = answer_block(DEFAULT_ADAPTER, tool_use_id, result, is_error=is_error)
-    return call_decided(state, tool_use_id, "answered", result=block, by=by, at=at)
+    return call_decided(state, tool_use_id, "answered", result=block, by=by, at=at, via="store")
 
 
 def check_input(record: CallRecord, input: object) -> None:
@@ -640,10 +640,14 @@ def decisions_since(held: RunState, stored: RunState) -> dict[str, CallRecord] |
         ):
             return None
         decided[tool_use_id] = theirs
+    # The audit grows by the decisions' entries (those are taken over with the decisions).
+    if stored.decisions[: len(held.decisions)] != held.decisions:
+        return None
     if (
         len(held.messages) != len(stored.messages)
         or held.usage != stored.usage
-        or {**held.to_dict(), "calls": None} != {**stored.to_dict(), "calls": None}
+        or {**held.to_dict(), "calls": None, "decisions": None}
+        != {**stored.to_dict(), "calls": None, "decisions": None}
     ):
         return None
     return decided

@@ -19,9 +19,11 @@ from ._text import sendable_text
 from ._types import ToolCall
 
 __all__ = [
+    "VIA",
     "Message",
     "Part",
     "age",
+    "audit_lines",
     "call_text",
     "conversation",
     "decision_text",
@@ -246,6 +248,34 @@ def conversation(state: RunState, *, full: bool = False) -> list[str]:
         lines += ["", "── this turn's calls"]
         for record in records:
             lines.append(f"  {record.call.id}  {call_text(record.call)}: {record_status(record)}")
+    return lines
+
+
+VIA = {
+    "runner": "in the app",
+    "store": "through the store",
+    "callback": "by the approve callback",
+    "gate": "its gate failed",
+    "timeout": "no decision came in time",
+}
+"""Where a decision came from, as a person reads it (``DecisionRecord.via``)."""
+
+
+def audit_lines(state: RunState, *, full: bool = False) -> list[str]:
+    """The run's audit: every decision taken on its calls, for the life of the run, in order."""
+    if not state.decisions:
+        return []
+    lines = ["", "── decisions"]
+    limit = None if full else INPUT_LIMIT
+    for entry in state.decisions:
+        how = entry.decision + (f" by {printable(entry.by)}" if entry.by else "")
+        how += f" at {entry.at}" if entry.at else ""
+        how += f", {VIA[entry.via]}" if entry.via in VIA else ""
+        lines.append(f"  {entry.call.id}  {call_text(entry.call, limit=limit)}: {how}")
+        if entry.approved_input is not None:
+            lines.append(f"      ran with the input {_cut(_one_line(entry.approved_input), limit)}")
+        if entry.reason is not None:
+            lines.append(f"      the model read: {_cut(printable(' '.join(entry.reason.split())), limit)}")
     return lines
 
 

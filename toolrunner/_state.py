@@ -33,7 +33,7 @@ from anthropic.types.beta import BetaMessage
 from ._errors import StateError
 from ._messages import read_reply, reply_data
 from ._state_schema import check_messages, check_state, check_usage, migrated
-from ._types import Decision, EndReason, Reply, ToolCall
+from ._types import Decision, DecisionSource, EndReason, Reply, ToolCall
 from ._usage import RequestUsage, Usage
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "CallRecord",
     "CallStatus",
     "Decision",
+    "DecisionRecord",
     "Phase",
     "RunState",
     "message_data",
@@ -50,7 +51,7 @@ __all__ = [
     "usage_data",
 ]
 
-STATE_VERSION = 4
+STATE_VERSION = 5
 """The version of ``RunState``'s JSON form that this toolrunner writes.
 
 Version 2 added decisions on tool calls (approvals): the statuses ``awaiting`` and ``approved``,
@@ -59,6 +60,8 @@ Version 3 added the pending tool changes (``tool_changes``); older states load w
 Version 4 added who decided a call and when (``decided_by``, ``decided_at``), the definition of
 a waiting call's tool (``tool``), the phase ``received``, and the error that stopped the last
 step (``failure``); older states load with none of them.
+Version 5 added the audit of decisions (``decisions``); an older state loads with one entry for
+each decided call of its journal.
 """
 
 
@@ -122,6 +125,32 @@ class CallRecord:
     tool: Mapping[str, Any] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class DecisionRecord:
+    """One decision on a tool call, as the run's audit keeps it for the life of the run (the
+    journal, ``RunState.calls``, holds only the current turn).
+
+    Attributes:
+        call: The call as the model sent it: its id, its tool's name and its original input.
+        decision: ``"approved"``, ``"denied"`` or ``"answered"`` (a result from elsewhere).
+        approved_input: The input the call ran with instead, when a person edited it on approval.
+        reason: What the model read for a denial.
+        by: Who decided, as the decider said, if known.
+        at: When: an ISO 8601 time in UTC, if known.
+        via: Where the decision came from (``DecisionSource``): ``"runner"``, ``"store"``,
+            ``"callback"``, ``"gate"`` (denied because the gate failed) or ``"timeout"``;
+            ``None`` for a decision recorded before the audit existed (state version 4).
+    """
+
+    call: ToolCall
+    decision: Decision
+    approved_input: object = None
+    reason: str | None = None
+    by: str | None = None
+    at: str | None = None
+    via: DecisionSource | None = None
+
+
 @dataclass(frozen=True, kw_only=True)  # no slots: ``replace`` copies the instance's dict at once
 class RunState:
     """A run's state: a value that can be saved, loaded and resumed (see docs/durability.md).
@@ -148,6 +177,8 @@ class RunState:
             message. They count at once: with the history's, they say which tools run.
         failure: The error that stopped the last step (``{"type": ..., "message": ...}``), if the
             step raised one (a service error, a refused save); ``None`` once a step succeeds.
+        decisions: Every decision taken on the run's calls, in the order they were taken
+            (``DecisionRecord``): who, when, how, with which input; kept for the life of the run.
     """
 
     params: Mapping[str, Any]
@@ -166,6 +197,7 @@ class RunState:
     run_id: str | None = None
     tool_changes: tuple[Mapping[str, Any], ...] = ()
     failure: Mapping[str, str] | None = None
+    decisions: tuple[DecisionRecord, ...] = ()
 
     @property
     def requests_sent(self) -> int:
@@ -245,6 +277,7 @@ class RunState:
             "end_reason": self.end_reason,
             "tool_changes": [plain_data(block, "tool_changes") for block in self.tool_changes],
             "failure": None if self.failure is None else dict(self.failure),
+            "decisions": [_decision_data(record) for record in self.decisions],
         }
         if history:
             data["messages"] = [message_data(message, index) for index, message in enumerate(self.messages)]
@@ -340,6 +373,7 @@ def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]
         run_id=data["run_id"],
         tool_changes=tuple(dict(block) for block in data["tool_changes"]),
         failure=None if data["failure"] is None else dict(data["failure"]),
+        decisions=tuple(_read_decision(item) for item in data["decisions"]),
     )
 
 
@@ -470,6 +504,36 @@ def _read_record(data: Mapping[str, Any]) -> CallRecord:
         decided_by=data["decided_by"],
         decided_at=data["decided_at"],
         tool=None if data["tool"] is None else dict(data["tool"]),
+    )
+
+
+def _decision_data(record: DecisionRecord) -> dict[str, Any]:
+    call = record.call
+    return {
+        "id": call.id,
+        "name": call.name,
+        "input": plain_data(call.input, f"the input of tool_use {call.id!r}"),
+        "toolset_name": call.toolset_name,
+        "decision": record.decision,
+        "approved_input": plain_data(record.approved_input, f"the approved input of {call.id!r}"),
+        "reason": record.reason,
+        "by": record.by,
+        "at": record.at,
+        "via": record.via,
+    }
+
+
+def _read_decision(data: Mapping[str, Any]) -> DecisionRecord:
+    return DecisionRecord(
+        call=ToolCall(
+            id=data["id"], name=data["name"], input=data["input"], toolset_name=data.get("toolset_name")
+        ),
+        decision=data["decision"],
+        approved_input=data["approved_input"],
+        reason=data["reason"],
+        by=data["by"],
+        at=data["at"],
+        via=data["via"],
     )
 
 

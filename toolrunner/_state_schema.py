@@ -1,5 +1,5 @@
 """The saved form of a ``RunState``: the migrations from older versions, and the schema of the
-current one (version 4), checked once, at load.
+current one (version 5), checked once, at load.
 
 A saved state may have been edited by hand or damaged on its way. ``RunState.from_dict`` checks
 the whole of it against this schema before it reads a field, so that a wrong type anywhere is
@@ -66,10 +66,58 @@ def _with_defaults(data: Mapping[str, Any], **defaults: None) -> object:
     ]
 
 
+def _from_version_4(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Version 4 kept no audit of decisions: the decided calls of its journal start it (where the
+    decisions came from is not known); decisions of earlier turns are lost to it."""
+    calls: object = data.get("calls", [])
+    decisions: list[object] = []
+    if isinstance(calls, list):
+        for record in cast("list[object]", calls):
+            if not isinstance(record, Mapping):
+                continue
+            record = cast("Mapping[str, Any]", record)
+            if record.get("decision") is None:
+                continue
+            result: object = record.get("result")
+            decisions.append(
+                {
+                    "id": record.get("id"),
+                    "name": record.get("name"),
+                    "input": record.get("input"),
+                    "toolset_name": record.get("toolset_name"),
+                    "decision": record.get("decision"),
+                    "approved_input": record.get("approved_input"),
+                    "reason": _text_of(result) if record.get("decision") == "denied" else None,
+                    "by": record.get("decided_by"),
+                    "at": record.get("decided_at"),
+                    "via": None,
+                }
+            )
+    return {"decisions": decisions, **data, "version": 5}
+
+
+def _text_of(result: object) -> str | None:
+    """The text a denial's tool_result gave the model, if it is text."""
+    if not isinstance(result, Mapping):
+        return None
+    content: object = cast("Mapping[str, object]", result).get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [
+            str(cast("Mapping[str, object]", block).get("text"))
+            for block in cast("list[object]", content)
+            if isinstance(block, Mapping) and cast("Mapping[str, object]", block).get("type") == "text"
+        ]
+        return "\n".join(texts) if texts else None
+    return None
+
+
 _MIGRATIONS: dict[int, Callable[[Mapping[str, Any]], Mapping[str, Any]]] = {
     1: _from_version_1,
     2: _from_version_2,
     3: _from_version_3,
+    4: _from_version_4,
 }
 """From each older version to the next."""
 
@@ -172,6 +220,20 @@ class _Record(TypedDict):
 
 
 @with_config(_CONFIG)
+class _Decision(TypedDict):
+    id: str
+    name: str
+    input: Any
+    toolset_name: NotRequired[str | None]
+    decision: Literal["approved", "denied", "answered"]
+    approved_input: Any
+    reason: str | None
+    by: str | None
+    at: str | None
+    via: Literal["runner", "store", "callback", "gate", "timeout"] | None
+
+
+@with_config(_CONFIG)
 class _Params(TypedDict):
     model: NotRequired[str]
     max_tokens: NotRequired[int]
@@ -200,11 +262,12 @@ class _State(TypedDict):
     end_reason: _EndReason | None
     tool_changes: list[dict[str, Any]]
     failure: _Failure | None
+    decisions: list[_Decision]
 
 
 _FIELDS = frozenset(
     name
-    for schema in (_State, _Params, _Record, _ToolResultBlock, _Reply, _ReplyMessage, _ReplyUsage)
+    for schema in (_State, _Params, _Record, _Decision, _ToolResultBlock, _Reply, _ReplyMessage, _ReplyUsage)
     for name in schema.__required_keys__ | schema.__optional_keys__
 ) | frozenset(
     name
@@ -219,7 +282,7 @@ _USAGE = pydantic.TypeAdapter(list[_RequestUsage], config=_CONFIG)
 
 
 def check_state(data: Mapping[str, Any]) -> None:
-    """Check a state's fields other than ``messages`` and ``usage`` (version 4's form).
+    """Check a state's fields other than ``messages`` and ``usage`` (version 5's form).
 
     Raises:
         ValueError: The first field that does not fit, by its path, and why.

@@ -14,7 +14,16 @@ from anthropic.lib.streaming import AsyncMessageStream, BetaAsyncMessageStream
 from anthropic.types import Message, ToolResultBlockParam
 from anthropic.types.beta import BetaMessage
 
-__all__ = ["Decision", "EndReason", "Reply", "ReplyStream", "RunnerView", "ToolCall", "ToolResultMessage"]
+__all__ = [
+    "Decision",
+    "DecisionSource",
+    "EndReason",
+    "Reply",
+    "ReplyStream",
+    "RunnerView",
+    "ToolCall",
+    "ToolResultMessage",
+]
 
 Reply: TypeAlias = Message | BetaMessage
 """A reply: a ``Message``, or a ``BetaMessage`` from the beta endpoint (``betas``, or a beta-only param)."""
@@ -31,6 +40,10 @@ tool calls wait for a decision."""
 
 
 Decision: TypeAlias = Literal["approved", "denied", "answered"]
+DecisionSource: TypeAlias = Literal["runner", "store", "callback", "gate", "timeout"]
+"""Where a decision on a call came from: the runner's ``approve``/``deny``/``answer`` (or a Temporal
+update), a store (its API, the CLI, the inbox), the ``approve=`` callback, a gate that failed
+(denied, fail closed), or the time for a decision running out."""
 """How a call that waited for a decision was decided."""
 
 

@@ -1,16 +1,19 @@
 """Record the workflow history that ``test_temporal_replay.py`` replays.
 
-    python -m tests.temporal.record_history          # core_history.json
-    python -m tests.temporal.record_history --all    # and the legacy histories (do not)
+    python -m tests.temporal.record_history            # core_history.json
+    python -m tests.temporal.record_history --timeout  # and timeout_history.json (do not)
+    python -m tests.temporal.record_history --all      # and the legacy histories (do not)
 
 writes ``tests/temporal/fixtures/run_history.json``, ``approval_history.json``,
-``family_history.json`` and ``core_history.json``. Record it again only on purpose: the committed
+``family_history.json``, ``core_history.json`` and ``timeout_history.json``. Record it again only on purpose: the committed
 history is what runs started by an older toolrunner left behind, and the replay test checks that
 today's workflow code still makes the same decisions for it. A change that breaks the replay
 breaks every run in flight; guard it with ``workflow.patched()`` instead of recording anew.
 
 The first three were recorded before the workflow drove the run's core (``effects-core``): they
-replay through the legacy body. ``core_history.json`` was recorded by the core's driver.
+replay through the legacy body. ``core_history.json`` was recorded by the core's driver, and so
+was ``timeout_history.json``, before the approval timeout was the core's (when the workflow still
+denied the calls itself).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ FAMILY_FIXTURE = FIXTURES / "family_history.json"
 FAMILY_RUN_ID = "recorded-family"
 CORE_FIXTURE = FIXTURES / "core_history.json"
 CORE_RUN_ID = "recorded-core"
+TIMEOUT_FIXTURE = FIXTURES / "timeout_history.json"
+TIMEOUT_RUN_ID = "recorded-timeout"
 TASK_QUEUE = "recorded"
 
 
@@ -253,11 +258,54 @@ async def record_core(env: WorkflowEnvironment) -> tuple[RunResult, WorkflowHist
         return result, await run.workflow.fetch_history()
 
 
+async def record_timeout(env: WorkflowEnvironment) -> tuple[RunResult, WorkflowHistory]:
+    """A run with an approval timeout: a payment approved in time (the timer is cancelled), then
+    one that gets no decision (the timer fires, and the call is denied); its result and history."""
+    from datetime import timedelta
+
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(tool_call("pay", {"amount": 500}, id="first")),
+            tool_reply(
+                tool_call("weather", {"city": "Oslo"}), tool_call("pay", {"amount": 700}, id="second")
+            ),
+            text_reply("Paid 500; the second payment got no decision."),
+        ]
+    )
+    async with create_worker(
+        env.client,
+        task_queue=TASK_QUEUE,
+        tools=TOOLS,
+        anthropic_client=fake.async_client(),
+        store=MemoryPayloadStore(),
+        on_event=lambda run_id, event: None,
+    ):
+        run = await start_run(
+            env.client,
+            run_id=TIMEOUT_RUN_ID,
+            task_queue=TASK_QUEUE,
+            tools=TOOLS,
+            model="claude-sonnet-4-6",
+            max_tokens=1024,
+            messages=[{"role": "user", "content": "Pay both bills."}],
+            approval_timeout=timedelta(hours=8),
+        )
+        while True:  # until the run pauses for the first payment (time stands still while a client polls)
+            if (await run.state()).end_reason == "awaiting_approval":
+                break
+            await asyncio.sleep(0.02)
+        await run.approve("first", by="ada")
+        result = await run.result()  # the test server skips the second payment's eight hours
+        return result, await run.workflow.fetch_history()
+
+
 async def main() -> None:
     from toolrunner.temporal import start_test_environment
 
     async with await start_test_environment() as env:
         recorders = [(record_core, CORE_FIXTURE)]
+        if "--timeout" in sys.argv:  # recorded before the approval timeout was the core's: never again
+            recorders.append((record_timeout, TIMEOUT_FIXTURE))
         if "--all" in sys.argv:  # the legacy histories: never again, but on purpose
             recorders += [
                 (record, FIXTURE),

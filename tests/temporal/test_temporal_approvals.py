@@ -13,8 +13,10 @@ from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from tests.temporal.temporal_helpers import Browser, member, run_plainly, start, task_queue, worker
-from toolrunner import Phase, ToolCall, ToolRunner, tool
-from toolrunner._core import TIMED_OUT
+from toolrunner import ApprovalDecided, CallRecord, Phase, RunnerEvent, ToolCall, ToolRunner, tool
+from toolrunner._core import TIMED_OUT, RunCore
+from toolrunner._effects import AwaitDecisions, Decisions, Program
+from toolrunner._results import tool_result_block
 from toolrunner.temporal import MemoryPayloadStore, RunHandle, create_worker
 from toolrunner.testing import FakeMessagesAPI, ScriptEntry, message_reply, text_reply, tool_call, tool_reply
 
@@ -233,22 +235,90 @@ async def test_a_gate_that_is_a_function_decides_per_call_and_fails_closed(
     assert "denied because deciding whether it needs approval failed" in odd["content"]
 
 
-async def test_a_call_whose_decision_does_not_come_in_time_is_denied(
-    temporal_env: WorkflowEnvironment,
+def await_decisions_outcomes(monkeypatch: pytest.MonkeyPatch) -> list[Decisions]:
+    """Record how each ``AwaitDecisions`` the core yields is answered (the workflow's sandbox passes
+    toolrunner through, so its runs use this very class)."""
+    outcomes: list[Decisions] = []
+    iteration = RunCore.iteration
+
+    def tapped(core: RunCore) -> Program[Any]:
+        program = iteration(core)
+        outcome: Any = None
+        failure: BaseException | None = None
+        while True:
+            try:
+                effect = program.send(outcome) if failure is None else program.throw(failure)
+            except StopIteration as stop:
+                return stop.value
+            try:
+                outcome, failure = (yield effect), None
+            except BaseException as error:
+                outcome, failure = None, error
+            if isinstance(effect, AwaitDecisions) and failure is None:
+                outcomes.append(outcome)
+
+    monkeypatch.setattr(RunCore, "iteration", tapped)
+    return outcomes
+
+
+journals: list[dict[str, CallRecord]] = []
+timed_run: list[RunHandle] = []
+
+
+@tool(requires_approval=True)
+async def transfer(amount: int) -> str:
+    """Transfer an amount; reads the run's journal as it runs."""
+    journals.append(dict((await timed_run[0].state()).calls))
+    return f"transferred {amount}"
+
+
+async def test_a_call_whose_decision_does_not_come_in_time_is_denied_by_the_core(
+    temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ran.clear()
-    fake = FakeMessagesAPI(refund_script())
-    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=TOOLS) as queue:
+    journals.clear()
+    timed_run.clear()
+    outcomes = await_decisions_outcomes(monkeypatch)
+    heard: list[RunnerEvent] = []
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(
+                tool_call("refund", {"account": 7, "amount": 500}, id="late"),
+                tool_call("transfer", {"amount": 20}, id="in-time"),
+            ),
+            text_reply("Transferred 20; the refund got no decision."),
+        ]
+    )
+    tools = [refund, transfer]
+
+    def listen(_: str, event: RunnerEvent) -> None:
+        heard.append(event)
+
+    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=tools, on_event=listen) as queue:
         run = await start(
-            temporal_env.client, queue, run_id="timeout", tools=TOOLS, approval_timeout=timedelta(hours=8)
+            temporal_env.client, queue, run_id="timeout", tools=tools, approval_timeout=timedelta(hours=8)
         )
+        timed_run.append(run)
+        assert [call.id for call in await wait_until_paused(run)] == ["late", "in-time"]
+        await run.approve("in-time", by="ada")
         result = await run.result()  # the test server skips the eight hours
 
+    # The workflow waited, and answered the core's AwaitDecisions: the time ran out.
+    assert outcomes == [Decisions.TIMED_OUT]
     assert result.end_reason == "model"
-    assert ran == ["look_up Ada"]
-    refund_result = fake.requests[1].body["messages"][-1]["content"][1]
-    assert refund_result["is_error"] is True
-    assert refund_result["content"] == TIMED_OUT.format(name="refund", timeout="8 hours")
+    assert ran == []  # the refund never ran
+    late, in_time = fake.requests[1].body["messages"][-1]["content"]
+    reason = TIMED_OUT.format(name="refund", timeout="8 hours")
+    assert (late["content"], late["is_error"]) == (reason, True)
+    assert in_time["content"] == "transferred 20"
+    # The journal keeps the denial: no one decided it, and the result says why.
+    [journal] = journals
+    assert (journal["late"].decision, journal["late"].decided_by) == ("denied", None)
+    assert journal["late"].result == tool_result_block("late", reason, is_error=True)
+    assert (journal["in-time"].decision, journal["in-time"].decided_by) == ("approved", "ada")
+    # Each decision is reported once (docs/approvals.md).
+    decided = [(event.call.id, event.decision) for event in heard if isinstance(event, ApprovalDecided)]
+    assert decided == [("in-time", "approved"), ("late", "denied")]
 
 
 async def test_closing_a_run_that_waits_ends_it_without_running_the_waiting_call(

@@ -1,7 +1,8 @@
 """Replaying recorded histories gives the same decisions: the workflow is deterministic, and runs
 started by an earlier toolrunner (the committed histories) go on after an upgrade: those recorded
 before the workflow drove the run's core through the legacy body (no ``effects-core`` marker),
-the one recorded since through the core's driver."""
+those recorded since through the core's driver (one of them, a run whose approval timed out, when
+the workflow still denied the undecided calls itself)."""
 
 from __future__ import annotations
 
@@ -23,10 +24,13 @@ from tests.temporal.record_history import (
     FAMILY_RUN_ID,
     FIXTURE,
     RUN_ID,
+    TIMEOUT_FIXTURE,
+    TIMEOUT_RUN_ID,
     record,
     record_approval,
     record_core,
     record_family,
+    record_timeout,
 )
 from toolrunner.temporal import ToolRunnerWorkflow, workflow_runner
 
@@ -48,6 +52,7 @@ def replayer() -> Replayer:
         (APPROVAL_RUN_ID, APPROVAL_FIXTURE),
         (FAMILY_RUN_ID, FAMILY_FIXTURE),
         (CORE_RUN_ID, CORE_FIXTURE),
+        (TIMEOUT_RUN_ID, TIMEOUT_FIXTURE),
     ],
 )
 async def test_the_committed_histories_replay(run_id: str, path: Path) -> None:
@@ -56,16 +61,17 @@ async def test_the_committed_histories_replay(run_id: str, path: Path) -> None:
 
 
 async def test_histories_recorded_now_replay(temporal_env: WorkflowEnvironment) -> None:
-    for recorder in (record, record_approval, record_family, record_core):
+    for recorder in (record, record_approval, record_family, record_core, record_timeout):
         result, history = await recorder(temporal_env)
         assert result.end_reason == "model"
         replay = await replayer().replay_workflow(history)
         assert replay.replay_failure is None
 
 
-def test_only_the_history_recorded_by_the_core_has_a_patch_marker() -> None:
+def test_only_the_histories_recorded_by_the_core_have_a_patch_marker() -> None:
     # The legacy histories have none: replaying them, workflow.patched("effects-core") is false.
-    assert '"core_patch"' in CORE_FIXTURE.read_text(encoding="utf-8")
+    for path in (CORE_FIXTURE, TIMEOUT_FIXTURE):
+        assert '"core_patch"' in path.read_text(encoding="utf-8")
     for path in (FIXTURE, APPROVAL_FIXTURE, FAMILY_FIXTURE):
         assert '"core_patch"' not in path.read_text(encoding="utf-8")
 

@@ -16,9 +16,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.helpers import plain
 from tests.temporal.temporal_helpers import MODEL, start, worker
-from toolrunner import ApprovalError, Phase, ToolRunner, tool
+from toolrunner import ApprovalError, ParamsError, Phase, ToolRunner, tool
 from toolrunner.temporal import MemoryPayloadStore, RunHandle, ToolRunnerWorkflow, get_run
-from toolrunner.temporal._data import CompactInput, MessagesInput
+from toolrunner.temporal._data import CompactInput, MessagesInput, ParamsInput
 from toolrunner.testing import (
     FakeMessagesAPI,
     RecordedRequest,
@@ -262,3 +262,129 @@ async def test_compaction_asked_for_while_the_model_writes_comes_before_the_next
     # The history went on from the compaction block (kept whole in workflow history: the run reads it).
     assert fake.requests[2].body["messages"][0]["content"][0]["type"] == "compaction"
     assert await result.messages(store) == plain(runner.messages)
+
+
+# -- set_params: the params of a loop body's set_messages_params, but for the function form --------------
+
+BRIEF = {"system": "Answer in one word.", "max_tokens": 256, "tool_choice": {"type": "any"}}
+
+
+async def test_set_params_while_the_model_writes_changes_the_next_requests_as_a_loop_body_would(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    ran.clear()
+    plain_fake = FakeMessagesAPI(script())
+    runner = ToolRunner(
+        plain_fake.async_client(), model=MODEL, max_tokens=1024, messages=[USER], tools=[weather]
+    )
+    async for _ in runner:
+        if runner.requests_sent == 1:
+            runner.set_messages_params(lambda params: {**params, **BRIEF})
+    assert ran == ["Rome"]  # the reply set_messages_params followed was not appended: Paris never ran
+    ran.clear()
+
+    updates: list[WorkflowUpdateHandle[Any]] = []
+    entries = iter(script())
+
+    async def respond(request: RecordedRequest) -> ScriptEntry:
+        if not updates:
+            handle = get_run(temporal_env.client, "params").workflow
+            updates.append(
+                await handle.start_update(  # pyright: ignore[reportUnknownMemberType]
+                    ToolRunnerWorkflow.set_params,
+                    ParamsInput(BRIEF),
+                    wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+                )
+            )
+        return next(entries)
+
+    fake, store = FakeMessagesAPI(responder=respond), MemoryPayloadStore()
+    async with worker(temporal_env, fake, store, tools=[weather]) as queue:
+        run = await start(temporal_env.client, queue, run_id="params", tools=[weather], messages=[USER])
+        result = await run.result()
+        await updates[0].result()  # applied
+
+    assert ran == ["Rome"]
+    assert bodies(fake) == bodies(plain_fake)
+    second = fake.requests[1].body
+    assert (second["system"], second["max_tokens"], second["tool_choice"]) == (
+        "Answer in one word.",
+        256,
+        {"type": "any"},
+    )
+    assert second["messages"] == [USER]  # asked again, with the new params
+    assert await result.messages(store) == plain(runner.messages)
+
+
+async def test_set_params_on_a_paused_run_applies_at_once_and_none_removes_a_param(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    ran.clear()
+    first: dict[str, Any] = {"system": "Be careful.", "stop_sequences": ["END"]}
+    plain_fake = FakeMessagesAPI(paused_script())
+    runner = ToolRunner(
+        plain_fake.async_client(), model=MODEL, max_tokens=1024, messages=[USER], tools=[book], **first
+    )
+    async for _ in runner:
+        pass
+    assert runner.end_reason == "awaiting_approval"
+    runner.set_messages_params(
+        lambda params: {
+            name: value for name, value in {**params, "stop_sequences": ["STOP"]}.items() if name != "system"
+        }
+    )
+    await runner.until_done()
+
+    fake, store = FakeMessagesAPI(paused_script()), MemoryPayloadStore()
+    async with worker(temporal_env, fake, store, tools=[book]) as queue:
+        run = await start(
+            temporal_env.client, queue, run_id="paused-params", tools=[book], messages=[USER], **first
+        )
+        await until_paused(run)
+        await run.set_params({"system": None, "stop_sequences": ["STOP"]})  # returns once applied
+        assert (await run.state()).params == {"model": MODEL, "max_tokens": 1024, "stop_sequences": ["STOP"]}
+        result = await run.result()
+
+    assert ran == []  # the paused reply was dropped: its call never ran
+    assert bodies(fake) == bodies(plain_fake)
+    assert "system" not in fake.requests[1].body
+    assert fake.requests[1].body["stop_sequences"] == ["STOP"]
+    assert await result.messages(store) == plain(runner.messages)
+
+
+async def test_set_params_refuses_what_a_run_on_temporal_cannot_take(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    fake = FakeMessagesAPI(paused_script())
+    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=[book]) as queue:
+        run = await start(temporal_env.client, queue, run_id="refused-params", tools=[book], messages=[USER])
+        await until_paused(run)
+
+        # Refused by the client, before anything is sent.
+        def brief(params: dict[str, Any]) -> dict[str, Any]:  # the form set_messages_params also takes
+            return {**params, "system": "x"}
+
+        with pytest.raises(ParamsError, match=r"not a function: code cannot be sent to a run on Temporal"):
+            await run.set_params(brief)  # pyright: ignore[reportArgumentType]
+        with pytest.raises(ParamsError, match=r"cannot set 'tools': a run's tools are code on its workers"):
+            await run.set_params({"tools": []})
+        with pytest.raises(ParamsError, match=r"cannot set 'extra_headers': it would be written into"):
+            await run.set_params({"extra_headers": {"x-api-key": "secret"}})
+        with pytest.raises(ParamsError, match=r"cannot remove 'model'"):
+            await run.set_params({"model": None})
+        # Refused by the run, as ToolRunner refuses them: nothing changed.
+        with pytest.raises(WorkflowUpdateFailedError) as misspelt:
+            await run.set_params({"max_token": 10})
+        assert (
+            "ParamsError: 'max_token' is not a parameter of client.messages.create. Did you mean 'max_tokens'?"
+            in (str(misspelt.value.cause))
+        )
+        with pytest.raises(WorkflowUpdateFailedError) as option:
+            await run.set_params({"max_iterations": 3})
+        assert "'max_iterations' is not a parameter of client.messages.create" in str(option.value.cause)
+        with pytest.raises(WorkflowUpdateFailedError) as bad:
+            await run.set_params({"max_tokens": 0})
+        assert "max_tokens must be a positive int, not 0" in str(bad.value.cause)
+        assert (await run.state()).params == {"model": MODEL, "max_tokens": 1024}
+        await run.approve("trip")
+        assert (await run.result()).end_reason == "model"

@@ -8,6 +8,8 @@ import anthropic
 import pytest
 from anthropic.types import Message, TextBlock, ToolUseBlock
 
+from tests.helpers import MODEL
+from toolrunner import AwaitingApprovalError, MemoryCheckpointer, ToolRunner, tool
 from toolrunner.testing import (
     FakeMessagesAPI,
     RecordedRequest,
@@ -133,6 +135,65 @@ async def test_auto_tool_ids_are_unique_across_replies() -> None:
         if isinstance(block, ToolUseBlock)
     ]
     assert ids == ["toolu_fake_0001", "toolu_fake_0002", "toolu_fake_0003"]
+
+
+@pytest.mark.anyio
+async def test_auto_tool_ids_skip_the_ids_the_conversation_holds() -> None:
+    """A new fake answering a conversation another one began (a run resumed in a test) gives none
+    of its ids again, nor one the reply itself names."""
+    earlier: list[Any] = [
+        *USER,
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_fake_0001", "name": "get_weather", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_fake_0001", "content": "sun"}],
+        },
+    ]
+    call = tool_call("get_weather", {"city": "Rome"})
+    fake = FakeMessagesAPI(
+        [tool_reply(call, tool_call("get_weather", {"city": "Oslo"}, id="toolu_fake_0003"), call)]
+    )
+    async with fake.async_client() as client:
+        reply = await client.messages.create(model="m", max_tokens=10, messages=earlier, tools=TOOLS)
+    ids = [block.id for block in reply.content if isinstance(block, ToolUseBlock)]
+    assert ids == ["toolu_fake_0002", "toolu_fake_0003", "toolu_fake_0004"]
+
+
+@pytest.mark.anyio
+async def test_a_run_resumed_with_a_new_fake_gets_new_tool_ids_and_runs_the_new_call() -> None:
+    paid: list[int] = []
+
+    @tool(requires_approval=True)
+    async def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return f"paid {amount}"
+
+    store = MemoryCheckpointer()
+    first = FakeMessagesAPI([tool_reply(tool_call("pay", {"amount": 1}))])
+    runner = ToolRunner(
+        first.async_client(),
+        model=MODEL,
+        max_tokens=64,
+        messages=USER,
+        tools=[pay],
+        checkpointer=store,
+        run_id="r",
+    )
+    with pytest.raises(AwaitingApprovalError):
+        await runner.until_done()
+    await store.approve_call("r", "toolu_fake_0001")
+    second = FakeMessagesAPI([tool_reply(tool_call("pay", {"amount": 2})), text_reply("Paid twice.")])
+    resumed = await ToolRunner.resume(second.async_client(), checkpointer=store, run_id="r", tools=[pay])
+    with pytest.raises(AwaitingApprovalError) as waiting:
+        await resumed.until_done()
+    assert [call.id for call in waiting.value.calls] == ["toolu_fake_0002"]  # not the first part's id again
+    resumed.approve("toolu_fake_0002")
+    await resumed.until_done()
+    assert paid == [1, 2]
 
 
 @pytest.mark.anyio

@@ -1,6 +1,7 @@
 """The inbox's web app: a Starlette app over a ``RunStore``.
 
-Routes (every one but the login page, the static files and ``/healthz`` needs a session):
+Routes (every one but the login page, the static files, ``/favicon.ico`` and ``/healthz`` needs a
+session):
 
 - ``GET /``: the runs that wait for a decision, newest first; ``GET /fragments/waiting`` is the
   list alone, which the page fetches again when ``GET /events`` (server-sent events) says it
@@ -49,13 +50,17 @@ from .._text import sendable_text
 from ._auth import COOKIE, Session, Sessions, origin_of, safe_next, same_origin
 from ._http import BODY_LIMIT, BodyLimit, SecurityHeaders
 from ._live import PAGE, waiting_versions
-from ._pages import Problem, cost, shown_run, when
+from ._pages import Problem, ShownRecord, code_spans, cost, shown_record, shown_run, when
 
 __all__ = ["NAME_LIMIT", "create_app", "parse_json", "run_url"]
 
 NAME_LIMIT = 80
 """The most characters of a name given at login."""
-_STATIC = {"inbox.css": "text/css; charset=utf-8", "inbox.js": "text/javascript; charset=utf-8"}
+_STATIC = {
+    "inbox.css": "text/css; charset=utf-8",
+    "inbox.js": "text/javascript; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
+}
 _TABS = [
     ("Finished and failed", ("finished", "failed")),
     ("Finished", ("finished",)),
@@ -128,6 +133,7 @@ class _Form:
     problems: dict[tuple[str, str], list[Problem]]
     notices: dict[str, str]
     alert: str = ""
+    taken: ShownRecord | None = None  # the call someone else decided first
 
 
 _Handler = Callable[[Request, Session], Awaitable[Response]]
@@ -148,6 +154,7 @@ class _Inbox:
             undefined=StrictUndefined,
         )
         cast("dict[str, Any]", self.templates.globals).update(run_url=run_url, name_limit=NAME_LIMIT)
+        cast("dict[str, Any]", self.templates.filters).update(code_spans=code_spans)
         package = resources.files("toolrunner.inbox") / "static"
         self.static = {name: (package / name).read_bytes() for name in _STATIC}
 
@@ -165,6 +172,7 @@ class _Inbox:
             Route("/run/deny", self._form(self.deny), methods=["POST"]),
             Route("/run/answer", self._form(self.answer), methods=["POST"]),
             Route("/static/{name}", self.static_file, methods=["GET"]),
+            Route("/favicon.ico", self.favicon, methods=["GET"]),
             Route("/healthz", self.health, methods=["GET"]),
         ]
 
@@ -422,6 +430,7 @@ class _Inbox:
             problem_lists=form.problems,
             notices=form.notices,
             alert=form.alert,
+            taken=form.taken,
         )
 
     # -- deciding ----------------------------------------------------------------------------------
@@ -517,9 +526,13 @@ class _Inbox:
                 request, session, run_id, call_id, form, field, [Problem("", str(error))]
             )
         except (ApprovalError, CheckpointConflictError) as error:
-            # Decided by someone else first (the message says who and when), or no longer waiting.
+            # Decided by someone else first (the page says who and when), or no longer waiting.
+            loaded = await self.store.load(run_id)
+            record = None if loaded is None else loaded.state.calls.get(call_id)
             alert = f"Nothing was decided: {error}"
             page = _Form({}, {}, {call_id: alert}, alert=alert)
+            if record is not None and record.decision is not None:
+                page.taken = shown_record(record)
             return await self._run_page(request, session, run_id, page, status=409)
         except CheckpointError as error:
             if await self.store.get_run(run_id) is None:
@@ -557,7 +570,14 @@ class _Inbox:
         name = request.path_params["name"]
         if name not in self.static:
             return PlainTextResponse("Not Found", status_code=404)
+        return self._static(name)
+
+    def _static(self, name: str) -> Response:
         return Response(self.static[name], media_type=_STATIC[name], headers={"cache-control": "no-cache"})
+
+    async def favicon(self, request: Request) -> Response:
+        """The icon, for what asks for ``/favicon.ico`` rather than read the pages' link to it."""
+        return self._static("favicon.svg")
 
     async def health(self, request: Request) -> Response:
         return PlainTextResponse("ok", headers=_NO_STORE)

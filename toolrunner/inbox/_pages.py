@@ -10,40 +10,49 @@ conversation, the calls and the summary are all a person needs to decide.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from .._runs import RunSummary, waiting_calls
 from .._show import (
+    VIA,
     Part,
     age,
-    decision_text,
     journal,
     messages,
-    moment,
     printable,
     result_text,
     shortened,
     tool_description,
 )
-from .._state import CallRecord, RunState, plain_data
+from .._state import CallRecord, DecisionRecord, RunState, plain_data
 from .._text import sendable_text
 
 __all__ = [
     "Field",
+    "Moment",
     "Problem",
     "ShownCall",
+    "ShownDecision",
     "ShownMessage",
     "ShownPart",
     "ShownRecord",
     "ShownRun",
     "Text",
+    "code_spans",
+    "decided_moment",
     "editor_text",
+    "shown_record",
     "shown_run",
     "when",
 ]
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+# A span of code in a message, as the library writes one (`toolrunner runs list`).
+_CODE = re.compile(r"`([^`\n]+)`")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +66,18 @@ class Text:
     def of(cls, text: str) -> Text:
         text = printable(text)
         return cls(text, shortened(text))
+
+
+@dataclass(frozen=True, slots=True)
+class Moment:
+    """A time as the pages show it, in a ``<time datetime="iso">`` element: ``text`` for people
+    (``27 Nov 2026, 12:00 UTC``, in UTC whatever the server's zone), ``iso`` for machines
+    (``2026-11-27T12:00:05Z``; empty for a time that could not be read, shown as it was saved), and
+    ``ago`` (``58m ago``) where a page says how long ago it was."""
+
+    iso: str
+    text: str
+    ago: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +136,9 @@ class ShownRecord:
     id: str
     name: str
     status: str
-    decision: str
+    decision: str  # how and by whom (``approved by ada``); empty if it was not decided
     decided_by: str
-    decided_at: str
+    decided_at: Moment | None
     input: Text
     approved_input: Text | None
     result: Text | None
@@ -125,10 +146,25 @@ class ShownRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ShownDecision:
+    """An entry of the run's audit: one decision on a call, for the life of the run."""
+
+    id: str
+    name: str
+    decision: str  # the verdict and who (``approved by ada``)
+    decided_at: Moment | None
+    via: str  # where it came from, as a person reads it; empty if not known
+    input: Text  # as the model sent it
+    approved_input: Text | None  # what it ran with instead
+    reason: Text | None  # what the model read for a denial
+
+
+@dataclass(frozen=True, slots=True)
 class ShownRun:
     messages: tuple[ShownMessage, ...]
     waiting: tuple[ShownCall, ...]
     records: tuple[ShownRecord, ...]
+    decisions: tuple[ShownDecision, ...] = ()
 
 
 def shown_run(state: RunState) -> ShownRun:
@@ -139,13 +175,53 @@ def shown_run(state: RunState) -> ShownRun:
             for message in messages(state)
         ),
         tuple(_waiting(state.calls[call.id]) for call in waiting_calls(state)),
-        tuple(_record(record) for record in journal(state)),
+        tuple(shown_record(record) for record in journal(state)),
+        tuple(shown_decision(entry) for entry in state.decisions),
     )
 
 
-def when(moment_: datetime, now: datetime) -> str:
-    """A time as the pages show it: ``2025-06-15 14:08:40 UTC (58m ago)``."""
-    return f"{moment(moment_)} UTC ({age(now - moment_)} ago)"
+def shown_decision(entry: DecisionRecord) -> ShownDecision:
+    """An entry of the audit as the run's page shows it."""
+    return ShownDecision(
+        id=entry.call.id,
+        name=printable(entry.call.name),
+        decision=printable(entry.decision + (f" by {entry.by}" if entry.by else "")),
+        decided_at=decided_moment(entry.at),
+        via=VIA.get(entry.via or "", ""),
+        input=Text.of(editor_text(entry.call.input)),
+        approved_input=None if entry.approved_input is None else Text.of(editor_text(entry.approved_input)),
+        reason=None if entry.reason is None else Text.of(entry.reason),
+    )
+
+
+def when(value: datetime, now: datetime | None = None) -> Moment:
+    """``value`` as the pages show it: ``27 Nov 2026, 12:00 UTC``, and how long before ``now`` (if
+    given) it was."""
+    utc = value.astimezone(UTC) if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return Moment(
+        iso=utc.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        text=f"{utc.day} {_MONTHS[utc.month - 1]} {utc.year}, {utc:%H:%M} UTC",
+        ago="" if now is None else f"{age(now - utc)} ago",
+    )
+
+
+def decided_moment(saved: str | None) -> Moment | None:
+    """When a call was decided, from the journal's ISO 8601 text (``decided_at``); a text that is
+    not one is shown as it is."""
+    if not saved:
+        return None
+    try:
+        value = datetime.fromisoformat(saved)
+    except ValueError:
+        return Moment("", printable(saved))
+    return when(value)
+
+
+def code_spans(text: str) -> list[str]:
+    """A message split at its code spans (a command between backticks, as the library's messages
+    and the inbox's own write one): text, code, text, ...; the templates show each odd piece in
+    ``<code>``, every piece escaped."""
+    return _CODE.split(text)
 
 
 def cost(summary: RunSummary) -> str:
@@ -216,7 +292,8 @@ def _fields(schema: Mapping[str, Any]) -> tuple[Field, ...]:
     return tuple(fields)
 
 
-def _record(record: CallRecord) -> ShownRecord:
+def shown_record(record: CallRecord) -> ShownRecord:
+    """A call of the journal as the run's page shows it: who decided it, when, and its result."""
     result: Text | None = None
     error = False
     if record.result is not None:
@@ -227,9 +304,11 @@ def _record(record: CallRecord) -> ShownRecord:
         id=record.call.id,
         name=printable(record.call.name),
         status=record.status.value,
-        decision=printable(decision_text(record)),
+        decision=""
+        if record.decision is None
+        else printable(record.decision + (f" by {record.decided_by}" if record.decided_by else "")),
         decided_by=printable(record.decided_by or ""),
-        decided_at=record.decided_at or "",
+        decided_at=None if record.decision is None else decided_moment(record.decided_at),
         input=Text.of(editor_text(record.call.input)),
         approved_input=None if record.approved_input is None else Text.of(editor_text(record.approved_input)),
         result=result,

@@ -19,6 +19,7 @@ except ImportError as _error:
 from ._activities import EventListener as EventListener
 from ._client import RunHandle as RunHandle, get_run as get_run, start_run as start_run
 from ._data import ActivityOptions as ActivityOptions, RunResult as RunResult
+from ._log import route_workflow_lines as _route_workflow_lines
 from ._payloads import (
     FilePayloadStore as FilePayloadStore,
     MemoryPayloadStore as MemoryPayloadStore,
@@ -27,6 +28,8 @@ from ._payloads import (
 from ._testing import find_test_server as find_test_server, start_test_environment as start_test_environment
 from ._worker import create_worker as create_worker, workflow_runner as workflow_runner
 from ._workflow import ToolRunnerWorkflow as ToolRunnerWorkflow
+
+_route_workflow_lines()
 
 __all__ = [
     "ActivityOptions",

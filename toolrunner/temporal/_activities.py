@@ -267,8 +267,8 @@ class Activities:
             tool = find(call)
             if tool is not None:
                 definitions[call.id] = tool_definition(tool)
-        for call, _ in denied:
-            self._emit(run_id, ApprovalDecided(call=call, decision="denied"))
+        for call, reason in denied:
+            self._emit(run_id, ApprovalDecided(call=call, decision="denied", reason=reason, via="gate"))
         return GateOutput(
             gated=[call.id for call in gated],
             denied={call.id: reason for call, reason in denied},

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
-from .._errors import CheckpointError, ParamsError
+from .._errors import CheckpointError, ParamsError, RunEndedError
 from .._messages import message_param
 from .._options import ToolLike, read_options
 from .._params import TRANSPORT, check_params, index_tools
-from .._state import RunState, message_data
+from .._state import RunState, message_data, plain_data
 from .._types import Reply, ToolCall
+from ._controls import check_settable
 from ._data import (
     ActivityOptions,
     Answer,
@@ -24,14 +27,18 @@ from ._data import (
     CompactInput,
     Denial,
     MessagesInput,
+    ParamsInput,
     RunInput,
     RunResult,
     ToolSpec,
 )
 from ._event_data import read_call
+from ._names import RUN_ENDED
 from ._workflow import ToolRunnerWorkflow
 
 __all__ = ["RunHandle", "get_run", "run_input", "start_run"]
+
+T = TypeVar("T")
 
 _WORKER_OPTIONS = {
     "stream": "the workers stream (create_worker(stream=True)), and no loop body reads a stream",
@@ -54,7 +61,14 @@ _REUSE = {
 class RunHandle:
     """A run on Temporal, seen from a client: its result, its state, the decisions it waits for.
 
-    Get one from ``start_run`` or ``get_run``; any process with a client can hold one.
+    Get one from ``start_run`` or ``get_run``; any process with a client can hold one. It names the
+    run, not one segment of it: after the run continued as new, every call reaches the segment
+    that runs now.
+
+    On a run that ended (its loop ended, or it was closed, failed or terminated), decisions and
+    steering raise ``RunEndedError``; ``close()`` does nothing; ``result()``, ``state()`` and
+    ``pending_approvals()`` answer as for the run's end. Any call on a name that no run has raises
+    ``CheckpointError``.
 
     Attributes:
         run_id: The run's name (its workflow id).
@@ -69,16 +83,32 @@ class RunHandle:
         return f"RunHandle({self.run_id!r})"
 
     async def result(self) -> RunResult:
-        """Wait for the run to end; how it ended."""
-        return await self.workflow.result()
+        """Wait for the run to end; how it ended.
+
+        Raises:
+            CheckpointError: No run has that name.
+        """
+        return await self._call("result", self.workflow.result)
 
     async def state(self) -> RunState:
-        """The run's state now (large blocks as stubs)."""
-        return RunState.from_dict(await self.workflow.query(ToolRunnerWorkflow.state))
+        """The run's state now (large blocks as stubs); after it ended, as it ended.
+
+        Raises:
+            CheckpointError: No run has that name.
+        """
+        return RunState.from_dict(
+            await self._call("state", lambda: self.workflow.query(ToolRunnerWorkflow.state))
+        )
 
     async def pending_approvals(self) -> list[ToolCall]:
-        """The calls that wait for a decision, in tool_use order."""
-        calls = await self.workflow.query(ToolRunnerWorkflow.pending_approvals)
+        """The calls that wait for a decision, in tool_use order.
+
+        Raises:
+            CheckpointError: No run has that name.
+        """
+        calls = await self._call(
+            "pending_approvals", lambda: self.workflow.query(ToolRunnerWorkflow.pending_approvals)
+        )
         return [read_call(call) for call in calls]
 
     async def approve(self, tool_use_id: str, *, input: object = None, by: str | None = None) -> None:
@@ -88,19 +118,32 @@ class RunHandle:
         Raises:
             temporalio.client.WorkflowUpdateFailedError: No call waits with that id, or ``input``
                 does not fit the tool; its cause says why.
+            RunEndedError: The run ended. CheckpointError: No run has that name.
         """
-        await self._update(ToolRunnerWorkflow.approve, Approval(tool_use_id, input, by))
+        await self._update("approve", ToolRunnerWorkflow.approve, Approval(tool_use_id, input, by))
 
     async def deny(self, tool_use_id: str, reason: str, *, by: str | None = None) -> None:
-        """Deny a call that waits (or has not started): the model reads ``reason`` as its error result."""
-        await self._update(ToolRunnerWorkflow.deny, Denial(tool_use_id, reason, by))
+        """Deny a call that waits (or has not started): the model reads ``reason`` as its error result.
+
+        Raises:
+            temporalio.client.WorkflowUpdateFailedError: No call can be denied with that id, or
+                ``reason`` is empty; its cause says why.
+            RunEndedError: The run ended. CheckpointError: No run has that name.
+        """
+        await self._update("deny", ToolRunnerWorkflow.deny, Denial(tool_use_id, reason, by))
 
     async def answer(
         self, tool_use_id: str, result: object, *, is_error: bool = False, by: str | None = None
     ) -> None:
         """Answer a call that waits (or has not started) with a result computed elsewhere (text or
-        JSON data, converted on a worker as a tool's return value is)."""
-        await self._update(ToolRunnerWorkflow.answer, Answer(tool_use_id, result, is_error, by))
+        JSON data, converted on a worker as a tool's return value is).
+
+        Raises:
+            temporalio.client.WorkflowUpdateFailedError: No call can be answered with that id, or
+                ``result`` cannot be a tool result; its cause says why.
+            RunEndedError: The run ended. CheckpointError: No run has that name.
+        """
+        await self._update("answer", ToolRunnerWorkflow.answer, Answer(tool_use_id, result, is_error, by))
 
     async def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None:
         """Append messages to the history, as a loop body's ``runner.push_messages()``: the run
@@ -109,20 +152,76 @@ class RunHandle:
         at once if the run is paused for decisions. Returns once they are applied.
 
         Raises:
-            temporalio.client.WorkflowUpdateFailedError: The run ended first, or the history would
-                be one the service rejects; its cause says why, and nothing changed.
+            temporalio.client.WorkflowUpdateFailedError: The history would be one the service
+                rejects, or lose results of calls that ran; its cause says why, and nothing changed.
+            RunEndedError: The run ended (also: before the next point where it could be steered).
+            CheckpointError: No run has that name.
         """
-        await self._update(ToolRunnerWorkflow.push_messages, MessagesInput(_messages(messages)))
+        await self._update(
+            "push_messages", ToolRunnerWorkflow.push_messages, MessagesInput(_messages(messages))
+        )
 
     async def set_messages(self, messages: Sequence[Mapping[str, Any] | Reply]) -> None:
         """Replace the history, as a loop body's ``runner.set_messages_params()`` with new
         ``messages``, at the same point as ``push_messages()``.
 
         Raises:
-            temporalio.client.WorkflowUpdateFailedError: The run ended first, or the history would
-                be one the service rejects; its cause says why, and nothing changed.
+            temporalio.client.WorkflowUpdateFailedError: The history would be one the service
+                rejects, or lose results of calls that ran; its cause says why, and nothing changed.
+            RunEndedError: The run ended (also: before the next point where it could be steered).
+            CheckpointError: No run has that name.
         """
-        await self._update(ToolRunnerWorkflow.set_messages, MessagesInput(_messages(messages)))
+        await self._update(
+            "set_messages", ToolRunnerWorkflow.set_messages, MessagesInput(_messages(messages))
+        )
+
+    async def set_params(self, params: Mapping[str, Any]) -> None:
+        """Change the run's request params (``system``, ``max_tokens``, ``tool_choice``,
+        ``thinking``, ...), as a loop body's ``runner.set_messages_params(lambda current: {**current,
+        **params})`` would: the params given replace those of the same name, one given as ``None``
+        is removed, the others stay; with ``messages``, the history is replaced too. Applied at the
+        same point as ``push_messages()``, with a loop body's semantics: the reply it applies after is
+        not appended, nor are its calls run (the history stands as it was, and the next request asks
+        again, with the new params); on a paused run, at once. Returns once they are applied.
+
+        Only a mapping can be sent to a run on Temporal: the function form of
+        ``set_messages_params`` is code, and cannot cross the network to the workflow (read the
+        current params with ``(await run.state()).params`` if the new ones depend on them).
+        ``tools`` cannot be set (a run's tools are code on its workers, fixed by ``start_run``), nor
+        can the transport params (``extra_headers``, ``extra_query``, ``timeout``: workflow history
+        would keep them; they belong on the workers' client).
+
+        Raises:
+            ParamsError: ``params`` is not a mapping, or names ``tools`` or a transport param.
+            StateError: A value JSON cannot carry (the params go into workflow history).
+            temporalio.client.WorkflowUpdateFailedError: The run refused the params as
+                ``ToolRunner`` refuses them (an unknown name, a value that cannot be sent), or a
+                history the service would reject, or steering that would lose results of calls
+                that ran; its cause says why, and nothing changed.
+            RunEndedError: The run ended (also: before the next point where it could be steered).
+            CheckpointError: No run has that name.
+        """
+        if callable(params):
+            raise ParamsError(
+                "set_params() takes a mapping of the params to change, not a function: code cannot be sent to a run "
+                "on Temporal; read the current params with (await run.state()).params, and pass the new ones."
+            )
+        if not isinstance(params, Mapping):
+            raise ParamsError(
+                f"set_params() takes a mapping of the params to change, not {type(params).__name__!r}."
+            )
+        check_settable(params)
+        data: dict[str, Any] = {}
+        for name, value in params.items():
+            if name != "messages":
+                data[name] = plain_data(value, f"params[{name!r}]")
+            elif isinstance(value, str | bytes) or not isinstance(value, Sequence):
+                raise ParamsError(
+                    f"set_params() takes messages as a list of messages, not {type(value).__name__!r}."
+                )
+            else:
+                data[name] = _messages(cast("Sequence[object]", value))
+        await self._update("set_params", ToolRunnerWorkflow.set_params, ParamsInput(data))
 
     async def compact_before_next_turn(self, compaction: Mapping[str, Any] | None = None) -> None:
         """Make the next request a compaction request, as a loop body's
@@ -131,22 +230,77 @@ class RunHandle:
         point as ``push_messages()``.
 
         Raises:
-            temporalio.client.WorkflowUpdateFailedError: The run ended first, or its
-                ``context_management`` has a compaction edit.
+            temporalio.client.WorkflowUpdateFailedError: Its ``context_management`` has a
+                compaction edit.
+            RunEndedError: The run ended (also: before the next point where it could be steered).
+            CheckpointError: No run has that name.
         """
         await self._update(
+            "compact_before_next_turn",
             ToolRunnerWorkflow.compact_before_next_turn,
             CompactInput(None if compaction is None else dict(compaction)),
         )
 
-    async def _update(self, update: Any, argument: object) -> None:
+    async def close(self) -> None:
+        """End the run as ``ToolRunner.close()`` does (the step under way finishes whole); on a run
+        that ended, nothing.
+
+        Raises:
+            CheckpointError: No run has that name.
+        """
+        with contextlib.suppress(RunEndedError):  # nothing to end: idempotent, as ToolRunner.close() is
+            await self._call("close", lambda: self.workflow.signal(ToolRunnerWorkflow.close))
+
+    async def _update(self, method: str, update: Any, argument: object) -> None:
         # temporalio's overloads of execute_update leave one form's ``args`` untyped, so pyright
         # strict finds the method partially unknown whichever form is called.
-        await self.workflow.execute_update(update, argument)  # pyright: ignore[reportUnknownMemberType]
+        await self._call(
+            method,
+            lambda: self.workflow.execute_update(update, argument),  # pyright: ignore[reportUnknownMemberType, reportUnknownLambdaType]
+        )
 
-    async def close(self) -> None:
-        """End the run as ``ToolRunner.close()`` does (the step under way finishes whole)."""
-        await self.workflow.signal(ToolRunnerWorkflow.close)
+    async def _call(self, method: str, call: Callable[[], Awaitable[T]]) -> T:
+        """Make one call to the run. What Temporal answers when no run goes on under this name (an
+        update or a signal to a closed workflow, anything to a name it does not know, an update the
+        workflow refused as its loop had ended) is mapped here, and only here: ``RunEndedError``
+        for a run that ended, ``CheckpointError`` for a name no run has."""
+        try:
+            return await call()
+        except WorkflowUpdateFailedError as error:
+            cause = error.cause
+            if isinstance(cause, ApplicationError) and cause.type == RUN_ENDED:
+                raise RunEndedError(cause.message) from None
+            raise
+        except RPCError as error:
+            if error.status != RPCStatusCode.NOT_FOUND:
+                raise
+            how = await self._how_it_ended()
+            if how is None:
+                raise CheckpointError(
+                    f"{method}() found no run named {self.run_id!r}; check the name (the run_id given to start_run), "
+                    "or start the run with start_run()."
+                ) from None
+            if how == "running":
+                raise
+            raise RunEndedError(
+                f"{method}() came after the run {self.run_id!r} ended ({how}); start a new run to go on."
+            ) from None
+
+    async def _how_it_ended(self) -> str | None:
+        """How the run ended: its end reason, or Temporal's status (``"running"`` if it did not);
+        ``None`` if no run has this name."""
+        try:
+            description = await self.workflow.describe()
+        except RPCError as error:
+            if error.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise
+        status = description.status
+        if status is None or status == WorkflowExecutionStatus.RUNNING:
+            return "running"
+        if status == WorkflowExecutionStatus.COMPLETED:
+            return (await self.workflow.result()).end_reason
+        return status.name.lower()
 
 
 def _messages(messages: Sequence[object]) -> list[Any]:

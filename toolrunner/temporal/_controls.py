@@ -6,10 +6,10 @@ Everything here changes the run through its core (``RunCore``): steering with ``
 ``install`` at the loop body's point, decisions with ``decide``, checked first by the lifecycle's
 own rules so that a refused update changes nothing.
 
-Steering (``push_messages``, ``set_messages``) has ``ToolRunner``'s loop-body semantics: it is
-queued, and applied at the next point where a loop body could steer, once the next reply is
-handed over (that reply is then not appended by the run, and its calls do not run: the history is
-the one steered), or at once while the run is paused for decisions. The update returns once it is
+Steering (``push_messages``, ``set_messages``, ``set_params``) has ``ToolRunner``'s loop-body
+semantics: it is queued, and applied at the next point where a loop body could steer, once the
+next reply is handed over (that reply is then not appended by the run, and its calls do not run:
+the history is the one steered), or at once while the run is paused for decisions. The update returns once it is
 applied, or fails if the run ended first or the history it makes would be refused by the service.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
@@ -28,8 +28,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from anthropic.types import ToolResultBlockParam
 
-    from .._core import TIMED_OUT
-    from .._errors import ToolRunnerError
+    from .._errors import ParamsError, ToolRunnerError
     from .._events import (
         ApprovalDecided,
         ApprovalRequested,
@@ -41,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from .._lifecycle import call_decided
     from .._messages import check_history, client_tool_calls, field, message_param
+    from .._params import TRANSPORT, check_params
     from .._results import tool_result_block
     from .._state import Phase
     from .._types import Decision
@@ -53,13 +53,12 @@ with workflow.unsafe.imports_passed_through():
         EventsInput,
     )
     from ._event_data import call_data, event_data
-    from ._legacy import duration
-    from ._names import DECISION_ACTIVITY, EVENTS_ACTIVITY
+    from ._names import DECISION_ACTIVITY, EVENTS_ACTIVITY, RUN_ENDED
 
 if TYPE_CHECKING:
     from .._core import RunCore
 
-__all__ = ["RunControls", "Steering"]
+__all__ = ["RunControls", "Steering", "check_settable"]
 
 _WITNESSED = (TextDelta, MessageFinished, ApprovalRequested)
 """Events the request activity reports on its worker (the reply, its text, its gates)."""
@@ -73,6 +72,8 @@ class Steering:
     messages: list[Any]
     compaction: dict[str, Any] | None = None
     """``compact_before_next_turn``'s config."""
+    params: dict[str, Any] | None = None
+    """``set_params``'s changes."""
     done: bool = False
     error: ApplicationError | None = None
 
@@ -91,36 +92,12 @@ class RunControls:
         _outbox: list[RunnerEvent]
         _executed: set[str]
         _forwarding: asyncio.Lock
-        _approval_timeout: timedelta | None
-
-    async def _wait_for_decisions(self) -> None:
-        """The run is paused: wait until no call waits (decided, or steered away), the run is
-        closed, or the time for decisions passes (the calls still waiting are denied)."""
-        core = self._core
-        self._paused = True
-        try:
-            self._apply_steering()  # queued while the turn ran: a paused run is steered at once
-            await workflow.wait_condition(
-                lambda: core.state.phase is not Phase.AWAITING or not core.waiting(),
-                timeout=self._approval_timeout,
-            )
-        except TimeoutError:
-            assert self._approval_timeout is not None
-            for call in core.waiting():
-                core.deny(call.id, TIMED_OUT.format(name=call.name, timeout=duration(self._approval_timeout)))
-            self._sort(gated=False)
-        finally:
-            self._paused = False
 
     # -- steering ---------------------------------------------------------------------------------
 
     def check_steering(self, method: str, messages: object) -> None:
         """Refuse (before anything is recorded) steering that could never apply."""
-        if self._core.state.phase is Phase.DONE:
-            _refuse(
-                f"{method}() came after the run ended ({self._core.state.end_reason}); start a new run to go on.",
-                "ToolRunnerError",
-            )
+        self._check_going_on(method)
         if method == "compact_before_next_turn":
             edits = field(self._core.state.params.get("context_management"), "edits") or ()
             if any(str(field(edit, "type") or "").startswith("compact_") for edit in edits):
@@ -135,6 +112,12 @@ class RunControls:
                     "ParamsError",
                 )
             return
+        if method == "set_params":
+            try:
+                self._new_params(messages)
+            except ToolRunnerError as error:
+                _refuse(str(error), type(error).__name__)
+            return
         if not isinstance(messages, list) or not messages:
             _refuse(f"{method}() takes a non-empty list of messages, not {messages!r}.", "ParamsError")
         try:
@@ -143,10 +126,17 @@ class RunControls:
         except ToolRunnerError as error:
             _refuse(str(error), type(error).__name__)
 
-    async def steer(self, method: str, messages: list[Any], compaction: dict[str, Any] | None = None) -> None:
+    async def steer(
+        self,
+        method: str,
+        messages: list[Any],
+        compaction: dict[str, Any] | None = None,
+        *,
+        params: dict[str, Any] | None = None,
+    ) -> None:
         """Queue steering for the next point where the loop body could steer (after a reply is
         handed over), or apply it at once on a paused run; return once it is applied."""
-        request = Steering(method, messages, compaction)
+        request = Steering(method, messages, compaction, params)
         self._steering.append(request)
         if self._paused:
             self._apply_steering()
@@ -172,6 +162,9 @@ class RunControls:
             )
             return
         core.check_history_may_change(request.method)
+        if request.method == "set_params":
+            self._set_params(cast("dict[str, Any]", request.params))
+            return
         params = [message_param(message, index) for index, message in enumerate(request.messages)]
         if request.method == "push_messages":
             history = core.state.messages
@@ -181,17 +174,65 @@ class RunControls:
             _check_steered(params, 0)
             core.install({"messages": tuple(params)}, steer=True)
 
+    def _set_params(self, changes: dict[str, Any]) -> None:
+        """``set_params``: what a loop body's ``set_messages_params()`` does with the current params
+        changed. The body steered, so the reply handed over is not appended; the history stands as it
+        is unless ``messages`` replace it."""
+        core = self._core
+        params = self._new_params(changes)
+        given = changes.get("messages")
+        if given is None:
+            core.install({"params": params}, steer=False)
+            core.push(())  # steered: the history stands, without the reply the body held
+            return
+        history = [message_param(message, index) for index, message in enumerate(cast("list[Any]", given))]
+        _check_steered(history, 0)
+        core.install({"messages": tuple(history), "params": params}, steer=True)
+
+    def _new_params(self, changes: object) -> dict[str, Any]:
+        """The run's params with ``changes`` made (``None`` removes a param), checked as ``ToolRunner``
+        checks the params a loop body sets (``check_params``); without ``messages`` and ``tools``.
+
+        Raises:
+            ParamsError: The changes, or the params they make, could not be sent.
+        """
+        if not isinstance(changes, dict):
+            raise ParamsError(f"set_params() takes a mapping of the params to change, not {changes!r}.")
+        changes = cast("dict[str, Any]", changes)
+        check_settable(changes)
+        params = {**self._core.state.params, **changes}
+        for name, value in changes.items():
+            if value is None:
+                params.pop(name, None)
+        messages = params.pop("messages", [])  # only a client's new history: the run keeps its own apart
+        if not isinstance(messages, list):
+            raise ParamsError(f"set_params() takes messages as a list of messages, not {messages!r}.")
+        checked = check_params({**params, "messages": messages})
+        del checked["messages"]
+        return checked
+
     def _drop_steering(self) -> None:
         """The run ended: steering still queued can never apply."""
         queued, self._steering = self._steering, []
         for request in queued:
             request.error = ApplicationError(
-                f"{request.method}() could not apply: the run ended ({self._core.state.end_reason}) before the next "
-                "point where it could be steered; start a new run to go on.",
-                type="ToolRunnerError",
+                f"{request.method}() could not apply: the run {self._run_id!r} ended "
+                f"({self._core.state.end_reason}) before the next point where it could be steered; start a new "
+                "run to go on.",
+                type=RUN_ENDED,
                 non_retryable=True,
             )
             request.done = True
+
+    def _check_going_on(self, method: str) -> None:
+        """Refuse what would need the loop to go on once it ended (the workflow is finishing)."""
+        state = self._core.state
+        if state.phase is Phase.DONE:
+            _refuse(
+                f"{method}() came after the run {self._run_id!r} ended ({state.end_reason}); start a new run to "
+                "go on.",
+                RUN_ENDED,
+            )
 
     # -- decisions, close, queries ------------------------------------------------------------------
 
@@ -214,6 +255,7 @@ class RunControls:
 
     def _check_decision(self, tool_use_id: str, decision: Decision) -> None:
         """Refuse (before anything is recorded) a decision the lifecycle would refuse."""
+        self._check_going_on(_DECIDING[decision])
         placeholder = tool_result_block(tool_use_id, "", is_error=True)
         try:
             call_decided(self._core.state, tool_use_id, decision, result=placeholder)
@@ -315,6 +357,35 @@ class RunControls:
                 workflow.logger.warning(
                     "Events of run %r were not delivered: %s", self._run_id, error.cause or error
                 )
+
+
+_DECIDING: dict[Decision, str] = {"approved": "approve", "denied": "deny", "answered": "answer"}
+
+
+def check_settable(changes: Mapping[str, Any]) -> None:
+    """Refuse the params ``set_params`` can never set on a run on Temporal (the client checks first,
+    the workflow again): ``tools`` (code on the workers) and the transport params (workflow history
+    would keep them), and the removal of a param every request needs.
+
+    Raises:
+        ParamsError: Such a param is among ``changes``.
+    """
+    if "tools" in changes:
+        raise ParamsError(
+            "set_params() cannot set 'tools': a run's tools are code on its workers, fixed when it starts "
+            "(start_run(tools=...)); steer which ones the model uses with 'tool_choice', or push a message with "
+            "tool_removal blocks to take one away."
+        )
+    for name in TRANSPORT:
+        if name in changes:
+            raise ParamsError(
+                f"set_params() cannot set {name!r}: it would be written into the run's workflow history (headers "
+                "may hold secrets); set it on the workers' client instead, for example "
+                "anthropic.AsyncAnthropic(default_headers={...}, timeout=...) given to create_worker()."
+            )
+    for name in ("model", "max_tokens", "messages"):
+        if name in changes and changes[name] is None:
+            raise ParamsError(f"set_params() cannot remove {name!r}; give it a new value, or leave it out.")
 
 
 def _refuse(message: str, kind: str) -> NoReturn:

@@ -32,6 +32,7 @@ __all__ = [
     "GateInput",
     "GateOutput",
     "MessagesInput",
+    "ParamsInput",
     "RequestInput",
     "RequestOutput",
     "RunInput",
@@ -295,6 +296,13 @@ class MessagesInput:
     """The argument of the steering updates: the messages to push, or the new history."""
 
     messages: list[Any]
+
+
+@dataclass
+class ParamsInput:
+    """The argument of the ``toolrunner.set_params`` update: the params to change (``None``: remove)."""
+
+    params: dict[str, Any]
 
 
 @dataclass

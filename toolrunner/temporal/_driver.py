@@ -18,8 +18,9 @@ effect               on Temporal
                      on is answered "interrupted"
 ``ReadDecisions``    none taken elsewhere (decisions come as updates); the core then claims the
                      turn with a ``Save``, which is nothing here, as for a ``ToolRunner``
-``AwaitDecisions``   ``PAUSED``: the loop pauses, and the workflow waits (holding no worker) for
-                     decisions, steering or ``close``, then iterates again
+``AwaitDecisions``   the workflow waits (holding no worker) for decisions, steering or ``close``:
+                     ``PAUSED``, and it iterates again; or ``TIMED_OUT`` once ``approval_timeout``
+                     passed, and the core denies the calls still waiting
 ``Ended``            nothing (the workers hold the tools)
 ===================  ===================================================================
 
@@ -97,6 +98,7 @@ with workflow.unsafe.imports_passed_through():
         ToolSpec,
     )
     from ._event_data import call_data
+    from ._legacy import duration
     from ._names import (
         GATE_ACTIVITY,
         REQUEST_ACTIVITY,
@@ -146,6 +148,8 @@ class CoreRun(RunControls):
             ended=lambda state: self._spans.ended(state),
         )
         core.listener = self._heard.append
+        if self._approval_timeout is not None:
+            core.timed_out(duration(self._approval_timeout))
         # What the store holds: the history node of the last request, how many of the state's
         # messages it holds, and what that request was sent with (for the next one's delta).
         self._node: str | None = None
@@ -198,15 +202,14 @@ class CoreRun(RunControls):
 
     async def run(self) -> RunResult:
         """Iterate to the end, as ``await runner.until_done()`` would with a loop body that
-        applies the clients' steering, and waits for decisions while the run is paused."""
+        applies the clients' steering, and iterates again once a pause is over."""
         core = self._core
         while True:
             item = await self._advance(core.iteration())
             if item is not None:  # a reply handed over: the loop body's turn
                 self._apply_steering()
                 continue
-            if core.state.phase is Phase.AWAITING:
-                await self._wait_for_decisions()
+            if core.state.phase is Phase.AWAITING:  # the pause is over (``_await_decisions``)
                 continue
             break
         self._drop_steering()
@@ -482,7 +485,23 @@ class CoreRun(RunControls):
         return {}
 
     async def _await_decisions(self, effect: AwaitDecisions) -> Decisions:
-        return Decisions.PAUSED  # the loop pauses; ``run`` waits, and iterates again
+        """The run is paused: clients decide, steer or close it (steering queued while the turn
+        ran applies now). Wait, holding no worker, until no call waits (decided, or steered away)
+        or the run is closed: ``PAUSED``, and ``run`` iterates again, as a ``ToolRunner``'s caller
+        would; or until ``approval_timeout`` passes: ``TIMED_OUT``, and the core denies the calls
+        still waiting."""
+        core = self._core
+        self._paused = True
+        try:
+            self._apply_steering()
+            await workflow.wait_condition(
+                lambda: core.closing or not core.waiting(), timeout=self._approval_timeout
+            )
+        except TimeoutError:
+            return Decisions.TIMED_OUT
+        finally:
+            self._paused = False
+        return Decisions.PAUSED
 
     # -- the end ------------------------------------------------------------------------------------
 

@@ -42,7 +42,15 @@ def event_data(event: RunnerEvent) -> dict[str, Any]:
             "is_error": event.is_error,
         }
     if isinstance(event, ApprovalDecided):
-        return {"type": "ApprovalDecided", "call": call_data(event.call), "decision": event.decision}
+        return {
+            "type": "ApprovalDecided",
+            "call": call_data(event.call),
+            "decision": event.decision,
+            "by": event.by,
+            "input": event.input,
+            "reason": event.reason,
+            "via": event.via,
+        }
     if isinstance(event, LoopFinished):
         message = event.message
         return {
@@ -66,7 +74,14 @@ def read_event(data: dict[str, Any]) -> RunnerEvent:
             call=read_call(data["call"]), duration=data["duration"], is_error=data["is_error"]
         )
     if kind == "ApprovalDecided":
-        return ApprovalDecided(call=read_call(data["call"]), decision=data["decision"])
+        return ApprovalDecided(
+            call=read_call(data["call"]),
+            decision=data["decision"],
+            by=data.get("by"),
+            input=data.get("input"),
+            reason=data.get("reason"),
+            via=data.get("via"),
+        )
     message = data["message"]
     return LoopFinished(
         message=None

@@ -13,9 +13,11 @@ __all__ = [
     "EFFECTS_CORE",
     "EVENTS_ACTIVITY",
     "GATE_ACTIVITY",
+    "PARAMS_UPDATE",
     "PENDING_QUERY",
     "PUSH_UPDATE",
     "REQUEST_ACTIVITY",
+    "RUN_ENDED",
     "SET_UPDATE",
     "STATE_QUERY",
     "SUMMARY_ACTIVITY",
@@ -50,6 +52,9 @@ PUSH_UPDATE = "toolrunner.push_messages"
 """The update that appends messages to the history, as a loop body's ``push_messages()``: ``{"messages"}``."""
 SET_UPDATE = "toolrunner.set_messages"
 """The update that replaces the history, as a loop body's ``set_messages_params()``: ``{"messages"}``."""
+PARAMS_UPDATE = "toolrunner.set_params"
+"""The update that changes request params, as a loop body's ``set_messages_params()`` with the current
+params updated: ``{"params"}`` (a param given as ``None`` is removed)."""
 COMPACT_UPDATE = "toolrunner.compact"
 """The update that makes the next request a compaction request, as a loop body's
 ``compact_before_next_turn()``: ``{"compaction"}`` (``None``: ``{"type": "summarize"}``)."""
@@ -57,6 +62,9 @@ STATE_QUERY = "toolrunner.state"
 """The query that gives the run's ``RunState`` (``to_dict()``; large blocks as stubs)."""
 PENDING_QUERY = "toolrunner.pending_approvals"
 """The query that lists the calls that wait for a decision."""
+RUN_ENDED = "RunEndedError"
+"""The error type of an update refused because the run's loop ended first; ``RunHandle`` raises
+``RunEndedError`` for it, as for an update that finds the workflow closed."""
 TOOL_NOT_REGISTERED = "ToolNotRegistered"
 """The error type of an activity asked to run a tool its worker does not have."""
 EFFECTS_CORE = "effects-core"

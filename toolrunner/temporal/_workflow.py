@@ -20,7 +20,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from ._data import Answer, Approval, CompactInput, Denial, MessagesInput, RunInput, RunResult
+    from ._data import Answer, Approval, CompactInput, Denial, MessagesInput, ParamsInput, RunInput, RunResult
     from ._driver import CoreRun
     from ._legacy import LegacyRun
     from ._names import (
@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         COMPACT_UPDATE,
         DENY_UPDATE,
         EFFECTS_CORE,
+        PARAMS_UPDATE,
         PENDING_QUERY,
         PUSH_UPDATE,
         SET_UPDATE,
@@ -106,6 +107,12 @@ class ToolRunnerWorkflow:
         """Replace the history, as a loop body's ``set_messages_params()``, at the same points."""
         await self._core("set_messages").steer("set_messages", new.messages)
 
+    @workflow.update(name=PARAMS_UPDATE)
+    async def set_params(self, new: ParamsInput) -> None:
+        """Change request params, as a loop body's ``set_messages_params()`` given the current params
+        with these changed, at the same points as the steering updates."""
+        await self._core("set_params").steer("set_params", [], params=new.params)
+
     @workflow.update(name=COMPACT_UPDATE)
     async def compact_before_next_turn(self, compact: CompactInput) -> None:
         """Make the next request a compaction request, as a loop body's ``compact_before_next_turn()``,
@@ -131,6 +138,10 @@ class ToolRunnerWorkflow:
     @compact_before_next_turn.validator
     def _check_compact(self, compact: CompactInput) -> None:
         self._core("compact_before_next_turn").check_steering("compact_before_next_turn", compact.compaction)
+
+    @set_params.validator
+    def _check_params(self, new: ParamsInput) -> None:
+        self._core("set_params").check_steering("set_params", new.params)
 
     @set_messages.validator
     def _check_set(self, new: MessagesInput) -> None:

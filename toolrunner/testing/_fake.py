@@ -320,7 +320,8 @@ class FakeMessagesAPI:
             number = self._messages
             content: list[dict[str, Any]] | tuple[dict[str, Any], ...] = reply.content
             if reply.needs_ids:
-                content = [self._with_id(block) for block in reply.content]
+                taken = _ids_in(request.messages) | _ids_in([{"content": list(reply.content)}])
+                content = [self._with_id(block, taken) for block in reply.content]
         usage = (
             dict(_DEFAULT_USAGE)
             if self.prompt_cache is None
@@ -340,11 +341,17 @@ class FakeMessagesAPI:
             message["container"] = reply.container
         return message
 
-    def _with_id(self, block: dict[str, Any]) -> dict[str, Any]:
+    def _with_id(self, block: dict[str, Any], taken: set[str]) -> dict[str, Any]:
+        """``block`` with the fake's next tool id, when it needs one: ``toolu_fake_0001``, ... in
+        order, skipping the ids ``taken`` (those the conversation holds already: a run resumed with
+        a new fake must not get an id of its first part, which the service would refuse)."""
         if block.get("type") != "tool_use" or block.get("id") is not None:
             return block
-        self._tool_ids += 1
-        return {**block, "id": f"toolu_fake_{self._tool_ids:04d}"}
+        while True:
+            self._tool_ids += 1
+            made = f"toolu_fake_{self._tool_ids:04d}"
+            if made not in taken:
+                return {**block, "id": made}
 
     def __repr__(self) -> str:
         return (
@@ -355,6 +362,21 @@ class FakeMessagesAPI:
 def answer_request_automatically(request: RecordedRequest) -> ScriptedReply:
     """The responder of `FakeMessagesAPI.automatic()`."""
     return answer_automatically(request.messages, request.tools)
+
+
+def _ids_in(messages: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The ids of the content blocks of ``messages`` (tool calls' ``id``, tool results'
+    ``tool_use_id``), as the request sent them."""
+    ids: set[str] = set()
+    for message in messages:
+        content: object = message.get("content")
+        for block in cast("list[object]", content) if isinstance(content, list) else []:
+            if isinstance(block, dict):
+                for key in ("id", "tool_use_id"):
+                    value: object = cast("dict[str, object]", block).get(key)
+                    if isinstance(value, str):
+                        ids.add(value)
+    return ids
 
 
 def _parse_body(content: bytes) -> dict[str, Any] | None:

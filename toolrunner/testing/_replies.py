@@ -131,7 +131,8 @@ ScriptEntry: TypeAlias = ScriptedReply | Fault | Disconnect | StreamCut
 
 
 def tool_call(name: str, input: Mapping[str, Any], *, id: str | None = None) -> ScriptedToolCall:
-    """A tool call for `tool_reply`; without `id` the fake gives it a unique `toolu_fake_NNNN` id."""
+    """A tool call for `tool_reply`; without `id` the fake gives it the next `toolu_fake_NNNN` id that the
+    conversation does not hold yet."""
     return ScriptedToolCall(name=name, input=input, id=id)
 
 
