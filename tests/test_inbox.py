@@ -594,8 +594,12 @@ async def test_deny_with_a_reason_and_answer_with_a_result(store: MemoryCheckpoi
     }
     assert {record.decided_by for record in calls.values()} == {"ada"}
     page = (await ada.get("/run", id="order-42")).text
-    assert page.count('<p class="decision">denied by ada at ') == 2
-    assert page.count('<p class="decision">answered by ada at ') == 1
+    journal = page.split('<section class="journal">', 1)[1].split("</section>", 1)[0]
+    assert journal.count('<p class="decision">denied by ada at ') == 2
+    assert journal.count('<p class="decision">answered by ada at ') == 1
+    audit = page.split('<section class="audit">', 1)[1].split("</section>", 1)[0]  # the same, kept
+    assert audit.count('<p class="decision">denied by ada at ') == 2
+    assert audit.count('<p class="decision">answered by ada at ') == 1
     runner = await resume(store, "order-42")
     assert paid == []
     assert runner.state.end_reason == "model"
