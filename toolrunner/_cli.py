@@ -38,6 +38,7 @@ from ._runs import RunStatus, RunSummary, parse_json, waiting_calls
 from ._show import (
     age,
     conversation,
+    going_on,
     moment,
     plural,
     printable,
@@ -242,7 +243,7 @@ def _option(name: str, value: str) -> list[str]:
 
 def _heading(summary: RunSummary, now: datetime) -> list[str]:
     status = summary.status.value
-    if summary.end_reason is not None and summary.status is not RunStatus.AWAITING:
+    if summary.end_reason is not None and summary.status in (RunStatus.FINISHED, RunStatus.FAILED):
         status += f" ({summary.end_reason})"
     lines = [
         f"Run {summary.run_id}: {status}",
@@ -251,6 +252,10 @@ def _heading(summary: RunSummary, now: datetime) -> list[str]:
     ]
     if summary.failure is not None:
         lines.append(f"failed: {summary.failure.get('type')}: {summary.failure.get('message')}")
+    note = going_on(summary, now)
+    if note:
+        lease = "" if summary.lease is None else f" (lease until {moment(summary.lease.expires)} UTC)"
+        lines.append(note + lease)
     return lines
 
 
@@ -344,7 +349,16 @@ async def _decide(context: _Context, what: str, decide: Callable[[], Awaitable[C
         f"{what.capitalize()} {record.call.id} ({record.call.name}) of run {arguments.run_id}"
         + (f" by {record.decided_by}" if record.decided_by else "")
         + f" at {record.decided_at}.",
-        "The run goes on when it is resumed (ToolRunner.resume), or when a runner that holds it is iterated again.",
+        _after_decision(await store.get_run(arguments.run_id)),
+    )
+
+
+def _after_decision(summary: RunSummary | None) -> str:
+    if summary is not None and summary.status is RunStatus.AWAITING:
+        return f"The run still waits for {plural(len(summary.waiting), 'call')} to be decided."
+    return (
+        "The run is ready: it goes on when a resumer takes it up (toolrunner resume), when the app resumes it "
+        "(ToolRunner.resume), or when a runner that holds it is iterated again."
     )
 
 
