@@ -60,6 +60,7 @@ from ._results import (
 )
 from ._runner import ToolRunner as ToolRunner
 from ._runs import (
+    Lease as Lease,
     RunPage as RunPage,
     RunStatus as RunStatus,
     RunSummary as RunSummary,
@@ -125,6 +126,7 @@ __all__ = [
     "HistoryError",
     "Image",
     "ImportedHistory",
+    "Lease",
     "Link",
     "LoopFinished",
     "MalformedReplyError",

@@ -19,7 +19,9 @@ from typing import Any, cast
 
 from ._checkpoint import Checkpoint, store_json
 from ._errors import StateError
+from ._leases import LEASED
 from ._runs import (
+    Lease,
     RunStatus,
     RunSummary,
     SummaryColumns,
@@ -31,6 +33,8 @@ from ._runs import (
 from ._state import RunState, message_data, request_usage_data
 
 __all__ = [
+    "CLAIMABLE",
+    "NEXT_EXPIRY",
     "SUMMARY",
     "EncodedSave",
     "Listing",
@@ -44,8 +48,23 @@ __all__ = [
 LENGTHS = "stored_lengths"
 """The header's key for the lengths of the history and the usage the rows hold."""
 
-SUMMARY = "run_id, created, updated, status, end_reason, waiting, turns, cost, failure"
+SUMMARY = (
+    "run_id, created, updated, status, end_reason, waiting, turns, cost, failure, lease_owner, lease_expires"
+)
 """The columns of ``toolrunner_runs`` that make a ``RunSummary`` (``summary_of``)."""
+
+_LEASED = ", ".join(f"'{status.value}'" for status in LEASED)
+CLAIMABLE = (
+    f"status IN ({_LEASED}) AND (lease_owner IS NULL OR lease_expires <= ?) "
+    f"AND (status = '{RunStatus.READY.value}' OR lease_owner IS NOT NULL)"
+)
+"""``_leases.claimable`` as a WHERE clause over a row of ``toolrunner_runs``, with the time as its
+parameter (the contract suite checks that the stores agree with the pure function)."""
+NEXT_EXPIRY = (
+    f"SELECT min(lease_expires) FROM toolrunner_runs WHERE status IN ({_LEASED}) AND lease_owner IS NOT NULL "
+    "AND lease_expires > ?"
+)
+"""The earliest lease of a running or ready run still to run out (``_leases.wait_time``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,9 +171,10 @@ def read_state(
 
 def summary_of(row: Sequence[Any], time: Callable[[Any], datetime]) -> RunSummary:
     """A summary from the ``SUMMARY`` columns of a row; ``time`` reads the store's times."""
-    run_id, created, updated, status, end_reason, waiting, turns, cost, failure = row
+    run_id, created, updated, status, end_reason, waiting, turns, cost, failure, owner, expires = row
     columns = SummaryColumns(status, end_reason, waiting, int(turns), cost, failure)
-    return columns.summary(run_id, time(created), time(updated))
+    lease = None if owner is None or expires is None else Lease(owner, time(expires))
+    return columns.summary(run_id, time(created), time(updated), lease)
 
 
 # -- queries ------------------------------------------------------------------------------------------
