@@ -58,6 +58,7 @@ from ._results import (
     ToolResultContent as ToolResultContent,
     tool_result_block as tool_result_block,
 )
+from ._resumer import Resumer as Resumer
 from ._runner import ToolRunner as ToolRunner
 from ._runs import (
     Lease as Lease,
@@ -140,6 +141,7 @@ __all__ = [
     "ReplyStream",
     "RequestUsage",
     "ResultTooLargeError",
+    "Resumer",
     "RunPage",
     "RunState",
     "RunStatus",
