@@ -107,7 +107,10 @@ class Resumer:
         self._idle: anyio.CancelScope | None = None  # the wait for runs, which stop() cuts short
 
     def __repr__(self) -> str:
-        return f"Resumer({self.store!r}, owner={self.owner!r})"
+        return (
+            f"Resumer({self.store!r}, owner={self.owner!r}, concurrency={self._concurrency}, "
+            f"lease={self._lease:g})"
+        )
 
     @property
     def in_hand(self) -> frozenset[str]:

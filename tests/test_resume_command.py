@@ -1,0 +1,104 @@
+"""``toolrunner resume``'s usage errors, in process: an ``--app`` that is not ``module:function``, a
+module or a function that cannot be found or imported (each named), and numbers out of range, are
+exit 2 before any run is touched; a store file that is not there is exit 3. Serving is tested
+across processes in ``test_resumer_processes.py``.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import pytest
+
+from toolrunner._cli import ExitCode, run
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    path = tmp_path / "runs.db"
+    path.touch()  # a store (an empty SQLite file)
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture(autouse=True)
+def _own_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--app`` puts the working directory on the path, as ``python -m`` does: not for the next test."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+
+
+def resume(url: str, *argv: str) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(["resume", "--store", url, *argv], out, err)
+    return code, err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("app", "message"),
+    [
+        (
+            "tests.resumer_app",
+            "--app 'tests.resumer_app' is not module:function; name the module and its factory",
+        ),
+        (":factory", "is not module:function"),
+        (
+            "no_such_app_module:factory",
+            "--app 'no_such_app_module:factory': there is no module 'no_such_app_module' (looked in ",
+        ),
+        ("tests.no_such_module:factory", "there is no module 'tests.no_such_module'"),
+        (
+            "tests.resumer_app:nothing",
+            "--app 'tests.resumer_app:nothing': the module 'tests.resumer_app' has no 'nothing'",
+        ),
+        ("tests.resumer_app:__doc__", "'__doc__' of the module 'tests.resumer_app' is 'str', not a function"),
+    ],
+)
+def test_an_app_that_cannot_be_found_is_a_usage_error_naming_it(url: str, app: str, message: str) -> None:
+    code, err = resume(url, "--app", app)
+    assert code == ExitCode.USAGE
+    assert message in err
+
+
+def test_an_app_whose_module_fails_to_import_says_why(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the app's directory: --app imports from it
+    (tmp_path / "broken_app.py").write_text("raise RuntimeError('no API key in the environment')\n")
+    (tmp_path / "needy_app.py").write_text("import no_such_dependency_of_the_app\n")
+    code, err = resume(url, "--app", "broken_app:factory")
+    assert code == ExitCode.USAGE
+    assert "importing the module 'broken_app' failed: RuntimeError: no API key in the environment" in err
+    code, err = resume(url, "--app", "needy_app:factory")
+    assert code == ExitCode.USAGE
+    assert (
+        "importing the module 'needy_app' failed: ModuleNotFoundError: No module named "
+        "'no_such_dependency_of_the_app'" in err
+    )
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--concurrency", "0"], "concurrency must be an int of 1 or more"),
+        (["--lease", "0"], "lease must be a number of seconds above 0"),
+        (["--lease", "nan"], "lease must be a number of seconds above 0"),
+        (["--poll-interval", "-1"], "poll_interval must be a number of seconds above 0"),
+        (["--grace", "-1"], "--grace must be 0 or more seconds"),
+    ],
+)
+def test_numbers_out_of_range_are_usage_errors(url: str, option: list[str], message: str) -> None:
+    code, err = resume(url, "--app", "tests.resumer_app:factory", *option)
+    assert code == ExitCode.USAGE
+    assert message in err
+
+
+def test_a_store_that_is_not_there_is_not_made(tmp_path: Path) -> None:
+    missing = tmp_path / "nothing.db"
+    code, err = resume(f"sqlite:///{missing}", "--app", "tests.resumer_app:factory")
+    assert code == ExitCode.NOT_FOUND
+    assert "there is no store at" in err
+    assert not missing.exists()
+    code, err = resume(f"sqlite:///{missing}")
+    assert code == ExitCode.USAGE  # argparse: --app is required
+    assert "the following arguments are required: --app" in err
