@@ -270,6 +270,39 @@ async def test_a_resumer_stopped_mid_call_hands_the_run_over_and_the_call_is_not
     assert (done.status, done.lease) == (RunStatus.FINISHED, None)
 
 
+async def test_stop_takes_no_more_runs_and_lets_the_runs_in_hand_end_first() -> None:
+    store = MemoryCheckpointer()
+    await ready_run(store, "first")
+    started, release = anyio.Event(), anyio.Event()
+
+    @tool(requires_approval=True)
+    async def pay(amount: int, to: str = "ACME") -> str:
+        """Pay."""
+        started.set()
+        await release.wait()
+        return "paid"
+
+    resumer = Resumer(store, App(pay=pay).factory)
+    returned: list[str] = []
+
+    async def serve() -> None:
+        await resumer.run()
+        returned.append("run() returned")
+
+    with anyio.fail_after(GUARD):
+        async with anyio.create_task_group() as group:
+            group.start_soon(serve)
+            await started.wait()
+            resumer.stop()
+            await ready_run(store, "second")  # ready after stop(): left for another resumer
+            await anyio.sleep(0.05)  # run() would return here if it did not wait for "first" (not asserted)
+            assert returned == []
+            release.set()
+    assert returned == ["run() returned"]
+    statuses = {summary.run_id: summary.status for summary in (await store.list_runs()).runs}
+    assert statuses == {"first": RunStatus.FINISHED, "second": RunStatus.READY}
+
+
 async def test_a_resumer_that_lost_its_lease_stops_driving_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     store = MemoryCheckpointer()
     clock = Clock(1_000.0)

@@ -7,6 +7,8 @@
   on exactly once
   (each taken up once, by one resumer), none is left behind, no tool runs twice, and SIGTERM stops
   both cleanly.
+- A resumer stopped with SIGTERM while a call of its run outlasts the grace: the run is handed
+  over at once (its lease run out), and the next resumer answers the call as interrupted.
 - A resumer killed with SIGKILL inside a tool of one run and inside a request of another (after
   that run's tool finished, between two saves): another resumer takes both over once the lease
   runs out and ends them; the tool that was cut short is answered as interrupted, the one that
@@ -24,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -32,7 +35,7 @@ import pytest
 from tests import resumer_app
 from tests.stores import KINDS
 from tests.test_store_processes import ROOT, environment
-from toolrunner import RunStatus, RunSummary, open_store
+from toolrunner import Resumer, RunStatus, RunSummary, open_store
 
 GUARD = 60.0  # seconds; reached only when a process hangs
 RESUME = [
@@ -267,3 +270,33 @@ def test_a_resumer_killed_mid_run_loses_its_runs_to_another_that_ends_them_runni
     assert resumers.taken_up() == {"in-tool": ["doomed", "survivor"], "in-request": ["doomed", "survivor"]}
     found = summaries(url)
     assert all(found[run_id].lease is None for run_id in ("in-tool", "in-request"))
+
+
+@pytest.mark.parametrize("url", ["sqlite"], indirect=True)
+def test_a_resumer_stopped_with_sigterm_mid_call_hands_the_run_over_at_once(
+    url: str, place: Path, resumers: Resumers
+) -> None:
+    anyio.run(resumer_app.start, url, "slow", 1)
+    (place / "hang-tool-1").touch()  # pay(1) outlasts the grace
+    resumers.start("stopped", options=("--grace", "0.5"))
+    approve(url, "slow", "slow-pay")
+    wait_for(lambda: (place / "inside-1").exists())
+    assert resumers.stop("stopped") == 0
+    log = resumers.log("stopped")
+    assert "got SIGTERM: it takes no more runs up; the 1 in hand have 0.5s to end or pause" in log
+    handed = summaries(url)["slow"]
+    assert handed.status is RunStatus.RUNNING
+    assert handed.lease is not None
+    assert handed.lease.owner in log
+    assert handed.lease.expires <= datetime.now(UTC)  # run out: the next resumer takes it at once
+
+    store = open_store(url)
+    try:
+        taken = anyio.run(Resumer(store, resumer_app.factory).resume_ready)
+    finally:
+        getattr(store, "close", lambda: None)()
+    assert taken == ("slow",)
+    assert ledger(place) == ["pay 1"]
+    [(cut_short, is_error)] = results(url, "slow")
+    assert is_error
+    assert "interrupted" in cut_short
