@@ -303,6 +303,39 @@ async def test_stop_takes_no_more_runs_and_lets_the_runs_in_hand_end_first() -> 
     assert statuses == {"first": RunStatus.FINISHED, "second": RunStatus.READY}
 
 
+async def test_runs_claimed_as_the_resumer_is_cancelled_are_handed_over_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The store grants the leases, and the resumer is cancelled before it hears the answer: the
+    runs go to the next resumer at once, not once their leases have run out."""
+    store = MemoryCheckpointer()
+    await ready_run(store, "r")
+    claimed, answer = anyio.Event(), anyio.Event()
+    lease_runs = store.lease_runs
+
+    async def slow_answer(owner: str, *, lease: float, limit: int = 1) -> tuple[str, ...]:
+        taken = await lease_runs(owner, lease=lease, limit=limit)  # written in the store
+        claimed.set()
+        await answer.wait()  # the answer is on its way back when the shutdown comes
+        return taken
+
+    monkeypatch.setattr(store, "lease_runs", slow_answer)
+    app = App()
+    with anyio.fail_after(GUARD):
+        async with anyio.create_task_group() as group:
+            group.start_soon(Resumer(store, app.factory, owner="cancelled").run)
+            await claimed.wait()
+            group.cancel_scope.cancel()
+            answer.set()
+    monkeypatch.undo()
+    with anyio.fail_after(GUARD):
+        assert await Resumer(store, app.factory, owner="next").resume_ready() == ("r",)
+    assert paid == [120]
+    summary = await store.get_run("r")
+    assert summary is not None
+    assert summary.status is RunStatus.FINISHED
+
+
 async def test_a_resumer_that_lost_its_lease_stops_driving_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     store = MemoryCheckpointer()
     clock = Clock(1_000.0)

@@ -175,7 +175,11 @@ class Resumer:
 
     async def _take(self, free: int, *, until_idle: bool) -> tuple[str, ...]:
         try:
-            return await self.store.lease_runs(self.owner, lease=self._lease, limit=free)
+            # Shielded: a claim cancelled midway could be written and its answer lost, and its runs
+            # would wait for their leases to run out. Claimed during a shutdown, they start in the
+            # cancelled task group and are handed over at once.
+            with anyio.CancelScope(shield=True):
+                return await self.store.lease_runs(self.owner, lease=self._lease, limit=free)
         except Exception as error:
             if until_idle:
                 raise
