@@ -102,3 +102,46 @@ def test_a_store_that_is_not_there_is_not_made(tmp_path: Path) -> None:
     code, err = resume(f"sqlite:///{missing}")
     assert code == ExitCode.USAGE  # argparse: --app is required
     assert "the following arguments are required: --app" in err
+
+
+def test_list_and_show_say_which_resumer_holds_a_run_and_when_one_stopped(tmp_path: Path) -> None:
+    import json
+    import time
+
+    import anyio
+
+    from tests.stores import paused_run
+    from toolrunner import SQLiteCheckpointer
+
+    path = tmp_path / "runs.db"
+
+    async def held() -> None:
+        store = SQLiteCheckpointer(path)
+        [call] = await paused_run(store, "r", 120)
+        await store.approve_call("r", call, by="ada")
+        assert await store.lease_runs("worker-1:42:abc", lease=60) == ("r",)
+        store.close()
+
+    anyio.run(held)
+    url = f"sqlite:///{path}"
+
+    def cli(*argv: str, later: float = 0.0) -> str:
+        out, err = io.StringIO(), io.StringIO()
+        assert run([*argv, "--store", url], out, err, now=lambda: time.time() + later) == ExitCode.OK, (
+            err.getvalue()
+        )
+        return out.getvalue()
+
+    assert "r    ready" in cli("runs", "list")
+    assert "decided: resumer worker-1:42:abc takes it up" in cli("runs", "list")
+    shown = cli("runs", "show", "r")
+    assert shown.startswith("Run r: ready\n")
+    assert "decided: resumer worker-1:42:abc takes it up (lease until " in shown
+    [data] = json.loads(cli("runs", "list", "--json"))["runs"]
+    assert data["status"] == "ready"
+    assert data["lease"]["owner"] == "worker-1:42:abc"
+    assert data["lease"]["expires"].endswith("+00:00")
+    # An hour later, as the command line sees it: the lease ran out, its resumer stopped.
+    assert "its resumer worker-1:42:abc stopped; the next resumer takes the run over" in cli(
+        "runs", "list", later=3_600
+    )
