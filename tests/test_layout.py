@@ -11,7 +11,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "toolrunner"
 DRIVERS = {"_runner", "_sync", "_resumer"}
-FRONT_ENDS = {"__init__", "_sync", "_resumer", "_cli"}
+FRONT_ENDS = {"__init__", "_sync", "_resumer", "_cli", "_resume_command"}
 
 
 def imports() -> dict[str, set[str]]:
