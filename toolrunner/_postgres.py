@@ -103,6 +103,13 @@ SELECT run.sequence, run.state,
     ARRAY(SELECT usage FROM toolrunner_usage WHERE run_id = run.run_id ORDER BY position)
 FROM toolrunner_runs AS run WHERE run.run_id = %s
 """
+_PAUSED_RUNNING = """
+SELECT run.run_id, run.state,
+    ARRAY(SELECT message FROM toolrunner_messages WHERE run_id = run.run_id ORDER BY position),
+    ARRAY(SELECT usage FROM toolrunner_usage WHERE run_id = run.run_id ORDER BY position)
+FROM toolrunner_runs AS run WHERE run.status = 'running' AND run.end_reason = 'awaiting_approval'
+"""
+"""The runs that tables made before leases list as running while they are paused: some are ready."""
 _CHANNEL = "toolrunner_ready"
 """What a save that makes a run ready (and a lease given up on a run still to go on) notifies,
 with the schema's name: the channels of a database are shared by its schemas."""
@@ -437,15 +444,8 @@ class PostgresCheckpointer(DecidingStore):
         connection.execute(
             "ALTER TABLE toolrunner_runs ADD COLUMN lease_owner TEXT, ADD COLUMN lease_expires TIMESTAMPTZ"
         )
-        rows = connection.execute(
-            _sql(
-                _LOAD.replace(
-                    "WHERE run.run_id = %s",
-                    "WHERE run.status = 'running' AND run.end_reason = 'awaiting_approval'",
-                ).replace("SELECT run.sequence", "SELECT run.run_id, run.sequence")
-            )
-        ).fetchall()
-        for run_id, _, header, messages, usage in rows:
+        rows = connection.execute(_PAUSED_RUNNING).fetchall()
+        for run_id, header, messages, usage in rows:
             try:
                 columns = SummaryColumns.of(read_state(header, messages, usage, run_id, ""))
             except StateError as error:  # listed as failed, with why; loading it says the same

@@ -178,8 +178,10 @@ class Resumer:
             # Shielded: a claim cancelled midway could be written and its answer lost, and its runs
             # would wait for their leases to run out. Claimed during a shutdown, they start in the
             # cancelled task group and are handed over at once.
+            taken: tuple[str, ...] = ()
             with anyio.CancelScope(shield=True):
-                return await self.store.lease_runs(self.owner, lease=self._lease, limit=free)
+                taken = await self.store.lease_runs(self.owner, lease=self._lease, limit=free)
+            return taken
         except Exception as error:
             if until_idle:
                 raise

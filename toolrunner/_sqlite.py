@@ -190,9 +190,8 @@ class SQLiteCheckpointer(DecidingStore):
 
         def take(connection: sqlite3.Connection) -> tuple[str, ...]:
             now = self._now()
-            connection.execute(
-                "BEGIN IMMEDIATE"
-            )  # one writer: of resumers asking at once, one takes each run
+            # One writer at a time: of the resumers asking at once, one takes each run.
+            connection.execute("BEGIN IMMEDIATE")
             found = connection.execute(
                 f"SELECT run_id FROM toolrunner_runs WHERE {CLAIMABLE} ORDER BY created, run_id LIMIT ?",
                 (now, limit),
