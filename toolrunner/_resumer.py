@@ -148,6 +148,7 @@ class Resumer:
         self._serving, self._stopping = True, False
         self._attention = anyio.Event()
         taken_all: list[str] = []
+        woke = False  # the store said a run may be taken up
         try:
             async with anyio.create_task_group() as group:
                 task_status.started()
@@ -168,7 +169,12 @@ class Resumer:
                             break
                         await self._await_attention()  # a run left the hand: look again
                         continue
-                    await self._wait_for_runs(found_nothing=not taken)
+                    if woke and not taken:
+                        # The store said a run is there, and none was taken: another resumer's, or
+                        # one whose row a save holds this instant. Not in a tight loop, then.
+                        await anyio.sleep(min(self._poll_interval, 0.05))
+                    await self._wait_for_runs()
+                    woke = True
         finally:
             self._serving, self._attention, self._idle = False, None, None
         return tuple(taken_all)
@@ -195,27 +201,27 @@ class Resumer:
             await anyio.sleep(self._poll_interval)
             return ()
 
-    async def _wait_for_runs(self, *, found_nothing: bool) -> None:
-        with anyio.CancelScope() as self._idle:
-            if self._stopping:
-                return
-            try:
-                await self.store.wait_ready(poll_interval=self._poll_interval)
-            except Exception as error:
-                logger.warning(
-                    "%s could not wait for runs (%s: %s); looking again in %gs",
-                    self.owner,
-                    type(error).__name__,
-                    message_of(error),
-                    self._poll_interval,
-                )
-                await anyio.sleep(self._poll_interval)
-                return
-            if found_nothing:
-                # The store said a run is there, and none was taken: another resumer's, or one
-                # whose row a save holds this instant. Look again shortly, not in a tight loop.
-                await anyio.sleep(min(self._poll_interval, 0.05))
-        self._idle = None
+    async def _wait_for_runs(self) -> None:
+        """Until the store says a run may be taken up (or ``stop()``)."""
+        try:
+            with anyio.CancelScope() as self._idle:
+                if not self._stopping:
+                    await self._wait()
+        finally:
+            self._idle = None
+
+    async def _wait(self) -> None:
+        try:
+            await self.store.wait_ready(poll_interval=self._poll_interval)
+        except Exception as error:
+            logger.warning(
+                "%s could not wait for runs (%s: %s); looking again in %gs",
+                self.owner,
+                type(error).__name__,
+                message_of(error),
+                self._poll_interval,
+            )
+            await anyio.sleep(self._poll_interval)
 
     async def _await_attention(self) -> None:
         assert self._attention is not None
