@@ -11,7 +11,15 @@ import pytest
 from hypothesis import given, strategies as st
 
 from toolrunner import ParamsError, RunStatus
-from toolrunner._leases import LEASED, check_lease, check_owner, claimable, kept_on_release, wait_time
+from toolrunner._leases import (
+    HANDED_OVER,
+    TAKEN_OVER,
+    check_lease,
+    check_owner,
+    claimable,
+    kept_on_release,
+    wait_time,
+)
 
 times = st.floats(min_value=0, max_value=1e10, allow_nan=False)
 owners = st.none() | st.sampled_from(["resumer-a", "resumer-b"])
@@ -30,8 +38,9 @@ owners = st.none() | st.sampled_from(["resumer-a", "resumer-b"])
         (RunStatus.AWAITING, None, None, False),
         (RunStatus.AWAITING, "a", 99.0, False),
         (RunStatus.FINISHED, "a", 99.0, False),
-        (RunStatus.FAILED, "a", 99.0, False),
-        (RunStatus.FAILED, None, None, False),
+        (RunStatus.FAILED, "a", 99.0, True),  # failed by an error that may pass: tried again
+        (RunStatus.FAILED, "a", 101.0, False),  # not before its resumer's lease runs out
+        (RunStatus.FAILED, None, None, False),  # failed for good, or in an app's runner
     ],
 )
 def test_which_runs_a_resumer_may_take_up(
@@ -62,12 +71,14 @@ def test_only_ready_runs_and_runs_a_resumer_held_are_ever_claimable(
     status: RunStatus, owner: str | None, expires: float, now: float
 ) -> None:
     if claimable(status, owner, None if owner is None else expires, now):
-        assert status is RunStatus.READY or (status is RunStatus.RUNNING and owner is not None)
+        assert status is RunStatus.READY or (status in TAKEN_OVER and owner is not None)
+        assert status not in (RunStatus.AWAITING, RunStatus.FINISHED)
 
 
 def test_a_lease_given_up_stays_run_out_only_on_a_run_still_to_go_on() -> None:
-    assert {status for status in RunStatus if kept_on_release(status)} == set(LEASED)
-    assert set(LEASED) == {RunStatus.READY, RunStatus.RUNNING}
+    assert {status for status in RunStatus if kept_on_release(status)} == set(HANDED_OVER)
+    assert set(HANDED_OVER) == {RunStatus.READY, RunStatus.RUNNING}
+    assert set(HANDED_OVER) < set(TAKEN_OVER)  # a failed run's lease is dropped when given up
 
 
 @given(times, st.none() | times)

@@ -145,3 +145,41 @@ def test_list_and_show_say_which_resumer_holds_a_run_and_when_one_stopped(tmp_pa
     assert "its resumer worker-1:42:abc stopped; the next resumer takes the run over" in cli(
         "runs", "list", later=3_600
     )
+
+
+@pytest.mark.parametrize(
+    ("status", "lease", "said"),
+    [
+        ("ready", None, "decided: goes on once a resumer takes it up, or the app resumes it"),
+        ("ready", 60, "decided: resumer w:1:a takes it up"),
+        ("running", 60, "in resumer w:1:a"),
+        ("running", -60, "its resumer w:1:a stopped; the next resumer takes the run over"),
+        ("running", None, ""),  # an app's runner's
+        ("failed", 60, "a resumer tries it again once the lease runs out"),
+        ("failed", None, ""),  # for good
+        ("awaiting", 60, ""),
+        ("finished", None, ""),
+    ],
+)
+def test_what_takes_a_run_on_is_said_from_its_status_and_lease(
+    status: str, lease: float | None, said: str
+) -> None:
+    from datetime import UTC, datetime, timedelta
+    from decimal import Decimal
+
+    from toolrunner import Lease, RunStatus, RunSummary
+    from toolrunner._show import going_on
+
+    now = datetime(2025, 6, 15, 12, 0, tzinfo=UTC)
+    summary = RunSummary(
+        run_id="r",
+        status=RunStatus(status),
+        end_reason=None,
+        waiting=(),
+        created=now,
+        updated=now,
+        turns=1,
+        cost=Decimal(0),
+        lease=None if lease is None else Lease("w:1:a", now + timedelta(seconds=lease)),
+    )
+    assert going_on(summary, now) == said

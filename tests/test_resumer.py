@@ -12,12 +12,16 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import anthropic
 import anyio
 import pytest
 
+from tests.helpers import MODEL
 from tests.stores import Clock, paid, paused_run, running_run
 from tests.test_store_contract_leases import close, twin
 from toolrunner import (
+    CheckpointConflictError,
+    CheckpointError,
     LoopFinished,
     MemoryCheckpointer,
     ParamsError,
@@ -29,7 +33,16 @@ from toolrunner import (
     ToolRunnerError,
     tool,
 )
-from toolrunner.testing import FakeMessagesAPI, ScriptEntry, fault, text_reply, tool_call, tool_reply
+from toolrunner._resumer import transient
+from toolrunner.testing import (
+    FakeMessagesAPI,
+    ScriptEntry,
+    disconnect,
+    fault,
+    text_reply,
+    tool_call,
+    tool_reply,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -196,7 +209,7 @@ async def test_failures_are_recorded_in_their_runs_and_stop_nothing() -> None:
         if run_id == "wrong-thing":
             return "a runner, honest"
         if run_id == "api-down":
-            app.replies = [fault(529, message="Overloaded")]
+            app.replies = [fault(400, message="prompt is too long")]  # does not pass by itself
         else:
             app.replies = [text_reply("Paid.")]
         return await app.factory(run_id, store)
@@ -216,11 +229,62 @@ async def test_failures_are_recorded_in_their_runs_and_stop_nothing() -> None:
     )
     down = failures["api-down"]
     assert down is not None
-    assert "Overloaded" in down["message"]
+    assert "prompt is too long" in down["message"]
     for run_id in failures:
         assert summaries[run_id].status is RunStatus.FAILED
         assert summaries[run_id].lease is None
     assert await Resumer(store, factory).resume_ready() == ()  # failed runs are not taken up again
+
+
+async def test_a_run_failed_by_an_error_that_may_pass_is_tried_again_once_the_lease_runs_out() -> None:
+    store = MemoryCheckpointer()
+    await ready_run(store, "r")
+    app = App(fault(529, message="Overloaded"))
+    failed = anyio.Event()
+    factory = app.factory
+
+    async def factory_telling(run_id: str, store: RunStore) -> ToolRunner:
+        if app.resumed[run_id] == 1:  # the second try: the service is back
+            app.replies = [text_reply("Paid.")]
+            summary = await store.get_run(run_id)
+            assert summary is not None
+            assert summary.status is RunStatus.FAILED  # meanwhile, with the error
+            assert summary.failure is not None
+            assert "Overloaded" in summary.failure["message"]
+            failed.set()
+        return await factory(run_id, store)
+
+    with anyio.fail_after(GUARD):
+        async with anyio.create_task_group() as group:
+            resumer = Resumer(
+                store, factory_telling, lease=0.3, poll_interval=60
+            )  # woken when the lease runs out
+            await group.start(resumer.run)
+            await app.finished("r").wait()
+            resumer.stop()
+    assert failed.is_set()
+    assert app.resumed == {"r": 2}
+    assert paid == [120]  # the call ran once: the second try sent the request again
+    summary = await store.get_run("r")
+    assert summary is not None
+    assert (summary.status, summary.failure, summary.lease) == (RunStatus.FINISHED, None, None)
+
+
+async def test_errors_that_may_pass_are_told_from_those_that_do_not() -> None:
+    fake = FakeMessagesAPI([fault(529), fault(429), fault(500), disconnect(), fault(400), fault(401)])
+    client = fake.async_client()
+    errors: list[Exception] = []
+    for _ in range(6):
+        try:
+            await client.messages.create(
+                model=MODEL, max_tokens=8, messages=[{"role": "user", "content": "Hi"}]
+            )
+        except anthropic.APIError as error:
+            errors.append(error)
+    assert [transient(error) for error in errors] == [True, True, True, True, False, False]
+    assert transient(CheckpointError("the disk is full"))
+    assert not transient(CheckpointConflictError("another runner went on with it"))
+    assert not transient(RuntimeError("a bug"))
 
 
 async def test_the_runs_of_an_apps_own_runners_are_never_taken() -> None:

@@ -133,6 +133,18 @@ async def test_a_lease_given_up_on_a_run_still_to_go_on_goes_to_the_next_resumer
     assert done is not None
     assert (done.status, done.lease) == (RunStatus.FINISHED, None)
 
+    # A failed run's lease is dropped too: given up, it is failed for good (kept, it is tried again).
+    await ready_run(store, "f")
+    assert await store.lease_runs("c", lease=30) == ("f",)
+    await save_changed(
+        store, "f", lambda state: state.replace(failure={"type": "ValueError", "message": "no"})
+    )
+    assert await store.release_lease("f", "c") is True
+    failed = await store.get_run("f")
+    assert failed is not None
+    assert (failed.status, failed.lease) == (RunStatus.FAILED, None)
+    assert await store.lease_runs("d", lease=30) == ()
+
 
 STATUSES = ["ready", "running", "awaiting", "finished", "failed"]
 LEASES = ["run out", "held", "none"]  # the order the runs are created in
@@ -188,7 +200,7 @@ async def test_each_store_takes_up_exactly_the_runs_claimable_names(
         expires = None if summary.lease is None else summary.lease.expires.timestamp()
         if claimable(summary.status, owner, expires, clock.now):
             expected.append(run_id)
-    assert expected == ["ready-run-out", "running-run-out", "ready-none"]  # the rule, spelled out
+    assert expected == ["ready-run-out", "running-run-out", "failed-run-out", "ready-none"]  # the rule
     assert await store.lease_runs("new", lease=30, limit=2) == tuple(expected[:2])  # oldest first
     assert await store.lease_runs("new", lease=30, limit=50) == tuple(expected[2:])
     assert await store.lease_runs("other", lease=30, limit=50) == ()

@@ -21,7 +21,8 @@ from ._errors import ParamsError
 from ._runs import RunStatus
 
 __all__ = [
-    "LEASED",
+    "HANDED_OVER",
+    "TAKEN_OVER",
     "check_lease",
     "check_owner",
     "claimable",
@@ -29,9 +30,13 @@ __all__ = [
     "wait_time",
 ]
 
-LEASED = (RunStatus.READY, RunStatus.RUNNING)
-"""The statuses in which a lease can make a run claimable: once it runs out (a resumer died with
-the run in hand), another resumer takes the run over."""
+TAKEN_OVER = (RunStatus.READY, RunStatus.RUNNING, RunStatus.FAILED)
+"""The statuses in which a run under a lease that ran out is taken over by another resumer: its
+resumer died with the run in hand (ready or running), or left it failed by an error that may pass
+(the service overloaded, the store unreachable: ``Resumer`` keeps the lease then, and the run is
+tried again once it runs out)."""
+HANDED_OVER = (RunStatus.READY, RunStatus.RUNNING)
+"""The statuses in which a lease given up stays on the run, run out (``kept_on_release``)."""
 
 
 def claimable(status: RunStatus, owner: str | None, expires: float | None, now: float) -> bool:
@@ -40,16 +45,17 @@ def claimable(status: RunStatus, owner: str | None, expires: float | None, now: 
 
     - A lease that has not run out holds the run: no.
     - A ready run (paused, every call decided, no runner took the turn up): yes.
-    - A running run under a lease that ran out: its resumer stopped mid-run (a crash, a lost
-      store): yes, another resumer takes it over.
-    - A running run without a lease is driven by an app's own runner, or stopped in one (a crash,
-      a deploy): never; the app resumes it. Runs that wait, ended or failed: never.
+    - A running or failed run under a lease that ran out: its resumer stopped mid-run (a crash, a
+      lost store), or kept the lease of a run that failed by an error that may pass: yes, another
+      resumer takes it over.
+    - A running or failed run without a lease is an app's own runner's (it drives it, or stopped
+      in it), or failed for good: never; the app resumes it. Runs that wait, or ended: never.
     """
     if owner is not None and expires is not None and expires > now:
         return False
     if status is RunStatus.READY:
         return True
-    return status is RunStatus.RUNNING and owner is not None
+    return status in TAKEN_OVER and owner is not None
 
 
 def kept_on_release(status: RunStatus) -> bool:
@@ -57,12 +63,12 @@ def kept_on_release(status: RunStatus) -> bool:
     run is running or ready (its resumer stopped mid-way: a shutdown, a conflict), so that another
     resumer takes the run up at once; a run that paused, ended or failed needs no resumer until it
     is ready again."""
-    return status in LEASED
+    return status in HANDED_OVER
 
 
 def wait_time(now: float, next_expiry: float | None) -> float:
     """How long a store waits before it looks for runs to take up again, when it is told of every
-    save and every lease given up: until the earliest lease of a running or ready run runs out
+    save and every lease given up: until the earliest lease of a run in ``TAKEN_OVER`` runs out
     (``next_expiry``), or for ever."""
     return math.inf if next_expiry is None else max(0.0, next_expiry - now)
 

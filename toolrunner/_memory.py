@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ._checkpoint import Checkpoint, DecidingStore, check_sequence
-from ._leases import LEASED, check_lease, check_owner, claimable, kept_on_release
+from ._leases import TAKEN_OVER, check_lease, check_owner, claimable, kept_on_release
 from ._runs import (
     Lease,
     RunPage,
@@ -186,7 +186,7 @@ class MemoryCheckpointer(DecidingStore):
             expiries = [
                 expires
                 for run_id, (_, expires) in self._leases.items()
-                if expires > now and RunStatus(self._runs[run_id].columns.status) in LEASED
+                if expires > now and RunStatus(self._runs[run_id].columns.status) in TAKEN_OVER
             ]
             return found, min(expiries, default=None), now
 

@@ -34,7 +34,7 @@ import anyio.to_thread
 from ._batching import GroupCommit
 from ._checkpoint import Checkpoint, DecidingStore, check_sequence
 from ._errors import CheckpointConflictError, CheckpointError, ParamsError, StateError
-from ._leases import LEASED, check_lease, check_owner, wait_time
+from ._leases import HANDED_OVER, check_lease, check_owner, wait_time
 from ._runs import RunPage, RunStatus, RunSummary, SummaryColumns, check_limit, cursor_after
 from ._sqlstore import (
     CLAIMABLE,
@@ -114,7 +114,7 @@ _CHANNEL = "toolrunner_ready"
 """What a save that makes a run ready (and a lease given up on a run still to go on) notifies,
 with the schema's name: the channels of a database are shared by its schemas."""
 _NOTIFY = f"SELECT pg_notify('{_CHANNEL}', current_schema())"
-_LEASED = ", ".join(f"'{status.value}'" for status in LEASED)
+_HANDED_OVER = ", ".join(f"'{status.value}'" for status in HANDED_OVER)
 _TAKE = f"""
 WITH taken AS (
     SELECT run_id FROM toolrunner_runs WHERE {CLAIMABLE} ORDER BY created, run_id LIMIT ? FOR UPDATE SKIP LOCKED
@@ -125,8 +125,8 @@ FROM taken WHERE run.run_id = taken.run_id RETURNING run.run_id, run.created
 _RENEW = "UPDATE toolrunner_runs SET lease_expires = %s WHERE run_id = %s AND lease_owner = %s"
 _RELEASE = f"""
 UPDATE toolrunner_runs SET
-    lease_expires = CASE WHEN status IN ({_LEASED}) THEN LEAST(lease_expires, %s) END,
-    lease_owner = CASE WHEN status IN ({_LEASED}) THEN lease_owner END
+    lease_expires = CASE WHEN status IN ({_HANDED_OVER}) THEN LEAST(lease_expires, %s) END,
+    lease_owner = CASE WHEN status IN ({_HANDED_OVER}) THEN lease_owner END
 WHERE run_id = %s AND lease_owner = %s RETURNING status
 """
 _LOOK = f"SELECT EXISTS (SELECT 1 FROM toolrunner_runs WHERE {CLAIMABLE}), ({NEXT_EXPIRY})".replace("?", "%s")
@@ -287,7 +287,7 @@ class PostgresCheckpointer(DecidingStore):
         def release(connection: psycopg.Connection[Any]) -> bool:
             with connection.transaction():
                 row = connection.execute(_RELEASE, (_time(self._now()), run_id, owner)).fetchone()
-                if row is not None and row[0] in {status.value for status in LEASED}:
+                if row is not None and row[0] in {status.value for status in HANDED_OVER}:
                     connection.execute(_NOTIFY)  # the run goes to another resumer at once
             return row is not None
 

@@ -12,10 +12,13 @@ idempotent (a resumed run answers it as interrupted). The lease only keeps runs 
 What happens to a run taken up, and to its lease:
 
 - it ends, or pauses for new decisions: the lease is given up (dropped);
-- it fails (the runner records the error in the run: ``failed``), or the factory fails (the
-  resumer records it): the lease is given up; a failed run is not taken up again until it goes on
-  elsewhere (``ToolRunner.resume``) and is ready again. A failure that could not be recorded (the
-  store failing) keeps the lease until it runs out: the run is tried again then;
+- it fails by an error that may pass (``transient``: the service rate-limited or overloaded, a
+  5xx, a lost connection; the store failing): the lease is kept, not renewed, and once it runs out
+  the next resumer tries the run again (it is ``failed`` meanwhile, with the error);
+- it fails otherwise (the runner records the error in the run: ``failed``), or the factory fails
+  (the resumer records it): the lease is given up, and no resumer takes the run up again until it
+  goes on elsewhere (``ToolRunner.resume``). A failure that could not be recorded keeps the lease
+  until it runs out: the run is tried again then;
 - another runner went on with it (``CheckpointConflictError``), or the resumer stops (a
   cancellation, ``stop()`` once the grace is over): the lease is given up, run out, so another
   resumer takes the run up at once;
@@ -32,6 +35,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anthropic
 import anyio
 import anyio.abc
 
@@ -39,6 +43,7 @@ from ._checkpoint import Checkpoint, RunStore
 from ._errors import (
     AwaitingApprovalError,
     CheckpointConflictError,
+    CheckpointError,
     ParamsError,
     ToolRunnerError,
     message_of,
@@ -48,7 +53,7 @@ from ._runner import ToolRunner
 from ._runs import RunStatus
 from ._waiting import check_wait
 
-__all__ = ["Factory", "Resumer"]
+__all__ = ["Factory", "Resumer", "transient"]
 
 logger = logging.getLogger("toolrunner.resumer")
 
@@ -300,7 +305,7 @@ class Resumer:
                 type(error).__name__,
                 message_of(error),
             )
-            return await self._record_failure(run_id, error)
+            return await self._failed_for_good(run_id, error, recorded=False)
         try:
             async with resumed:
                 await resumed.until_done()
@@ -319,11 +324,26 @@ class Resumer:
             logger.error(
                 "%s: the run %r failed: %s: %s", self.owner, run_id, type(error).__name__, message_of(error)
             )
-            # A runner records the failure of its steps; one before its first (its tools would not
-            # open) is recorded here.
-            return await self._failed(run_id) or await self._record_failure(run_id, error)
+            return await self._failed_for_good(run_id, error, recorded=True)
         logger.info("%s: the run %r ended (%s)", self.owner, run_id, resumed.state.end_reason)
         return True
+
+    async def _failed_for_good(self, run_id: str, error: Exception, *, recorded: bool) -> bool:
+        """After a failure: whether to give the lease up. Not after one that may pass (the run is
+        tried again once the lease runs out), nor before the failure is recorded in the run (a
+        runner records those of its steps, ``recorded``; one before its first, the factory's or
+        that of tools that would not open, is recorded here)."""
+        if transient(error):
+            logger.info(
+                "%s: the run %r is tried again once the lease runs out (in %gs)",
+                self.owner,
+                run_id,
+                self._lease,
+            )
+            return False
+        if recorded and await self._failed(run_id):
+            return True
+        return await self._record_failure(run_id, error)
 
     async def _record_failure(self, run_id: str, error: Exception) -> bool:
         """Record a failure no runner recorded (the factory's) in the run, as a runner records its
@@ -368,3 +388,15 @@ class Resumer:
                     type(error).__name__,
                     message_of(error),
                 )
+
+
+def transient(error: BaseException) -> bool:
+    """Whether an error that stopped a run may pass by itself, so that the run is tried again once
+    its lease runs out: the service rate-limited or overloaded it, answered with a 5xx or a
+    timeout, or the connection to it was lost; or the store failed (a conflict is not a failure:
+    another runner went on with the run)."""
+    if isinstance(error, anthropic.APIConnectionError):
+        return True
+    if isinstance(error, anthropic.APIStatusError):
+        return error.status_code in (408, 409, 429) or error.status_code >= 500
+    return isinstance(error, CheckpointError) and not isinstance(error, CheckpointConflictError)

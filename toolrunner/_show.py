@@ -146,9 +146,12 @@ def _waiting(summary: RunSummary, now: datetime) -> str:
 
 
 def going_on(summary: RunSummary, now: datetime) -> str:
-    """What takes a ready or running run on, as its status and lease say (``""``: nothing to
-    say: a running run without a lease is in an app's runner, or stopped in one)."""
+    """What takes a ready, running or failed run on, as its status and lease say (``""``: nothing
+    to say: a running run without a lease is in an app's runner, or stopped in one; a failed one
+    failed for good)."""
     lease = summary.lease
+    if summary.status is RunStatus.FAILED:
+        return "" if lease is None else "a resumer tries it again once the lease runs out"
     if summary.status not in (RunStatus.READY, RunStatus.RUNNING):
         return ""
     if lease is not None and lease.expires <= now:

@@ -28,7 +28,7 @@ import anyio.to_thread
 from ._batching import GroupCommit
 from ._checkpoint import Checkpoint, DecidingStore, check_sequence, store_json
 from ._errors import CheckpointConflictError, CheckpointError, StateError
-from ._leases import LEASED, check_lease, check_owner
+from ._leases import HANDED_OVER, check_lease, check_owner
 from ._runs import RunPage, RunStatus, RunSummary, SummaryColumns, check_limit, cursor_after, utc
 from ._sqlstore import (
     CLAIMABLE,
@@ -88,7 +88,7 @@ CREATE INDEX IF NOT EXISTS toolrunner_runs_by_status ON toolrunner_runs (status,
 CREATE INDEX IF NOT EXISTS toolrunner_runs_by_created ON toolrunner_runs (created, run_id)
 """
 _SUMMARY_COLUMNS = ("status", "end_reason", "waiting", "turns", "cost", "failure")
-_LEASED = ", ".join(f"'{status.value}'" for status in LEASED)
+_HANDED_OVER = ", ".join(f"'{status.value}'" for status in HANDED_OVER)
 _SUMMARY_SET = ", ".join(f"{name} = ?" for name in _SUMMARY_COLUMNS)
 
 
@@ -226,9 +226,9 @@ class SQLiteCheckpointer(DecidingStore):
             # _leases.kept_on_release: a running or ready run keeps the lease, run out now.
             return (
                 connection.execute(
-                    f"UPDATE toolrunner_runs SET lease_expires = CASE WHEN status IN ({_LEASED}) "
+                    f"UPDATE toolrunner_runs SET lease_expires = CASE WHEN status IN ({_HANDED_OVER}) "
                     "THEN min(lease_expires, ?) END, lease_owner = CASE WHEN status IN "
-                    f"({_LEASED}) THEN lease_owner END WHERE run_id = ? AND lease_owner = ?",
+                    f"({_HANDED_OVER}) THEN lease_owner END WHERE run_id = ? AND lease_owner = ?",
                     (self._now(), run_id, owner),
                 ).rowcount
                 == 1

@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from ._checkpoint import Checkpoint, store_json
 from ._errors import StateError
-from ._leases import LEASED
+from ._leases import TAKEN_OVER
 from ._runs import (
     Lease,
     RunStatus,
@@ -53,18 +53,18 @@ SUMMARY = (
 )
 """The columns of ``toolrunner_runs`` that make a ``RunSummary`` (``summary_of``)."""
 
-_LEASED = ", ".join(f"'{status.value}'" for status in LEASED)
+_TAKEN_OVER = ", ".join(f"'{status.value}'" for status in TAKEN_OVER)
 CLAIMABLE = (
-    f"status IN ({_LEASED}) AND (lease_owner IS NULL OR lease_expires <= ?) "
+    f"status IN ({_TAKEN_OVER}) AND (lease_owner IS NULL OR lease_expires <= ?) "
     f"AND (status = '{RunStatus.READY.value}' OR lease_owner IS NOT NULL)"
 )
 """``_leases.claimable`` as a WHERE clause over a row of ``toolrunner_runs``, with the time as its
 parameter (the contract suite checks that the stores agree with the pure function)."""
 NEXT_EXPIRY = (
-    f"SELECT min(lease_expires) FROM toolrunner_runs WHERE status IN ({_LEASED}) AND lease_owner IS NOT NULL "
+    f"SELECT min(lease_expires) FROM toolrunner_runs WHERE status IN ({_TAKEN_OVER}) AND lease_owner IS NOT NULL "
     "AND lease_expires > ?"
 )
-"""The earliest lease of a running or ready run still to run out (``_leases.wait_time``)."""
+"""The earliest lease still to run out of a run it would make claimable (``_leases.wait_time``)."""
 
 
 @dataclass(frozen=True, slots=True)
