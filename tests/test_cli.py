@@ -146,6 +146,7 @@ def test_list_as_json_gives_every_summary_field(sqlite: Cli) -> None:
         "turns": 1,
         "cost": "0.000105",
         "failure": None,
+        "lease": None,
     }
 
 
@@ -387,11 +388,16 @@ def test_approve_deny_and_answer_decide_the_calls_and_the_run_goes_on(sqlite: Cl
         == ExitCode.OK
     )
     assert sqlite.out.startswith("Approved order-42_pay0 (pay) of run order-42 by ada at 2")
-    assert "The run goes on when it is resumed" in sqlite.out
+    assert "The run still waits for 1 call to be decided." in sqlite.out
     assert sqlite("runs", "answer", "order-42", "order-42_pay1", "paid by hand", "--by", "bob") == ExitCode.OK
+    assert "The run is ready: it goes on when a resumer takes it up (toolrunner resume)" in sqlite.out
+    assert sqlite("runs", "list", "--status", "ready") == ExitCode.OK
+    assert "order-42  ready" in sqlite.out
+    assert "decided: goes on once a resumer takes it up, or the app resumes it" in sqlite.out
+    assert sqlite("runs", "show", "order-42") == ExitCode.OK
+    assert sqlite.out.startswith("Run order-42: ready\n")
     assert sqlite("runs", "list", "--status", "running") == ExitCode.OK
-    assert "order-42  running" in sqlite.out
-    assert "decided: goes on when resumed" in sqlite.out
+    assert "order-42" not in sqlite.out  # never listed as running
     runner = resume_and_finish(sqlite.url)
     assert paid == [100]
     assert runner.state.end_reason == "model"

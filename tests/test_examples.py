@@ -68,6 +68,17 @@ EXPECTED: dict[str, list[str]] = {
         "ended (model): 3 replies, 30 in and 15 out tokens",
         "Deleted 1 run (finished) last saved before",
     ],
+    "resuming.py": [
+        "The run waits for a person: refund({'order': 'A-1047', 'amount': 120})",
+        "refund-A-1047  awaiting  1",
+        "The run is ready: it goes on when a resumer takes it up (toolrunner resume)",
+        "takes up the run 'refund-A-1047'",
+        "the run 'refund-A-1047' ended (model)",
+        "got SIGTERM: it takes no more runs up",
+        "Run refund-A-1047: finished (model)",
+        "← [toolu_fake_0001] Refunded 120 EUR for order A-1047.",
+        "I refunded 120 EUR for order A-1047.",
+    ],
     "temporal_agent.py": [
         "started support-",
         "  [worker] -> order_history",

@@ -365,6 +365,31 @@ async def test_finished_and_failed_runs_are_listed_with_their_cost_and_turns(
     assert [row[0] for row in rows((await ada.get("/runs", status="finished")).text)] == ["done"]
 
 
+async def test_a_run_decided_in_full_is_ready_never_running_and_says_who_takes_it_up(
+    store: MemoryCheckpointer, ada: Person
+) -> None:
+    [call] = await paused_run(store, "decided", 120)
+    await store.approve_call("decided", call, by="ada")
+    await running_run(store, "mid")
+    ready = (await ada.get("/runs", status="ready")).text
+    assert rows(ready) == [
+        [
+            "decided",
+            "ready",
+            "decided: goes on once a resumer takes it up, or the app resumes it",
+            "1",
+            "$0.0001",
+        ]
+    ]
+    assert 'class="status-ready"' in ready
+    assert '<a href="/runs?status=ready" aria-current="page">Ready</a>' in ready
+    assert [row[0] for row in rows((await ada.get("/runs", status="running")).text)] == ["mid"]
+    assert await store.lease_runs("resumer-1", lease=60) == ("decided",)
+    page = (await ada.get("/run", id="decided")).text
+    assert '<span class="badge status-ready">ready</span>' in page
+    assert "decided: resumer resumer-1 takes it up" in page
+
+
 def rows(page: str) -> list[list[str]]:
     """The runs table's rows: each cell's text, without the last (when the run was saved)."""
     return [

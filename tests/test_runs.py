@@ -26,7 +26,7 @@ from toolrunner import (
     decisions_since,
     run_status,
 )
-from toolrunner._lifecycle import call_decided, call_started, calls_gated, turn_paused
+from toolrunner._lifecycle import call_decided, call_started, calls_gated, turn_paused, turn_resumed
 from toolrunner._messages import read_reply
 from toolrunner._runs import (
     SummaryColumns,
@@ -103,6 +103,10 @@ def states() -> dict[str, RunState]:
         "with_body, a call waits": waiting(paused=False),
         "awaiting, a call waits": waiting(),
         "awaiting, every call decided": approved(waiting(), "r", PAY.id, by=None, at=AT),
+        "awaiting, every call denied": denied(waiting(), "r", PAY.id, "No.", by=None, at=AT),
+        "every call decided, the turn taken up": turn_resumed(
+            approved(waiting(), "r", PAY.id, by=None, at=AT)
+        ),
         "with_body, the waiting call started": call_started(
             call_decided(waiting(paused=False), PAY.id, "approved", by=None, at=AT), PAY
         ),
@@ -122,7 +126,11 @@ EXPECTED = {
     # runner's: its calls are decided when it pauses (a store would take decisions it loses).
     "with_body, a call waits": RunStatus.RUNNING,
     "awaiting, a call waits": RunStatus.AWAITING,
-    "awaiting, every call decided": RunStatus.RUNNING,
+    # Paused and decided since, taken up by no runner: a resumer (or the app) goes on with it.
+    "awaiting, every call decided": RunStatus.READY,
+    "awaiting, every call denied": RunStatus.READY,
+    # A runner claimed the turn (saved it as going on): it is that runner's now.
+    "every call decided, the turn taken up": RunStatus.RUNNING,
     "with_body, the waiting call started": RunStatus.RUNNING,
     "awaiting, a call waits and another runs": RunStatus.RUNNING,
     "steered while a call waits": RunStatus.RUNNING,  # the body changed the history: no call of it waits

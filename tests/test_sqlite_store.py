@@ -82,7 +82,7 @@ async def test_a_file_written_by_release_0_1_is_upgraded_in_place_and_its_runs_l
         assert [summary.run_id for summary in (await store.list_runs(status="awaiting")).runs] == ["waiting"]
     finally:
         store.close()
-    assert columns(old_file, "toolrunner_runs")[-7:] == [
+    assert columns(old_file, "toolrunner_runs")[-9:] == [
         "created",
         "status",
         "end_reason",
@@ -90,6 +90,8 @@ async def test_a_file_written_by_release_0_1_is_upgraded_in_place_and_its_runs_l
         "turns",
         "cost",
         "failure",
+        "lease_owner",
+        "lease_expires",
     ]
     with sqlite3.connect(old_file) as connection:
         indexes = {

@@ -345,8 +345,9 @@ async def test_a_call_approved_through_the_store_runs_when_the_run_is_resumed(st
     assert datetime.fromisoformat(record.decided_at).tzinfo is not None
     summary = await store.get_run("r")
     assert summary is not None
-    assert summary.status is RunStatus.RUNNING  # decided: it goes on when resumed
+    assert summary.status is RunStatus.READY  # decided: it goes on once a runner takes it up
     assert summary.waiting == ()
+    assert [run.run_id for run in (await store.list_runs(status="ready")).runs] == ["r"]
     runner = await resume(store, "r")
     await runner.until_done()
     assert paid == [120]

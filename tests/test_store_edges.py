@@ -526,8 +526,8 @@ async def test_the_command_line_says_which_waiting_runs_a_prune_keeps_and_how_to
     assert dry[0] == "Would delete 3 runs last saved before 2025-05-16 15:06:40 UTC."
     assert sorted(line.split()[0] for line in dry[2:5]) == ["broke", "done", "stopped"]
     assert dry[6] == (
-        "Would keep 1 run that waits for a decision (awaiting), however old: a prune deletes such runs only when "
-        "--status names their status (--status awaiting)."
+        "Would keep 1 run that waits for a decision or to go on after one (awaiting, ready), however old: a prune "
+        "deletes such runs only when --status names their status (--status awaiting --status ready)."
     )
     assert dry[8].split()[:2] == ["waits", "awaiting"]
     data = json.loads(await command("runs", "prune", "--older-than", "30d", "--dry-run", "--json"))

@@ -65,8 +65,10 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         ToolResultContent as ToolResultContent,
         tool_result_block as tool_result_block,
     )
+    from ._resumer import Resumer as Resumer
     from ._runner import ToolRunner as ToolRunner
     from ._runs import (
+        Lease as Lease,
         RunPage as RunPage,
         RunStatus as RunStatus,
         RunSummary as RunSummary,
@@ -136,6 +138,7 @@ __all__ = [
     "HistoryError",
     "Image",
     "ImportedHistory",
+    "Lease",
     "Link",
     "LoopFinished",
     "MalformedReplyError",
@@ -149,6 +152,7 @@ __all__ = [
     "ReplyStream",
     "RequestUsage",
     "ResultTooLargeError",
+    "Resumer",
     "RunEndedError",
     "RunPage",
     "RunState",
@@ -256,8 +260,9 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ToolResultContent",
         "tool_result_block",
     ),
+    "_resumer": ("Resumer",),
     "_runner": ("ToolRunner",),
-    "_runs": ("RunPage", "RunStatus", "RunSummary", "decisions_since", "run_status"),
+    "_runs": ("Lease", "RunPage", "RunStatus", "RunSummary", "decisions_since", "run_status"),
     "_sqlite": ("SQLiteCheckpointer",),
     "_state": ("STATE_VERSION", "CallRecord", "CallStatus", "DecisionRecord", "Phase", "RunState"),
     "_stores": ("open_store",),

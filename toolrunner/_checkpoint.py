@@ -154,6 +154,34 @@ class RunStore(Checkpointer, Protocol):
         """Answer a waiting call with a result computed elsewhere."""
         ...
 
+    # What a resumer (``Resumer``) asks of the store: leases on runs, written on the run's row
+    # without a save of its state (its sequence does not move), and a wait for runs to take up.
+
+    async def lease_runs(self, owner: str, *, lease: float, limit: int = 1) -> tuple[str, ...]:
+        """Take up to ``limit`` claimable runs (``_leases.claimable``: ready, or running under a
+        lease that ran out), oldest first, under a lease of ``owner`` for ``lease`` seconds;
+        their ids. Atomic: of resumers asking at once, each run goes to one."""
+        ...
+
+    async def renew_lease(self, run_id: str, owner: str, *, lease: float) -> bool:
+        """Make ``owner``'s lease on the run run out ``lease`` seconds from now; ``False`` if
+        ``owner`` holds none (another resumer took the run over, or it was deleted)."""
+        ...
+
+    async def release_lease(self, run_id: str, owner: str) -> bool:
+        """Give up ``owner``'s lease on the run (``_leases.kept_on_release``: it stays, run out, on
+        a run still running or ready, for another resumer to take up at once); whether ``owner``
+        held one."""
+        ...
+
+    async def wait_ready(self, *, poll_interval: float = 1.0) -> None:
+        """Return once a run may be taken up (a save made one ready, a lease was given up or ran
+        out; ``lease_runs`` says which); bound the wait with a cancel scope
+        (``anyio.move_on_after``). A store that cannot be told looks every ``poll_interval``
+        seconds (SQLite, for other processes' saves); the others are told (PostgreSQL's
+        ``LISTEN``, this process's saves)."""
+        ...
+
 
 def check_sequence(run_id: str, stored: int | None, sequence: int) -> CheckpointConflictError | None:
     """Why a save of ``run_id`` with ``sequence`` cannot follow the stored one (``None``: it can)."""

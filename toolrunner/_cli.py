@@ -1,6 +1,7 @@
 """The command line: ``toolrunner runs list|show|approve|deny|answer|delete|prune --store URL``,
-and ``toolrunner inbox --store URL`` (the web app of ``toolrunner.inbox``, imported only then);
-also ``python -m toolrunner``.
+``toolrunner inbox --store URL`` (the web app of ``toolrunner.inbox``, imported only then) and
+``toolrunner resume --store URL --app module:function`` (``_resume_command``); also
+``python -m toolrunner``.
 
 This module reads the command line and maps what went wrong to an exit status (``ExitCode``); the
 commands themselves are ``_commands``, imported only once one runs, so that ``--help`` (and a
@@ -38,8 +39,8 @@ def run(argv: list[str], out: TextIO, err: TextIO, *, now: Callable[[], float] =
             arguments = parser.parse_args(argv)
     except SystemExit as exit_:  # argparse printed the usage and the error (or the help)
         return int(exit_.code or 0)
-    inbox = getattr(arguments, "group", None) == "inbox"
-    if not inbox and getattr(arguments, "command", None) is None:
+    group = getattr(arguments, "group", None)
+    if group not in ("inbox", "resume") and getattr(arguments, "command", None) is None:
         parser.print_help(err)
         return ExitCode.USAGE
     url = arguments.store or os.environ.get(STORE_VARIABLE)
@@ -97,10 +98,10 @@ def _parser() -> argparse.ArgumentParser:
         prog="toolrunner",
         description="Operate the runs a toolrunner store holds: list them, read one, decide its waiting calls, "
         "clean up.",
-        epilog="Exit status: 0 done, 1 the store failed, 2 wrong usage or input, 3 no such run or call, "
-        "4 decided already (or the run moved on).",
+        epilog="Exit status: 0 done, 1 the store failed, 2 wrong usage or input (or an --app that cannot be "
+        "imported), 3 no such run or call, 4 decided already (or the run moved on).",
     )
-    groups = parser.add_subparsers(dest="group", metavar="{runs,inbox}")
+    groups = parser.add_subparsers(dest="group", metavar="{runs,inbox,resume}")
     runs = groups.add_parser("runs", help="list, show, decide and clean up saved runs")
     commands = runs.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -214,5 +215,50 @@ def _parser() -> argparse.ArgumentParser:
         default=2.0,
         metavar="SECONDS",
         help="how often the live list looks at the store (default: 2)",
+    )
+
+    resume = groups.add_parser(
+        "resume",
+        help="take up the runs that are ready (every waiting call decided) and go on with them, with the "
+        "app's tools",
+        description="Serve a resumer: it takes up each run of the store that is ready (every call that waited "
+        "is decided) under a lease, has the app's factory resume it, and drives it until it ends or pauses "
+        "again. Run as many as you like, on as many machines: each run goes to one, and a run whose resumer "
+        "died goes to another once the lease runs out. SIGTERM or Ctrl-C stops it (twice: at once).",
+    )
+    resume.add_argument(
+        "--store",
+        metavar="URL",
+        help=f"sqlite:///path/to/runs.db, a path, or postgresql://user:password@host/dbname "
+        f"(default: ${STORE_VARIABLE})",
+    )
+    resume.add_argument(
+        "--app",
+        required=True,
+        metavar="MODULE:FUNCTION",
+        help="the app's factory, async def (run_id, store) -> ToolRunner (imported from the working directory "
+        "or the Python path)",
+    )
+    resume.add_argument("--concurrency", type=int, default=8, help="runs driven at once (default: 8)")
+    resume.add_argument(
+        "--lease",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long a run is held without news of this resumer (default: 30); it renews every third",
+    )
+    resume.add_argument(
+        "--poll-interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="how often to look for ready runs on SQLite (default: 1; PostgreSQL tells at once)",
+    )
+    resume.add_argument(
+        "--grace",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGTERM, how long the runs in hand have to end or pause before they stop (default: 10)",
     )
     return parser

@@ -26,6 +26,7 @@ from ._show import (
     age,
     audit_lines,
     conversation,
+    going_on,
     moment,
     plural,
     printable,
@@ -58,6 +59,9 @@ def execute(arguments: argparse.Namespace, url: str, out: TextIO, err: TextIO, n
         )
     if getattr(arguments, "group", None) == "inbox":
         _inbox(arguments, url, err)
+        return
+    if getattr(arguments, "group", None) == "resume":
+        _resume(arguments, url, err)
         return
     store = open_store(url)
     try:
@@ -166,7 +170,7 @@ def _option(name: str, value: str) -> list[str]:
 
 def _heading(summary: RunSummary, now: datetime) -> list[str]:
     status = summary.status.value
-    if summary.end_reason is not None and summary.status is not RunStatus.AWAITING:
+    if summary.end_reason is not None and summary.status in (RunStatus.FINISHED, RunStatus.FAILED):
         status += f" ({summary.end_reason})"
     lines = [
         f"Run {summary.run_id}: {status}",
@@ -175,6 +179,10 @@ def _heading(summary: RunSummary, now: datetime) -> list[str]:
     ]
     if summary.failure is not None:
         lines.append(f"failed: {summary.failure.get('type')}: {summary.failure.get('message')}")
+    note = going_on(summary, now)
+    if note:
+        lease = "" if summary.lease is None else f" (lease until {moment(summary.lease.expires)} UTC)"
+        lines.append(note + lease)
     return lines
 
 
@@ -267,7 +275,16 @@ async def _decide(context: _Context, what: str, decide: Callable[[], Awaitable[C
         f"{what.capitalize()} {record.call.id} ({record.call.name}) of run {arguments.run_id}"
         + (f" by {record.decided_by}" if record.decided_by else "")
         + f" at {record.decided_at}.",
-        "The run goes on when it is resumed (ToolRunner.resume), or when a runner that holds it is iterated again.",
+        _after_decision(await context.store.get_run(arguments.run_id)),
+    )
+
+
+def _after_decision(summary: RunSummary | None) -> str:
+    if summary is not None and summary.status is RunStatus.AWAITING:
+        return f"The run still waits for {plural(len(summary.waiting), 'call')} to be decided."
+    return (
+        "The run is ready: it goes on when a resumer takes it up (toolrunner resume), when the app resumes it "
+        "(ToolRunner.resume), or when a runner that holds it is iterated again."
     )
 
 
@@ -349,8 +366,8 @@ def _kept_line(count: int, kept: list[str], verb: str) -> str:
     names = ", ".join(kept)
     options = " ".join(f"--status {name}" for name in kept)
     return (
-        f"{verb} {plural(count, 'run')} that {'waits' if count == 1 else 'wait'} for a decision ({names}), however "
-        f"old: a prune deletes such runs only when --status names their status ({options})."
+        f"{verb} {plural(count, 'run')} that {'waits' if count == 1 else 'wait'} for a decision or to go on after one "
+        f"({names}), however old: a prune deletes such runs only when --status names their status ({options})."
     )
 
 
@@ -410,6 +427,30 @@ def _inbox(arguments: argparse.Namespace, url: str, err: TextIO) -> None:
         )
     except (ValueError, OSError) as error:
         raise Exit(ExitCode.USAGE, str(error)) from None
+
+
+def _resume(arguments: argparse.Namespace, url: str, err: TextIO) -> None:
+    """``toolrunner resume``: serve a ``Resumer`` with the app's factory until SIGTERM or SIGINT."""
+    from ._resume_command import load_factory, serve
+    from ._resumer import Resumer
+
+    if not arguments.grace >= 0:
+        raise Exit(ExitCode.USAGE, f"--grace must be 0 or more seconds, not {arguments.grace!r}.")
+    factory = load_factory(arguments.app)
+    store = open_store(url)
+    try:
+        resumer = Resumer(
+            store,
+            factory,
+            concurrency=arguments.concurrency,
+            lease=arguments.lease,
+            poll_interval=arguments.poll_interval,
+        )
+        anyio.run(lambda: serve(resumer, grace=arguments.grace, err=err))
+    finally:
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
 
 
 def _not_found(run_id: str) -> Exit:

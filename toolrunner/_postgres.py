@@ -10,12 +10,21 @@ processes' transactions never wait for each other in a cycle).
 A save is one statement per table: the run's row is written only over the save it follows
 (``UPDATE ... WHERE sequence = ...``), so the check and the write are one, and PostgreSQL's row
 lock makes a second writer of one run wait, then find the sequence moved.
+
+A save that makes a run ready notifies ``toolrunner_ready`` (with the schema's name) in its
+transaction, and so does a lease given up on a run still to go on: ``wait_ready`` listens on a
+connection of its own, in a worker thread (psycopg's async notifies work on asyncio only), and
+looks for runs to take up when told, or when the earliest lease runs out.
+
+Tables made before runs had leases get the lease columns the first time a store opens them, and
+the runs written as running while they were paused are read again (those decided since are ready).
 """
 
 from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, LiteralString, TypeVar, cast
@@ -24,11 +33,25 @@ import anyio.to_thread
 
 from ._batching import GroupCommit
 from ._checkpoint import Checkpoint, DecidingStore, check_sequence
-from ._errors import CheckpointConflictError, CheckpointError, ParamsError
+from ._errors import CheckpointConflictError, CheckpointError, ParamsError, StateError
 from ._ids import check_run_id
-from ._runs import RunPage, RunStatus, RunSummary, cursor_after, cursor_moment
-from ._sqlstore import SUMMARY, EncodedSave, decode, encode, listing, prune_filter, summary_of
+from ._leases import HANDED_OVER, check_lease, check_owner, wait_time
+from ._runs import RunPage, RunStatus, RunSummary, SummaryColumns, check_limit, cursor_after, cursor_moment
+from ._sqlstore import (
+    CLAIMABLE,
+    NEXT_EXPIRY,
+    SUMMARY,
+    EncodedSave,
+    decode,
+    encode,
+    listing,
+    prune_filter,
+    read_state,
+    summary_of,
+)
 from ._state import STATE_VERSION
+from ._text import store_json
+from ._waiting import check_wait
 
 if TYPE_CHECKING:
     import psycopg
@@ -38,11 +61,13 @@ __all__ = ["PostgresCheckpointer"]
 
 T = TypeVar("T")
 
+_RUNS_SUMMARIES = [
+    "run_id", "sequence", "version", "state", "created", "updated",
+    "status", "end_reason", "waiting", "turns", "cost", "failure",
+]  # fmt: skip
+"""The columns of ``toolrunner_runs`` before runs had leases."""
 _COLUMNS = {
-    "toolrunner_runs": [
-        "run_id", "sequence", "version", "state", "created", "updated",
-        "status", "end_reason", "waiting", "turns", "cost", "failure",
-    ],
+    "toolrunner_runs": [*_RUNS_SUMMARIES, "lease_owner", "lease_expires"],
     "toolrunner_messages": ["run_id", "position", "message"],
     "toolrunner_usage": ["run_id", "position", "usage"],
 }  # fmt: skip
@@ -50,7 +75,7 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS toolrunner_runs (
     run_id TEXT PRIMARY KEY, sequence BIGINT NOT NULL, version INTEGER NOT NULL, state TEXT NOT NULL,
     created TIMESTAMPTZ NOT NULL, updated TIMESTAMPTZ NOT NULL, status TEXT NOT NULL, end_reason TEXT,
-    waiting TEXT, turns INTEGER NOT NULL, cost TEXT, failure TEXT
+    waiting TEXT, turns INTEGER NOT NULL, cost TEXT, failure TEXT, lease_owner TEXT, lease_expires TIMESTAMPTZ
 );
 CREATE TABLE IF NOT EXISTS toolrunner_messages (
     run_id TEXT NOT NULL, position INTEGER NOT NULL, message TEXT NOT NULL, PRIMARY KEY (run_id, position)
@@ -79,6 +104,35 @@ SELECT run.sequence, run.state,
     ARRAY(SELECT usage FROM toolrunner_usage WHERE run_id = run.run_id ORDER BY position)
 FROM toolrunner_runs AS run WHERE run.run_id = %s
 """
+_PAUSED_RUNNING = """
+SELECT run.run_id, run.state,
+    ARRAY(SELECT message FROM toolrunner_messages WHERE run_id = run.run_id ORDER BY position),
+    ARRAY(SELECT usage FROM toolrunner_usage WHERE run_id = run.run_id ORDER BY position)
+FROM toolrunner_runs AS run WHERE run.status = 'running' AND run.end_reason = 'awaiting_approval'
+"""
+"""The runs that tables made before leases list as running while they are paused: some are ready."""
+_CHANNEL = "toolrunner_ready"
+"""What a save that makes a run ready (and a lease given up on a run still to go on) notifies,
+with the schema's name: the channels of a database are shared by its schemas."""
+_NOTIFY = f"SELECT pg_notify('{_CHANNEL}', current_schema())"
+_HANDED_OVER = ", ".join(f"'{status.value}'" for status in HANDED_OVER)
+_TAKE = f"""
+WITH taken AS (
+    SELECT run_id FROM toolrunner_runs WHERE {CLAIMABLE} ORDER BY created, run_id LIMIT ? FOR UPDATE SKIP LOCKED
+)
+UPDATE toolrunner_runs AS run SET lease_owner = ?, lease_expires = ?
+FROM taken WHERE run.run_id = taken.run_id RETURNING run.run_id, run.created
+""".replace("?", "%s")
+_RENEW = "UPDATE toolrunner_runs SET lease_expires = %s WHERE run_id = %s AND lease_owner = %s"
+_RELEASE = f"""
+UPDATE toolrunner_runs SET
+    lease_expires = CASE WHEN status IN ({_HANDED_OVER}) THEN LEAST(lease_expires, %s) END,
+    lease_owner = CASE WHEN status IN ({_HANDED_OVER}) THEN lease_owner END
+WHERE run_id = %s AND lease_owner = %s RETURNING status
+"""
+_LOOK = f"SELECT EXISTS (SELECT 1 FROM toolrunner_runs WHERE {CLAIMABLE}), ({NEXT_EXPIRY})".replace("?", "%s")
+_STOP_CHECK = 0.25
+"""Seconds between two checks, by a thread that waits for a notification, that it is still waited for."""
 
 
 class PostgresCheckpointer(DecidingStore):
@@ -126,6 +180,10 @@ class PostgresCheckpointer(DecidingStore):
         self._lock = threading.Lock()  # guards opening the pool and making the tables
         self._ready = False
         self._commits = GroupCommit(self._write, name="toolrunner saves to PostgreSQL")
+        self._listening = threading.Lock()  # one thread waits on the listening connection at a time
+        self._listener: psycopg.Connection[Any] | None = None
+        self._schema = ""  # the listening connection's schema: the notifications that are this store's
+        self._waits: set[threading.Event] = set()  # the waits under way, each told to stop by close()
 
     def __repr__(self) -> str:
         return f"PostgresCheckpointer(<{self._where}>)"
@@ -208,13 +266,65 @@ class PostgresCheckpointer(DecidingStore):
         where, parameters = prune_filter(updated_before, status, lambda moment: moment)
         return await self._run(lambda connection: _delete(connection, where, parameters), "prune the runs")
 
+    # -- leases (see _leases) ---------------------------------------------------------------------
+
+    async def lease_runs(self, owner: str, *, lease: float, limit: int = 1) -> tuple[str, ...]:
+        owner, seconds, limit = check_owner(owner), check_lease(lease), check_limit(limit)
+
+        def take(connection: psycopg.Connection[Any]) -> tuple[str, ...]:
+            now = self._now()
+            # Rows another resumer is taking (or a save is writing) are skipped, not waited for.
+            rows = connection.execute(_TAKE, (_time(now), limit, owner, _time(now + seconds))).fetchall()
+            return tuple(run_id for run_id, _ in sorted(rows, key=lambda row: (row[1], row[0])))
+
+        return await self._run(take, "lease runs")
+
+    async def renew_lease(self, run_id: str, owner: str, *, lease: float) -> bool:
+        owner, seconds = check_owner(owner), check_lease(lease)
+
+        def renew(connection: psycopg.Connection[Any]) -> bool:
+            return connection.execute(_RENEW, (_time(self._now() + seconds), run_id, owner)).rowcount == 1
+
+        return await self._run(renew, "renew the lease")
+
+    async def release_lease(self, run_id: str, owner: str) -> bool:
+        owner = check_owner(owner)
+
+        def release(connection: psycopg.Connection[Any]) -> bool:
+            with connection.transaction():
+                row = connection.execute(_RELEASE, (_time(self._now()), run_id, owner)).fetchone()
+                if row is not None and row[0] in {status.value for status in HANDED_OVER}:
+                    connection.execute(_NOTIFY)  # the run goes to another resumer at once
+            return row is not None
+
+        return await self._run(release, "release the lease")
+
+    async def wait_ready(self, *, poll_interval: float = 1.0) -> None:
+        check_wait(poll_interval)  # told by the server: no polling
+        stop = threading.Event()
+        self._waits.add(stop)
+        try:
+            await anyio.to_thread.run_sync(self._wait_ready, stop, abandon_on_cancel=True)
+        finally:
+            stop.set()  # a cancelled wait's thread gives the connection up within _STOP_CHECK
+            self._waits.discard(stop)
+
     def close(self) -> None:
-        """Close the pool's connections (the next use opens them again)."""
+        """Close the pool's connections, and the one that listens (the next use opens them again)."""
         with self._lock:
             if self._ready:
                 self._pool.close()
                 self._pool = self._new_pool()
                 self._ready = False
+        for stop in list(self._waits):
+            stop.set()
+        # A wait gives the connection up within _STOP_CHECK once told to stop (unless a query of
+        # its hangs: then it drops the connection itself when that fails).
+        if self._listening.acquire(timeout=max(1.0, 4 * _STOP_CHECK)):
+            try:
+                self._drop_listener()
+            finally:
+                self._listening.release()
 
     # -- in a worker thread -------------------------------------------------------------------
 
@@ -254,8 +364,63 @@ class PostgresCheckpointer(DecidingStore):
             self._pool.open(wait=False)
             self._ready = True
 
+    def _wait_ready(self, stop: threading.Event) -> None:
+        """In a worker thread: look for a run to take up; until there is one, wait for a
+        notification of this store's schema, or for the earliest lease to run out, and look
+        again. Returns early once ``stop`` is set."""
+        import psycopg
+
+        while not self._listening.acquire(timeout=_STOP_CHECK):
+            if stop.is_set():
+                return
+        try:
+            connection = self._listen()
+            while not stop.is_set():
+                now = self._now()
+                row = connection.execute(_LOOK, (_time(now), _time(now))).fetchone()
+                assert row is not None
+                found, expiry = row
+                if found:
+                    return
+                end = time.monotonic() + wait_time(now, None if expiry is None else expiry.timestamp())
+                while not stop.is_set() and (left := end - time.monotonic()) > 0:
+                    # Read to its end: the generator holds the connection's lock until then.
+                    told = list(connection.notifies(timeout=min(left, _STOP_CHECK), stop_after=1))
+                    if any(notification.payload == self._schema for notification in told):
+                        break
+        except psycopg.Error as error:
+            self._drop_listener()
+            raise self._failed(error, "wait for runs to take up") from None
+        finally:
+            self._listening.release()
+
+    def _listen(self) -> psycopg.Connection[Any]:
+        """The connection that listens for ``_CHANNEL`` (opened, and listening, on first use)."""
+        import psycopg
+
+        if self._listener is None or self._listener.closed:
+            self._open()  # the tables, made or upgraded
+            connection = psycopg.connect(
+                self._url, connect_timeout=max(1, round(self._timeout)), **self._connection_options()
+            )
+            try:
+                connection.execute(_sql(f"LISTEN {_CHANNEL}"))
+                row = connection.execute("SELECT current_schema()").fetchone()
+                self._schema = "" if row is None else str(row[0])
+            except BaseException:
+                connection.close()
+                raise
+            self._listener = connection
+        return self._listener
+
+    def _drop_listener(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            listener.close()
+
     def _set_up(self, connection: psycopg.Connection[Any]) -> None:
-        """Make the tables that are missing, after checking that those present are toolrunner's."""
+        """Make the tables that are missing, after checking that those present are toolrunner's
+        (and add the lease columns to tables made before runs had them)."""
         with connection.transaction():
             connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
             rows = connection.execute(
@@ -266,15 +431,36 @@ class PostgresCheckpointer(DecidingStore):
             found: dict[str, list[str]] = {}
             for table, column in rows:
                 found.setdefault(table, []).append(column)
+            upgrade = found.get("toolrunner_runs") == _RUNS_SUMMARIES
             for table, columns in found.items():
-                if columns != _COLUMNS[table]:
+                if columns != _COLUMNS[table] and not (upgrade and table == "toolrunner_runs"):
                     raise CheckpointError(
                         f"PostgreSQL ({self._where}) has a table {table!r} that toolrunner did not make (its columns "
                         f"are {columns!r}); give PostgresCheckpointer a database or schema of its own."
                     )
+            if upgrade:
+                self._add_leases(connection)
             if found.keys() != _COLUMNS.keys():
                 for statement in _SCHEMA.split(";"):
                     connection.execute(_sql(statement))
+
+    def _add_leases(self, connection: psycopg.Connection[Any]) -> None:
+        """Add the lease columns, and read again the runs written as running while paused: those
+        decided since are ready (in the transaction of ``_set_up``)."""
+        connection.execute(
+            "ALTER TABLE toolrunner_runs ADD COLUMN lease_owner TEXT, ADD COLUMN lease_expires TIMESTAMPTZ"
+        )
+        rows = connection.execute(_PAUSED_RUNNING).fetchall()
+        for run_id, header, messages, usage in rows:
+            try:
+                columns = SummaryColumns.of(read_state(header, messages, usage, run_id, ""))
+            except StateError as error:  # listed as failed, with why; loading it says the same
+                failure = store_json({"type": "StateError", "message": str(error)})
+                columns = SummaryColumns("failed", None, None, 0, None, failure)
+            connection.execute(
+                "UPDATE toolrunner_runs SET status = %s, waiting = %s, failure = %s WHERE run_id = %s",
+                (columns.status, columns.waiting, columns.failure, run_id),
+            )
 
     def _write(self, saves: Sequence[EncodedSave]) -> list[Exception | None]:
         """Write a batch of saves in one transaction: each save's own refusal, or the batch's failure."""
@@ -360,6 +546,8 @@ def _write_one(
         refusal = check_sequence(run_id, None if row is None else int(row[0]), save.sequence)
         assert refusal is not None
         return refusal
+    if columns.status == RunStatus.READY.value:
+        cursor.execute(_NOTIFY)  # delivered when the transaction commits, to wait_ready's listeners
     for table, column, kept, rows in (
         ("toolrunner_messages", "message", save.kept_messages, save.messages),
         ("toolrunner_usage", "usage", save.kept_usage, save.usage),
@@ -393,6 +581,11 @@ def _placeholders(sql: str) -> str:
 
 def _utc(moment: datetime) -> datetime:
     return moment.astimezone(UTC)
+
+
+def _time(seconds: float) -> datetime:
+    """A time of the store's clock (seconds since the epoch) as a column holds it."""
+    return datetime.fromtimestamp(seconds, UTC)
 
 
 def _sql(text: str) -> LiteralString:

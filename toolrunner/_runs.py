@@ -38,6 +38,7 @@ K = TypeVar("K")
 
 __all__ = [
     "PRUNE_KEEPS",
+    "Lease",
     "RunPage",
     "RunStatus",
     "RunSummary",
@@ -75,6 +76,9 @@ class RunStatus(enum.Enum):
     goes on when it is resumed; the time it was last saved tells which."""
     AWAITING = "awaiting"
     """Calls wait for a decision (``RunSummary.waiting``): approve, deny or answer them."""
+    READY = "ready"
+    """Paused, and every call that waited is decided: the run goes on once a runner takes it up (a
+    ``Resumer``, ``ToolRunner.resume``, or a runner that holds it, iterated again)."""
     FINISHED = "finished"
     """The loop ended; ``end_reason`` says why."""
     FAILED = "failed"
@@ -96,7 +100,8 @@ def waiting_calls(state: RunState) -> tuple[ToolCall, ...]:
 
 def run_status(state: RunState) -> RunStatus:
     """The status of a run in ``state``: finished once the loop ended; else failed if its last
-    step raised; else awaiting if calls wait for a decision; else running."""
+    step raised; else awaiting if calls wait for a decision; else ready if it is paused with every
+    call decided (none waits, none started: no runner has taken the turn up); else running."""
     return _status(state, waiting_calls(state))
 
 
@@ -105,7 +110,29 @@ def _status(state: RunState, waiting: tuple[ToolCall, ...]) -> RunStatus:
         return RunStatus.FINISHED
     if state.failure is not None:
         return RunStatus.FAILED
-    return RunStatus.AWAITING if waiting else RunStatus.RUNNING
+    if waiting:
+        return RunStatus.AWAITING
+    if state.phase is Phase.AWAITING and all(
+        record.status in (CallStatus.APPROVED, CallStatus.FINISHED) for record in state.calls.values()
+    ):
+        # Paused, and decided since: a runner that takes the turn up saves it as going on first
+        # (phase WITH_BODY: running), so this holds only while nothing has taken it up.
+        return RunStatus.READY
+    return RunStatus.RUNNING
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A resumer's hold on a run (``RunSummary.lease``; see ``_leases``).
+
+    Attributes:
+        owner: The resumer that holds it (``Resumer.owner``: host, process and a random part).
+        expires: When it runs out (UTC), unless renewed; after that, another resumer may take the
+            run over.
+    """
+
+    owner: str
+    expires: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +149,8 @@ class RunSummary:
         turns: How many requests got a reply.
         cost: What they cost in US dollars; ``None`` once one had no price.
         failure: The error that stopped the last step (``{"type": ..., "message": ...}``), if any.
+        lease: The lease of the resumer that holds the run (or held it, and stopped: it ran out),
+            if one does.
     """
 
     run_id: str
@@ -133,6 +162,7 @@ class RunSummary:
     turns: int
     cost: Decimal | None
     failure: Mapping[str, str] | None = None
+    lease: Lease | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,8 +206,10 @@ class SummaryColumns:
             failure=None if state.failure is None else store_json(dict(state.failure)),
         )
 
-    def summary(self, run_id: str, created: datetime, updated: datetime) -> RunSummary:
-        """The summary these columns make, with the store's times.
+    def summary(
+        self, run_id: str, created: datetime, updated: datetime, lease: Lease | None = None
+    ) -> RunSummary:
+        """The summary these columns make, with the store's times (and the run's lease).
 
         Raises:
             ValueError: A column does not hold what a store writes there (changed by hand, or
@@ -214,6 +246,7 @@ class SummaryColumns:
             turns=self.turns,
             cost=cost,
             failure=failure,
+            lease=lease,
         )
 
 
@@ -302,11 +335,11 @@ def read_statuses(status: RunStatus | str | Iterable[RunStatus | str] | None) ->
     return frozenset(found)
 
 
-PRUNE_KEEPS: frozenset[RunStatus] = frozenset({RunStatus.AWAITING})
-"""The statuses a prune keeps unless its ``status=`` names them: runs that wait for a person. A
-routine clean-up by age (``prune_runs(updated_before=...)``, ``runs prune --older-than 30d``) must
-not delete an approval that has waited a month. The one place that says so: a status added for
-runs that wait to be resumed after a decision belongs here too."""
+PRUNE_KEEPS: frozenset[RunStatus] = frozenset({RunStatus.AWAITING, RunStatus.READY})
+"""The statuses a prune keeps unless its ``status=`` names them: runs that wait for a person, and
+runs a person decided that wait to be resumed. A routine clean-up by age
+(``prune_runs(updated_before=...)``, ``runs prune --older-than 30d``) must not delete an approval
+that has waited a month, nor one decided and not yet taken up."""
 
 
 def pruned_statuses(status: RunStatus | str | Iterable[RunStatus | str] | None) -> frozenset[RunStatus]:

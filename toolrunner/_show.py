@@ -27,6 +27,7 @@ __all__ = [
     "call_text",
     "conversation",
     "decision_text",
+    "going_on",
     "journal",
     "messages",
     "moment",
@@ -78,6 +79,9 @@ def summary_data(summary: RunSummary) -> dict[str, Any]:
         "turns": summary.turns,
         "cost": None if summary.cost is None else str(summary.cost),
         "failure": None if summary.failure is None else dict(summary.failure),
+        "lease": None
+        if summary.lease is None
+        else {"owner": summary.lease.owner, "expires": summary.lease.expires.isoformat()},
     }
 
 
@@ -120,7 +124,7 @@ def runs_table(summaries: Sequence[RunSummary], now: datetime) -> str:
             str(summary.turns),
             _cost(summary),
             f"{moment(summary.updated)} ({age(now - summary.updated)} ago)",
-            _waiting(summary),
+            _waiting(summary, now),
         ]
         for summary in summaries
     ]
@@ -131,7 +135,7 @@ def _cost(summary: RunSummary) -> str:
     return "?" if summary.cost is None else f"${summary.cost:.4f}"
 
 
-def _waiting(summary: RunSummary) -> str:
+def _waiting(summary: RunSummary, now: datetime) -> str:
     if summary.waiting:
         first = summary.waiting[0]
         more = f" (+{len(summary.waiting) - 1} more)" if len(summary.waiting) > 1 else ""
@@ -140,9 +144,25 @@ def _waiting(summary: RunSummary) -> str:
         return f"{summary.failure.get('type')}: {_cut(summary.failure.get('message', ''), 80)}"
     if summary.status is RunStatus.FINISHED:
         return summary.end_reason or ""
-    if summary.end_reason == "awaiting_approval":  # paused, and every call decided since
-        return "decided: goes on when resumed"
-    return ""
+    return going_on(summary, now)
+
+
+def going_on(summary: RunSummary, now: datetime) -> str:
+    """What takes a ready, running or failed run on, as its status and lease say (``""``: nothing
+    to say: a running run without a lease is in an app's runner, or stopped in one; a failed one
+    failed for good)."""
+    lease = summary.lease
+    if summary.status is RunStatus.FAILED:
+        return "" if lease is None else "a resumer tries it again once the lease runs out"
+    if summary.status not in (RunStatus.READY, RunStatus.RUNNING):
+        return ""
+    if lease is not None and lease.expires <= now:
+        return f"its resumer {lease.owner} stopped; the next resumer takes the run over"
+    if summary.status is RunStatus.READY:
+        if lease is not None:
+            return f"decided: resumer {lease.owner} takes it up"
+        return "decided: goes on once a resumer takes it up, or the app resumes it"
+    return "" if lease is None else f"in resumer {lease.owner}"
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:

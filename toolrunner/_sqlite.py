@@ -7,7 +7,10 @@ an index and no state.
 
 A file written by toolrunner 0.1 (its ``toolrunner_runs`` table without the summary columns) is
 upgraded in place the first time a store opens it: the columns are added and filled from each
-run's state, in one transaction.
+run's state, in one transaction. So is a file written before runs had leases (the summary columns
+without ``lease_owner`` and ``lease_expires``): the lease columns are added, and the runs whose
+status was written as ``running`` while they were paused are read again (those decided since are
+``ready`` now).
 """
 
 from __future__ import annotations
@@ -26,9 +29,31 @@ from ._batching import GroupCommit
 from ._checkpoint import Checkpoint, DecidingStore, check_sequence, store_json
 from ._errors import CheckpointConflictError, CheckpointError, StateError
 from ._ids import check_run_id
-from ._runs import RunPage, RunStatus, RunSummary, SummaryColumns, cursor_after, cursor_seconds, utc
-from ._sqlstore import SUMMARY, EncodedSave, decode, encode, listing, prune_filter, read_state, summary_of
+from ._leases import HANDED_OVER, check_lease, check_owner
+from ._runs import (
+    RunPage,
+    RunStatus,
+    RunSummary,
+    SummaryColumns,
+    check_limit,
+    cursor_after,
+    cursor_seconds,
+    utc,
+)
+from ._sqlstore import (
+    CLAIMABLE,
+    NEXT_EXPIRY,
+    SUMMARY,
+    EncodedSave,
+    decode,
+    encode,
+    listing,
+    prune_filter,
+    read_state,
+    summary_of,
+)
 from ._state import STATE_VERSION
+from ._waiting import Waiters, check_wait, wait_until_claimable
 
 __all__ = ["SQLiteCheckpointer"]
 
@@ -46,15 +71,20 @@ _ADDED = [
     ("failure", "TEXT"),
 ]
 """The summary columns, added after the columns of 0.1 (so that an upgraded table is the same)."""
+_LEASE_COLUMNS = [("lease_owner", "TEXT"), ("lease_expires", "REAL")]
+"""A resumer's lease on the run (``_leases``), added after the summary columns; both or neither."""
+_RUNS_SUMMARIES = [*_RUNS_0_1, *(name for name, _ in _ADDED)]
+"""The columns of ``toolrunner_runs`` with summaries and without leases."""
 _COLUMNS = {
-    "toolrunner_runs": [*_RUNS_0_1, *(name for name, _ in _ADDED)],
+    "toolrunner_runs": [*_RUNS_SUMMARIES, *(name for name, _ in _LEASE_COLUMNS)],
     "toolrunner_messages": ["run_id", "position", "message"],
     "toolrunner_usage": ["run_id", "position", "usage"],
 }
 _TABLES = f"""
 CREATE TABLE IF NOT EXISTS toolrunner_runs (
     run_id TEXT PRIMARY KEY, sequence INTEGER NOT NULL, version INTEGER NOT NULL,
-    state TEXT NOT NULL, updated REAL NOT NULL, {", ".join(f"{name} {kind}" for name, kind in _ADDED)}
+    state TEXT NOT NULL, updated REAL NOT NULL,
+    {", ".join(f"{name} {kind}" for name, kind in (*_ADDED, *_LEASE_COLUMNS))}
 );
 CREATE TABLE IF NOT EXISTS toolrunner_messages (
     run_id TEXT NOT NULL, position INTEGER NOT NULL, message TEXT NOT NULL, PRIMARY KEY (run_id, position)
@@ -70,6 +100,7 @@ CREATE INDEX IF NOT EXISTS toolrunner_runs_by_created ON toolrunner_runs (create
 _HEADER = b"SQLite format 3\x00"
 """The first bytes of every SQLite database file."""
 _SUMMARY_COLUMNS = ("status", "end_reason", "waiting", "turns", "cost", "failure")
+_HANDED_OVER = ", ".join(f"'{status.value}'" for status in HANDED_OVER)
 _SUMMARY_SET = ", ".join(f"{name} = ?" for name in _SUMMARY_COLUMNS)
 
 
@@ -104,13 +135,17 @@ class SQLiteCheckpointer(DecidingStore):
         self._lock = threading.Lock()  # one connection, used from worker threads one at a time
         self._connection: sqlite3.Connection | None = None
         self._commits = GroupCommit(self._write, name=f"toolrunner saves to {self.path}")
+        self._waiters = Waiters()
 
     def __repr__(self) -> str:
         return f"SQLiteCheckpointer({str(self.path)!r})"
 
     async def save(self, checkpoint: Checkpoint) -> None:
         # Encoding happens here, on the event loop's thread, so the state is read where it lives.
-        await self._commits.submit(encode(checkpoint))
+        encoded = encode(checkpoint)
+        await self._commits.submit(encoded)
+        if encoded.columns.status == RunStatus.READY.value:
+            self._waiters.wake()  # this process's resumers; other processes' look (wait_ready)
 
     async def load(self, run_id: str) -> Checkpoint | None:
         check_run_id(run_id)
@@ -164,6 +199,76 @@ class SQLiteCheckpointer(DecidingStore):
     ) -> int:
         where, parameters = prune_filter(updated_before, status, lambda moment: moment.timestamp())
         return await self._run(lambda connection: self._delete(connection, where, parameters))
+
+    # -- leases (see _leases) ---------------------------------------------------------------------
+
+    async def lease_runs(self, owner: str, *, lease: float, limit: int = 1) -> tuple[str, ...]:
+        owner, seconds, limit = check_owner(owner), check_lease(lease), check_limit(limit)
+
+        def take(connection: sqlite3.Connection) -> tuple[str, ...]:
+            now = self._now()
+            # One writer at a time: of the resumers asking at once, one takes each run.
+            connection.execute("BEGIN IMMEDIATE")
+            found = connection.execute(
+                f"SELECT run_id FROM toolrunner_runs WHERE {CLAIMABLE} ORDER BY created, run_id LIMIT ?",
+                (now, limit),
+            ).fetchall()
+            connection.executemany(
+                "UPDATE toolrunner_runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?",
+                [(owner, now + seconds, run_id) for (run_id,) in found],
+            )
+            connection.execute("COMMIT")
+            return tuple(run_id for (run_id,) in found)
+
+        return await self._run(take)
+
+    async def renew_lease(self, run_id: str, owner: str, *, lease: float) -> bool:
+        owner, seconds = check_owner(owner), check_lease(lease)
+
+        def renew(connection: sqlite3.Connection) -> bool:
+            return (
+                connection.execute(
+                    "UPDATE toolrunner_runs SET lease_expires = ? WHERE run_id = ? AND lease_owner = ?",
+                    (self._now() + seconds, run_id, owner),
+                ).rowcount
+                == 1
+            )
+
+        return await self._run(renew)
+
+    async def release_lease(self, run_id: str, owner: str) -> bool:
+        owner = check_owner(owner)
+
+        def release(connection: sqlite3.Connection) -> bool:
+            # _leases.kept_on_release: a running or ready run keeps the lease, run out now.
+            return (
+                connection.execute(
+                    f"UPDATE toolrunner_runs SET lease_expires = CASE WHEN status IN ({_HANDED_OVER}) "
+                    "THEN min(lease_expires, ?) END, lease_owner = CASE WHEN status IN "
+                    f"({_HANDED_OVER}) THEN lease_owner END WHERE run_id = ? AND lease_owner = ?",
+                    (self._now(), run_id, owner),
+                ).rowcount
+                == 1
+            )
+
+        released = await self._run(release)
+        if released:
+            self._waiters.wake()
+        return released
+
+    async def wait_ready(self, *, poll_interval: float = 1.0) -> None:
+        check_wait(poll_interval)
+
+        def look(connection: sqlite3.Connection) -> tuple[bool, float | None, float]:
+            now = self._now()
+            found = connection.execute(
+                f"SELECT 1 FROM toolrunner_runs WHERE {CLAIMABLE} LIMIT 1", (now,)
+            ).fetchone()
+            expiry = connection.execute(NEXT_EXPIRY, (now,)).fetchone()[0]
+            return found is not None, None if expiry is None else float(expiry), now
+
+        # Told by this process's saves; another process's, it finds by looking again.
+        await wait_until_claimable(lambda: self._run(look), self._waiters, poll_interval)
 
     def close(self) -> None:
         """Close the connection (the next use opens it again)."""
@@ -250,6 +355,8 @@ class SQLiteCheckpointer(DecidingStore):
                             connection.execute(statement)
                     elif schema == "0.1":
                         self._upgrade(connection)
+                    elif schema == "summaries":
+                        self._add_leases(connection)
                     connection.execute("COMMIT")
                 return
             except sqlite3.OperationalError as error:
@@ -259,7 +366,7 @@ class SQLiteCheckpointer(DecidingStore):
                     raise
                 time.sleep(0.01)
 
-    def _schema(self, connection: sqlite3.Connection) -> Literal["missing", "0.1", "current"]:
+    def _schema(self, connection: sqlite3.Connection) -> Literal["missing", "0.1", "summaries", "current"]:
         tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables & set(_COLUMNS):
             others = sorted(table for table in tables if not table.startswith("sqlite_"))
@@ -278,6 +385,8 @@ class SQLiteCheckpointer(DecidingStore):
             return "current"
         if found == {**_COLUMNS, "toolrunner_runs": _RUNS_0_1}:
             return "0.1"
+        if found == {**_COLUMNS, "toolrunner_runs": _RUNS_SUMMARIES}:
+            return "summaries"
         table, columns = next(
             (table, columns) for table, columns in found.items() if columns != _COLUMNS[table]
         )
@@ -287,32 +396,48 @@ class SQLiteCheckpointer(DecidingStore):
         )
 
     def _upgrade(self, connection: sqlite3.Connection) -> None:
-        """Add the summary columns to a 0.1 file and fill them from each run's state."""
-        for name, kind in _ADDED:
+        """Add the summary columns (and the lease columns) to a 0.1 file and fill them from each
+        run's state."""
+        for name, kind in (*_ADDED, *_LEASE_COLUMNS):
             connection.execute(f"ALTER TABLE toolrunner_runs ADD COLUMN {name} {kind}")
         runs = connection.execute("SELECT run_id, state, updated FROM toolrunner_runs").fetchall()
         for run_id, header, updated in runs:
-            messages = connection.execute(
-                "SELECT message FROM toolrunner_messages WHERE run_id = ? ORDER BY position", (run_id,)
-            ).fetchall()
-            usage = connection.execute(
-                "SELECT usage FROM toolrunner_usage WHERE run_id = ? ORDER BY position", (run_id,)
-            ).fetchall()
-            try:
-                columns = SummaryColumns.of(
-                    read_state(
-                        header, [text for (text,) in messages], [text for (text,) in usage], run_id, ""
-                    )
-                )
-            except StateError as error:  # listed as failed, with why; loading it says the same
-                failure = store_json({"type": "StateError", "message": str(error)})
-                columns = SummaryColumns("failed", None, None, 0, None, failure)
             connection.execute(
                 f"UPDATE toolrunner_runs SET created = ?, {_SUMMARY_SET} WHERE run_id = ?",
-                (updated, *_summary_values(columns), run_id),
+                (updated, *_summary_values(self._columns_of(connection, run_id, header)), run_id),
             )
         for statement in _INDEXES.split(";"):
             connection.execute(statement)
+
+    def _add_leases(self, connection: sqlite3.Connection) -> None:
+        """Add the lease columns to a file written before runs had leases, and read again the runs
+        written as running while paused: those decided since are ready."""
+        for name, kind in _LEASE_COLUMNS:
+            connection.execute(f"ALTER TABLE toolrunner_runs ADD COLUMN {name} {kind}")
+        runs = connection.execute(
+            "SELECT run_id, state FROM toolrunner_runs WHERE status = 'running' AND end_reason = 'awaiting_approval'"
+        ).fetchall()
+        for run_id, header in runs:
+            connection.execute(
+                f"UPDATE toolrunner_runs SET {_SUMMARY_SET} WHERE run_id = ?",
+                (*_summary_values(self._columns_of(connection, run_id, header)), run_id),
+            )
+
+    def _columns_of(self, connection: sqlite3.Connection, run_id: str, header: str) -> SummaryColumns:
+        """The summary columns of a run read from its rows (an upgrade's)."""
+        messages = connection.execute(
+            "SELECT message FROM toolrunner_messages WHERE run_id = ? ORDER BY position", (run_id,)
+        ).fetchall()
+        usage = connection.execute(
+            "SELECT usage FROM toolrunner_usage WHERE run_id = ? ORDER BY position", (run_id,)
+        ).fetchall()
+        try:
+            return SummaryColumns.of(
+                read_state(header, [text for (text,) in messages], [text for (text,) in usage], run_id, "")
+            )
+        except StateError as error:  # listed as failed, with why; loading it says the same
+            failure = store_json({"type": "StateError", "message": str(error)})
+            return SummaryColumns("failed", None, None, 0, None, failure)
 
     def _write(self, saves: Sequence[EncodedSave]) -> list[Exception | None]:
         """Write a batch of saves in one transaction: each save's own refusal, or the batch's failure."""

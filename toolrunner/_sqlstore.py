@@ -20,7 +20,9 @@ from typing import Any, cast
 from ._checkpoint import Checkpoint, store_json
 from ._errors import StateError
 from ._ids import check_run_id
+from ._leases import TAKEN_OVER
 from ._runs import (
+    Lease,
     RunStatus,
     RunSummary,
     SummaryColumns,
@@ -34,6 +36,8 @@ from ._runs import (
 from ._state import RunState, message_data, request_usage_data
 
 __all__ = [
+    "CLAIMABLE",
+    "NEXT_EXPIRY",
     "SUMMARY",
     "EncodedSave",
     "Listing",
@@ -47,8 +51,23 @@ __all__ = [
 LENGTHS = "stored_lengths"
 """The header's key for the lengths of the history and the usage the rows hold."""
 
-SUMMARY = "run_id, created, updated, status, end_reason, waiting, turns, cost, failure"
+SUMMARY = (
+    "run_id, created, updated, status, end_reason, waiting, turns, cost, failure, lease_owner, lease_expires"
+)
 """The columns of ``toolrunner_runs`` that make a ``RunSummary`` (``summary_of``)."""
+
+_TAKEN_OVER = ", ".join(f"'{status.value}'" for status in TAKEN_OVER)
+CLAIMABLE = (
+    f"status IN ({_TAKEN_OVER}) AND (lease_owner IS NULL OR lease_expires <= ?) "
+    f"AND (status = '{RunStatus.READY.value}' OR lease_owner IS NOT NULL)"
+)
+"""``_leases.claimable`` as a WHERE clause over a row of ``toolrunner_runs``, with the time as its
+parameter (the contract suite checks that the stores agree with the pure function)."""
+NEXT_EXPIRY = (
+    f"SELECT min(lease_expires) FROM toolrunner_runs WHERE status IN ({_TAKEN_OVER}) AND lease_owner IS NOT NULL "
+    "AND lease_expires > ?"
+)
+"""The earliest lease still to run out of a run it would make claimable (``_leases.wait_time``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,10 +178,11 @@ def read_state(
 
 
 def summary_of(row: Sequence[Any], time: Callable[[Any], datetime], where: str) -> RunSummary:
-    """A summary from the ``SUMMARY`` columns of a row; ``time`` reads the store's times. A row
-    that holds what the store does not write (changed by hand) is listed as a failed run whose
-    failure names it and ``where`` (``damaged_summary``): one such row does not stop a listing."""
-    run_id, created, updated, status, end_reason, waiting, turns, cost, failure = row
+    """A summary from the ``SUMMARY`` columns of a row (its lease's too); ``time`` reads the store's
+    times. A row that holds what the store does not write (changed by hand) is listed as a failed
+    run whose failure names it and ``where`` (``damaged_summary``): one such row does not stop a
+    listing."""
+    run_id, created, updated, status, end_reason, waiting, turns, cost, failure, owner, expires = row
     problem: str | None = None
     times: list[datetime] = []
     for name, value in (("created", created), ("updated", updated)):
@@ -174,8 +194,9 @@ def summary_of(row: Sequence[Any], time: Callable[[Any], datetime], where: str) 
     if problem is None:
         columns = SummaryColumns(status, end_reason, waiting, turns, cost, failure)
         try:
-            return columns.summary(str(run_id), times[0], times[1])
-        except ValueError as error:
+            lease = None if owner is None or expires is None else Lease(owner, time(expires))
+            return columns.summary(str(run_id), times[0], times[1], lease)
+        except (ValueError, TypeError, OverflowError, OSError) as error:
             problem = str(error)
     return damaged_summary(str(run_id), times[0], times[1], problem, where)
 

@@ -6,7 +6,8 @@ session):
 - ``GET /``: the runs that wait for a decision, newest first; ``GET /fragments/waiting`` is the
   list alone, which the page fetches again when ``GET /events`` (server-sent events) says it
   changed.
-- ``GET /runs``: finished and failed runs (or running ones, or all), with their cost and turns.
+- ``GET /runs``: finished and failed runs (or running, ready or waiting ones, or all), with their
+  cost and turns.
 - ``GET /run?id=...``: a run's conversation, its waiting calls with a form for each decision, and
   the calls decided.
 - ``POST /run/approve``, ``/run/deny``, ``/run/answer``: decide a call through the store, as the
@@ -44,7 +45,7 @@ from .._errors import (
     ToolInputError,
 )
 from .._runs import RunStatus, RunSummary, input_problems, parse_json, waiting_calls
-from .._show import call_text, plural, printable
+from .._show import call_text, going_on, plural, printable
 from .._state import CallRecord, plain_data
 from .._text import sendable_text
 from ._auth import COOKIE, Session, Sessions, origin_of, safe_next, same_origin
@@ -66,6 +67,7 @@ _TABS = [
     ("Finished", ("finished",)),
     ("Failed", ("failed",)),
     ("Running", ("running",)),
+    ("Ready", ("ready",)),
     ("Waiting", ("awaiting",)),
     ("All", ()),
 ]
@@ -341,7 +343,7 @@ class _Inbox:
                     for call in summary.waiting
                 ],
                 # A run listed here whose summary row is damaged shows why (_sqlstore.summary_of).
-                "problem": printable(_outcome(summary)) if summary.failure is not None else "",
+                "problem": printable(_outcome(summary, now)) if summary.failure is not None else "",
                 "turns": summary.turns,
                 "cost": cost(summary),
                 "updated": when(summary.updated, now),
@@ -379,7 +381,7 @@ class _Inbox:
             {
                 "run_id": summary.run_id,
                 "status": summary.status.value,
-                "outcome": printable(_outcome(summary)),
+                "outcome": printable(_outcome(summary, now)),
                 "turns": summary.turns,
                 "cost": cost(summary),
                 "updated": when(summary.updated, now),
@@ -416,7 +418,7 @@ class _Inbox:
             "cost": cost(summary) if summary.cost is not None else "cost unknown",
             "created": when(summary.created, now),
             "updated": when(summary.updated, now),
-            "outcome": printable(_outcome(summary)),
+            "outcome": printable(_outcome(summary, now)),
         }
         form = form or _Form({}, {}, {})
         return self.render(
@@ -616,16 +618,14 @@ def _runs_url(statuses: Sequence[str], cursor: str | None = None) -> str:
     return "/runs" + (f"?{urlencode(query)}" if query else "")
 
 
-def _outcome(summary: RunSummary) -> str:
+def _outcome(summary: RunSummary, now: datetime) -> str:
     if summary.failure is not None:
         return f"failed: {summary.failure.get('type')}: {summary.failure.get('message')}"
     if summary.status is RunStatus.FINISHED:
         return f"ended: {summary.end_reason}"
     if summary.status is RunStatus.AWAITING:
         return f"{plural(len(summary.waiting), 'call')} waiting"
-    if summary.end_reason == "awaiting_approval":
-        return "decided: goes on when resumed"
-    return ""
+    return going_on(summary, now)
 
 
 def _text(form: FormData, key: str) -> str:
