@@ -12,7 +12,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "toolrunner"
 DRIVERS = {"_runner", "_sync", "_resumer"}
-FRONT_ENDS = {"__init__", "_sync", "_resumer", "_cli", "_resume_command"}
+FRONT_ENDS = {"__init__", "_sync", "_resumer", "_cli", "_commands", "_resume_command"}
 
 
 def imports() -> dict[str, set[str]]:

@@ -542,8 +542,8 @@ async def test_the_command_line_says_which_waiting_runs_a_prune_keeps_and_how_to
     ]
     assert (await command("runs", "prune", "--older-than", "30d")).splitlines() == [
         "Deleted 3 runs last saved before 2025-05-16 15:06:40 UTC.",
-        "Kept 1 run that waits for a decision (awaiting), however old: a prune deletes such runs only when "
-        "--status names their status (--status awaiting).",
+        "Kept 1 run that waits for a decision or to go on after one (awaiting, ready), however old: a prune "
+        "deletes such runs only when --status names their status (--status awaiting --status ready).",
     ]
     assert json.loads(await command("runs", "prune", "--older-than", "30d", "--json"))["kept"] == 1
     assert (await command("runs", "prune", "--older-than", "30d", "--status", "awaiting")) == (
