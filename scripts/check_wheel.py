@@ -7,8 +7,9 @@ of the inbox, ``py.typed``) is missing only there. So this script (``.ci/run`` r
 
 1. builds the wheel and the sdist with ``python -m build`` into a temporary directory, and checks
    that the wheel holds every file under ``toolrunner/`` that git tracks (the templates, the static
-   files and ``py.typed`` as well as the modules) and the licence, and that the sdist holds them and
-   the files a rebuild needs;
+   files and ``py.typed`` as well as the modules) and the licence, with this tree's version and
+   the licence in its metadata, and that the sdist holds them, the changelog and the files a
+   rebuild needs;
 2. makes a new venv and installs the wheel into it, not editable, with every extra
    (``[server,mcp,otel,temporal,postgres,inbox]``) and Temporal's test server;
 3. from a directory outside the repository, so that the source tree cannot be imported, runs
@@ -114,7 +115,11 @@ def check_archives(wheel: Path, sdist: Path) -> None:
         raise CheckFailed(f"git lists no templates under toolrunner/ in {ROOT}; run this from a clone.")
     with zipfile.ZipFile(wheel) as archive:
         in_wheel = set(archive.namelist())
+        [metadata] = [name for name in in_wheel if re.fullmatch(r"[^/]+\.dist-info/METADATA", name)]
+        check_metadata(archive.read(metadata).decode())
     missing = [name for name in package if name not in in_wheel]
+    if not any(re.fullmatch(r"[^/]+\.dist-info/licenses/LICENSE", name) for name in in_wheel):
+        missing.append("*.dist-info/licenses/LICENSE")
     if missing:
         raise CheckFailed(
             f"the wheel {wheel.name} lacks {missing!r}; add them to [tool.setuptools.package-data] in "
@@ -123,13 +128,32 @@ def check_archives(wheel: Path, sdist: Path) -> None:
     with tarfile.open(sdist) as archive:
         top = sdist.name.removesuffix(".tar.gz")
         in_sdist = {name.removeprefix(f"{top}/") for name in archive.getnames()}
-    needed = [*package, "pyproject.toml", "README.md"]
+    needed = [*package, "pyproject.toml", "README.md", "LICENSE", "CHANGELOG.md"]
     missing = [name for name in needed if name not in in_sdist]
     if missing:
         raise CheckFailed(
             f"the sdist {sdist.name} lacks {missing!r}; add them to [tool.setuptools.package-data] "
             "(or license-files) in pyproject.toml."
         )
+
+
+def check_metadata(metadata: str) -> None:
+    """The wheel's METADATA: this tree's version, the licence as an SPDX expression with its file,
+    and the project's URLs."""
+    source = (ROOT / "toolrunner" / "__init__.py").read_text(encoding="utf-8")
+    [version] = re.findall(r'^__version__ = "([^"]+)"$', source, flags=re.MULTILINE)
+    expected = [
+        f"Version: {version}",
+        "License-Expression: MIT",
+        "License-File: LICENSE",
+        "Project-URL: Repository, ",
+        "Project-URL: Documentation, ",
+        "Classifier: Typing :: Typed",
+    ]
+    lines = metadata.splitlines()
+    missing = [line for line in expected if not any(given.startswith(line) for given in lines)]
+    if missing:
+        raise CheckFailed(f"the wheel's METADATA lacks {missing!r}; see [project] in pyproject.toml.")
 
 
 def install(wheel: Path, work: Path) -> Path:

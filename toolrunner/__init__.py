@@ -98,6 +98,9 @@ from ._usage import (
     find_price as find_price,
 )
 
+__version__ = "0.2.0"
+"""The version of this toolrunner (``pyproject.toml`` reads it from here; CHANGELOG.md says what changed)."""
+
 __all__ = [
     "DEFAULT_ADAPTER",
     "DEFAULT_PRICES",
@@ -171,6 +174,7 @@ __all__ = [
     "UnansweredToolUseError",
     "Usage",
     "UsageTracker",
+    "__version__",
     "decisions_since",
     "find_price",
     "from_openai",
