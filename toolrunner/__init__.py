@@ -47,7 +47,7 @@ from ._history import (
 )
 from ._lifecycle import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step
 from ._memory import MemoryCheckpointer as MemoryCheckpointer
-from ._options import RunnerOptions as RunnerOptions
+from ._options import RequestParams as RequestParams, RunnerOptions as RunnerOptions
 from ._postgres import PostgresCheckpointer as PostgresCheckpointer
 from ._results import (
     DEFAULT_ADAPTER as DEFAULT_ADAPTER,
@@ -139,6 +139,7 @@ __all__ = [
     "Price",
     "Reply",
     "ReplyStream",
+    "RequestParams",
     "RequestUsage",
     "ResultTooLargeError",
     "RunPage",
