@@ -16,6 +16,8 @@ import pytest
 from anthropic import NotGiven, Omit
 from anthropic.resources.beta.messages import AsyncMessages as BetaMessages
 from anthropic.resources.messages import AsyncMessages as Messages
+from anthropic.types import MessageParam
+from typing_extensions import is_typeddict
 
 from toolrunner import RequestParams, RunnerOptions
 from toolrunner._options import ResumeArguments, RunnerArguments, TransportParams
@@ -65,6 +67,8 @@ def covers(ours: Any, theirs: Any) -> bool:
 def _wider(one: Any, wanted: Any) -> bool:
     if one == wanted:
         return True
+    if is_typeddict(wanted) and get_origin(one) is collections.abc.Mapping and get_args(one) == (str, Any):
+        return True  # any mapping takes a TypedDict
     origin, wanted_origin = get_origin(one), get_origin(wanted)
     if origin is None or wanted_origin is None:
         return False
@@ -107,6 +111,12 @@ def test_the_covering_check_tells_a_narrower_type() -> None:
     assert not covers(list[str], collections.abc.Sequence[str])
     assert covers(object, int | None)
     assert covers(collections.abc.Mapping[str, int | str], typing.Mapping[str, int])
+    assert covers(
+        collections.abc.Iterable[collections.abc.Mapping[str, Any]], collections.abc.Iterable[MessageParam]
+    )
+    assert not covers(
+        collections.abc.Iterable[collections.abc.Mapping[str, int]], collections.abc.Iterable[MessageParam]
+    )
 
 
 def test_the_required_params_and_the_transport_params_are_the_runners() -> None:

@@ -34,7 +34,6 @@ from anthropic.types import (
     CacheControlEphemeralParam,
     DiagnosticsParam,
     Message,
-    MessageParam,
     MetadataParam,
     ModelParam,
     OutputConfigParam,
@@ -49,7 +48,6 @@ from anthropic.types.beta import (
     BetaDiagnosticsParam,
     BetaFallbacksParam,
     BetaMessage,
-    BetaMessageParam,
     BetaMetadataParam,
     BetaOutputConfigParam,
     BetaRequestMCPServerURLDefinitionParam,
@@ -167,10 +165,12 @@ class _RunParams(TypedDict):
 
     model: ModelParam
     max_tokens: int
-    messages: Iterable[MessageParam | BetaMessageParam | Message | BetaMessage | Mapping[str, Any]]
-    """The history: message params, or the SDK's ``Message`` objects. Any mapping type-checks, as in
-    ``push_messages()``, since a history is often data read back (JSON): the runner checks each
-    message when it is made (``HistoryError``)."""
+    messages: Iterable[Mapping[str, Any] | Message | BetaMessage]
+    """The history: message params (``MessageParam``, ``BetaMessageParam``: any mapping, as in
+    ``push_messages()``, since a history is often data read back from JSON; the runner checks each
+    message when it is made, ``HistoryError``), or the SDK's ``Message`` objects. Not the union of
+    the SDK's TypedDicts: a mapping takes them all, and pyright spends seconds matching a list of
+    dicts against each of their content blocks, at every call."""
 
 
 class RequestParams(_RunParams, TransportParams, total=False):
