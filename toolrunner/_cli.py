@@ -201,16 +201,16 @@ async def _show(context: _Context) -> None:
     waiting = waiting_lines(state, full=arguments.full)
     if waiting:
         secret = bool(arguments.store) and _holds_password(arguments.store)
-        store = [] if not arguments.store or secret else _option("--store", arguments.store)
+        given = [] if not arguments.store or secret else _option("--store", arguments.store)
         call = [summary.run_id, waiting_calls(state)[0].id]
         context.print(
             "",
             "Waiting for a decision:",
             *waiting,
             "",
-            "Decide with: " + _command("approve", call, store),
-            "         or: " + _command("deny", call, [*_option("--reason", "the reason"), *store]),
-            "         or: " + _command("answer", [*call, "the result"], store),
+            "Decide with: " + _command("approve", call, given),
+            "         or: " + _command("deny", call, [*_option("--reason", "the reason"), *given]),
+            "         or: " + _command("answer", [*call, "the result"], given),
         )
         if secret:
             context.print(

@@ -416,9 +416,8 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         return await ask(callback, effect.call)
 
     async def _do_run_calls(self, effect: RunCalls) -> None:
-        state = lambda: self._core.state  # noqa: E731
         await self._running.run(
-            effect.calls, lambda call: state().result_of(call) is not None, self._run_call
+            effect.calls, lambda call: self._core.state.result_of(call) is not None, self._run_call
         )
 
     async def _run_call(self, call: ToolCall, *, early: bool = False) -> None:

@@ -322,6 +322,7 @@ def _refuse_eager_streams(stream: bool, options: Mapping[str, object]) -> None:
 
 def _refuse_inside_an_event_loop() -> None:
     """A blocking runner would stall the event loop it is called from (and every task on it)."""
+    inside: str | None
     try:
         asyncio.get_running_loop()
         inside = "asyncio"
