@@ -22,6 +22,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import anthropic
@@ -162,7 +163,7 @@ async def resume(directory: Path) -> None:
             client, checkpointer=store, run_id=RUN_ID, tools=make_tools(directory), on_event=show_call
         )
         for record in runner.state.calls.values():  # the journal of the turn the crash cut short
-            result = record.result or {}
+            result: Mapping[str, object] = record.result or {}
             content = result.get("content")
             text = content if isinstance(content, str) else str(content)
             if result.get("is_error"):

@@ -25,7 +25,7 @@ import anthropic
 import anyio
 
 from toolrunner import AwaitingApprovalError, RunStore, SQLiteCheckpointer, ToolRunner, tool
-from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
+from toolrunner.testing import FakeMessagesAPI, ScriptEntry, text_reply, tool_call, tool_reply
 
 HERE = Path(__file__).resolve().parent
 RESUME = [sys.executable, "-m", "toolrunner", "resume"]
@@ -42,10 +42,10 @@ def refund(order: str, amount: int) -> str:
     return f"Refunded {amount} EUR for order {order}."
 
 
-def client(*replies: object) -> anthropic.AsyncAnthropic:
+def client(*replies: ScriptEntry) -> anthropic.AsyncAnthropic:
     if os.environ.get("ANTHROPIC_API_KEY"):
         return anthropic.AsyncAnthropic()
-    return FakeMessagesAPI(list(replies)).async_client()  # pyright: ignore[reportArgumentType]
+    return FakeMessagesAPI(list(replies)).async_client()
 
 
 async def resume_run(run_id: str, store: RunStore) -> ToolRunner:

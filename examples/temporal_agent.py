@@ -20,14 +20,14 @@ import tempfile
 import uuid
 from contextlib import AsyncExitStack
 from datetime import timedelta
-from typing import cast
+from typing import Any, cast
 
 import anthropic
 from temporalio.api.history.v1 import History
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from toolrunner import Phase, RunnerEvent, ToolCallFinished, ToolCallStarted, tool
+from toolrunner import Phase, RunnerEvent, Tool, ToolCallFinished, ToolCallStarted, tool
 from toolrunner.temporal import FilePayloadStore, RunHandle, create_worker, start_run, start_test_environment
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
@@ -55,7 +55,7 @@ async def refund(order: str, amount: int) -> str:
     return f"Refunded {amount} EUR for order {order}."
 
 
-TOOLS = [order_history, refund]
+TOOLS: list[Tool[..., Any]] = [order_history, refund]
 
 
 def anthropic_client() -> anthropic.AsyncAnthropic:

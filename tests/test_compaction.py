@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 import pytest
+from anthropic.types.beta import BetaContextManagementConfigParam
 from hypothesis import given, strategies as st
 
 from tests.helpers import MODEL, USER, plain, results_of, roles
@@ -242,7 +243,7 @@ async def test_a_compaction_that_gives_no_summary_keeps_the_history(caplog: pyte
 async def test_compaction_cannot_be_a_param_nor_meet_a_compaction_edit() -> None:
     client = FakeMessagesAPI().async_client()
     with pytest.raises(ParamsError, match="'compaction' cannot be a param of a runner"):
-        ToolRunner(client, model=MODEL, max_tokens=10, messages=[USER], compaction={"type": "summarize"})
+        ToolRunner(client, model=MODEL, max_tokens=10, messages=[USER], compaction={"type": "summarize"})  # pyright: ignore[reportCallIssue] - refused as a type too
     runner = ToolRunner(
         client,
         model=MODEL,
@@ -259,7 +260,9 @@ async def test_a_reply_paused_after_server_side_compaction_is_sent_back_to_go_on
         [{"type": "compaction", "content": "Earlier: the user said hello."}], stop_reason="compaction"
     )
     fake = FakeMessagesAPI([paused, text_reply("Done.")])
-    edits = {"edits": [{"type": "compact_20260112", "pause_after_compaction": True}]}
+    edits: BetaContextManagementConfigParam = {
+        "edits": [{"type": "compact_20260112", "pause_after_compaction": True}]
+    }
     runner = ToolRunner(
         fake.async_client(),
         model=MODEL,

@@ -312,7 +312,11 @@ async def test_resume_needs_every_tool_of_the_run_and_takes_no_request_params() 
         )
     with pytest.raises(ParamsError, match=r"request params from the saved run.*\['model'\]"):
         await ToolRunner.resume(
-            fake.async_client(), checkpointer=store, run_id="r", tools=[look, read], model=MODEL
+            fake.async_client(),
+            checkpointer=store,
+            run_id="r",
+            tools=[look, read],
+            model=MODEL,  # pyright: ignore[reportCallIssue] - refused as a type too
         )
     with pytest.raises(CheckpointError, match="no saved run named 'nope'"):
         await ToolRunner.resume(fake.async_client(), checkpointer=store, run_id="nope", tools=[look, read])

@@ -134,4 +134,4 @@ def test_output_format_is_refused_with_the_reason_and_what_to_pass_instead() -> 
     with pytest.raises(
         ParamsError, match=r"output_format is an option of the SDK's parse\(\).*output_config="
     ):
-        SyncToolRunner(script().client(), model=MODEL, max_tokens=100, messages=[USER], output_format=Answer)
+        SyncToolRunner(script().client(), model=MODEL, max_tokens=100, messages=[USER], output_format=Answer)  # pyright: ignore[reportCallIssue] - refused as a type too

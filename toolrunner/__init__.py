@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
     )
     from ._lifecycle import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step
     from ._memory import MemoryCheckpointer as MemoryCheckpointer
-    from ._options import RunnerOptions as RunnerOptions
+    from ._options import RequestParams as RequestParams, RunnerOptions as RunnerOptions
     from ._postgres import PostgresCheckpointer as PostgresCheckpointer
     from ._results import (
         DEFAULT_ADAPTER as DEFAULT_ADAPTER,
@@ -109,6 +109,9 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         find_price as find_price,
     )
 
+__version__ = "0.2.0"
+"""The version of this toolrunner (``pyproject.toml`` reads it from here; CHANGELOG.md says what changed)."""
+
 __all__ = [
     "DEFAULT_ADAPTER",
     "DEFAULT_PRICES",
@@ -150,6 +153,7 @@ __all__ = [
     "Price",
     "Reply",
     "ReplyStream",
+    "RequestParams",
     "RequestUsage",
     "ResultTooLargeError",
     "Resumer",
@@ -187,6 +191,7 @@ __all__ = [
     "UnansweredToolUseError",
     "Usage",
     "UsageTracker",
+    "__version__",
     "decisions_since",
     "find_price",
     "from_openai",
@@ -249,7 +254,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "_lifecycle": ("STOP_REASON_STEPS", "Step"),
     "_memory": ("MemoryCheckpointer",),
-    "_options": ("RunnerOptions",),
+    "_options": ("RequestParams", "RunnerOptions"),
     "_postgres": ("PostgresCheckpointer",),
     "_results": (
         "DEFAULT_ADAPTER",

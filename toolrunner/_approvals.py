@@ -27,7 +27,7 @@ from ._core import failed_reason
 from ._effects import Gated
 from ._errors import ApprovalError, ToolError, describe
 from ._execution import log_handled
-from ._results import ToolResultAdapter, tool_result_block
+from ._results import ToolResultAdapter, ToolResultContent, tool_result_block
 from ._toolsets import RunnableTool
 from ._types import ToolCall
 
@@ -152,6 +152,7 @@ def answer_block(
             still waits.
     """
     check_is_error(tool_use_id, is_error)
+    content: ToolResultContent | None
     try:
         if isinstance(result, ToolError):
             content, is_error = adapter.error_content(result), True

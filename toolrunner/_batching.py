@@ -90,8 +90,8 @@ class GroupCommit(Generic[T]):
             errors = [error] * len(batch)
             raise
         finally:
-            for ticket, error in zip(batch, errors, strict=True):
-                ticket.done, ticket.error = True, error
+            for ticket, failure in zip(batch, errors, strict=True):
+                ticket.done, ticket.error = True, failure
                 ticket.woken.set()
             if queue.waiting:
                 queue.waiting[0].woken.set()  # it writes what queued meanwhile

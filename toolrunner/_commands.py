@@ -137,16 +137,16 @@ async def _show(context: _Context) -> None:
     waiting = waiting_lines(state, full=arguments.full)
     if waiting:
         secret = bool(arguments.store) and holds_secret(arguments.store)
-        store = [] if not arguments.store or secret else _option("--store", arguments.store)
+        given = [] if not arguments.store or secret else _option("--store", arguments.store)
         call = [summary.run_id, waiting_calls(state)[0].id]
         context.print(
             "",
             "Waiting for a decision:",
             *waiting,
             "",
-            "Decide with: " + _command("approve", call, store),
-            "         or: " + _command("deny", call, [*_option("--reason", "the reason"), *store]),
-            "         or: " + _command("answer", [*call, "the result"], store),
+            "Decide with: " + _command("approve", call, given),
+            "         or: " + _command("deny", call, [*_option("--reason", "the reason"), *given]),
+            "         or: " + _command("answer", [*call, "the result"], given),
         )
         if secret:
             context.print(
@@ -351,14 +351,14 @@ async def _prune(context: _Context) -> None:
             context.print(runs_table(spared, context.now))
         return
     count = await store.prune_runs(updated_before=before, status=statuses)
-    spared = len(await _all_runs(store, kept, before)) if kept else 0
+    left = len(await _all_runs(store, kept, before)) if kept else 0
     if arguments.json:
-        context.json({"deleted": count, "kept": spared, "updated_before": before.isoformat()})
+        context.json({"deleted": count, "kept": left, "updated_before": before.isoformat()})
         return
     kinds = "" if statuses is None else f" ({', '.join(statuses)})"
     context.print(f"Deleted {plural(count, 'run')}{kinds} last saved before {moment(before)} UTC.")
-    if spared:
-        context.print(_kept_line(spared, kept, "Kept"))
+    if left:
+        context.print(_kept_line(left, kept, "Kept"))
 
 
 def _kept_line(count: int, kept: list[str], verb: str) -> str:

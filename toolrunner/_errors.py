@@ -26,7 +26,10 @@ subclasses) and reach the caller unchanged.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._types import ToolCall
 
 __all__ = [
     "ApprovalError",
@@ -118,9 +121,9 @@ class AwaitingApprovalError(ApprovalError):
         calls: The calls that wait (``ToolCall``), in tool_use order.
     """
 
-    def __init__(self, message: str, calls: Iterable[Any] = ()) -> None:
+    def __init__(self, message: str, calls: Iterable[ToolCall] = ()) -> None:
         super().__init__(message)
-        self.calls: list[Any] = list(calls)
+        self.calls: list[ToolCall] = list(calls)
 
 
 class CheckpointError(ToolRunnerError):

@@ -25,7 +25,6 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, NoReturn
 
 import anyio
@@ -35,7 +34,7 @@ from anthropic.types import ToolResultBlockParam
 
 from ._errors import ToolError, ToolInputError, describe
 from ._log import WARNING, log
-from ._results import ResultTooLargeError, ToolResultAdapter, tool_result_block
+from ._results import ResultTooLargeError, ToolResultAdapter, ToolResultContent, tool_result_block
 from ._tools import ToolContext
 from ._toolsets import RunnableTool
 from ._tracing import TracedCall, tool_failed, untraced
@@ -317,11 +316,11 @@ async def _convert(
     tool_use_id: str, value: object, adapter: ToolResultAdapter, *, is_error: bool = False
 ) -> ResultBlock:
     """Turn a tool's value (or a ToolError) into a tool_result block; file I/O runs in a thread."""
-    convert = adapter.error_content if isinstance(value, ToolError) else adapter.to_content
-    if adapter.needs_thread(value):
-        content = await anyio.to_thread.run_sync(partial(convert, value))  # pyright: ignore[reportArgumentType]
-    else:
-        content = convert(value)  # pyright: ignore[reportArgumentType]
+
+    def convert() -> ToolResultContent | None:
+        return adapter.error_content(value) if isinstance(value, ToolError) else adapter.to_content(value)
+
+    content = await anyio.to_thread.run_sync(convert) if adapter.needs_thread(value) else convert()
     return tool_result_block(tool_use_id, content, is_error=is_error)
 
 

@@ -34,8 +34,9 @@ from mcp.types import (
     TextResourceContents,
 )
 
+from ._blocks import IMAGE_MEDIA_TYPES
 from ._errors import ToolError
-from ._results import IMAGE_MEDIA_TYPES, ContentBlock
+from ._results import ContentBlock
 
 __all__ = ["content_block", "result_value"]
 

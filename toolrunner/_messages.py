@@ -46,7 +46,7 @@ def field(item: object, name: str) -> Any:
     """Read ``name`` from a dict or from an SDK model; ``None`` when absent."""
     # The exact type first: nearly every item is a plain dict, and an ABC check costs more.
     if type(item) is dict or isinstance(item, Mapping):
-        return item.get(name)  # type: ignore[union-attr]
+        return cast("Mapping[str, Any]", item).get(name)
     return getattr(item, name, None)
 
 

@@ -1,20 +1,26 @@
-"""The runner's options, defined once for ``ToolRunner`` and ``SyncToolRunner``.
+"""What a runner is given, defined once for ``ToolRunner`` and ``SyncToolRunner``: its options and
+the request params.
 
-``RunnerOptions`` is the typed form (``**options: Unpack[RunnerOptions]`` in both signatures); the
-keyword arguments it does not name are request params (``model``, ``max_tokens``, ``messages``,
-``system``, ...). ``read_options`` checks the options and splits them from the params. The options
-are configuration, kept apart from the run's state: they hold code (tools, callbacks, adapters)
-and are given again when a saved run is resumed.
+``RunnerOptions`` names the options; ``RequestParams`` the request params (``model``,
+``max_tokens``, ``messages``, ``system``, ...), typed with the SDK's own param types.
+``RunnerArguments`` (both, for a new run) and ``ResumeArguments`` (the options and the transport
+params, for a resumed one) are the signatures' ``**options``: checkers then read every keyword, and
+refuse a misspelt one, as the runner does at run time. ``read_options`` checks the options and splits
+them from the params; the params are checked against the SDK's signatures (``_params``), so a param
+a newer SDK adds passes at run time before it is typed here (tests/test_options_types.py keeps the
+two lists equal). The options are configuration, kept apart from the run's state: they hold code
+(tools, callbacks, adapters) and are given again when a saved run is resumed.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, cast
 
+from anthropic import NotGiven, Omit, Timeout
 from anthropic.lib.tools import (
     BetaAsyncBuiltinFunctionTool,
     BetaAsyncFunctionTool,
@@ -23,6 +29,34 @@ from anthropic.lib.tools import (
     BetaFunctionTool,
     BetaRunnableToolset,
 )
+from anthropic.types import (
+    AnthropicBetaParam,
+    CacheControlEphemeralParam,
+    DiagnosticsParam,
+    Message,
+    MetadataParam,
+    ModelParam,
+    OutputConfigParam,
+    TextBlockParam,
+    ThinkingConfigParam,
+    ToolChoiceParam,
+)
+from anthropic.types.beta import (
+    BetaBillingPolicyParam,
+    BetaCacheControlEphemeralParam,
+    BetaContextManagementConfigParam,
+    BetaDiagnosticsParam,
+    BetaFallbacksParam,
+    BetaMessage,
+    BetaMetadataParam,
+    BetaOutputConfigParam,
+    BetaRequestMCPServerURLDefinitionParam,
+    BetaTextBlockParam,
+    BetaThinkingConfigParam,
+    BetaToolChoiceParam,
+)
+from anthropic.types.beta.message_create_params import Container as BetaContainer, FallbackCreditToken
+from anthropic.types.message_create_params_container_param import MessageCreateParamsContainerParam
 from typing_extensions import TypedDict
 
 from ._approvals import ApproveCallback
@@ -39,7 +73,16 @@ from ._toolsets import RunnableTool, Toolset
 from ._tracing import Tracing
 from ._usage import DEFAULT_PRICES, Price, find_price
 
-__all__ = ["Options", "RunnerOptions", "ToolLike", "read_options"]
+__all__ = [
+    "Options",
+    "RequestParams",
+    "ResumeArguments",
+    "RunnerArguments",
+    "RunnerOptions",
+    "ToolLike",
+    "TransportParams",
+    "read_options",
+]
 
 ToolLike = (
     Tool
@@ -58,8 +101,9 @@ ToolLike = (
 and the SDK's tools and toolsets."""
 
 
-class RunnerOptions(TypedDict, total=False, extra_items=Any):
-    """The options of ``ToolRunner`` and ``SyncToolRunner``; every other keyword is a request param."""
+class RunnerOptions(TypedDict, total=False):
+    """The options of ``ToolRunner`` and ``SyncToolRunner``; every other keyword is a request param
+    (``RequestParams``)."""
 
     tools: Iterable[ToolLike]
     """Tools made with ``@tool``, plain functions (made into tools), or raw tool definitions
@@ -105,6 +149,69 @@ class RunnerOptions(TypedDict, total=False, extra_items=Any):
     thread: Literal[False] | None
     """The SDK runner's option: toolrunner always sends the whole history, which is what
     ``thread=False`` asks; server-held threads are not supported."""
+
+
+class TransportParams(TypedDict, total=False):
+    """The request params that say how to send, not what: never saved, given again on resume
+    (``_params.TRANSPORT``)."""
+
+    extra_headers: Mapping[str, str | Omit] | None
+    extra_query: Mapping[str, object] | None
+    timeout: float | Timeout | NotGiven | None
+
+
+class _RunParams(TypedDict):
+    """The request params every new run needs."""
+
+    model: ModelParam
+    max_tokens: int
+    messages: Iterable[Mapping[str, Any] | Message | BetaMessage]
+    """The history: message params (``MessageParam``, ``BetaMessageParam``: any mapping, as in
+    ``push_messages()``, since a history is often data read back from JSON; the runner checks each
+    message when it is made, ``HistoryError``), or the SDK's ``Message`` objects. Not the union of
+    the SDK's TypedDicts: a mapping takes them all, and pyright spends seconds matching a list of
+    dicts against each of their content blocks, at every call."""
+
+
+class RequestParams(_RunParams, TransportParams, total=False):
+    """The request params a runner takes: those of ``client.messages.create`` and of
+    ``client.beta.messages.create`` (which a beta-only param, or ``betas``, sends through), with the
+    SDK's own types (of either endpoint, where they differ). ``stream`` is the runner's own keyword,
+    ``tools`` and ``thread`` are options (``RunnerOptions``), and ``compaction`` is refused (use
+    ``compact_before_next_turn()``)."""
+
+    system: str | Iterable[TextBlockParam | BetaTextBlockParam]
+    cache_control: CacheControlEphemeralParam | BetaCacheControlEphemeralParam | None
+    container: MessageCreateParamsContainerParam | BetaContainer | None
+    diagnostics: DiagnosticsParam | BetaDiagnosticsParam | None
+    inference_geo: str | None
+    metadata: MetadataParam | BetaMetadataParam
+    output_config: OutputConfigParam | BetaOutputConfigParam
+    service_tier: Literal["auto", "standard_only"]
+    speed: Literal["standard", "fast"] | None
+    stop_sequences: Sequence[str]
+    thinking: ThinkingConfigParam | BetaThinkingConfigParam
+    tool_choice: ToolChoiceParam | BetaToolChoiceParam
+    user_profile_id: str
+    workspace_id: str
+    extra_body: object
+    # Only client.beta.messages.create takes these.
+    betas: Sequence[AnthropicBetaParam]
+    billing_policy: BetaBillingPolicyParam | None
+    context_management: BetaContextManagementConfigParam | None
+    fallback_credit_token: FallbackCreditToken | None
+    fallbacks: BetaFallbacksParam | None
+    mcp_servers: Iterable[BetaRequestMCPServerURLDefinitionParam]
+
+
+class RunnerArguments(RequestParams, RunnerOptions, total=False):
+    """The keywords of ``ToolRunner(...)`` and ``SyncToolRunner(...)`` besides ``stream``: the
+    request params and the options."""
+
+
+class ResumeArguments(TransportParams, RunnerOptions, total=False):
+    """The keywords of ``resume(...)`` besides ``stream``: the options and the transport params (the
+    other params come from the saved run)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -218,10 +218,10 @@ class _Indexer:
             self.saved.append(f"toolset:{tool.toolset_name}")
             self._add_runnable(tool, entry)
         else:
-            tool = runnable_of(entry)
-            self.tools.append(tool if isinstance(tool, Tool) else entry)
-            self.saved.append(tool.name)
-            self._add_runnable(cast(RunnableTool, tool), entry)
+            runnable = runnable_of(entry)
+            self.tools.append(runnable if isinstance(runnable, Tool) else entry)
+            self.saved.append(runnable.name)
+            self._add_runnable(cast(RunnableTool, runnable), entry)
 
     def _add_runnable(self, tool: RunnableTool, source: object, *, toolset: Toolset | None = None) -> None:
         family = getattr(tool, "toolset_name", None)

@@ -58,7 +58,7 @@ from ._events import RunnerEvent
 from ._execution import ExecutionOptions, execute
 from ._extensions import RunnerExtensions
 from ._lifecycle import request_params, resumed
-from ._options import RunnerOptions, read_options
+from ._options import ResumeArguments, RunnerArguments, read_options
 from ._params import TRANSPORT, ToolIndex, resolve_tools
 from ._requests import Client, send_request
 from ._state import CallRecord, RunState
@@ -93,7 +93,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         client: Client,
         *,
         stream: Literal[False] = False,
-        **options: Unpack[RunnerOptions],
+        **options: Unpack[RunnerArguments],
     ) -> None: ...
     @overload
     def __init__(
@@ -101,9 +101,9 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         client: anthropic.AsyncAnthropic,
         *,
         stream: Literal[True],
-        **options: Unpack[RunnerOptions],
+        **options: Unpack[RunnerArguments],
     ) -> None: ...
-    def __init__(self, client: Client, *, stream: bool = False, **options: Unpack[RunnerOptions]) -> None:
+    def __init__(self, client: Client, *, stream: bool = False, **options: Unpack[RunnerArguments]) -> None:
         params = self._configure(client, stream, options)
         self._install({**params, "tools": self._options.tools}, steer=False)
         self._core.set(self._core.state.replace(run_id=self._options.run_id))
@@ -111,16 +111,16 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
     @overload
     @classmethod
     async def resume(
-        cls, client: Client, *, stream: Literal[False] = False, **options: Unpack[RunnerOptions]
+        cls, client: Client, *, stream: Literal[False] = False, **options: Unpack[ResumeArguments]
     ) -> ToolRunner[Reply]: ...
     @overload
     @classmethod
     async def resume(
-        cls, client: anthropic.AsyncAnthropic, *, stream: Literal[True], **options: Unpack[RunnerOptions]
+        cls, client: anthropic.AsyncAnthropic, *, stream: Literal[True], **options: Unpack[ResumeArguments]
     ) -> ToolRunner[ReplyStream]: ...
     @classmethod
     async def resume(
-        cls, client: Client, *, stream: bool = False, **options: Unpack[RunnerOptions]
+        cls, client: Client, *, stream: bool = False, **options: Unpack[ResumeArguments]
     ) -> ToolRunner[Any]:
         """Go on with a saved run: ``await ToolRunner.resume(client, run_id=..., checkpointer=..., tools=[...])``.
 
@@ -416,9 +416,8 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         return await ask(callback, effect.call)
 
     async def _do_run_calls(self, effect: RunCalls) -> None:
-        state = lambda: self._core.state  # noqa: E731
         await self._running.run(
-            effect.calls, lambda call: state().result_of(call) is not None, self._run_call
+            effect.calls, lambda call: self._core.state.result_of(call) is not None, self._run_call
         )
 
     async def _run_call(self, call: ToolCall, *, early: bool = False) -> None:

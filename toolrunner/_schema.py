@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterator, Mapping
-from typing import Annotated, Any, get_origin
+from typing import Annotated, Any, cast, get_origin
 
 import pydantic
 from pydantic import BaseModel, ConfigDict
@@ -100,7 +100,9 @@ def signature_model(
         if parameter.name in arg_docs and not any(f.description for f in user_fields):
             ours = pydantic.Field(alias=alias, description=arg_docs[parameter.name])
         field = f"p{index}"
-        annotation = Annotated[parameter.annotation, ours]
+        annotation = cast(Any, Annotated)[
+            parameter.annotation, ours
+        ]  # a run-time type, which mypy cannot read
         if parameter.default is parameter.empty:
             definitions[field] = annotation  # required, unless a Field in Annotated gives a default
             always.add(field)

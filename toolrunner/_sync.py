@@ -23,7 +23,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from typing_extensions import TypeVar, Unpack
 
 from ._errors import ParamsError, ToolRunnerError
-from ._options import RunnerOptions
+from ._options import ResumeArguments, RunnerArguments
 from ._runner import ToolRunner
 from ._state import RunState
 from ._types import EndReason, Reply, ToolCall, ToolResultMessage
@@ -58,7 +58,7 @@ class SyncToolRunner(Generic[SyncItemT]):
         client: anthropic.Anthropic,
         *,
         stream: Literal[False] = False,
-        **options: Unpack[RunnerOptions],
+        **options: Unpack[RunnerArguments],
     ) -> None: ...
     @overload
     def __init__(
@@ -66,10 +66,10 @@ class SyncToolRunner(Generic[SyncItemT]):
         client: anthropic.Anthropic,
         *,
         stream: Literal[True],
-        **options: Unpack[RunnerOptions],
+        **options: Unpack[RunnerArguments],
     ) -> None: ...
     def __init__(
-        self, client: anthropic.Anthropic, *, stream: bool = False, **options: Unpack[RunnerOptions]
+        self, client: anthropic.Anthropic, *, stream: bool = False, **options: Unpack[RunnerArguments]
     ) -> None:
         if not isinstance(client, anthropic.Anthropic):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ParamsError(
@@ -86,16 +86,20 @@ class SyncToolRunner(Generic[SyncItemT]):
     @overload
     @classmethod
     def resume(
-        cls, client: anthropic.Anthropic, *, stream: Literal[False] = False, **options: Unpack[RunnerOptions]
+        cls,
+        client: anthropic.Anthropic,
+        *,
+        stream: Literal[False] = False,
+        **options: Unpack[ResumeArguments],
     ) -> SyncToolRunner[Reply]: ...
     @overload
     @classmethod
     def resume(
-        cls, client: anthropic.Anthropic, *, stream: Literal[True], **options: Unpack[RunnerOptions]
+        cls, client: anthropic.Anthropic, *, stream: Literal[True], **options: Unpack[ResumeArguments]
     ) -> SyncToolRunner[SyncReplyStream]: ...
     @classmethod
     def resume(
-        cls, client: anthropic.Anthropic, *, stream: bool = False, **options: Unpack[RunnerOptions]
+        cls, client: anthropic.Anthropic, *, stream: bool = False, **options: Unpack[ResumeArguments]
     ) -> SyncToolRunner[Any]:
         """Go on with a saved run (see ``ToolRunner.resume``): ``SyncToolRunner.resume(client,
         run_id=..., checkpointer=..., tools=[...])``; with ``stream=True`` it yields the SDK's sync
@@ -318,6 +322,7 @@ def _refuse_eager_streams(stream: bool, options: Mapping[str, object]) -> None:
 
 def _refuse_inside_an_event_loop() -> None:
     """A blocking runner would stall the event loop it is called from (and every task on it)."""
+    inside: str | None
     try:
         asyncio.get_running_loop()
         inside = "asyncio"

@@ -117,7 +117,7 @@ class Tool(Generic[P, R]):
         definition: Mapping[str, Any] | None = None,
     ) -> None:
         if isinstance(function, Tool):
-            function = function.function  # type: ignore[assignment]  # re-decorating: start from the source
+            function = function.function  # re-decorating: start from the source
         if not callable(function):
             raise ToolDefinitionError(
                 f"{function!r} is not callable; @tool needs a function, a functools.partial or an object "
@@ -230,7 +230,7 @@ class Tool(Generic[P, R]):
 
     def _input_object(self, raw: object) -> Mapping[str, Any]:
         if isinstance(raw, Mapping):
-            return raw  # type: ignore[return-value]
+            return cast("Mapping[str, Any]", raw)
         what = f"a {type(raw).__name__}"
         if isinstance(raw, str):
             try:
@@ -239,7 +239,7 @@ class Tool(Generic[P, R]):
                 what = "a str that is not valid JSON"
             else:
                 if isinstance(decoded, dict):
-                    return decoded  # type: ignore[return-value]
+                    return cast("dict[str, Any]", decoded)
                 what = f"a str holding a JSON {JSON_TYPES.get(type(decoded), type(decoded).__name__)}"
         raise ToolInputError(
             f"The input for tool {self.name!r} must be a JSON object matching its input_schema, but it was "
@@ -263,7 +263,20 @@ class Tool(Generic[P, R]):
 
 
 @overload
-def tool(function: Callable[P, R], /) -> Tool[P, R]: ...
+def tool(
+    function: Callable[P, R],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_model: type[BaseModel] | None = None,
+    sequential: bool = False,
+    timeout: float | None = None,
+    start_early: bool = True,
+    idempotent: bool = False,
+    requires_approval: ApprovalGate = False,
+    definition: Mapping[str, Any] | None = None,
+) -> Tool[P, R]: ...
 @overload
 def tool(
     *,
@@ -279,7 +292,7 @@ def tool(
     # against them at decoration; with object, pyright strict rejects literals such as [] in them.
     definition: Mapping[str, Any] | None = None,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
-def tool(
+def tool(  # type: ignore[misc]  # mypy: "cannot satisfy signature 1" with ParamSpec overloads; pyright checks it
     function: Callable[P, R] | None = None,
     /,
     *,
@@ -346,7 +359,7 @@ def as_tool(obj: object) -> Tool:
         ToolDefinitionError: ``obj`` cannot be made into a tool.
     """
     if isinstance(obj, Tool):
-        return obj  # type: ignore[return-value]
+        return cast(Tool, obj)
     if not callable(obj):
         raise ToolDefinitionError(
             f"{obj!r} is not a tool; pass a function decorated with @tool, a plain function, or a "
@@ -435,7 +448,7 @@ declare, less the three ``@tool`` owns. Read from the SDK, so a field a newer SD
 
 def _unwrap_partial(function: object) -> object:
     while isinstance(function, functools.partial):
-        function = function.func  # type: ignore[assignment]
+        function = function.func
     return function
 
 

@@ -163,7 +163,10 @@ def trace_tool_calls(
 
     def traced(call: ToolCall, run: Awaitable[ToolResultBlockParam]) -> Awaitable[ToolResultBlockParam]:
         given = None if arguments is None else functools.partial(arguments, call)
-        return otel.traced_tool_call(tracer, call, run, parent=None, arguments=given, failures=_tool_failures)
+        traced_run: Awaitable[ToolResultBlockParam] = otel.traced_tool_call(
+            tracer, call, run, parent=None, arguments=given, failures=_tool_failures
+        )
+        return traced_run
 
     return traced
 
@@ -176,7 +179,7 @@ def start_trace(tracing: Tracing | None, client: object, state: Callable[[], Run
     """
     if tracing is None:
         return NO_TRACE
-    return _otel_module().OtelTrace(
+    trace: RunTrace = _otel_module().OtelTrace(
         client,
         state,
         tracer_provider=tracing.tracer_provider,
@@ -184,3 +187,4 @@ def start_trace(tracing: Tracing | None, client: object, state: Callable[[], Run
         agent_name=tracing.agent_name,
         failures=_tool_failures,
     )
+    return trace

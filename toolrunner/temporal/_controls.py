@@ -293,7 +293,7 @@ class RunControls:
         call = self._core.find(tool_use_id)
         assert call is not None  # the validator checked
         try:
-            return await workflow.execute_activity(
+            decided: dict[str, Any] = await workflow.execute_activity(
                 DECISION_ACTIVITY,
                 DecisionInput(self._run_id, call.id, call.name, kind, value, is_error, call.toolset_name),
                 result_type=dict,
@@ -307,6 +307,7 @@ class RunControls:
             if isinstance(cause, ApplicationError):
                 raise ApplicationError(cause.message, type=cause.type) from None
             raise
+        return decided
 
     def close(self) -> None:
         """``ToolRunner.close()``: while a step is under way it finishes whole, then the loop ends."""

@@ -204,7 +204,7 @@ class LegacyRun:
             call for call in pending_calls(self._state) if call.id == tool_use_id
         )  # the validator checked
         try:
-            return await workflow.execute_activity(
+            decided: dict[str, Any] = await workflow.execute_activity(
                 DECISION_ACTIVITY,
                 DecisionInput(
                     workflow.info().workflow_id, call.id, call.name, kind, value, is_error, call.toolset_name
@@ -220,6 +220,7 @@ class LegacyRun:
             if isinstance(cause, ApplicationError):
                 raise ApplicationError(cause.message, type=cause.type) from None
             raise
+        return decided
 
     # -- requests -------------------------------------------------------------------------------
 
