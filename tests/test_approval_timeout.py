@@ -11,15 +11,16 @@ from typing import Any, cast
 from anthropic.types import Message
 
 from toolrunner import ApprovalDecided, ApprovalRequested, RunnerEvent, RunState
-from toolrunner._core import TIMED_OUT, RunCore
-from toolrunner._effects import AwaitDecisions, Decisions, Execute, Gate, Gated, Program, RunCalls, Send
-from toolrunner._execution import ExecutionOptions
-from toolrunner._lifecycle import Limits
-from toolrunner._results import DEFAULT_ADAPTER, tool_result_block
-from toolrunner._state import CallRecord
-from toolrunner._tools import tool
-from toolrunner._toolsets import RunnableTool
-from toolrunner._usage import RequestUsage, Usage
+from toolrunner._core.effects import AwaitDecisions, Decisions, Execute, Gate, Gated, Program, RunCalls, Send
+from toolrunner._core.results import tool_result_block
+from toolrunner._core.run import TIMED_OUT, RunCore
+from toolrunner._core.state import CallRecord
+from toolrunner._core.transitions import Limits
+from toolrunner._core.usage import RequestUsage, Usage
+from toolrunner._tools.execution import ExecutionOptions
+from toolrunner._tools.results import DEFAULT_ADAPTER
+from toolrunner._tools.tool import tool
+from toolrunner._tools.toolsets import RunnableTool
 
 MODEL = "claude-sonnet-4-6"
 
@@ -64,7 +65,7 @@ class WaitingDriver:
     """Performs effects as a driver that waits for decisions would: the gate holds every call;
     while the core waits, ``in_time`` is approved, and then the time runs out."""
 
-    def __init__(self, core: RunCore) -> None:
+    def __init__(self, core: RunCore[Any]) -> None:
         self.core = core
         self.replies = iter(REPLIES)
         self.effects: list[str] = []

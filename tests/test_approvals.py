@@ -35,7 +35,7 @@ from toolrunner import (
     ToolRunner,
     tool,
 )
-from toolrunner._checkpoint import Checkpoint
+from toolrunner._stores.protocol import Checkpoint
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio

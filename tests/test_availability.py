@@ -14,7 +14,7 @@ from anthropic.lib.tools._tool_dispatch import available_tool_names  # pyright: 
 from anthropic.types.beta import BetaCompactionBlock
 from hypothesis import given, strategies as st
 
-from toolrunner._availability import added_definitions, available_tools, last_changes, removed_tools
+from toolrunner._core.tool_changes import added_definitions, available_tools, last_changes, removed_tools
 
 NAMES = ("alpha", "beta", "gamma", "delta")
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.helpers import MODEL, USER, results_of, roles
 from toolrunner import ToolRunner, tool
-from toolrunner._events import (
+from toolrunner._core.events import (
     LoopFinished,
     MessageFinished,
     RunnerEvent,
@@ -18,7 +18,7 @@ from toolrunner._events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from toolrunner._usage import Price
+from toolrunner._core.usage import Price
 from toolrunner.testing import FakeMessagesAPI, fault, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio

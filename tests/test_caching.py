@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from toolrunner import CachePolicy, ParamsError, SyncToolRunner, ToolRunner, tool
-from toolrunner._caching import (
+from toolrunner._core.caching import (
     MAX_BREAKPOINTS,
     Breakpoints,
     HistoryBreakpoints,

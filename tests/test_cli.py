@@ -1,7 +1,7 @@
 """The command line (``toolrunner runs ...``): what it prints for people and for scripts, and the
 exit status of each outcome, on an SQLite file and on PostgreSQL.
 
-The commands run in this process through ``toolrunner._cli.run`` (with the time given, so that
+The commands run in this process through ``toolrunner._ops.cli.run`` (with the time given, so that
 "saved 5m ago" is the same on every machine); one test starts ``python -m toolrunner`` itself.
 """
 
@@ -32,7 +32,7 @@ from toolrunner import (
     ToolRunner,
     open_store,
 )
-from toolrunner._cli import ExitCode, _parser, run  # pyright: ignore[reportPrivateUsage]
+from toolrunner._ops.cli import ExitCode, _parser, run  # pyright: ignore[reportPrivateUsage]
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 NOW = 1_750_000_000.0  # 2025-06-15 15:06:40 UTC
@@ -627,10 +627,10 @@ def test_a_store_in_a_directory_that_does_not_exist_is_named(tmp_path: Path) -> 
 def test_the_toolrunner_console_script_is_the_command_line() -> None:
     from importlib.metadata import entry_points
 
-    from toolrunner._cli import main
+    from toolrunner._ops.cli import main
 
     [script] = [point for point in entry_points(group="console_scripts") if point.name == "toolrunner"]
-    assert script.value == "toolrunner._cli:main"
+    assert script.value == "toolrunner._ops.cli:main"
     assert script.load() is main
 
 
@@ -680,7 +680,7 @@ try:
     runpy.run_module("toolrunner", run_name="__main__", alter_sys=True)
 except SystemExit as exit_:
     code = exit_.code
-heavy = sorted(name for name in ("anthropic", "pydantic", "anyio", "toolrunner._runs", "toolrunner._stores") if name in sys.modules)
+heavy = sorted(name for name in ("anthropic", "pydantic", "anyio", "toolrunner._stores.runs", "toolrunner._stores.open") if name in sys.modules)
 print("imported:", heavy, "exit:", code, file=sys.stderr)
 """
 

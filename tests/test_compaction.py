@@ -13,14 +13,14 @@ from hypothesis import given, strategies as st
 
 from tests.helpers import MODEL, USER, plain, results_of, roles
 from toolrunner import ParamsError, ToolRunner, tool
-from toolrunner._compaction import (
+from toolrunner._core.compaction import (
     DEFAULT_SUMMARY_PROMPT,
     CompactionControl,
     split_point,
     summarized_history,
     summary_request,
 )
-from toolrunner._messages import check_history, client_tool_calls
+from toolrunner._core.messages import check_history, client_tool_calls
 from toolrunner.testing import FakeMessagesAPI, message_reply, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio

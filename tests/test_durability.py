@@ -30,8 +30,8 @@ from toolrunner import (
     ToolRunner,
     tool,
 )
-from toolrunner._checkpoint import Checkpoint
-from toolrunner._lifecycle import delivered
+from toolrunner._core.transitions import delivered
+from toolrunner._stores.protocol import Checkpoint
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -457,13 +457,13 @@ def extra(x: int) -> int:
 
 
 def _calls_of(state: RunState) -> list[Any]:
-    from toolrunner._lifecycle import pending_calls
+    from toolrunner._core.transitions import pending_calls
 
     return list(pending_calls(state))
 
 
 def _started(state: RunState, call: Any) -> RunState:
-    from toolrunner._lifecycle import call_started
+    from toolrunner._core.transitions import call_started
 
     return call_started(state, call)
 

@@ -41,8 +41,8 @@ from tests._hypothesis_profiles import property_settings
 from tests.effect_scripts import Crash, Glitch, Ledger, Script, decide, follow_up, make_tools, scripts
 from tests.helpers import MODEL, plain
 from toolrunner import CallStatus, Checkpoint, MemoryCheckpointer, Reply, ToolRunner
-from toolrunner._effects import Execute, Save, Send
-from toolrunner._lifecycle import INTERRUPTED
+from toolrunner._core.effects import Execute, Save, Send
+from toolrunner._core.transitions import INTERRUPTED
 from toolrunner.testing import FakeMessagesAPI
 
 USER = {"role": "user", "content": "Do the things."}

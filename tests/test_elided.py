@@ -10,15 +10,16 @@ from typing import Any, cast
 from anthropic.types import Message
 
 from toolrunner import RunState
-from toolrunner._core import Elided, RunCore
-from toolrunner._effects import Execute, Gate, Gated, Program, RunCalls, Send, Summarize
-from toolrunner._execution import ExecutionOptions
-from toolrunner._lifecycle import Limits
-from toolrunner._results import DEFAULT_ADAPTER, tool_result_block
-from toolrunner._tools import tool
-from toolrunner._toolsets import RunnableTool
-from toolrunner._types import ToolCall
-from toolrunner._usage import RequestUsage, Usage
+from toolrunner._core.effects import Execute, Gate, Gated, Program, RunCalls, Send, Summarize
+from toolrunner._core.results import tool_result_block
+from toolrunner._core.run import Elided, RunCore
+from toolrunner._core.transitions import Limits
+from toolrunner._core.types import ToolCall
+from toolrunner._core.usage import RequestUsage, Usage
+from toolrunner._tools.execution import ExecutionOptions
+from toolrunner._tools.results import DEFAULT_ADAPTER
+from toolrunner._tools.tool import tool
+from toolrunner._tools.toolsets import RunnableTool
 
 MODEL = "claude-sonnet-4-6"
 
@@ -56,7 +57,9 @@ def usage(_: Any) -> RequestUsage:
     return RequestUsage(model=MODEL, usage=Usage(10, 5), cost=None)
 
 
-def drive(core: RunCore, program: Program[Any], replies: Iterator[Message], executed: list[ToolCall]) -> Any:
+def drive(
+    core: RunCore[Any], program: Program[Any], replies: Iterator[Message], executed: list[ToolCall]
+) -> Any:
     """Perform ``program``'s effects at once: replies from ``replies``; a call to a tool that is
     not removed runs (it is listed in ``executed``) and answers "ok"."""
     outcome: Any = None
@@ -84,7 +87,7 @@ def drive(core: RunCore, program: Program[Any], replies: Iterator[Message], exec
             )
 
 
-def run(core: RunCore, replies: list[Message]) -> list[ToolCall]:
+def run(core: RunCore[Any], replies: list[Message]) -> list[ToolCall]:
     """Iterate ``core`` to its end; the calls whose tool ran."""
     executed: list[ToolCall] = []
     source = iter(replies)
@@ -93,7 +96,7 @@ def run(core: RunCore, replies: list[Message]) -> list[ToolCall]:
     return executed
 
 
-def core_of(state: RunState, *, max_iterations: int | None = None) -> RunCore:
+def core_of(state: RunState, *, max_iterations: int | None = None) -> RunCore[Any]:
     return RunCore(
         state,
         tools=ExecutionOptions(tools=TOOLS, adapter=DEFAULT_ADAPTER),
@@ -131,7 +134,7 @@ def test_an_elided_removal_still_keeps_its_tool_from_running() -> None:
 
 
 def test_elided_requests_count_toward_max_iterations() -> None:
-    def started() -> RunCore:
+    def started() -> RunCore[Any]:
         core = core_of(
             RunState(params={"model": MODEL, "max_tokens": 10}, messages=(USER,)), max_iterations=4
         )

@@ -34,9 +34,9 @@ from toolrunner import (
     ToolRunner,
     tool,
 )
-from toolrunner._cli import ExitCode, run  # pyright: ignore[reportPrivateUsage]
-from toolrunner._formats import FORMATS  # pyright: ignore[reportPrivateUsage]
-from toolrunner._runs import input_problems  # pyright: ignore[reportPrivateUsage]
+from toolrunner._ops.cli import ExitCode, run
+from toolrunner._stores.formats import FORMATS
+from toolrunner._stores.runs import input_problems
 from toolrunner.inbox import create_app
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 

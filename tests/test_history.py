@@ -10,8 +10,8 @@ import pytest
 from anthropic.types import Message
 from hypothesis import given, strategies as st
 
-from toolrunner._errors import HistoryError
-from toolrunner._history import (
+from toolrunner._core.errors import HistoryError
+from toolrunner._core.history import (
     NO_RESULT,
     TOOL_ID_PATTERN,
     from_openai,

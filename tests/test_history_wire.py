@@ -11,7 +11,7 @@ import pytest
 from anthropic.types import Message, MessageParam
 from anthropic.types.beta import BetaMessage
 
-from toolrunner._messages import reply_param
+from toolrunner._core.messages import reply_param
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio

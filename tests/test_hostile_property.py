@@ -22,7 +22,7 @@ from tests._hypothesis_profiles import property_settings
 from tests.helpers import MODEL, USER
 from tests.reliability_helpers import pairing_problems, quiet_tool_failures
 from toolrunner import MalformedReplyError, ToolContext, ToolRunner, tool
-from toolrunner._messages import TOOL_ID_PATTERN
+from toolrunner._core.messages import TOOL_ID_PATTERN
 from toolrunner.testing import FakeMessagesAPI, ScriptedReply, message_reply, text_reply
 
 ODD_TEXT = [

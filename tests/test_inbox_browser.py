@@ -501,7 +501,8 @@ def test_on_a_phone_a_run_with_a_waiting_call_fits_the_screen_and_log_out_works(
     page = phone.new_page()
     log_in(page, inbox, name=LONG_NAME, token=TOKEN, path=run_url(run_id))
     expect(page.locator("article.call")).to_have_count(1)
-    expect(page.locator("article.record .decision time")).to_have_count(1)
+    expect(page.locator(".journal article.record .decision time")).to_have_count(1)
+    expect(page.locator(".audit article.record .decision time")).to_have_count(1)  # the same, in the audit
     on_a_phone(page, failed_requests)
     page.locator("header .who button").tap()
     expect(page.locator("h1")).to_have_text("Log in")

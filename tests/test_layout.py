@@ -1,64 +1,223 @@
-"""The package's layout keeps its architecture: no import cycles (type-only imports included), the
-drivers are imported by no core module (only by the front ends over them: the blocking runner, the
-resumer and the command line that starts one), and ``toolrunner.testing`` imports nothing else of
-toolrunner.
+"""The layers contract: the package's folders are its layers, and each imports only those below it.
+
+    _core      the run's state, its transitions and the order of its effects: no I/O, no clock, no
+               thread, no logging, no store (``CORE_MAY_NOT``), nothing of the package above it
+    _tracing   the seam to OpenTelemetry                              (imports _core)
+    _tools     where tools come from, and running one                 (_core, _tracing)
+    _stores    where runs are kept                                    (_core, _tools)
+    _runner    the in-process driver: ToolRunner, SyncToolRunner      (_core, _tracing, _tools, _stores)
+    _ops       operating saved runs: the command line, rendering, the event printer, the resumer
+    temporal, inbox, mcp: public subpackages over the layers; testing imports nothing of toolrunner
+
+Every module is read, at any depth (``temporal/`` too), with every import it makes: at the top, in
+a function, or for type checkers only. ``layer_violations`` is the checker; a test plants imports
+in a copy of the package to show that it finds each kind. Also: no import cycles, and the package's
+lazy table of public names matches what type checkers read.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parent.parent / "toolrunner"
-DRIVERS = {"_runner", "_sync", "_resumer"}
-FRONT_ENDS = {"__init__", "_sync", "_resumer", "_cli", "_commands", "_resume_command"}
+
+LAYERS: dict[str, frozenset[str]] = {
+    "_core": frozenset(),
+    "_tracing": frozenset({"_core"}),
+    "_tools": frozenset({"_core", "_tracing"}),
+    "_stores": frozenset({"_core", "_tools"}),
+    "_runner": frozenset({"_core", "_tracing", "_tools", "_stores"}),
+    "_ops": frozenset({"_core", "_tracing", "_tools", "_stores", "_runner", "inbox"}),
+    "inbox": frozenset({"_core", "_tools", "_stores", "_ops"}),
+    "temporal": frozenset({"_core", "_tracing", "_tools", "_stores", "_runner"}),
+    "mcp": frozenset({"_core", "_tools"}),
+    "testing": frozenset(),
+}
+"""Each top-level part of the package, and the parts it may import (besides itself)."""
+
+CORE_MAY_NOT = frozenset(
+    {
+        "anyio",
+        "asyncio",
+        "trio",
+        "threading",
+        "time",
+        "logging",
+        "sqlite3",
+        "psycopg",
+        "psycopg_pool",
+        "httpx2",
+    }
+)
+"""What the core's import closure may not reach: I/O, clocks, threads, logging, stores."""
 
 
-def imports() -> dict[str, set[str]]:
-    """Module -> the package modules it imports (``from ._x import ...``, anywhere in the file)."""
-    graph: dict[str, set[str]] = {}
-    for path in sorted(PACKAGE.glob("*.py")):
-        found: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level == 1:
-                if node.module is not None:
-                    found.add(node.module.split(".")[0])
-                else:
-                    found.update(alias.name for alias in node.names)
-        graph[path.stem] = found
-    return graph
+def modules(root: Path) -> Iterator[tuple[str, Path]]:
+    """Each module of the package at ``root``: its dotted name (``toolrunner._core.run``) and file."""
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        yield ".".join(parts), path
+
+
+def imported(name: str, path: Path, *, runtime: bool = False, top: bool = False) -> set[str]:
+    """The modules ``name`` imports (dotted, absolute): toolrunner's and others' (``anyio``). With
+    ``runtime``, not those imported for type checkers only (``if TYPE_CHECKING:``); with ``top``,
+    not those a function imports when it runs (a lazy import)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    skipped: set[int] = set()
+    if top:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                skipped.update(id(inner) for child in node.body for inner in ast.walk(child))
+    if runtime:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and ast.unparse(node.test) in (
+                "TYPE_CHECKING",
+                "typing.TYPE_CHECKING",
+            ):
+                skipped.update(id(inner) for child in node.body for inner in ast.walk(child))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                base = node.module or ""
+            else:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([node.module] if node.module else []))
+            if node.module is None:  # from . import x: x is a module
+                found.update(f"{base}.{alias.name}" for alias in node.names)
+            else:
+                found.add(base)
+    return found
+
+
+def part_of(module: str) -> str | None:
+    """The top-level part of the package a module of it belongs to (``_core``, ``temporal``, ...);
+    ``None`` for the package's own ``__init__`` and ``__main__``."""
+    parts = module.split(".")
+    if len(parts) < 2 or parts[1] in ("__main__",):
+        return None
+    return parts[1]
+
+
+def layer_violations(root: Path) -> list[str]:
+    """What breaks the layers in the package at ``root`` (empty when nothing does)."""
+    found: list[str] = []
+    graph = {name: imported(name, path) for name, path in modules(root)}
+    runtime = {name: imported(name, path, runtime=True) for name, path in modules(root)}
+    for name, targets in graph.items():
+        part = part_of(name)
+        if part is None:
+            continue
+        if part not in LAYERS:
+            found.append(f"{name} is in {part!r}, which is no layer: add it to LAYERS or move it")
+            continue
+        for target in sorted(targets):
+            if not target.startswith("toolrunner."):
+                continue
+            other = part_of(target)
+            if other is None:
+                found.append(f"{name} imports the package itself ({target})")
+            elif other != part and other not in LAYERS[part]:
+                found.append(f"{name} ({part}) imports {target} ({other}), which {part} may not")
+    # The core's closure: what its modules import at run time, following the package's modules.
+    reached: set[str] = set()
+    todo = [name for name in runtime if part_of(name) == "_core"]
+    while todo:
+        module = todo.pop()
+        if module in reached:
+            continue
+        reached.add(module)
+        for target in runtime.get(module, ()):
+            if target.startswith("toolrunner"):
+                # the module (and the packages on its way, but the package's own __init__, which
+                # Python runs first whatever is imported, and which is no part of the core)
+                todo.extend(
+                    known
+                    for known in runtime
+                    if known != "toolrunner" and (known == target or target.startswith(known + "."))
+                )
+            elif target.split(".")[0] in CORE_MAY_NOT:
+                found.append(f"the core's closure reaches {target} (imported by {module})")
+    return found
+
+
+def test_the_package_keeps_its_layers() -> None:
+    assert layer_violations(PACKAGE) == []
+
+
+@pytest.mark.parametrize(
+    ("where", "line", "expected"),
+    [
+        ("_core/state.py", "import anyio", "the core's closure reaches anyio"),
+        ("_core/transitions.py", "import time", "the core's closure reaches time"),
+        ("_core/run.py", "from logging import getLogger", "the core's closure reaches logging"),
+        ("_core/effects.py", "from .._stores import sqlite", "imports toolrunner._stores (_stores)"),
+        ("_core/messages.py", "from .._runner.runner import ToolRunner", "(_runner), which _core may not"),
+        ("_tools/tool.py", "from .._stores.protocol import RunStore", "(_stores), which _tools may not"),
+        ("_stores/memory.py", "from .._runner.saver import Saver", "(_runner), which _stores may not"),
+        ("testing/_fake.py", "from toolrunner._core.types import ToolCall", "(_core), which testing may not"),
+    ],
+)
+def test_the_checker_finds_a_planted_import(tmp_path: Path, where: str, line: str, expected: str) -> None:
+    copy = tmp_path / "toolrunner"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "static", "templates"))
+    path = copy / where
+    path.write_text(path.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
+    violations = layer_violations(copy)
+    assert any(expected in violation for violation in violations), violations
+
+
+def test_the_checker_finds_a_core_import_through_another_core_module(tmp_path: Path) -> None:
+    # The closure follows the core's own imports: a new core module that imports threading is found
+    # through the module that imports it.
+    copy = tmp_path / "toolrunner"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "static", "templates"))
+    (copy / "_core" / "locks.py").write_text("import threading\n", encoding="utf-8")
+    assert any("reaches threading (imported by toolrunner._core.locks)" in v for v in layer_violations(copy))
 
 
 def test_no_module_of_the_package_takes_part_in_an_import_cycle() -> None:
-    graph = imports()
+    # Imports at a module's top, type-only ones included; a function's import runs when called.
+    graph = {
+        name: {target for target in imported(name, path, top=True) if target.startswith("toolrunner.")}
+        for name, path in modules(PACKAGE)
+    }
     cycles: list[list[str]] = []
 
     def visit(module: str, path: list[str]) -> None:
         for target in sorted(graph.get(module, ())):
             if target in path:
                 cycles.append([*path[path.index(target) :], target])
-            elif target in graph and target != "__init__":
+            elif target in graph and target != "toolrunner" and not module.startswith(target + "."):
                 visit(target, [*path, target])
 
     for module in graph:
-        if module != "__init__":
+        if module != "toolrunner":
             visit(module, [module])
     assert not cycles, f"import cycles: {cycles[:3]}"
 
 
-def test_no_core_module_imports_a_driver() -> None:
-    importers = {module for module, targets in imports().items() if targets & DRIVERS}
-    assert importers <= FRONT_ENDS, sorted(importers - FRONT_ENDS)
-
-
-def test_the_testing_kit_imports_nothing_else_of_toolrunner() -> None:
-    for path in (PACKAGE / "testing").glob("*.py"):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
-                assert node.level <= 1, f"{path.name} imports from the package above it"
-                assert not (node.module or "").startswith("toolrunner"), f"{path.name} imports {node.module}"
+def test_each_layer_says_what_lives_in_it_and_what_it_may_import() -> None:
+    for part in ("_core", "_tracing", "_tools", "_stores", "_runner", "_ops"):
+        init = PACKAGE / part / "__init__.py"
+        assert init.is_file(), f"{part} has no __init__.py"
+        docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert docstring, f"{part}/__init__.py says nothing of what lives there"
+        assert "import" in docstring, f"{part}/__init__.py does not say what it may import"
 
 
 def test_the_package_names_each_public_name_once_where_it_is_imported_from() -> None:
@@ -69,14 +228,16 @@ def test_the_package_names_each_public_name_once_where_it_is_imported_from() -> 
     tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
     typed: dict[str, str] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module is not None:
-            typed.update({alias.asname or alias.name: node.module for alias in node.names})
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for child in node.body:
+                if isinstance(child, ast.ImportFrom) and child.level == 1 and child.module is not None:
+                    typed.update({alias.asname or alias.name: child.module for alias in child.names})
     lazy = {
         name: module
         for module, names in toolrunner._PUBLIC.items()  # pyright: ignore[reportPrivateUsage]
         for name in names
     }
     assert typed == lazy
-    assert sorted(lazy) == sorted(toolrunner.__all__)
-    for name in toolrunner.__all__:
+    assert sorted(lazy) == sorted(name for name in toolrunner.__all__ if name != "__version__")
+    for name in lazy:
         assert getattr(toolrunner, name) is getattr(importlib.import_module(f"toolrunner.{lazy[name]}"), name)

@@ -1,4 +1,4 @@
-"""Leases on runs, in pure code (``toolrunner._leases``): which runs a resumer may take up, when a
+"""Leases on runs, in pure code (``toolrunner._stores.leases``): which runs a resumer may take up, when a
 lease given up stays on its run, and how long a store waits before it looks again. The stores'
 side (the same rules in SQL) is in ``test_store_contract_leases.py``.
 """
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from toolrunner import ParamsError, RunStatus
-from toolrunner._leases import (
+from toolrunner._stores.leases import (
     HANDED_OVER,
     TAKEN_OVER,
     check_lease,

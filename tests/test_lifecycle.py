@@ -1,4 +1,4 @@
-"""The pure decisions of ``toolrunner._lifecycle``, driven directly (no I/O)."""
+"""The pure decisions of ``toolrunner._core.transitions``, driven directly (no I/O)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from anthropic.types.beta import BetaStopReason
 from hypothesis import given, strategies as st
 
 from toolrunner import HistoryError, UnansweredToolUseError
-from toolrunner._lifecycle import STOP_REASON_STEPS, Step, calls_to_answer, container_param, step_for
-from toolrunner._messages import check_history as check_answered, client_tool_calls, tool_result_ids
-from toolrunner._types import ToolCall
+from toolrunner._core.messages import check_history as check_answered, client_tool_calls, tool_result_ids
+from toolrunner._core.transitions import STOP_REASON_STEPS, Step, calls_to_answer, container_param, step_for
+from toolrunner._core.types import ToolCall
 
 
 def use(id: str, name: str = "t") -> dict[str, Any]:

@@ -22,7 +22,7 @@ from mcp.types import (
 
 from tests.helpers import MODEL, USER, results_of
 from toolrunner import ToolError, ToolRunner
-from toolrunner._mcp_results import result_value
+from toolrunner._tools.mcp_results import result_value
 from toolrunner.mcp import MCPToolset
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 

@@ -20,8 +20,8 @@ from anthropic.types import MessageParam
 from typing_extensions import is_typeddict
 
 from toolrunner import RequestParams, RunnerOptions
-from toolrunner._options import ResumeArguments, RunnerArguments, TransportParams
-from toolrunner._params import REQUIRED, TRANSPORT
+from toolrunner._runner.options import ResumeArguments, RunnerArguments, TransportParams
+from toolrunner._runner.params import REQUIRED, TRANSPORT
 
 # The params of the SDK's create methods that are not request params of a runner, and why.
 NOT_REQUEST_PARAMS = {

@@ -716,7 +716,7 @@ def test_the_option_takes_a_tracing_or_none() -> None:
 def test_without_the_opentelemetry_api_asking_for_tracing_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delitem(sys.modules, "toolrunner._otel", raising=False)
+    monkeypatch.delitem(sys.modules, "toolrunner._tracing.otel", raising=False)
     monkeypatch.setitem(sys.modules, "opentelemetry", None)  # as if it were not installed
     fake = FakeMessagesAPI([])
     with pytest.raises(ParamsError, match=r"pip install 'claude-toolrunner\[otel\]'"):
@@ -751,7 +751,7 @@ async def main():
 
 anyio.run(main)
 after = {name for name in sys.modules if name.startswith("opentelemetry")}
-print("toolrunner._otel" in sys.modules, sorted(after - before))
+print("toolrunner._tracing.otel" in sys.modules, sorted(after - before))
 """
 
 

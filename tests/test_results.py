@@ -14,8 +14,9 @@ import pytest
 from anthropic.types import TextBlock, TextBlockParam, tool_result_block_param
 from anthropic.types.beta import beta_tool_result_block_param
 
-from toolrunner._errors import ToolError, ToolRunnerError
-from toolrunner._results import (
+from toolrunner._core.errors import ToolError, ToolRunnerError
+from toolrunner._core.results import ToolResultContent, tool_result_block
+from toolrunner._tools.results import (
     CONTENT_BLOCK_TYPES,
     DEFAULT_ADAPTER,
     File,
@@ -23,8 +24,6 @@ from toolrunner._results import (
     Link,
     ResultTooLargeError,
     ToolResultAdapter,
-    ToolResultContent,
-    tool_result_block,
 )
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 24

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from toolrunner._cli import ExitCode, run
+from toolrunner._ops.cli import ExitCode, run
 
 
 @pytest.fixture
@@ -168,7 +168,7 @@ def test_what_takes_a_run_on_is_said_from_its_status_and_lease(
     from decimal import Decimal
 
     from toolrunner import Lease, RunStatus, RunSummary
-    from toolrunner._show import going_on
+    from toolrunner._ops.render import going_on
 
     now = datetime(2025, 6, 15, 12, 0, tzinfo=UTC)
     summary = RunSummary(

@@ -33,7 +33,7 @@ from toolrunner import (
     ToolRunnerError,
     tool,
 )
-from toolrunner._resumer import transient
+from toolrunner._ops.resumer import transient
 from toolrunner.testing import (
     FakeMessagesAPI,
     ScriptEntry,

@@ -131,7 +131,7 @@ def wait_for(condition: Callable[[], bool]) -> None:
 
 DECIDE = """
 import sys
-from toolrunner._cli import main  # what `toolrunner` and `python -m toolrunner` run
+from toolrunner._ops.cli import main  # what `toolrunner` and `python -m toolrunner` run
 
 url, *decisions = sys.argv[1:]
 for decision in decisions:

@@ -1,4 +1,4 @@
-"""Saved runs as a person sees them, in pure code (``toolrunner._runs``): a run's status for every
+"""Saved runs as a person sees them, in pure code (``toolrunner._stores.runs``): a run's status for every
 phase, its summary columns, a listing's cursor, decisions on a saved state, and what a runner that
 holds a run reads from a store that a person decided through.
 """
@@ -26,9 +26,9 @@ from toolrunner import (
     decisions_since,
     run_status,
 )
-from toolrunner._lifecycle import call_decided, call_started, calls_gated, turn_paused, turn_resumed
-from toolrunner._messages import read_reply
-from toolrunner._runs import (
+from toolrunner._core.messages import read_reply
+from toolrunner._core.transitions import call_decided, call_started, calls_gated, turn_paused, turn_resumed
+from toolrunner._stores.runs import (
     SummaryColumns,
     answered,
     approved,

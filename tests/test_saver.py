@@ -1,4 +1,4 @@
-"""The runner's side of saving (``toolrunner._checkpoint.Saver``): a save that fails is sent again
+"""The runner's side of saving (``toolrunner._runner.saver.Saver``): a save that fails is sent again
 at the next step, a refused one stops the runner, and a save whose commit went through though its
 answer was lost (a connection that broke during the commit) counts as saved."""
 

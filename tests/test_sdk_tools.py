@@ -569,8 +569,8 @@ async def test_a_value_error_of_the_tools_own_is_not_taken_for_invalid_input() -
 def test_an_input_that_is_not_an_object_is_described_to_the_model_in_plain_english(
     raw: object, described: str
 ) -> None:
-    from toolrunner._sdk_tools import input_object
-    from toolrunner._tools import ToolInputError
+    from toolrunner._tools.sdk import input_object
+    from toolrunner._tools.tool import ToolInputError
 
     with pytest.raises(ToolInputError) as raised:
         input_object("lookup", raw)

@@ -32,7 +32,7 @@ from toolrunner import (
     SQLiteCheckpointer,
     ToolRunner,
 )
-from toolrunner._leases import claimable
+from toolrunner._stores.leases import claimable
 from toolrunner.testing import FakeMessagesAPI, text_reply
 
 pytestmark = pytest.mark.anyio

@@ -1,7 +1,7 @@
 """The promises at a store's edges, kept at every way in: the runner, the store's methods, the
 command line and the inbox, on every store (``store``: memory, SQLite, PostgreSQL).
 
-- who decided (``by=``) and a run's id follow one rule each (``toolrunner._ids``), checked before
+- who decided (``by=``) and a run's id follow one rule each (``toolrunner._core.ids``), checked before
   anything is saved;
 - a listing's cursor that decodes but that the store cannot use is a ``ParamsError`` (exit 2, a
   400 page);
@@ -38,7 +38,7 @@ from toolrunner import (
     SyncToolRunner,
     ToolRunner,
 )
-from toolrunner._cli import ExitCode, run  # pyright: ignore[reportPrivateUsage]
+from toolrunner._ops.cli import ExitCode, run
 from toolrunner.inbox import create_app
 from toolrunner.inbox._live import waiting_versions
 from toolrunner.testing import FakeMessagesAPI, text_reply

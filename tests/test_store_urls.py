@@ -1,4 +1,4 @@
-"""A store URL's secret is never shown, in any form libpq reads one (``toolrunner._urls``): not by
+"""A store URL's secret is never shown, in any form libpq reads one (``toolrunner._stores.urls``): not by
 the command line (its output, its errors, the lines ``runs show`` gives to paste), not by
 ``open_store``'s errors or a store's ``repr``, not by the inbox; libpq's keyword/value settings
 given where a URL is expected are refused without being repeated; ``sqlite://runs.db`` says to use
@@ -17,8 +17,8 @@ from hypothesis import given, settings, strategies as st
 
 from tests.stores import paused_run
 from toolrunner import ParamsError, PostgresCheckpointer, open_store
-from toolrunner._cli import ExitCode, run  # pyright: ignore[reportPrivateUsage]
-from toolrunner._urls import holds_secret, is_conninfo, shown_url  # pyright: ignore[reportPrivateUsage]
+from toolrunner._ops.cli import ExitCode, run
+from toolrunner._stores.urls import holds_secret, is_conninfo, shown_url
 
 SECRET = "S3CR3T"
 

@@ -21,9 +21,9 @@ from hypothesis import given, strategies as st
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from toolrunner._errors import ToolDefinitionError, ToolInputError
-from toolrunner._tools import DEFINITION_FIELDS, Tool, ToolContext, as_tool, tool
-from toolrunner._types import ToolCall
+from toolrunner._core.errors import ToolDefinitionError, ToolInputError
+from toolrunner._core.types import ToolCall
+from toolrunner._tools.tool import DEFINITION_FIELDS, Tool, ToolContext, as_tool, tool
 
 
 class Unit(enum.Enum):

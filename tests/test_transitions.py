@@ -23,7 +23,9 @@ from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from toolrunner import CallStatus, Phase, RunState
-from toolrunner._lifecycle import (
+from toolrunner._core.messages import check_history, client_tool_calls, reply_param
+from toolrunner._core.results import tool_result_block
+from toolrunner._core.transitions import (
     Limits,
     awaiting,
     call_decided,
@@ -44,9 +46,7 @@ from toolrunner._lifecycle import (
     turn_paused,
     turn_resumed,
 )
-from toolrunner._messages import check_history, client_tool_calls, reply_param
-from toolrunner._results import tool_result_block
-from toolrunner._usage import RequestUsage, Usage
+from toolrunner._core.usage import RequestUsage, Usage
 
 USER = {"role": "user", "content": "Go."}
 STOPS = ["tool_use", "tool_use", "end_turn", "pause_turn", "max_tokens"]

@@ -9,7 +9,7 @@ import pytest
 from anthropic.types import Message, ModelParam, Usage as SDKUsage
 from anthropic.types.beta import BetaMessage
 
-from toolrunner._usage import (
+from toolrunner._core.usage import (
     DEFAULT_PRICES,
     PRICES_AS_OF,
     Price,

@@ -9,14 +9,13 @@ import logging as _logging
 from importlib import import_module as _import_module
 from typing import TYPE_CHECKING
 
-from . import _log, _stdlog
+from ._core import log as _log
+from ._runner import stdlog as _stdlog
 
 if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr__ imports each when first used
-    from ._caching import CachePolicy as CachePolicy
-    from ._checkpoint import Checkpoint as Checkpoint, Checkpointer as Checkpointer, RunStore as RunStore
-    from ._compaction import CompactionControl as CompactionControl
-    from ._console import EventPrinter as EventPrinter
-    from ._errors import (
+    from ._core.caching import CachePolicy as CachePolicy
+    from ._core.compaction import CompactionControl as CompactionControl
+    from ._core.errors import (
         ApprovalError as ApprovalError,
         AwaitingApprovalError as AwaitingApprovalError,
         CheckpointConflictError as CheckpointConflictError,
@@ -34,7 +33,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         ToolRunnerError as ToolRunnerError,
         UnansweredToolUseError as UnansweredToolUseError,
     )
-    from ._events import (
+    from ._core.events import (
         ApprovalDecided as ApprovalDecided,
         ApprovalRequested as ApprovalRequested,
         LoopFinished as LoopFinished,
@@ -44,7 +43,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         ToolCallFinished as ToolCallFinished,
         ToolCallStarted as ToolCallStarted,
     )
-    from ._history import (
+    from ._core.history import (
         ImportedHistory as ImportedHistory,
         from_openai as from_openai,
         sanitize_tool_id as sanitize_tool_id,
@@ -52,31 +51,8 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         thinking_text as thinking_text,
         to_openai as to_openai,
     )
-    from ._lifecycle import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step
-    from ._memory import MemoryCheckpointer as MemoryCheckpointer
-    from ._options import RequestParams as RequestParams, RunnerOptions as RunnerOptions
-    from ._postgres import PostgresCheckpointer as PostgresCheckpointer
-    from ._results import (
-        DEFAULT_ADAPTER as DEFAULT_ADAPTER,
-        File as File,
-        Image as Image,
-        Link as Link,
-        ToolResultAdapter as ToolResultAdapter,
-        ToolResultContent as ToolResultContent,
-        tool_result_block as tool_result_block,
-    )
-    from ._resumer import Resumer as Resumer
-    from ._runner import ToolRunner as ToolRunner
-    from ._runs import (
-        Lease as Lease,
-        RunPage as RunPage,
-        RunStatus as RunStatus,
-        RunSummary as RunSummary,
-        decisions_since as decisions_since,
-        run_status as run_status,
-    )
-    from ._sqlite import SQLiteCheckpointer as SQLiteCheckpointer
-    from ._state import (
+    from ._core.results import ToolResultContent as ToolResultContent, tool_result_block as tool_result_block
+    from ._core.state import (
         STATE_VERSION as STATE_VERSION,
         CallRecord as CallRecord,
         CallStatus as CallStatus,
@@ -84,12 +60,8 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         Phase as Phase,
         RunState as RunState,
     )
-    from ._stores import open_store as open_store
-    from ._sync import SyncReplyStream as SyncReplyStream, SyncToolRunner as SyncToolRunner
-    from ._tools import ApprovalGate as ApprovalGate, Tool as Tool, ToolContext as ToolContext, tool as tool
-    from ._toolsets import RunnableTool as RunnableTool, Toolset as Toolset
-    from ._tracing import Tracing as Tracing
-    from ._types import (
+    from ._core.transitions import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step
+    from ._core.types import (
         Decision as Decision,
         DecisionSource as DecisionSource,
         EndReason as EndReason,
@@ -99,7 +71,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         ToolCall as ToolCall,
         ToolResultMessage as ToolResultMessage,
     )
-    from ._usage import (
+    from ._core.usage import (
         DEFAULT_PRICES as DEFAULT_PRICES,
         PRICES_AS_OF as PRICES_AS_OF,
         Price as Price,
@@ -108,6 +80,39 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         UsageTracker as UsageTracker,
         find_price as find_price,
     )
+    from ._ops.printer import EventPrinter as EventPrinter
+    from ._ops.resumer import Resumer as Resumer
+    from ._runner.options import RequestParams as RequestParams, RunnerOptions as RunnerOptions
+    from ._runner.runner import ToolRunner as ToolRunner
+    from ._runner.sync import SyncReplyStream as SyncReplyStream, SyncToolRunner as SyncToolRunner
+    from ._stores.memory import MemoryCheckpointer as MemoryCheckpointer
+    from ._stores.open import open_store as open_store
+    from ._stores.postgres import PostgresCheckpointer as PostgresCheckpointer
+    from ._stores.protocol import Checkpoint as Checkpoint, Checkpointer as Checkpointer, RunStore as RunStore
+    from ._stores.runs import (
+        Lease as Lease,
+        RunPage as RunPage,
+        RunStatus as RunStatus,
+        RunSummary as RunSummary,
+        decisions_since as decisions_since,
+        run_status as run_status,
+    )
+    from ._stores.sqlite import SQLiteCheckpointer as SQLiteCheckpointer
+    from ._tools.results import (
+        DEFAULT_ADAPTER as DEFAULT_ADAPTER,
+        File as File,
+        Image as Image,
+        Link as Link,
+        ToolResultAdapter as ToolResultAdapter,
+    )
+    from ._tools.tool import (
+        ApprovalGate as ApprovalGate,
+        Tool as Tool,
+        ToolContext as ToolContext,
+        tool as tool,
+    )
+    from ._tools.toolsets import RunnableTool as RunnableTool, Toolset as Toolset
+    from ._tracing.trace import Tracing as Tracing
 
 __version__ = "0.2.0"
 """The version of this toolrunner (``pyproject.toml`` reads it from here; CHANGELOG.md says what changed)."""
@@ -212,11 +217,9 @@ _logging.getLogger("toolrunner").addHandler(_logging.NullHandler())
 _log.set_default(_stdlog.write)
 
 _PUBLIC: dict[str, tuple[str, ...]] = {
-    "_caching": ("CachePolicy",),
-    "_checkpoint": ("Checkpoint", "Checkpointer", "RunStore"),
-    "_compaction": ("CompactionControl",),
-    "_console": ("EventPrinter",),
-    "_errors": (
+    "_core.caching": ("CachePolicy",),
+    "_core.compaction": ("CompactionControl",),
+    "_core.errors": (
         "ApprovalError",
         "AwaitingApprovalError",
         "CheckpointConflictError",
@@ -234,7 +237,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ToolRunnerError",
         "UnansweredToolUseError",
     ),
-    "_events": (
+    "_core.events": (
         "ApprovalDecided",
         "ApprovalRequested",
         "LoopFinished",
@@ -244,7 +247,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ToolCallFinished",
         "ToolCallStarted",
     ),
-    "_history": (
+    "_core.history": (
         "ImportedHistory",
         "from_openai",
         "sanitize_tool_id",
@@ -252,30 +255,23 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "thinking_text",
         "to_openai",
     ),
-    "_lifecycle": ("STOP_REASON_STEPS", "Step"),
-    "_memory": ("MemoryCheckpointer",),
-    "_options": ("RequestParams", "RunnerOptions"),
-    "_postgres": ("PostgresCheckpointer",),
-    "_results": (
-        "DEFAULT_ADAPTER",
-        "File",
-        "Image",
-        "Link",
-        "ToolResultAdapter",
+    "_core.results": (
         "ToolResultContent",
         "tool_result_block",
     ),
-    "_resumer": ("Resumer",),
-    "_runner": ("ToolRunner",),
-    "_runs": ("Lease", "RunPage", "RunStatus", "RunSummary", "decisions_since", "run_status"),
-    "_sqlite": ("SQLiteCheckpointer",),
-    "_state": ("STATE_VERSION", "CallRecord", "CallStatus", "DecisionRecord", "Phase", "RunState"),
-    "_stores": ("open_store",),
-    "_sync": ("SyncReplyStream", "SyncToolRunner"),
-    "_tools": ("ApprovalGate", "Tool", "ToolContext", "tool"),
-    "_toolsets": ("RunnableTool", "Toolset"),
-    "_tracing": ("Tracing",),
-    "_types": (
+    "_core.state": (
+        "CallRecord",
+        "CallStatus",
+        "DecisionRecord",
+        "Phase",
+        "RunState",
+        "STATE_VERSION",
+    ),
+    "_core.transitions": (
+        "STOP_REASON_STEPS",
+        "Step",
+    ),
+    "_core.types": (
         "Decision",
         "DecisionSource",
         "EndReason",
@@ -285,7 +281,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ToolCall",
         "ToolResultMessage",
     ),
-    "_usage": (
+    "_core.usage": (
         "DEFAULT_PRICES",
         "PRICES_AS_OF",
         "Price",
@@ -294,6 +290,52 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "UsageTracker",
         "find_price",
     ),
+    "_ops.printer": ("EventPrinter",),
+    "_ops.resumer": ("Resumer",),
+    "_runner.options": (
+        "RequestParams",
+        "RunnerOptions",
+    ),
+    "_runner.runner": ("ToolRunner",),
+    "_runner.sync": (
+        "SyncReplyStream",
+        "SyncToolRunner",
+    ),
+    "_stores.memory": ("MemoryCheckpointer",),
+    "_stores.open": ("open_store",),
+    "_stores.postgres": ("PostgresCheckpointer",),
+    "_stores.protocol": (
+        "Checkpoint",
+        "Checkpointer",
+        "RunStore",
+    ),
+    "_stores.runs": (
+        "Lease",
+        "RunPage",
+        "RunStatus",
+        "RunSummary",
+        "decisions_since",
+        "run_status",
+    ),
+    "_stores.sqlite": ("SQLiteCheckpointer",),
+    "_tools.results": (
+        "DEFAULT_ADAPTER",
+        "File",
+        "Image",
+        "Link",
+        "ToolResultAdapter",
+    ),
+    "_tools.tool": (
+        "ApprovalGate",
+        "Tool",
+        "ToolContext",
+        "tool",
+    ),
+    "_tools.toolsets": (
+        "RunnableTool",
+        "Toolset",
+    ),
+    "_tracing.trace": ("Tracing",),
 }
 """The module of each public name: imported when the name is first used, so that ``import toolrunner``
 (and ``toolrunner --help``) costs no import of the SDK. ``tests/test_layout.py`` checks that this,

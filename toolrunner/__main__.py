@@ -1,5 +1,5 @@
 """``python -m toolrunner``: the command line (``toolrunner runs ...``)."""
 
-from ._cli import main
+from ._ops.cli import main
 
 raise SystemExit(main())

@@ -46,12 +46,12 @@ except ImportError as error:
         "toolrunner.mcp needs the mcp package, version 2.3 or later; install it with: pip install 'claude-toolrunner[mcp]'"
     ) from error
 
-from ._errors import ToolDefinitionError, ToolError, ToolRunnerError, describe
-from ._execution import log_handled
-from ._mcp_results import result_value
-from ._sdk_tools import input_object
-from ._tools import ApprovalGate, ToolContext
-from ._toolsets import RunnableTool, Toolset
+from ._core.errors import ToolDefinitionError, ToolError, ToolRunnerError, describe
+from ._core.plan import log_handled
+from ._tools.mcp_results import result_value
+from ._tools.sdk import input_object
+from ._tools.tool import ApprovalGate, ToolContext
+from ._tools.toolsets import RunnableTool, Toolset
 
 __all__ = ["MCPToolset"]
 

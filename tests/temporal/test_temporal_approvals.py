@@ -4,6 +4,7 @@ days if need be), and the decisions come as updates from any client."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, cast
 
@@ -14,9 +15,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.temporal.temporal_helpers import Browser, member, run_plainly, start, task_queue, worker
 from toolrunner import ApprovalDecided, CallRecord, Phase, RunnerEvent, ToolCall, ToolRunner, tool
-from toolrunner._core import TIMED_OUT, RunCore
-from toolrunner._effects import AwaitDecisions, Decisions, Program
-from toolrunner._results import tool_result_block
+from toolrunner._core.effects import AwaitDecisions, Decisions, Program
+from toolrunner._core.results import tool_result_block
+from toolrunner._core.run import TIMED_OUT, RunCore
 from toolrunner.temporal import MemoryPayloadStore, RunHandle, create_worker
 from toolrunner.testing import FakeMessagesAPI, ScriptEntry, message_reply, text_reply, tool_call, tool_reply
 
@@ -239,9 +240,9 @@ def await_decisions_outcomes(monkeypatch: pytest.MonkeyPatch) -> list[Decisions]
     """Record how each ``AwaitDecisions`` the core yields is answered (the workflow's sandbox passes
     toolrunner through, so its runs use this very class)."""
     outcomes: list[Decisions] = []
-    iteration = RunCore.iteration
+    iteration: Callable[[RunCore[Any]], Program[Any]] = RunCore.iteration  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
 
-    def tapped(core: RunCore) -> Program[Any]:
+    def tapped(core: RunCore[Any]) -> Program[Any]:
         program = iteration(core)
         outcome: Any = None
         failure: BaseException | None = None
@@ -354,7 +355,7 @@ async def test_a_runner_and_a_temporal_run_without_gated_tools_agree(
 async def test_pending_approvals_keep_a_toolset_members_family(
     temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from toolrunner._sdk_tools import SdkToolsetTool
+    from toolrunner._tools.sdk import SdkToolsetTool
 
     # No toolset asks for approval today; a gated family shows what a client must be told: which
     # family a member belongs to (``navigate`` means nothing without ``browser``).

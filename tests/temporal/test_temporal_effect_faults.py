@@ -28,7 +28,7 @@ runs on the test server.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,9 +47,9 @@ from tests.helpers import MODEL, plain
 from tests.temporal.temporal_helpers import fast_retries, start, worker
 from tests.test_effect_faults import USER, run_script
 from toolrunner import LoopFinished, RunnerEvent
-from toolrunner._core import RunCore
-from toolrunner._effects import Program
-from toolrunner._lifecycle import INTERRUPTED
+from toolrunner._core.effects import Program
+from toolrunner._core.run import RunCore
+from toolrunner._core.transitions import INTERRUPTED
 from toolrunner.temporal import MemoryPayloadStore, RunHandle, RunResult, ToolRunnerWorkflow, get_run
 from toolrunner.temporal._data import MessagesInput
 from toolrunner.testing import FakeMessagesAPI, RecordedRequest, ScriptEntry, fault
@@ -83,19 +83,22 @@ class Tap:
         """(run_id, n): the workflow task fails at the n-th effect of that run (once)."""
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        iteration, call = RunCore.iteration, RunCore.call
+        iteration: Callable[[RunCore[Any]], Program[Any]] = RunCore.iteration  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        call: Callable[..., Program[None]] = RunCore.call  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         tap = self
 
-        def tapped_iteration(core: RunCore) -> Program[Any]:
+        def tapped_iteration(core: RunCore[Any]) -> Program[Any]:
             return tap.tapped(core, None, iteration(core))
 
-        def tapped_call(core: RunCore, call_: Any, *, early: bool = False) -> Program[None]:
+        def tapped_call(core: RunCore[Any], call_: Any, *, early: bool = False) -> Program[None]:
             return tap.tapped(core, call_.id, call(core, call_, early=early))
 
         monkeypatch.setattr(RunCore, "iteration", tapped_iteration)
         monkeypatch.setattr(RunCore, "call", tapped_call)
 
-    def tapped(self, core: RunCore, call_id: str | None, program: Program[Any]) -> Generator[Any, Any, Any]:
+    def tapped(
+        self, core: RunCore[Any], call_id: str | None, program: Program[Any]
+    ) -> Generator[Any, Any, Any]:
         replaying = workflow.in_workflow() and workflow.unsafe.is_replaying()
         trace = self.traces.setdefault(core.state.run_id or "", Trace())
         log: list[str] = []

@@ -20,7 +20,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.temporal.temporal_helpers import start, task_queue
 from toolrunner import tool
-from toolrunner._lifecycle import INTERRUPTED
+from toolrunner._core.transitions import INTERRUPTED
 from toolrunner.temporal import ActivityOptions
 from toolrunner.testing import FakeMessagesAPI, serve, text_reply, tool_call, tool_reply
 

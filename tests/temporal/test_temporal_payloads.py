@@ -11,7 +11,7 @@ import pytest
 from anthropic.types import Message
 
 from toolrunner import StateError, tool_result_block
-from toolrunner._messages import reply_param
+from toolrunner._core.messages import reply_param
 from toolrunner.temporal import FilePayloadStore, MemoryPayloadStore
 from toolrunner.temporal._payloads import REF, Payloads, is_stub
 

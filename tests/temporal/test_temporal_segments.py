@@ -23,8 +23,8 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from tests.helpers import plain
 from tests.temporal.temporal_helpers import run_plainly, start, task_queue, worker
 from toolrunner import CompactionControl, tool
-from toolrunner._state import request_usage_data
-from toolrunner._usage import DEFAULT_PRICES, request_usage
+from toolrunner._core.state import request_usage_data
+from toolrunner._core.usage import DEFAULT_PRICES, request_usage
 from toolrunner.temporal import MemoryPayloadStore, RunHandle, ToolRunnerWorkflow
 from toolrunner.temporal._activities import Activities
 from toolrunner.temporal._data import RequestInput, RequestOutput, SummaryInput, SummaryOutput

@@ -35,8 +35,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from .._checkpoint import RunStore
-from .._errors import (
+from .._core.errors import (
     ApprovalError,
     CheckpointConflictError,
     CheckpointError,
@@ -44,10 +43,11 @@ from .._errors import (
     StateError,
     ToolInputError,
 )
-from .._runs import RunStatus, RunSummary, input_problems, parse_json, waiting_calls
-from .._show import call_text, going_on, plural, printable
-from .._state import CallRecord, plain_data
-from .._text import sendable_text
+from .._core.state import CallRecord, plain_data
+from .._core.unicode import sendable_text
+from .._ops.render import call_text, going_on, plural, printable
+from .._stores.protocol import RunStore
+from .._stores.runs import RunStatus, RunSummary, input_problems, parse_json, waiting_calls
 from ._auth import COOKIE, Session, Sessions, origin_of, safe_next, same_origin
 from ._http import BODY_LIMIT, BodyLimit, SecurityHeaders
 from ._live import PAGE, waiting_versions

@@ -9,9 +9,9 @@ from collections.abc import AsyncGenerator, Sequence
 
 import anyio
 
-from .._checkpoint import RunStore
-from .._errors import CheckpointError, StateError
-from .._runs import RunStatus, RunSummary
+from .._core.errors import CheckpointError, StateError
+from .._stores.protocol import RunStore
+from .._stores.runs import RunStatus, RunSummary
 
 __all__ = ["PAGE", "waiting_versions"]
 

@@ -1,5 +1,5 @@
 """What the inbox's pages show, as plain values for the templates: a run's conversation (from
-``toolrunner._show``, which the command line prints too), its waiting calls with their tool's
+``toolrunner._ops.render``, which the command line prints too), its waiting calls with their tool's
 description and input schema, and its decided calls.
 
 Nothing here is HTML: the templates escape every value (Jinja's autoescape), so text a model or a
@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from .._runs import RunSummary, waiting_calls
-from .._show import (
+from .._core.state import CallRecord, DecisionRecord, RunState, plain_data
+from .._core.unicode import sendable_text
+from .._ops.render import (
     VIA,
     Part,
     age,
@@ -28,8 +29,7 @@ from .._show import (
     shortened,
     tool_description,
 )
-from .._state import CallRecord, DecisionRecord, RunState, plain_data
-from .._text import sendable_text
+from .._stores.runs import RunSummary, waiting_calls
 
 __all__ = [
     "Field",

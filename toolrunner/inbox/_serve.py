@@ -12,7 +12,7 @@ from typing import TextIO
 
 from starlette.applications import Starlette
 
-from .._stores import open_store
+from .._stores.open import open_store
 from ._app import create_app
 from ._auth import new_token
 

@@ -29,11 +29,10 @@ from anthropic.types.beta import BetaMessage
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from .._approvals import evaluate_gates, tool_definition
-from .._caching import CachePolicy, Caching
-from .._compaction import CompactionControl, compaction_request, summary_request
-from .._errors import MalformedReplyError, ToolInputError, ToolRunnerError
-from .._events import (
+from .._core.caching import CachePolicy, Caching
+from .._core.compaction import CompactionControl, compaction_request, summary_request
+from .._core.errors import MalformedReplyError, ToolInputError, ToolRunnerError
+from .._core.events import (
     ApprovalDecided,
     ApprovalRequested,
     MessageFinished,
@@ -42,20 +41,22 @@ from .._events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from .._execution import CallHooks, ExecutionOptions, run_one
-from .._lifecycle import pending_calls, request_params
-from .._messages import check_reply
-from .._options import ToolLike
-from .._params import ToolIndex, index_tools
-from .._requests import send_request
-from .._results import DEFAULT_ADAPTER, ToolResultAdapter, tool_result_block
-from .._state import Phase, RunState, request_usage_data
-from .._streaming import StreamWatch
-from .._tools import ToolContext
-from .._toolsets import RunnableTool, Toolset
-from .._tracing import TracedCall, trace_tool_calls, untraced
-from .._types import Reply, ToolCall
-from .._usage import DEFAULT_PRICES, Price, request_usage
+from .._core.messages import check_reply
+from .._core.results import tool_result_block
+from .._core.state import Phase, RunState, request_usage_data
+from .._core.transitions import pending_calls, request_params
+from .._core.types import Reply, ToolCall
+from .._core.usage import DEFAULT_PRICES, Price, request_usage
+from .._runner.options import ToolLike
+from .._runner.params import ToolIndex, index_tools
+from .._runner.requests import send_request
+from .._runner.streaming import StreamWatch
+from .._tools.approvals import evaluate_gates, tool_definition
+from .._tools.execution import CallHooks, ExecutionOptions, run_one
+from .._tools.results import DEFAULT_ADAPTER, ToolResultAdapter
+from .._tools.tool import ToolContext
+from .._tools.toolsets import RunnableTool, Toolset
+from .._tracing.trace import TracedCall, trace_tool_calls, untraced
 from ._activity_support import NoRunner, heartbeating, not_registered, raise_for_status
 from ._data import (
     DecisionInput,

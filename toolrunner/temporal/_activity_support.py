@@ -14,8 +14,8 @@ import anthropic
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from .._errors import ToolRunnerError
-from .._types import Reply, RunnerView
+from .._core.errors import ToolRunnerError
+from .._core.types import Reply, RunnerView
 from ._names import TOOL_NOT_REGISTERED
 
 __all__ = ["NoRunner", "heartbeating", "not_registered", "raise_for_status"]

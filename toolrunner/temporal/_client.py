@@ -13,12 +13,12 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
-from .._errors import CheckpointError, ParamsError, RunEndedError
-from .._messages import message_param
-from .._options import ToolLike, read_options
-from .._params import TRANSPORT, check_params, index_tools
-from .._state import RunState, message_data, plain_data
-from .._types import Reply, ToolCall
+from .._core.errors import CheckpointError, ParamsError, RunEndedError
+from .._core.messages import message_param
+from .._core.state import RunState, message_data, plain_data
+from .._core.types import Reply, ToolCall
+from .._runner.options import ToolLike, read_options
+from .._runner.params import TRANSPORT, check_params, index_tools
 from ._controls import check_settable
 from ._data import (
     ActivityOptions,

@@ -28,8 +28,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from anthropic.types import ToolResultBlockParam
 
-    from .._errors import ParamsError, ToolRunnerError
-    from .._events import (
+    from .._core.errors import ParamsError, ToolRunnerError
+    from .._core.events import (
         ApprovalDecided,
         ApprovalRequested,
         MessageFinished,
@@ -38,12 +38,12 @@ with workflow.unsafe.imports_passed_through():
         ToolCallFinished,
         ToolCallStarted,
     )
-    from .._lifecycle import call_decided
-    from .._messages import check_history, client_tool_calls, field, message_param
-    from .._params import TRANSPORT, check_params
-    from .._results import tool_result_block
-    from .._state import Phase
-    from .._types import Decision
+    from .._core.messages import check_history, client_tool_calls, field, message_param
+    from .._core.results import tool_result_block
+    from .._core.state import Phase
+    from .._core.transitions import call_decided
+    from .._core.types import Decision
+    from .._runner.params import TRANSPORT, check_params
     from ._data import (
         ActivityOptions,
         Answer,
@@ -56,7 +56,8 @@ with workflow.unsafe.imports_passed_through():
     from ._names import DECISION_ACTIVITY, EVENTS_ACTIVITY, RUN_ENDED
 
 if TYPE_CHECKING:
-    from .._core import RunCore
+    from .._core.run import RunCore
+    from .._tools.toolsets import RunnableTool
 
 __all__ = ["RunControls", "Steering", "check_settable"]
 
@@ -82,7 +83,7 @@ class RunControls:
     """The clients' side of ``CoreRun`` (see the module docstring)."""
 
     if TYPE_CHECKING:  # what the driver provides
-        _core: RunCore
+        _core: RunCore[RunnableTool]
         _run_id: str
         _options: ActivityOptions
         _steering: list[Steering]

@@ -17,8 +17,8 @@ from anthropic.types import Message
 from anthropic.types.beta import BetaMessage
 from temporalio.common import RetryPolicy
 
-from .._types import Reply
-from .._usage import Usage
+from .._core.types import Reply
+from .._core.usage import Usage
 from ._payloads import Payloads, PayloadStore
 
 __all__ = [

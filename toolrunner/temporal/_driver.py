@@ -1,7 +1,7 @@
 """The workflow's driver of the run's orchestration: ``RunCore``'s effects, performed on Temporal.
 
 ``CoreRun`` is to a workflow what ``ToolRunner`` is to a process: a driver of ``RunCore``
-(``toolrunner._core``), which decides what happens and in which order. This module only performs
+(``toolrunner._core.run``), which decides what happens and in which order. This module only performs
 each effect the core asks for:
 
 ===================  ===================================================================
@@ -50,9 +50,8 @@ with workflow.unsafe.imports_passed_through():
     from anthropic.types import Message, ToolResultBlockParam
     from anthropic.types.beta import BetaMessage
 
-    from .._compaction import CompactionControl
-    from .._core import RunCore
-    from .._effects import (
+    from .._core.compaction import CompactionControl
+    from .._core.effects import (
         Ask,
         AwaitDecisions,
         Decisions,
@@ -74,15 +73,15 @@ with workflow.unsafe.imports_passed_through():
         Send,
         Summarize,
     )
-    from .._errors import ToolRunnerError
-    from .._events import (
-        RunnerEvent,
-    )
-    from .._lifecycle import Limits, interrupted
-    from .._messages import client_tool_calls
-    from .._state import Phase, RunState, read_request_usage, usage_data
-    from .._types import Reply, ToolCall
-    from .._usage import RequestUsage
+    from .._core.errors import ToolRunnerError
+    from .._core.events import RunnerEvent
+    from .._core.messages import client_tool_calls
+    from .._core.run import RunCore
+    from .._core.state import Phase, RunState, read_request_usage, usage_data
+    from .._core.transitions import Limits, interrupted
+    from .._core.types import Reply, ToolCall
+    from .._core.usage import RequestUsage
+    from .._tools.toolsets import RunnableTool
     from ._controls import RunControls, Steering
     from ._data import (
         ActivityOptions,
@@ -194,7 +193,7 @@ class CoreRun(RunControls):
         }
 
     @property
-    def core(self) -> RunCore:
+    def core(self) -> RunCore[RunnableTool]:
         """The run's orchestration (its state: ``core.state``)."""
         return self._core
 

@@ -8,8 +8,8 @@ from typing import Any
 from anthropic.types import Message
 from anthropic.types.beta import BetaMessage
 
-from .._events import ApprovalDecided, LoopFinished, RunnerEvent, ToolCallFinished, ToolCallStarted
-from .._types import ToolCall
+from .._core.events import ApprovalDecided, LoopFinished, RunnerEvent, ToolCallFinished, ToolCallStarted
+from .._core.types import ToolCall
 
 __all__ = ["call_data", "event_data", "read_call", "read_event"]
 

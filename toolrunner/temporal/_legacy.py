@@ -2,7 +2,7 @@
 (``workflow.patched("effects-core")`` is false for them): they replay as they ran.
 
 ``LegacyRun`` is today's workflow as it was, a driver of the pure lifecycle in
-``toolrunner._lifecycle`` that orders the effects itself: it keeps the run's ``RunState`` and does
+``toolrunner._core.transitions`` that orders the effects itself: it keeps the run's ``RunState`` and does
 the I/O the transitions ask for, each piece of it an activity. One iteration:
 
 1. ``ready_to_send``: stop at a limit (or send one last request that may not call tools);
@@ -35,9 +35,12 @@ with workflow.unsafe.imports_passed_through():
     from anthropic.types import Message, ToolResultBlockParam
     from anthropic.types.beta import BetaMessage
 
-    from .._errors import ToolRunnerError
-    from .._execution import CallPlan, not_executed
-    from .._lifecycle import (
+    from .._core.errors import ToolRunnerError
+    from .._core.messages import check_history
+    from .._core.plan import CallPlan, not_executed
+    from .._core.results import tool_result_block
+    from .._core.state import Phase, RunState, read_request_usage, usage_data
+    from .._core.transitions import (
         Limits,
         awaiting,
         call_decided,
@@ -54,10 +57,7 @@ with workflow.unsafe.imports_passed_through():
         turn_paused,
         turn_resumed,
     )
-    from .._messages import check_history
-    from .._results import tool_result_block
-    from .._state import Phase, RunState, read_request_usage, usage_data
-    from .._types import ToolCall, ToolResultMessage
+    from .._core.types import ToolCall, ToolResultMessage
     from ._data import (
         ActivityOptions,
         Answer,

@@ -1,11 +1,11 @@
-"""Inside a workflow, the core's log lines (``toolrunner._log``) go to ``temporalio.workflow.logger``,
+"""Inside a workflow, the core's log lines (``toolrunner._core.log``) go to ``temporalio.workflow.logger``,
 which writes each once: not again when the workflow replays, and with the workflow's identity."""
 
 from __future__ import annotations
 
 from temporalio import workflow
 
-from .._log import LogSink, add_route
+from .._core.log import LogSink, add_route
 
 __all__ = ["route_workflow_lines"]
 

@@ -35,9 +35,9 @@ from typing import Any, Protocol, cast, runtime_checkable
 import anyio.to_thread
 from anthropic.types import ToolResultBlockParam
 
-from .._errors import StateError
-from .._messages import reply_param
-from .._types import Reply
+from .._core.errors import StateError
+from .._core.messages import reply_param
+from .._core.types import Reply
 
 __all__ = [
     "REF",

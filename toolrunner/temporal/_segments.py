@@ -24,16 +24,16 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from .._core import Elided, RunCore
-    from .._messages import field
-    from .._state import Phase, usage_data
-    from .._usage import Usage
+    from .._core.messages import field
+    from .._core.run import Elided, RunCore
+    from .._core.state import Phase, usage_data
+    from .._core.usage import Usage
     from ._data import RunInput, Segment
 
 __all__ = ["cut", "go_on", "may_cut"]
 
 
-def may_cut(run: RunInput, core: RunCore, *, steering: bool) -> bool:
+def may_cut(run: RunInput, core: RunCore[Any], *, steering: bool) -> bool:
     """Whether this segment is long enough to go on in a new one, and the run is at a point it may
     be cut: between two turns, no update under way, not the last request."""
     info = workflow.info()
@@ -51,7 +51,7 @@ def may_cut(run: RunInput, core: RunCore, *, steering: bool) -> bool:
 
 
 def cut(
-    core: RunCore,
+    core: RunCore[Any],
     *,
     node: str | None,
     sent: int,
@@ -81,7 +81,7 @@ def cut(
     )
 
 
-def go_on(core: RunCore, segment: Segment) -> Usage:
+def go_on(core: RunCore[Any], segment: Segment) -> Usage:
     """Give a new segment's core what the segment before knew; the usage its tracing counts from."""
     elided = segment.elided
     core.elided = Elided(

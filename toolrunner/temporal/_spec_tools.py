@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
-from .._tools import ToolContext
-from .._toolsets import RunnableTool
-from .._types import ToolCall
+from .._core.types import ToolCall
+from .._tools.tool import ToolContext
+from .._tools.toolsets import RunnableTool
 from ._data import ToolSpec
 
 __all__ = ["SpecTool", "SpecTools"]

@@ -11,7 +11,7 @@ from pathlib import Path
 from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
 from temporalio.testing import WorkflowEnvironment
 
-from .._errors import ToolRunnerError
+from .._core.errors import ToolRunnerError
 
 __all__ = ["find_test_server", "start_test_environment"]
 

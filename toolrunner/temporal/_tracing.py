@@ -21,8 +21,8 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from .._state import RunState
-    from .._usage import Usage
+    from .._core.state import RunState
+    from .._core.usage import Usage
 
 __all__ = ["RunSpans", "invoke_agent_span"]
 
@@ -81,7 +81,7 @@ def invoke_agent_span(
     with workflow.unsafe.imports_passed_through():
         from temporalio.contrib.opentelemetry import TracingWorkflowInboundInterceptor, workflow as traced
 
-        from .._otel import run_attributes
+        from .._tracing.otel import run_attributes
 
     # Without the interceptor, completed_span would make the span with the global tracer instead,
     # warning, and again at each replay: the span is the interceptor's to make, or nobody's.

@@ -10,10 +10,10 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from .._errors import ParamsError
-from .._options import ToolLike
-from .._results import DEFAULT_ADAPTER, ToolResultAdapter
-from .._usage import Price
+from .._core.errors import ParamsError
+from .._core.usage import Price
+from .._runner.options import ToolLike
+from .._tools.results import DEFAULT_ADAPTER, ToolResultAdapter
 from ._activities import Activities, EventListener
 from ._payloads import PayloadStore
 from ._workflow import ToolRunnerWorkflow

@@ -1,7 +1,7 @@
 """The workflow: toolrunner's run on Temporal, ``ToolRunnerWorkflow``.
 
 A run started by this toolrunner is driven by the run's orchestration, ``RunCore``
-(``toolrunner._core``), as a ``ToolRunner`` is: ``_driver.CoreRun`` performs its effects as
+(``toolrunner._core.run``), as a ``ToolRunner`` is: ``_driver.CoreRun`` performs its effects as
 activities, local activities and waits. A run started by an earlier toolrunner (whose history has
 no ``effects-core`` marker) goes on in the body it started with (``_legacy.LegacyRun``), so that
 its history replays. This class is the workflow's face: its signal, queries and updates, handed

@@ -1,0 +1,19 @@
+"""The core: the run's state as one value, its pure transitions, and the order of its effects.
+
+What lives here does no I/O, reads no clock, starts no thread, logs nothing itself (``log`` hands a
+line to the sink the driver layer sets) and knows no store: every driver (``ToolRunner``, the
+Temporal workflow) performs the effects its programs yield, so a decision made here is made once,
+for all of them, and can be tested without any of them.
+
+- the state: ``state`` (``RunState``, its JSON form), ``state_schema`` (its saved form's schema and
+  migrations), ``types`` (what every layer shares), ``errors`` (the exception tree);
+- the transitions: ``transitions`` (pure functions of a state), ``tool_changes``, ``compaction``,
+  ``caching``, ``usage``, ``messages`` and ``history`` (histories: checked, read, converted),
+  ``results`` (a tool_result block), ``result_blocks``, ``unicode``, ``ids``;
+- the order of effects: ``effects`` (what a program asks of its driver), ``run`` (``RunCore``, the
+  programs), ``plan`` (in which order a message's calls run), ``events`` (what listeners hear),
+  ``log``.
+
+It imports nothing of toolrunner outside ``_core``; ``tests/test_layout.py`` holds it to that, and
+to importing no anyio, asyncio, threading, time, logging or store module.
+"""

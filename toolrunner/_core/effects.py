@@ -1,0 +1,255 @@
+"""What the run's orchestration (``_core``) asks a driver to do: the effects, plain values.
+
+``RunCore``'s programs are generators: each ``yield`` hands the driver one effect, and the driver
+sends back its outcome (or throws in the exception performing it raised). The programs do no I/O
+and read no clock, so every driver (``ToolRunner``, the Temporal workflow) performs the same
+sequence of effects for the same run, and a test can put a fault at any one of them.
+
+The effects, with the outcome each expects:
+
+============================  ================================================================
+effect                        outcome
+============================  ================================================================
+``Save``                      ``None``: the state is saved (or there is no store)
+``Derive``                    ``None``: the state follows from ``before`` (no write needed)
+``Prepare``                   ``None``: the tools are open and their lists read again
+``Send``                      the reply to ``request`` (the core checks it)
+``Summarize``                 the reply to the summary request of ``state.messages[:point]``
+``OpenStream``                the stream the loop body gets (the driver keeps reading it)
+``ReadStream``                the reply, the rest of the stream read; ``None`` if the loop body
+                              read the stream and got its error (the request is sent again)
+``EndStream``                 the ids of calls started early whose results must be forgotten
+``DropStream``                ``None``: the stream is closed, its early calls cancelled
+``Gate``                      ``Gated``: which of ``calls`` wait for a decision, which are denied
+``Ask``                       the ``approve=`` callback's verdict on ``call`` (or it raises)
+``RunCalls``                  ``None``: each call ran through ``RunCore.call`` (or elsewhere)
+``Execute``                   ``(block, seconds)``: the tool's result block, and how long it took
+``ReadDecisions``             the decisions taken elsewhere (through the run's store) since the
+                              driver last saved, by tool_use id; empty if none (or no store)
+``AwaitDecisions``            ``PAUSED``, or ``TIMED_OUT`` from a driver that waited too long
+``Ended``                     ``None``: the loop stopped (its tools may close)
+============================  ================================================================
+
+A driver must hold one of the run's concurrency slots (``max_concurrency``) for the whole of a
+call's program, from before the call is journaled as started: a call still queued for a slot has
+not started, and must not be reported "interrupted" after a crash.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+
+from anthropic.types import ToolResultBlockParam
+
+from .types import ToolCall
+
+if TYPE_CHECKING:
+    from .compaction import CompactionControl
+    from .state import RunState
+
+__all__ = [
+    "Ask",
+    "AwaitDecisions",
+    "Decisions",
+    "Derive",
+    "DropStream",
+    "Effect",
+    "EndStream",
+    "Ended",
+    "Execute",
+    "Gate",
+    "Gated",
+    "OpenStream",
+    "Prepare",
+    "Program",
+    "ReadDecisions",
+    "ReadStream",
+    "Request",
+    "RunCalls",
+    "Save",
+    "Send",
+    "Summarize",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Save:
+    """Save the run's state as ``RunCore.saveable(starting)`` gives it (the current state, less
+    the starts of other calls whose own save has not been written), if the run has a store.
+    ``starting``: the call this save journals as started, which begins once it is written."""
+
+    starting: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Derive:
+    """The current state follows from ``before`` by a pure step (a finished turn's append, from a
+    journal that holds every result): if the store holds ``before``, resuming from it reaches the
+    current state again, so it counts as saved; the next save writes what it added."""
+
+    before: RunState
+
+
+@dataclass(frozen=True, slots=True)
+class Prepare:
+    """Tools are about to be needed (a request is built, calls are gated or run): open the tools that
+    are not open, and read again the tool lists that changed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What a request carries, as data: the params, the history and the tools of ``state`` (the
+    last request a limit forces is sent with ``tool_choice: none``), made a compaction request when
+    ``compaction`` is given."""
+
+    state: RunState
+    compaction: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send ``request`` and wait for the whole reply."""
+
+    request: Request
+
+
+@dataclass(frozen=True, slots=True)
+class Summarize:
+    """Send the summary request of client-side compaction: ``state.messages[:point]`` summarized
+    as ``control`` asks (``_compaction.summary_request``: no tools). As data, so that a driver that
+    keeps the history elsewhere (a Temporal run's payload store) can build the request there;
+    ``point`` counts from the first message ``state`` holds (see ``RunCore.elided``)."""
+
+    state: RunState
+    point: int
+    control: CompactionControl
+
+
+@dataclass(frozen=True, slots=True)
+class OpenStream:
+    """Send ``request`` as a stream, and hand the stream over."""
+
+    request: Request
+
+
+@dataclass(frozen=True, slots=True)
+class ReadStream:
+    """Read the rest of the open stream, and give its complete reply."""
+
+
+@dataclass(frozen=True, slots=True)
+class EndStream:
+    """The open stream's reply is in: close the stream; keep what the calls it started early give,
+    or (not ``keep``) cancel them and say which to forget."""
+
+    keep: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DropStream:
+    """Close the open stream (if any) and cancel what it started early; its reply is not used."""
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """Find which of ``calls`` must wait for a decision (their tools' ``requires_approval``)."""
+
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Gated:
+    """``Gate``'s outcome: the calls that wait, the calls denied (their gate raised: fail closed,
+    with the reason the model reads), and the definitions of the waiting calls' tools by id."""
+
+    waiting: Sequence[ToolCall] = ()
+    denied: Sequence[tuple[ToolCall, str]] = ()
+    tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict[str, Mapping[str, Any]])
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """Ask the run's ``approve=`` callback about ``call``."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class RunCalls:
+    """Run ``calls`` at once, each through ``RunCore.call`` (a call that runs elsewhere already is
+    waited for), each holding a concurrency slot (see the module docstring)."""
+
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Execute:
+    """Run the tool of ``call`` with ``input`` (the model's, or the one a person approved), the
+    tools named in ``removed`` counting as unknown; the tool_result block, and the seconds it took."""
+
+    call: ToolCall
+    input: object
+    removed: frozenset[str]
+
+
+class Decisions(enum.Enum):
+    """How ``AwaitDecisions`` ended."""
+
+    PAUSED = "paused"
+    """The loop pauses, to go on with the decisions taken meanwhile when it is iterated again: a
+    ``ToolRunner`` pauses at once (its caller decides, then iterates); the Temporal workflow once
+    no call waits (decided, or steered away) or the run is closed."""
+    TIMED_OUT = "timed_out"
+    """The driver waited, and the run's time for decisions passed: the core denies the calls still
+    waiting (``RunCore.timed_out`` words the reason), and the turn goes on."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadDecisions:
+    """The turn paused for ``calls`` and goes on: read the decisions taken on them outside this
+    driver since its last save (another process deciding through the store). A driver that holds
+    the only copy of the run (no store, or a Temporal workflow) answers with none."""
+
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AwaitDecisions:
+    """``calls`` wait for decisions (the state says ``AWAITING``)."""
+
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """The loop stopped (ended, or paused): a runner that was not entered closes its tools."""
+
+
+Effect: TypeAlias = (
+    Save
+    | Derive
+    | Prepare
+    | Send
+    | Summarize
+    | OpenStream
+    | ReadStream
+    | EndStream
+    | DropStream
+    | Gate
+    | Ask
+    | RunCalls
+    | Execute
+    | ReadDecisions
+    | AwaitDecisions
+    | Ended
+)
+
+Program: TypeAlias = Generator[Effect, Any, T]
+"""A program of ``RunCore``: yields effects, gets their outcomes, returns a ``T``."""
+
+Result: TypeAlias = ToolResultBlockParam

@@ -1,0 +1,124 @@
+"""What a runner reports as it goes, for UIs and logs (``on_event=`` and ``runner.events()``).
+
+Events are plain frozen data; the runner emits them in this order for each request:
+``TextDelta``\\* (as text streams in, or once per text block without streaming),
+``MessageFinished``, ``ApprovalRequested`` for each call that waits for a decision, then for each
+tool call ``ToolCallStarted`` ... ``ToolCallFinished`` (``ApprovalDecided`` when a waiting call is
+decided), and ``LoopFinished`` when the loop ends or pauses. Calls started early
+(``run_tools_eagerly``) report ``ToolCallStarted`` before their reply's ``MessageFinished``. Each
+call is reported once, across a pause and a resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from .types import Decision, DecisionSource, EndReason, Reply, ToolCall
+from .usage import RequestUsage
+
+__all__ = [
+    "ApprovalDecided",
+    "ApprovalRequested",
+    "EndReason",
+    "LoopFinished",
+    "MessageFinished",
+    "RunnerEvent",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the reply's text."""
+
+    text: str
+    index: int
+    """The index of the content block the text belongs to."""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageFinished:
+    """A reply is complete (for a stream: its final message)."""
+
+    message: Reply
+    requests: tuple[RequestUsage, ...] = ()
+    """The usage of each request of the run that got a reply, this one's last, across pauses and
+    resumes: ``len(requests)`` is the reply's number in the run (``runner.usage`` counts the same).
+    Empty from a driver that does not tell (a Temporal worker)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    """A tool call started running."""
+
+    call: ToolCall
+    early: bool = False
+    """Whether it started while the reply was still streaming (``run_tools_eagerly``)."""
+    input: object = None
+    """The input the tool runs with when a person edited it on approval (``call.input`` is the
+    model's); ``None`` when it runs with the model's."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFinished:
+    """A tool call finished (a call cancelled before it finished reports nothing)."""
+
+    call: ToolCall
+    duration: float
+    """Seconds from start to finish."""
+    is_error: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested:
+    """A tool call waits for a person's decision (``runner.pending_approvals`` lists it)."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided:
+    """A call that needed a decision got one (or was denied because deciding failed). Reported
+    once per call, across a pause and a resume, whichever way it was decided."""
+
+    call: ToolCall
+    """The call as the model sent it (``call.input`` is the model's input)."""
+    decision: Decision
+    by: str | None = None
+    """Who decided, as the decider said (``approve(..., by=...)``), if known."""
+    input: object = None
+    """The input the call runs with instead of the model's, when a person edited it."""
+    reason: str | None = None
+    """What the model reads for a denial."""
+    via: DecisionSource | None = None
+    """Where the decision came from: ``"runner"``, ``"store"`` (its API, the CLI, the inbox),
+    ``"callback"`` (``approve=``), ``"gate"`` (a gate that failed) or ``"timeout"``."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoopFinished:
+    """The loop ended."""
+
+    message: Reply | None
+    """The final reply (``None`` if no request got a reply)."""
+    reason: EndReason
+    requests: tuple[RequestUsage, ...] = ()
+    """The usage of each request of the whole run, as ``MessageFinished.requests``."""
+
+
+RunnerEvent: TypeAlias = (
+    TextDelta
+    | MessageFinished
+    | ToolCallStarted
+    | ToolCallFinished
+    | ApprovalRequested
+    | ApprovalDecided
+    | LoopFinished
+)
+
+
+Listener: TypeAlias = Callable[[RunnerEvent], None]

@@ -1,0 +1,7 @@
+"""Operating saved runs: ``cli`` (the parser and exit statuses of ``toolrunner``), ``commands``
+(the commands, imported once one runs), ``exits``, ``render`` (runs as text for people and JSON for
+scripts), ``printer`` (``EventPrinter``), ``resumer`` (``Resumer``: decided runs go on by
+themselves) and ``resume_command`` (``toolrunner resume``).
+
+It may import every layer below it, and the inbox (which serves over a store).
+"""

@@ -1,0 +1,264 @@
+"""The command line: ``toolrunner runs list|show|approve|deny|answer|delete|prune --store URL``,
+``toolrunner inbox --store URL`` (the web app of ``toolrunner.inbox``, imported only then) and
+``toolrunner resume --store URL --app module:function`` (``_resume_command``); also
+``python -m toolrunner``.
+
+This module reads the command line and maps what went wrong to an exit status (``ExitCode``); the
+commands themselves are ``_commands``, imported only once one runs, so that ``--help`` (and a
+mistyped option) imports no store and not the SDK. Every command reads the store as a
+``RunStore``; none needs the app's code or its tools. Tables for people, ``--json`` for scripts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import TextIO
+
+from .._core.errors import CheckpointConflictError, CheckpointError, ParamsError, StateError, ToolInputError
+from .exits import STORE_VARIABLE, Exit, ExitCode
+
+__all__ = ["STORE_VARIABLE", "ExitCode", "main", "run"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; its exit status."""
+    return run(list(sys.argv[1:] if argv is None else argv), sys.stdout, sys.stderr)
+
+
+def run(argv: list[str], out: TextIO, err: TextIO, *, now: Callable[[], float] = time.time) -> int:
+    """The command line, writing to ``out`` and ``err``, with the time from ``now`` (for tests)."""
+    parser = _parser()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            arguments = parser.parse_args(argv)
+    except SystemExit as exit_:  # argparse printed the usage and the error (or the help)
+        return int(exit_.code or 0)
+    group = getattr(arguments, "group", None)
+    if group not in ("inbox", "resume") and getattr(arguments, "command", None) is None:
+        parser.print_help(err)
+        return ExitCode.USAGE
+    url = arguments.store or os.environ.get(STORE_VARIABLE)
+    if not url:
+        print(
+            f"toolrunner: say which store with --store URL or the {STORE_VARIABLE} variable: "
+            "sqlite:///path/to/runs.db, a path, or postgresql://user:password@host/dbname.",
+            file=err,
+        )
+        return ExitCode.USAGE
+    try:
+        from .commands import execute  # the stores and the SDK: imported once a command runs
+
+        execute(arguments, url, out, err, datetime.fromtimestamp(now(), UTC))
+    except Exit as exit_:
+        return _failed(err, str(exit_), exit_.code)
+    except (ParamsError, ToolInputError) as error:
+        return _failed(err, str(error), ExitCode.USAGE)
+    except CheckpointConflictError as error:
+        return _failed(err, str(error), ExitCode.CONFLICT)
+    except (CheckpointError, StateError) as error:
+        return _failed(err, str(error), ExitCode.FAILED)
+    return ExitCode.OK
+
+
+def _failed(err: TextIO, message: str, code: ExitCode) -> int:
+    from .render import printable  # loaded by then: only a command that ran fails this way
+
+    print(f"toolrunner: {printable(message)}", file=err)
+    return code
+
+
+class _Statuses:
+    """The names of the run statuses, as argparse's ``choices``, read from ``RunStatus`` when first
+    asked: the help of ``toolrunner`` and ``toolrunner runs`` does not ask, and so imports neither
+    the stores nor the SDK."""
+
+    def _names(self) -> list[str]:
+        from .._stores.runs import RunStatus
+
+        return [status.value for status in RunStatus]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+
+# -- the parser -----------------------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="toolrunner",
+        description="Operate the runs a toolrunner store holds: list them, read one, decide its waiting calls, "
+        "clean up.",
+        epilog="Exit status: 0 done, 1 the store failed, 2 wrong usage or input (or an --app that cannot be "
+        "imported), 3 no such run or call, 4 decided already (or the run moved on).",
+    )
+    groups = parser.add_subparsers(dest="group", metavar="{runs,inbox,resume}")
+    runs = groups.add_parser("runs", help="list, show, decide and clean up saved runs")
+    commands = runs.add_subparsers(dest="command", metavar="COMMAND")
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--store",
+        metavar="URL",
+        help=f"sqlite:///path/to/runs.db, a path, or postgresql://user:password@host/dbname "
+        f"(default: ${STORE_VARIABLE})",
+    )
+    common.add_argument("--json", action="store_true", help="print JSON for scripts instead of text")
+    statuses = _Statuses()
+
+    listing = commands.add_parser("list", parents=[common], help="list runs, newest first")
+    listing.add_argument(
+        "--status",
+        action="append",
+        choices=statuses,
+        metavar="STATUS",
+        help="only runs with this status, one of %(choices)s (repeat for several)",
+    )
+    listing.add_argument(
+        "--updated-before", metavar="WHEN", help="last saved before: a duration ago (7d) or a time"
+    )
+    listing.add_argument(
+        "--updated-after", metavar="WHEN", help="last saved at or after: a duration ago (1h) or a time"
+    )
+    listing.add_argument("--limit", type=int, default=50, help="runs per page (default 50)")
+    listing.add_argument("--cursor", help="the next page's cursor, as the previous page printed it")
+
+    show = commands.add_parser("show", parents=[common], help="a run's conversation and the calls that wait")
+    show.add_argument("run_id", metavar="RUN")
+    show.add_argument("--full", action="store_true", help="do not cut long texts and inputs")
+
+    decider = argparse.ArgumentParser(add_help=False, parents=[common])
+    decider.add_argument("run_id", metavar="RUN")
+    decider.add_argument("call_id", metavar="CALL", help="the tool_use id of a waiting call (see `show`)")
+    decider.add_argument("--by", help="who decides (default: your user name)")
+
+    approve = commands.add_parser("approve", parents=[decider], help="approve a waiting call")
+    approve.add_argument(
+        "--input",
+        metavar="JSON",
+        help="run the call with this input instead (checked against the tool's schema)",
+    )
+
+    deny = commands.add_parser("deny", parents=[decider], help="deny a waiting call")
+    deny.add_argument("--reason", help="what the model reads (default: that a person denied the call)")
+
+    answer = commands.add_parser("answer", parents=[decider], help="answer a waiting call with a result")
+    answer.add_argument("result", metavar="RESULT", help="the result the model reads, as text")
+    answer.add_argument("--json-result", action="store_true", help="RESULT is JSON (an object, a list, ...)")
+    answer.add_argument("--error", action="store_true", help="the result is an error")
+
+    delete = commands.add_parser("delete", parents=[common], help="delete runs")
+    delete.add_argument("run_ids", metavar="RUN", nargs="+")
+
+    prune = commands.add_parser(
+        "prune",
+        parents=[common],
+        help="delete runs last saved before a time (those that wait for a decision only if --status says so)",
+    )
+    prune.add_argument("--older-than", required=True, metavar="WHEN", help="a duration ago (30d) or a time")
+    prune.add_argument(
+        "--status",
+        action="append",
+        choices=statuses,
+        metavar="STATUS",
+        help="only runs with this status, one of %(choices)s (repeat for several; default: every status but "
+        "those of runs that wait for a person)",
+    )
+    prune.add_argument(
+        "--dry-run", action="store_true", help="list the runs it would delete, and delete none"
+    )
+
+    inbox = groups.add_parser(
+        "inbox",
+        help="serve the inbox: a web app to read and decide the runs that wait (the [inbox] extra)",
+        description="Serve the inbox, a web app where a person reads the runs that wait for a decision and "
+        "approves, edits, denies or answers their calls. Every request needs the token: made at start and "
+        "printed once, or given in $TOOLRUNNER_INBOX_TOKEN or --token-file.",
+    )
+    inbox.add_argument(
+        "--store",
+        metavar="URL",
+        help=f"sqlite:///path/to/runs.db, a path, or postgresql://user:password@host/dbname "
+        f"(default: ${STORE_VARIABLE})",
+    )
+    inbox.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
+    inbox.add_argument("--port", type=int, default=8765, help="the port to listen on (default: 8765; 0: any)")
+    inbox.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="read the token from this file (default: $TOOLRUNNER_INBOX_TOKEN, else made)",
+    )
+    inbox.add_argument(
+        "--origin",
+        action="append",
+        metavar="URL",
+        help="a URL the inbox is reached at, behind a reverse proxy (https://inbox.example.com; repeat for several)",
+    )
+    inbox.add_argument(
+        "--root-path",
+        default="",
+        metavar="PATH",
+        help="the path a reverse proxy serves the inbox under (/inbox; default: none)",
+    )
+    inbox.add_argument(
+        "--poll-interval",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="how often the live list looks at the store (default: 2)",
+    )
+
+    resume = groups.add_parser(
+        "resume",
+        help="take up the runs that are ready (every waiting call decided) and go on with them, with the "
+        "app's tools",
+        description="Serve a resumer: it takes up each run of the store that is ready (every call that waited "
+        "is decided) under a lease, has the app's factory resume it, and drives it until it ends or pauses "
+        "again. Run as many as you like, on as many machines: each run goes to one, and a run whose resumer "
+        "died goes to another once the lease runs out. SIGTERM or Ctrl-C stops it (twice: at once).",
+    )
+    resume.add_argument(
+        "--store",
+        metavar="URL",
+        help=f"sqlite:///path/to/runs.db, a path, or postgresql://user:password@host/dbname "
+        f"(default: ${STORE_VARIABLE})",
+    )
+    resume.add_argument(
+        "--app",
+        required=True,
+        metavar="MODULE:FUNCTION",
+        help="the app's factory, async def (run_id, store) -> ToolRunner (imported from the working directory "
+        "or the Python path)",
+    )
+    resume.add_argument("--concurrency", type=int, default=8, help="runs driven at once (default: 8)")
+    resume.add_argument(
+        "--lease",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long a run is held without news of this resumer (default: 30); it renews every third",
+    )
+    resume.add_argument(
+        "--poll-interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="how often to look for ready runs on SQLite (default: 1; PostgreSQL tells at once)",
+    )
+    resume.add_argument(
+        "--grace",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="on SIGTERM, how long the runs in hand have to end or pause before they stop (default: 10)",
+    )
+    return parser

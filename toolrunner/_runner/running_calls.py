@@ -1,0 +1,141 @@
+"""The calls one runner is running (``RunningCalls``): shared by every caller, some started early.
+
+The order of a call's effects (journal, save, run, journal, save) is the core's
+(``RunCore.call``); what lives here is what a driver needs to run calls in tasks: which calls run
+now, so that a second caller waits for the first instead of running a call twice, and the cancel
+scopes of calls started while their reply streams. Invariants, for every tool_use id:
+
+- while a call runs, ``running`` maps its id to an event that is set when it stops, whoever runs
+  it; a call that was cancelled stops without a result, and the next caller runs it;
+- a call with a result is never run again (the core asks the journal first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from .._core.errors import ToolRunnerError
+from .._core.types import ToolCall
+
+__all__ = ["RunningCalls", "raise_single"]
+
+
+class RunningCalls:
+    """The calls one runner is running, shared by every caller of that runner."""
+
+    def __init__(self) -> None:
+        self.running: dict[str, anyio.Event] = {}
+        self._early: dict[str, anyio.CancelScope] = {}
+
+    async def run(
+        self,
+        calls: Sequence[ToolCall],
+        finished: Callable[[ToolCall], bool],
+        run: Callable[[ToolCall], Coroutine[Any, Any, None]],
+    ) -> None:
+        """Run those of ``calls`` that nobody runs (at once), and wait for those running elsewhere.
+
+        Raises:
+            ToolRunnerError: A call this ran ended without a result (a bug).
+        """
+        mine = [call for call in calls if call.id not in self.running and not finished(call)]
+        if mine:
+            done = anyio.Event()
+            for call in mine:
+                self.running[call.id] = done
+            try:
+                if len(mine) == 1:  # no task group needed: saves a task per turn on the common path
+                    await run(mine[0])
+                else:
+                    await _run_all(mine, run)
+            finally:
+                for call in mine:
+                    del self.running[call.id]
+                done.set()
+            # A call's program gives it a result unless it is cancelled (then it raises): a call it
+            # returned without would run again and again.
+            lost = [call.id for call in mine if not finished(call)]
+            if lost:
+                raise ToolRunnerError(
+                    f"the tool calls {lost!r} ended without a result; this is a bug in toolrunner, please "
+                    "report it with the tools involved."
+                )
+        for call in calls:
+            if (event := self.running.get(call.id)) is not None:
+                await event.wait()  # run elsewhere; if it was cancelled, the core runs it again
+
+    def start_early(
+        self, call: ToolCall, group: anyio.abc.TaskGroup, run: Callable[[ToolCall], Awaitable[None]]
+    ) -> None:
+        """Start ``call`` in ``group`` now (a reply still streams), unless it runs already."""
+        if call.id in self.running:
+            return
+        done = self.running[call.id] = anyio.Event()
+        scope = self._early[call.id] = anyio.CancelScope()
+
+        async def run_early() -> None:
+            try:
+                with scope:
+                    await run(call)
+            finally:
+                del self.running[call.id]
+                done.set()
+
+        group.start_soon(run_early)
+
+    async def settle_early(self, call_ids: Iterable[str], *, keep: bool) -> list[str]:
+        """Once a reply's stream is over: keep what its calls started early give, or cancel them
+        and wait for them to stop. Returns the ids whose results must be forgotten."""
+        scopes = [(call_id, self._early.pop(call_id)) for call_id in call_ids if call_id in self._early]
+        if keep:
+            return []
+        for _, scope in scopes:
+            scope.cancel()
+        for call_id, _ in scopes:
+            if (event := self.running.get(call_id)) is not None:
+                await event.wait()
+        return [call_id for call_id, _ in scopes]
+
+
+async def _run_all(calls: Sequence[ToolCall], run: Callable[[ToolCall], Coroutine[Any, Any, None]]) -> None:
+    """Run ``calls`` at once. A call whose program fails (a save refused or failing around it)
+    does not stop the others: a tool that began may have acted, so it runs to its end and its
+    result is journaled; the first failure is raised once all have stopped. A cancellation still
+    stops them all (and the core answers each call it cut off)."""
+    failures: list[Exception] = []
+
+    async def settled(call: ToolCall) -> None:
+        try:
+            await run(call)
+        except Exception as error:
+            failures.append(error)
+
+    try:
+        async with anyio.create_task_group() as group:
+            for call in calls:
+                group.start_soon(settled, call)
+    except BaseExceptionGroup as error:
+        raise_single(error)
+    if failures:
+        first = failures[0]
+        others = {id(error): error for error in failures[1:] if error is not first}
+        if others:
+            first.add_note(
+                f"{len(others)} other call(s) of the same step failed too: "
+                + "; ".join(f"{type(error).__name__}: {error}" for error in others.values())
+            )
+        raise first
+
+
+def raise_single(error: BaseExceptionGroup[BaseException]) -> None:
+    """A tool's exceptions are results, so only what the runner raises around a call (a refused
+    checkpoint, which every call then raises again) or a ``BaseException`` (``KeyboardInterrupt``)
+    gets into a group of calls: raise it as itself, as a single call would."""
+    distinct = {id(exception): exception for exception in error.exceptions}
+    if len(distinct) == 1:
+        raise error.exceptions[0] from None
+    raise error

@@ -1,0 +1,349 @@
+"""The blocking front end: ``for message in runner`` over the async driver.
+
+No lifecycle code lives here. Each ``for`` loop (and each blocking call made outside one) runs the
+async ``ToolRunner`` in an event loop of its own thread through an anyio blocking portal, which
+closes when the loop ends or is left by ``break``. Requests go through a sync
+``anthropic.Anthropic`` in worker threads, so no state is tied to one event loop and a loop left
+by ``break`` can be resumed later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from functools import partial
+from types import TracebackType
+from typing import Any, Generic, Literal, Self, TypeAlias, cast, overload
+
+import anthropic
+from anthropic.lib.streaming import BetaMessageStream, MessageStream
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from typing_extensions import TypeVar, Unpack
+
+from .._core.errors import ParamsError, ToolRunnerError
+from .._core.state import RunState
+from .._core.types import EndReason, Reply, ToolCall, ToolResultMessage
+from .._core.usage import UsageTracker
+from .options import ResumeArguments, RunnerArguments
+from .runner import ToolRunner
+
+__all__ = ["SyncReplyStream", "SyncToolRunner"]
+
+T = TypeVar("T")
+SyncReplyStream: TypeAlias = MessageStream[Any] | BetaMessageStream[Any]
+"""What a streaming ``SyncToolRunner`` yields: the SDK's sync stream of one reply."""
+SyncItemT = TypeVar("SyncItemT", default=Reply)
+
+
+class SyncToolRunner(Generic[SyncItemT]):
+    """``ToolRunner`` for synchronous code: ``for message in runner`` and blocking methods.
+
+    Takes the same options as ``ToolRunner``, with a sync ``anthropic.Anthropic`` client. Tools may
+    be sync or async; they still run concurrently. It refuses to run inside an event loop (it
+    would block it): use ``ToolRunner`` there.
+
+    Args:
+        client: An ``anthropic.Anthropic``.
+        stream: Yield the SDK's sync ``MessageStream`` of each reply, as the SDK's runner does with
+            ``stream=True``; read it in the loop body (its events, ``text_stream``,
+            ``get_final_message()``).
+        **options: As for ``ToolRunner``.
+    """
+
+    @overload
+    def __init__(
+        self: SyncToolRunner[Reply],
+        client: anthropic.Anthropic,
+        *,
+        stream: Literal[False] = False,
+        **options: Unpack[RunnerArguments],
+    ) -> None: ...
+    @overload
+    def __init__(
+        self: SyncToolRunner[SyncReplyStream],
+        client: anthropic.Anthropic,
+        *,
+        stream: Literal[True],
+        **options: Unpack[RunnerArguments],
+    ) -> None: ...
+    def __init__(
+        self, client: anthropic.Anthropic, *, stream: bool = False, **options: Unpack[RunnerArguments]
+    ) -> None:
+        if not isinstance(client, anthropic.Anthropic):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ParamsError(
+                f"SyncToolRunner needs a sync anthropic.Anthropic client, not {type(client).__name__!r}; "
+                "with anthropic.AsyncAnthropic use ToolRunner and `async for`."
+            )
+        _refuse_eager_streams(stream, options)
+        self._runner = ToolRunner(client, **options)
+        self._runner._driven_from_sync_code(stream=stream)  # pyright: ignore[reportPrivateUsage]  # the one place
+        self._portal: BlockingPortal | None = None
+        self._block: ExitStack | None = None  # inside ``with runner:``: the portal and the entered runner
+        self._iterating = False
+
+    @overload
+    @classmethod
+    def resume(
+        cls,
+        client: anthropic.Anthropic,
+        *,
+        stream: Literal[False] = False,
+        **options: Unpack[ResumeArguments],
+    ) -> SyncToolRunner[Reply]: ...
+    @overload
+    @classmethod
+    def resume(
+        cls, client: anthropic.Anthropic, *, stream: Literal[True], **options: Unpack[ResumeArguments]
+    ) -> SyncToolRunner[SyncReplyStream]: ...
+    @classmethod
+    def resume(
+        cls, client: anthropic.Anthropic, *, stream: bool = False, **options: Unpack[ResumeArguments]
+    ) -> SyncToolRunner[Any]:
+        """Go on with a saved run (see ``ToolRunner.resume``): ``SyncToolRunner.resume(client,
+        run_id=..., checkpointer=..., tools=[...])``; with ``stream=True`` it yields the SDK's sync
+        streams, as ``SyncToolRunner(stream=True)`` does."""
+        if not isinstance(client, anthropic.Anthropic):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ParamsError(
+                f"SyncToolRunner needs a sync anthropic.Anthropic client, not {type(client).__name__!r}."
+            )
+        _refuse_eager_streams(stream, options)
+        _refuse_inside_an_event_loop()
+        with start_blocking_portal() as portal:
+            runner = portal.call(partial(ToolRunner.resume, client, **options))
+        sync = cast("SyncToolRunner[Any]", cls.__new__(cls))
+        runner._driven_from_sync_code(stream=stream)  # pyright: ignore[reportPrivateUsage]
+        sync._runner = runner
+        sync._portal = None
+        sync._block = None
+        sync._iterating = False
+        return sync
+
+    @property
+    def runner(self) -> ToolRunner:
+        """The async runner underneath."""
+        return self._runner
+
+    @property
+    def state(self) -> RunState:
+        """The run's state (see ``ToolRunner.state``)."""
+        return self._runner.state
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """The params of the next request; ``params["messages"]`` is the history."""
+        return self._runner.params
+
+    @property
+    def messages(self) -> Sequence[Any]:
+        """The history."""
+        return self._runner.messages
+
+    @property
+    def last_message(self) -> Reply | None:
+        """The latest reply, or ``None`` before the first."""
+        return self._runner.last_message
+
+    @property
+    def requests_sent(self) -> int:
+        """How many requests got a reply."""
+        return self._runner.requests_sent
+
+    @property
+    def usage(self) -> UsageTracker:
+        """Token usage per request and in total, and the cost when the model has a price."""
+        return self._runner.usage
+
+    @property
+    def finished(self) -> bool:
+        """Whether the loop has ended."""
+        return self._runner.finished
+
+    @property
+    def end_reason(self) -> EndReason | None:
+        """Why the loop ended, or ``None`` while it goes on (see ``ToolRunner.end_reason``)."""
+        return self._runner.end_reason
+
+    def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None:
+        """Append messages to the history (see ``ToolRunner.push_messages``)."""
+        self._runner.push_messages(*messages)
+
+    def append_messages(self, *messages: Mapping[str, Any] | Reply) -> None:
+        """The SDK runner's name for ``push_messages()``."""
+        self._runner.push_messages(*messages)
+
+    def add_tools(self, *tools: object) -> None:
+        """Give the model more tools mid-run (see ``ToolRunner.add_tools``)."""
+        self._runner.add_tools(*tools)
+
+    def remove_tools(self, *tools: object) -> None:
+        """Take tools away from the model mid-run (see ``ToolRunner.remove_tools``)."""
+        self._runner.remove_tools(*tools)
+
+    def compact_before_next_turn(self, compaction: Mapping[str, Any] | None = None) -> None:
+        """Compact the conversation before the next turn (see ``ToolRunner.compact_before_next_turn``)."""
+        self._runner.compact_before_next_turn(compaction)
+
+    def set_messages_params(
+        self, params: Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any]]
+    ) -> None:
+        """Replace or map the params (see ``ToolRunner.set_messages_params``)."""
+        self._runner.set_messages_params(params)
+
+    @property
+    def pending_approvals(self) -> list[ToolCall]:
+        """The calls of the current turn that wait for a decision (see ``ToolRunner``)."""
+        return self._runner.pending_approvals
+
+    def approve(self, tool_use_id: str, *, input: object = None, by: str | None = None) -> None:
+        """Approve a call that waits (see ``ToolRunner.approve``)."""
+        self._runner.approve(tool_use_id, input=input, by=by)
+
+    def deny(self, tool_use_id: str, reason: str, *, by: str | None = None) -> None:
+        """Deny a call (see ``ToolRunner.deny``)."""
+        self._runner.deny(tool_use_id, reason, by=by)
+
+    def answer(
+        self, tool_use_id: str, result: object, *, is_error: bool = False, by: str | None = None
+    ) -> None:
+        """Answer a call with a result computed elsewhere (see ``ToolRunner.answer``)."""
+        self._runner.answer(tool_use_id, result, is_error=is_error, by=by)
+
+    def generate_tool_response(self) -> ToolResultMessage | None:
+        """The tool_result message for the pending calls, or ``None`` (cached; see ``ToolRunner``)."""
+        return self._call(self._runner.generate_tool_response)
+
+    def generate_tool_call_response(self) -> ToolResultMessage | None:
+        """The SDK runner's name for ``generate_tool_response()``."""
+        return self._call(self._runner.generate_tool_response)
+
+    def until_done(self) -> Reply:
+        """Run the loop to its end and return the final reply (see ``ToolRunner.until_done``: a run
+        that pauses for decisions raises ``AwaitingApprovalError``)."""
+        return self._call(self._runner.until_done)
+
+    def close(self) -> None:
+        """End the loop now (see ``ToolRunner.close``)."""
+        self._runner.close()
+
+    def __enter__(self) -> Self:
+        """The blocking ``async with``: one event loop, in a thread of its own, runs every step
+        until the block is left, and one task in it enters the runner and leaves it, so toolsets
+        (an MCP session) open and close in one task, and the tools stay open across ``for`` loops
+        and follow-ups in the block."""
+        if self._portal is not None:
+            raise ToolRunnerError(
+                "this SyncToolRunner is already entered or being iterated; use one `with runner:` block around "
+                "its loops (iterate inside it, never enter it twice), and leave a `for` loop before entering it."
+            )
+        _refuse_inside_an_event_loop()
+        block = ExitStack()
+        try:
+            self._portal = block.enter_context(start_blocking_portal())
+            block.enter_context(self._portal.wrap_async_context_manager(self._runner))
+        except BaseException:
+            self._portal = None
+            block.close()
+            raise
+        self._block = block
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Leave the runner as ``async with`` does (see ``ToolRunner``): the tools close, and the
+        loop ends, unless the run waits for a decision or the block is left by an exception."""
+        block, self._block = self._block, None
+        try:
+            if block is not None:
+                block.__exit__(exc_type, exc, tb)
+        finally:
+            self._portal = None
+
+    def __iter__(self) -> Iterator[SyncItemT]:
+        return self._iterate()
+
+    def _iterate(self) -> Generator[SyncItemT]:
+        if self._iterating:
+            raise ToolRunnerError(
+                "this SyncToolRunner is already being iterated (a `for` loop over it inside another); finish or "
+                "break the outer loop first, or steer it from the outer loop's body."
+            )
+        with self._open_portal() as portal:
+            self._iterating = True
+            try:
+                while (message := portal.call(self._next)) is not None:
+                    yield cast(SyncItemT, message)
+            finally:
+                self._iterating = False
+
+    async def _next(self) -> object | None:
+        # StopAsyncIteration must not cross the portal's futures.
+        try:
+            return await self._runner.__anext__()
+        except StopAsyncIteration:
+            return None
+
+    def _call(self, function: Callable[[], Awaitable[T]]) -> T:
+        if self._portal is not None:  # inside a ``for`` loop over this runner
+            return self._portal.call(function)
+        with self._open_portal() as portal:
+            return portal.call(function)
+
+    @contextmanager
+    def _open_portal(self) -> Generator[BlockingPortal]:
+        if self._block is not None:  # inside ``with runner:``: its portal serves every step
+            assert self._portal is not None
+            yield self._portal
+            return
+        if self._portal is not None:
+            raise ToolRunnerError(
+                "this SyncToolRunner is already being iterated (a `for` loop over it inside another); finish or "
+                "break the outer loop first, or steer it from the outer loop's body."
+            )
+        _refuse_inside_an_event_loop()
+        with start_blocking_portal() as portal:
+            self._portal = portal
+            try:
+                yield portal
+            finally:
+                self._portal = None
+
+
+def _refuse_eager_streams(stream: bool, options: Mapping[str, object]) -> None:
+    if stream and options.get("run_tools_eagerly"):
+        raise ParamsError(
+            "SyncToolRunner(stream=True) does not take run_tools_eagerly=True: your code reads each stream in "
+            "its own thread, and the tools start once the reply is complete. Leave run_tools_eagerly out, or "
+            "use ToolRunner with an anthropic.AsyncAnthropic client to start tools while a reply streams."
+        )
+
+
+def _refuse_inside_an_event_loop() -> None:
+    """A blocking runner would stall the event loop it is called from (and every task on it)."""
+    inside: str | None
+    try:
+        asyncio.get_running_loop()
+        inside = "asyncio"
+    except RuntimeError:
+        inside = "trio" if _in_trio_run() else None
+    if inside is not None:
+        raise ToolRunnerError(
+            f"SyncToolRunner was used inside a running {inside} event loop, which it would block; use "
+            "ToolRunner with `async for` there (an anthropic.AsyncAnthropic client is best), or run the sync "
+            "code in a worker thread."
+        )
+
+
+def _in_trio_run() -> bool:
+    """Whether this thread runs a trio event loop. ``trio.lowlevel.in_trio_run()`` says so from
+    trio 0.29 on; anyio runs on trio from 0.26.1, so ask for the run's token, which every trio has."""
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return False
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        return False
+    return True

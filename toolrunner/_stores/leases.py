@@ -1,0 +1,97 @@
+"""Leases on runs, in pure code: which runs a resumer may take up, and what a lease says. The
+stores only perform these decisions (the SQL ones with the same predicate, ``_sqlstore.CLAIMABLE``;
+the contract suite checks that every store takes up exactly the runs ``claimable`` names).
+
+A resumer (``Resumer``) takes a run up under a lease: its name (the owner) and a time the lease
+runs out, written on the run's row without a save of its state, so the run's sequence does not
+move. It renews the lease while it drives the run and gives it up when the run pauses or ends. The
+lease gives the run to one resumer at a time, and back to the others when that resumer dies; it
+does not make a run safe to drive, which every save's sequence check does (two runners of one run
+conflict, and one stops). So a lease that runs out too early (a resumer stalled longer than its
+lease) costs a conflict, never a call run twice.
+
+Invariant: a lease is an owner and an expiry together, or neither.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .._core.errors import ParamsError
+from .runs import RunStatus
+
+__all__ = [
+    "HANDED_OVER",
+    "TAKEN_OVER",
+    "check_lease",
+    "check_owner",
+    "claimable",
+    "kept_on_release",
+    "wait_time",
+]
+
+TAKEN_OVER = (RunStatus.READY, RunStatus.RUNNING, RunStatus.FAILED)
+"""The statuses in which a run under a lease that ran out is taken over by another resumer: its
+resumer died with the run in hand (ready or running), or left it failed by an error that may pass
+(the service overloaded, the store unreachable: ``Resumer`` keeps the lease then, and the run is
+tried again once it runs out)."""
+HANDED_OVER = (RunStatus.READY, RunStatus.RUNNING)
+"""The statuses in which a lease given up stays on the run, run out (``kept_on_release``)."""
+
+
+def claimable(status: RunStatus, owner: str | None, expires: float | None, now: float) -> bool:
+    """Whether a resumer may take up a run in ``status`` whose lease is ``owner`` until ``expires``
+    (seconds since the epoch; both ``None``: no lease) at ``now``.
+
+    - A lease that has not run out holds the run: no.
+    - A ready run (paused, every call decided, no runner took the turn up): yes.
+    - A running or failed run under a lease that ran out: its resumer stopped mid-run (a crash, a
+      lost store), or kept the lease of a run that failed by an error that may pass: yes, another
+      resumer takes it over.
+    - A running or failed run without a lease is an app's own runner's (it drives it, or stopped
+      in it), or failed for good: never; the app resumes it. Runs that wait, or ended: never.
+    """
+    if owner is not None and expires is not None and expires > now:
+        return False
+    if status is RunStatus.READY:
+        return True
+    return status in TAKEN_OVER and owner is not None
+
+
+def kept_on_release(status: RunStatus) -> bool:
+    """Whether a lease given up stays on the run, run out, rather than dropped: it stays while the
+    run is running or ready (its resumer stopped mid-way: a shutdown, a conflict), so that another
+    resumer takes the run up at once; a run that paused, ended or failed needs no resumer until it
+    is ready again."""
+    return status in HANDED_OVER
+
+
+def wait_time(now: float, next_expiry: float | None) -> float:
+    """How long a store waits before it looks for runs to take up again, when it is told of every
+    save and every lease given up: until the earliest lease of a run in ``TAKEN_OVER`` runs out
+    (``next_expiry``), or for ever."""
+    return math.inf if next_expiry is None else max(0.0, next_expiry - now)
+
+
+def check_lease(lease: object, name: str = "lease") -> float:
+    """A length in seconds, checked: a finite number above 0."""
+    if (
+        not isinstance(lease, int | float)
+        or isinstance(lease, bool)
+        or not math.isfinite(lease)
+        or lease <= 0
+    ):
+        raise ParamsError(
+            f"{name} must be a number of seconds above 0, not {lease!r}; for example {name}=30.0."
+        )
+    return float(lease)
+
+
+def check_owner(owner: object) -> str:
+    """A lease's owner, checked: a non-empty string."""
+    if not isinstance(owner, str) or not owner.strip():
+        raise ParamsError(
+            f"a lease's owner must be a non-empty string naming the resumer, not {owner!r}; for example "
+            "Resumer(...).owner."
+        )
+    return owner

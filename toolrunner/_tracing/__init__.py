@@ -1,0 +1,5 @@
+"""Tracing: the seam between a driver and OpenTelemetry (``trace``: what a driver tells a run's
+trace; ``otel``: the OpenTelemetry side, imported only when a runner is given ``tracing=``).
+
+It may import ``_core`` only.
+"""
