@@ -334,7 +334,9 @@ async def test_continuing_after_a_cut_tool_use_works_by_following_the_errors_adv
             runner.push_messages(message, {"role": "user", "content": "Please try again."})
         assert "['tu_cut']" in str(caught.value)
         assert runner.messages == before
-        runner.push_messages(message, {"role": "user", "content": [answer, {"type": "text", "text": "Again."}]})
+        runner.push_messages(
+            message, {"role": "user", "content": [answer, {"type": "text", "text": "Again."}]}
+        )
     final = runner.last_message
     assert final is not None
     assert len(harness.fake.requests) == 2
