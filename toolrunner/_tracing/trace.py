@@ -2,7 +2,7 @@
 
 The driver tells a ``RunTrace`` about a run at four points: around each iteration, before each
 request, around each tool call, and when the loop ends or pauses. Without ``tracing=`` the runner
-holds ``NO_TRACE``, whose methods do nothing, and OpenTelemetry is never imported: ``_otel`` (the
+holds ``NO_TRACE``, whose methods do nothing, and OpenTelemetry is never imported: ``otel`` (the
 one implementation) is imported by ``start_trace`` only when tracing is asked for. See
 docs/observability.md for the spans.
 """
@@ -136,13 +136,13 @@ def tool_failed(error: Exception) -> None:
 
 
 def _otel_module() -> Any:
-    """``_otel``, imported now: OpenTelemetry is an optional extra.
+    """``otel``, imported now: OpenTelemetry is an optional extra.
 
     Raises:
         ParamsError: The OpenTelemetry API is not installed.
     """
     try:
-        return importlib.import_module(f"{__package__}._otel")
+        return importlib.import_module(f"{__package__}.otel")
     except ImportError as error:
         if not (error.name or "").startswith("opentelemetry"):
             raise

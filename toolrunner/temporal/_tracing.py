@@ -2,7 +2,7 @@
 
 Temporal's ``TracingInterceptor`` (``temporalio.contrib.opentelemetry``) carries the trace from the
 client that starts a run to its workflow and its activities. toolrunner adds its own spans to it,
-with the names and attributes of ``ToolRunner``'s (``_otel``):
+with the names and attributes of ``ToolRunner``'s (``_tracing/otel.py``):
 
 - ``invoke_agent [agent_name]``: made by the workflow when the loop ends or pauses
   (``workflow.completed_span``: workflow code cannot hold a span open across its tasks, so it has
