@@ -27,7 +27,7 @@ tool, once it began. Then:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import dataclasses
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal, cast
@@ -41,6 +41,7 @@ from tests._hypothesis_profiles import property_settings
 from tests.effect_scripts import Crash, Glitch, Ledger, Script, decide, follow_up, make_tools, scripts
 from tests.helpers import MODEL, plain
 from toolrunner import CallStatus, Checkpoint, MemoryCheckpointer, Reply, ToolRunner
+from toolrunner._core.drive import Performing, intercepted
 from toolrunner._core.effects import Execute, Save, Send
 from toolrunner._core.transitions import INTERRUPTED
 from toolrunner.testing import FakeMessagesAPI
@@ -98,18 +99,22 @@ class Injector:
         self.store: Store = store
         self.written_starts: set[str] = set()
         self.crash = Crash()  # one death: the tasks that meet it raise the same exception
+        self.runner: ToolRunner[Any] | None = None
 
     def install(self, runner: ToolRunner[Any]) -> None:
         """Watch ``runner``'s effects; once a crash strikes, the runner (the process) is dead: any
         effect its other tasks still reach fails at once, and nothing more is saved."""
         self.dead = False
-        core = runner._core  # pyright: ignore[reportPrivateUsage]
-        saveable = core.saveable
+        self.runner = runner
 
-        def checked(starting: str | None = None) -> Any:
-            # What a save writes: no call journaled as started and not begun, but the one this save
-            # journals and those whose own save was written.
-            state = saveable(starting)
+    def checked(self, effect: Save) -> Save:
+        """The save, writing what ``RunCore.saveable`` gives, checked: no call journaled as started
+        and not begun, but the one this save journals and those whose own save was written."""
+        state_of = effect.state
+        starting = effect.starting
+
+        def state() -> Any:
+            state = state_of()
             idle = {
                 call_id
                 for call_id, record in state.calls.items()
@@ -122,43 +127,43 @@ class Injector:
                 self.written_starts.add(starting)
             return state
 
-        core.saveable = checked  # pyright: ignore[reportAttributeAccessIssue]
-        performers: dict[type[Any], Callable[[Any], Awaitable[Any]]] = runner._performers  # pyright: ignore[reportPrivateUsage]
-        for kind, perform in list(performers.items()):
-            performers[kind] = self._wrap(runner, perform)
+        return dataclasses.replace(effect, state=state)
 
-    def _wrap(
-        self, runner: ToolRunner[Any], perform: Callable[[Any], Awaitable[Any]]
-    ) -> Callable[[Any], Awaitable[Any]]:
-        async def performed(effect: Any) -> Any:
-            if self.dead:
-                raise self.crash
-            index = len(self.effects)
-            self.effects.append(type(effect).__name__)
-            if isinstance(effect, Save):
-                self._check_save(runner)
-            fault = self.fault
-            if fault is None or index != fault.at:
+    async def intercept(self, performing: Performing) -> Any:
+        """Every effect of the run's programs (``intercepted``): counted, checked, struck once."""
+        effect: Any = performing.effect
+
+        async def perform(effect: Any) -> Any:
+            return await performing.perform(effect)
+
+        if self.dead:
+            raise self.crash
+        index = len(self.effects)
+        self.effects.append(type(effect).__name__)
+        if isinstance(effect, Save):
+            assert self.runner is not None
+            self._check_save(self.runner)
+            effect = self.checked(effect)
+        fault = self.fault
+        if fault is None or index != fault.at:
+            return await perform(effect)
+        self.fault = None  # once
+        if isinstance(effect, Execute):
+            if fault.kind == "raise":  # a tool's exception is its result: not a fault of the run
                 return await perform(effect)
-            self.fault = None  # once
-            if isinstance(effect, Execute):
-                if fault.kind == "raise":  # a tool's exception is its result: not a fault of the run
-                    return await perform(effect)
-                self.ledger.fault_in, self.ledger.interrupt = (
-                    effect.call.id,
-                    partial(self._strike, fault.kind),
-                )
-                return await perform(effect)
-            if fault.kind == "raise" and not isinstance(effect, Save | Send):
-                return await perform(effect)
-            if fault.after and isinstance(effect, Save | Send):
-                outcome = await perform(effect)
-                await self._strike(fault.kind)
-                return outcome
+            self.ledger.fault_in, self.ledger.interrupt = (
+                effect.call.id,
+                partial(self._strike, fault.kind),
+            )
+            return await perform(effect)
+        if fault.kind == "raise" and not isinstance(effect, Save | Send):
+            return await perform(effect)
+        if fault.after and isinstance(effect, Save | Send):
+            outcome = await perform(effect)
             await self._strike(fault.kind)
-            raise AssertionError("unreachable")
-
-        return performed
+            return outcome
+        await self._strike(fault.kind)
+        raise AssertionError("unreachable")
 
     def _journaled_not_begun(self, runner: ToolRunner[Any]) -> set[str]:
         return {
@@ -228,31 +233,34 @@ async def run_script(script: Script, fault: Fault | None) -> Outcome:
     injector.install(runner)
     delivered: list[Any] = []
     last = len(script.turns) - 1
-    for _ in range(60):
-        try:
-            with anyio.CancelScope() as scope:
-                injector.scope = scope
-                async for message in runner:
-                    delivered.append(plain(message.content))
-                    index = text_index(message)
-                    if index is not None and index != last:
-                        runner.push_messages(message, follow_up(index))
-            if scope.cancelled_caught:
+    with intercepted(injector.intercept):
+        for _ in range(60):
+            try:
+                with anyio.CancelScope() as scope:
+                    injector.scope = scope
+                    async for message in runner:
+                        delivered.append(plain(message.content))
+                        index = text_index(message)
+                        if index is not None and index != last:
+                            runner.push_messages(message, follow_up(index))
+                if scope.cancelled_caught:
+                    continue
+            except Crash:
+                store.dead = False  # a new process
+                if await store.load("run") is None:  # it died before its first save: start it again
+                    runner = start()
+                else:
+                    runner = cast(
+                        "ToolRunner[Reply]", await ToolRunner.resume(fake.async_client(), **options)
+                    )
+                injector.install(runner)
                 continue
-        except Crash:
-            store.dead = False  # a new process
-            if await store.load("run") is None:  # it died before its first save: start it again
-                runner = start()
-            else:
-                runner = cast("ToolRunner[Reply]", await ToolRunner.resume(fake.async_client(), **options))
-            injector.install(runner)
-            continue
-        except Glitch:
-            continue
-        if runner.end_reason == "awaiting_approval":
-            decide(runner, script)
-            continue
-        break
+            except Glitch:
+                continue
+            if runner.end_reason == "awaiting_approval":
+                decide(runner, script)
+                continue
+            break
     interrupted = {
         block["tool_use_id"]
         for message in runner.messages

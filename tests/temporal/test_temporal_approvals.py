@@ -4,20 +4,21 @@ days if need be), and the decisions come as updates from any client."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, cast
 
 import anyio
 import pytest
+from temporalio import workflow
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
 from tests.temporal.temporal_helpers import Browser, member, run_plainly, start, task_queue, worker
 from toolrunner import ApprovalDecided, CallRecord, Phase, RunnerEvent, ToolCall, ToolRunner, tool
-from toolrunner._core.effects import AwaitDecisions, Decisions, Program
+from toolrunner._core.drive import Performing, intercepted
+from toolrunner._core.effects import AwaitDecisions, Decisions
 from toolrunner._core.results import tool_result_block
-from toolrunner._core.run import TIMED_OUT, RunCore
+from toolrunner._core.run import TIMED_OUT
 from toolrunner.temporal import MemoryPayloadStore, RunHandle, create_worker
 from toolrunner.testing import FakeMessagesAPI, ScriptEntry, message_reply, text_reply, tool_call, tool_reply
 
@@ -236,30 +237,20 @@ async def test_a_gate_that_is_a_function_decides_per_call_and_fails_closed(
     assert "denied because deciding whether it needs approval failed" in odd["content"]
 
 
-def await_decisions_outcomes(monkeypatch: pytest.MonkeyPatch) -> list[Decisions]:
-    """Record how each ``AwaitDecisions`` the core yields is answered (the workflow's sandbox passes
-    toolrunner through, so its runs use this very class)."""
-    outcomes: list[Decisions] = []
-    iteration: Callable[[RunCore[Any]], Program[Any]] = RunCore.iteration  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+class AwaitDecisionsOutcomes:
+    """An interceptor (``intercepted``; the workflow's sandbox passes toolrunner through, so its
+    runs perform through the same ``drive``) that records how each ``AwaitDecisions`` is answered."""
 
-    def tapped(core: RunCore[Any]) -> Program[Any]:
-        program = iteration(core)
-        outcome: Any = None
-        failure: BaseException | None = None
-        while True:
-            try:
-                effect = program.send(outcome) if failure is None else program.throw(failure)
-            except StopIteration as stop:
-                return stop.value
-            try:
-                outcome, failure = (yield effect), None
-            except BaseException as error:
-                outcome, failure = None, error
-            if isinstance(effect, AwaitDecisions) and failure is None:
-                outcomes.append(outcome)
+    def __init__(self) -> None:
+        self.outcomes: list[Decisions] = []
 
-    monkeypatch.setattr(RunCore, "iteration", tapped)
-    return outcomes
+    async def __call__(self, performing: Performing) -> Any:
+        outcome = await performing.perform()
+        if isinstance(performing.effect, AwaitDecisions) and not (
+            workflow.in_workflow() and workflow.unsafe.is_replaying()
+        ):
+            self.outcomes.append(outcome)
+        return outcome
 
 
 journals: list[dict[str, CallRecord]] = []
@@ -274,12 +265,12 @@ async def transfer(amount: int) -> str:
 
 
 async def test_a_call_whose_decision_does_not_come_in_time_is_denied_by_the_core(
-    temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch
+    temporal_env: WorkflowEnvironment,
 ) -> None:
     ran.clear()
     journals.clear()
     timed_run.clear()
-    outcomes = await_decisions_outcomes(monkeypatch)
+    watch = AwaitDecisionsOutcomes()
     heard: list[RunnerEvent] = []
     fake = FakeMessagesAPI(
         [
@@ -295,17 +286,18 @@ async def test_a_call_whose_decision_does_not_come_in_time_is_denied_by_the_core
     def listen(_: str, event: RunnerEvent) -> None:
         heard.append(event)
 
-    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=tools, on_event=listen) as queue:
-        run = await start(
-            temporal_env.client, queue, run_id="timeout", tools=tools, approval_timeout=timedelta(hours=8)
-        )
-        timed_run.append(run)
-        assert [call.id for call in await wait_until_paused(run)] == ["late", "in-time"]
-        await run.approve("in-time", by="ada")
-        result = await run.result()  # the test server skips the eight hours
+    with intercepted(watch):
+        async with worker(temporal_env, fake, MemoryPayloadStore(), tools=tools, on_event=listen) as queue:
+            run = await start(
+                temporal_env.client, queue, run_id="timeout", tools=tools, approval_timeout=timedelta(hours=8)
+            )
+            timed_run.append(run)
+            assert [call.id for call in await wait_until_paused(run)] == ["late", "in-time"]
+            await run.approve("in-time", by="ada")
+            result = await run.result()  # the test server skips the eight hours
 
     # The workflow waited, and answered the core's AwaitDecisions: the time ran out.
-    assert outcomes == [Decisions.TIMED_OUT]
+    assert watch.outcomes == [Decisions.TIMED_OUT]
     assert result.end_reason == "model"
     assert ran == []  # the refund never ran
     late, in_time = fake.requests[1].body["messages"][-1]["content"]

@@ -28,7 +28,6 @@ runs on the test server.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,8 +46,8 @@ from tests.helpers import MODEL, plain
 from tests.temporal.temporal_helpers import fast_retries, start, worker
 from tests.test_effect_faults import USER, run_script
 from toolrunner import LoopFinished, RunnerEvent
-from toolrunner._core.effects import Program
-from toolrunner._core.run import RunCore
+from toolrunner._core.drive import Performing, intercepted
+from toolrunner._core.effects import Program, Save
 from toolrunner._core.transitions import INTERRUPTED
 from toolrunner.temporal import MemoryPayloadStore, RunHandle, RunResult, ToolRunnerWorkflow, get_run
 from toolrunner.temporal._data import MessagesInput
@@ -74,56 +73,56 @@ class Trace:
 
 
 class Tap:
-    """Wraps ``RunCore.iteration`` and ``RunCore.call`` (one class, both drivers: the workflow's
-    sandbox passes toolrunner through) to record every effect their programs yield, by run."""
+    """Records every effect the core's programs perform, on either driver (an interceptor: the
+    workflow's sandbox passes toolrunner through), by run and by program: each iteration's, and
+    each call's (a call's program opens with the save that journals it as started)."""
 
     def __init__(self) -> None:
         self.traces: dict[str, Trace] = {}
         self.fail_at: tuple[str, int] | None = None
         """(run_id, n): the workflow task fails at the n-th effect of that run (once)."""
+        self.logs: dict[int, tuple[Program[Any], list[str] | None]] = {}
+        """By program (kept alive here, so that its id is not reused): where its effects go."""
 
-    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        iteration: Callable[[RunCore[Any]], Program[Any]] = RunCore.iteration  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        call: Callable[..., Program[None]] = RunCore.call  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        tap = self
-
-        def tapped_iteration(core: RunCore[Any]) -> Program[Any]:
-            return tap.tapped(core, None, iteration(core))
-
-        def tapped_call(core: RunCore[Any], call_: Any, *, early: bool = False) -> Program[None]:
-            return tap.tapped(core, call_.id, call(core, call_, early=early))
-
-        monkeypatch.setattr(RunCore, "iteration", tapped_iteration)
-        monkeypatch.setattr(RunCore, "call", tapped_call)
-
-    def tapped(
-        self, core: RunCore[Any], call_id: str | None, program: Program[Any]
-    ) -> Generator[Any, Any, Any]:
+    async def __call__(self, performing: Performing) -> Any:
+        core, effect = performing.core, performing.effect
         replaying = workflow.in_workflow() and workflow.unsafe.is_replaying()
-        trace = self.traces.setdefault(core.state.run_id or "", Trace())
+        if core is None or replaying:
+            return await performing.perform()
+        run_id = core.state.run_id or ""
+        trace = self.traces.setdefault(run_id, Trace())
+        key = id(performing.program)
+        if key not in self.logs:
+            self.logs[key] = (performing.program, self._log_of(trace, performing.program, effect))
+        log = self.logs[key][1]
+        if log is not None:
+            log.append(type(effect).__name__)
+            trace.performed += 1
+            if self.fail_at == (run_id, trace.performed):
+                self.fail_at = None
+                raise RuntimeError("the worker lost this workflow task")  # fails the task, not the run
+        return await performing.perform()
+
+    def _log_of(self, trace: Trace, program: Program[Any], first: Any) -> list[str] | None:
+        """Where a new program's effects go: an iteration's list, a call's, or none (another program:
+        ``aclose``'s, ``generate_tool_response``'s)."""
+        name = _name_of(program)
         log: list[str] = []
-        if not replaying:
-            if call_id is None:
-                trace.iterations.append(log)
-            else:
-                trace.calls.setdefault(call_id, []).append(log)
-        outcome: Any = None
-        failure: BaseException | None = None
-        while True:
-            try:
-                effect = program.send(outcome) if failure is None else program.throw(failure)
-            except StopIteration as stop:
-                return stop.value
-            if not (workflow.in_workflow() and workflow.unsafe.is_replaying()):
-                log.append(type(effect).__name__)
-                trace.performed += 1
-                if self.fail_at == (core.state.run_id, trace.performed):
-                    self.fail_at = None
-                    raise RuntimeError("the worker lost this workflow task")  # fails the task, not the run
-            try:
-                outcome, failure = (yield effect), None
-            except BaseException as error:
-                outcome, failure = None, error
+        if name == "iteration":
+            trace.iterations.append(log)
+        elif name == "call" and isinstance(first, Save) and first.starting is not None:
+            trace.calls.setdefault(first.starting, []).append(log)
+        else:
+            return None
+        return log
+
+
+def _name_of(program: Program[Any]) -> str:
+    """The core's program a driver drives: through ``RunCore.step``, the one it wraps."""
+    generator: Any = program
+    while generator is not None and generator.gi_code.co_name == "step":
+        generator = generator.gi_yieldfrom
+    return "" if generator is None else str(generator.gi_code.co_name)
 
 
 # -- faults on Temporal ------------------------------------------------------------------------------------
@@ -363,11 +362,10 @@ def placed(fault_: Fault, clean: Played, calls: int) -> Fault | None:
 )
 @given(script=scripts(max_turns=3), drawn=faults())
 async def test_both_drivers_perform_the_same_effects_and_keep_every_promise_under_faults(
-    temporal_env: WorkflowEnvironment, monkeypatch: pytest.MonkeyPatch, script: Script, drawn: Fault
+    temporal_env: WorkflowEnvironment, script: Script, drawn: Fault
 ) -> None:
     tap = Tap()
-    with monkeypatch.context() as patch:
-        tap.install(patch)
+    with intercepted(tap):
         plainly = await run_script(script, None)
         clean = await play_on_temporal(temporal_env, script, plainly.messages, tap, None)
         fault_ = placed(drawn, clean, len(tap.traces["run"].calls))
@@ -377,6 +375,7 @@ async def test_both_drivers_perform_the_same_effects_and_keep_every_promise_unde
 
     # The same script, the same effects: each iteration's, and each call's (calls run at once
     # interleave their effects, so each call's are compared on their own).
+    assert clean.trace.iterations, "the tap saw nothing of the workflow's programs"
     assert clean.trace.iterations == tap.traces["run"].iterations
     assert clean.trace.calls == tap.traces["run"].calls
     assert clean.messages == plainly.messages

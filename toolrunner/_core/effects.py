@@ -38,7 +38,7 @@ not started, and must not be reported "interrupted" after a crash.
 from __future__ import annotations
 
 import enum
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
@@ -79,11 +79,18 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Save:
-    """Save the run's state as ``RunCore.saveable(starting)`` gives it (the current state, less
-    the starts of other calls whose own save has not been written), if the run has a store.
-    ``starting``: the call this save journals as started, which begins once it is written."""
+    """Save the run's state, if the run has a store: the state ``state()`` gives when the store is
+    ready to write (the current state, less the starts of other calls whose own save has not been
+    written: ``RunCore.saveable``). ``starting``: the call this save journals as started, which
+    begins once it is written. ``history_replaced``: the history was replaced since the last save
+    that was written (the store writes all of it again, not only what was appended). ``shielded``:
+    a save that records why a step failed; it is done even while the task is cancelled, and its
+    own failure is the core's to ignore."""
 
+    state: Callable[[], RunState]
     starting: str | None = None
+    history_replaced: bool = False
+    shielded: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ from the last save. That is what makes every effect a safe place for a fault.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field as dataclass_field
@@ -119,6 +120,7 @@ TIMED_OUT = "No decision on this call to {name!r} came within {timeout}; it did 
 """The reason the model reads for a call whose decision did not come in the run's time for one."""
 
 
+T = TypeVar("T")
 ToolT = TypeVar("ToolT", bound=ToolFlags)
 ToolT_co = TypeVar("ToolT_co", bound=ToolFlags, covariant=True)
 
@@ -199,6 +201,8 @@ class RunCore(Generic[ToolT]):
         """The history is known to be valid before this index (``check_history``)."""
         self.history_epoch = 0
         """Grows when the history is replaced rather than appended to (a store then writes it anew)."""
+        self._saved_epoch = 0
+        """The history's epoch when a save last took the state to write."""
         self._starting: dict[str, CallRecord | None] = {}
         """Calls journaled as started whose own save is not written yet, with their record before."""
         self._cleared: dict[str, ToolCall] = {}
@@ -479,7 +483,7 @@ class RunCore(Generic[ToolT]):
             self._adopt(decided)
             self.set(turn_resumed(self.state))
             try:
-                yield Save()
+                yield self._save_effect()
             except DecidedMeanwhileError:
                 self.set(turn_paused(self.state))
                 continue
@@ -523,6 +527,24 @@ class RunCore(Generic[ToolT]):
                 + ". A decision saved to the store first stands; iterate the runner again to go on."
             )
 
+    def step(self, program: Program[T]) -> Program[T]:
+        """Drive ``program`` as a step of the run: an error that stops it is recorded in the state
+        (``failure``) and saved (shielded, best effort), for whoever lists the runs; a later step
+        that succeeds clears it. Every driver runs its programs through this."""
+        if self.state.failure is not None:
+            self.set(self.state.replace(failure=None))
+        try:
+            return (yield from program)
+        except Exception as error:
+            self.set(
+                self.state.replace(
+                    failure={"type": type(error).__name__, "message": message_of(error)[:2000]}
+                )
+            )
+            with contextlib.suppress(Exception):  # the step's own error is the one to raise
+                yield self._save_effect(shielded=True)
+            raise
+
     def save(self) -> Program[None]:
         """Save the state as it stands (``_save``): for a driver that changed it outside a program
         (``close()``)."""
@@ -535,12 +557,26 @@ class RunCore(Generic[ToolT]):
         never stops the run."""
         while True:
             try:
-                yield Save(starting=starting)
+                yield self._save_effect(starting)
             except DecidedMeanwhileError:
                 decided: Mapping[str, CallRecord] = yield ReadDecisions(pending_calls(self.state))
                 self._adopt(decided)
                 continue
             return
+
+    def _save_effect(self, starting: str | None = None, *, shielded: bool = False) -> Save:
+        """A ``Save`` of the state as ``saveable(starting)`` gives it when the store writes. The
+        history was replaced since the last save written if its epoch moved: the store then writes
+        all of it (``Save.history_replaced``); once a save is written, that is its epoch."""
+        epoch = self.history_epoch
+        replaced = epoch != self._saved_epoch
+
+        def state() -> RunState:
+            if replaced:  # the save that writes it anew is under way: later ones build on it
+                self._saved_epoch = epoch
+            return self.saveable(starting)
+
+        return Save(state, starting=starting, history_replaced=replaced, shielded=shielded)
 
     _timeout = "the time allowed"
     """How long a driver that waits for decisions waits, in words (``timed_out``)."""

@@ -26,6 +26,7 @@ import anyio.abc
 from typing_extensions import TypeVar as DefaultTypeVar, Unpack
 
 from .._core.compaction import compaction_request, summary_request
+from .._core.drive import drive
 from .._core.effects import (
     Ask,
     AwaitDecisions,
@@ -48,7 +49,7 @@ from .._core.effects import (
     Send,
     Summarize,
 )
-from .._core.errors import CheckpointError, ParamsError, ToolRunnerError, message_of
+from .._core.errors import CheckpointError, ParamsError, ToolRunnerError
 from .._core.events import RunnerEvent
 from .._core.run import RunCore
 from .._core.state import CallRecord, RunState
@@ -187,7 +188,6 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._execution = ExecutionOptions(tools={}, adapter=self._options.result_adapter)
         self._limiter: anyio.CapacityLimiter | None = None
         self._deciding = threading.RLock()  # decisions may come from several threads (a sync runner's)
-        self._epoch = 0  # the core's history_epoch at the last save
         self._core: RunCore[RunnableTool] = RunCore(
             RunState(params={}),
             tools=self._execution,
@@ -282,19 +282,8 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         return cast(ItemT, item)
 
     async def _step(self, program: Program[T]) -> T:
-        """Drive ``program``; an error that stops it is recorded in the state (``failure``) and saved
-        when the store takes it, for whoever lists the runs; a later step that succeeds clears it."""
-        core = self._core
-        if core.state.failure is not None:
-            core.set(core.state.replace(failure=None))
-        try:
-            return await self._drive(program)
-        except Exception as error:
-            core.set(core.state.replace(failure={"type": type(error).__name__, "message": _message(error)}))
-            if self._saver is not None:
-                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-                    await self._save_now()
-            raise
+        """Drive ``program`` as a step of the run (``RunCore.step``: a failure is recorded and saved)."""
+        return await self._drive(self._core.step(program))
 
     @contextlib.contextmanager
     def _advance(self) -> Generator[None]:
@@ -309,35 +298,25 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             self._advancing = False
 
     async def _drive(self, program: Program[T]) -> T:
-        """Perform the effects ``program`` yields, sending each outcome back (or throwing in what
-        performing it raised, so the program can clean up), until it returns."""
-        outcome: Any = None
-        failure: BaseException | None = None
-        performers = self._performers
-        while True:
-            try:
-                effect: Effect = program.send(outcome) if failure is None else program.throw(failure)
-            except StopIteration as stop:
-                return cast(T, stop.value)
-            failure = None
-            try:
-                outcome = await performers[type(effect)](effect)
-            except BaseException as error:
-                outcome, failure = None, error
+        """Perform the effects ``program`` yields (``drive``, the core's one trampoline)."""
+        return await drive(program, self._perform, core=self._core)
+
+    async def _perform(self, effect: Effect) -> Any:
+        return await self._performers[type(effect)](effect)
 
     # -- the effects ------------------------------------------------------------------------------
 
     async def _do_save(self, effect: Save) -> None:
-        if self._saver is not None:
-            await self._save_now(effect.starting)
-
-    async def _save_now(self, starting: str | None = None) -> None:
-        saver, core = self._saver, self._core
-        assert saver is not None
-        if core.history_epoch != self._epoch:  # the history was replaced: the store writes it anew
-            self._epoch = core.history_epoch
+        saver = self._saver
+        if saver is None:
+            return
+        if effect.history_replaced:
             saver.history_replaced()
-        await saver.save(lambda: core.saveable(starting))
+        if effect.shielded:
+            with anyio.CancelScope(shield=True):
+                await saver.save(effect.state)
+        else:
+            await saver.save(effect.state)
 
     async def _do_derive(self, effect: Derive) -> None:
         if self._saver is not None:
@@ -467,8 +446,3 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
     def _may_run_again(self, call: ToolCall) -> bool:
         tool = self._core.tool_of(call)
         return tool is not None and tool.idempotent
-
-
-def _message(error: BaseException) -> str:
-    """An exception's message for the state (``message_of``: never fails), cut to a size a summary shows."""
-    return message_of(error)[:2000]

@@ -51,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
     from anthropic.types.beta import BetaMessage
 
     from .._core.compaction import CompactionControl
+    from .._core.drive import drive
     from .._core.effects import (
         Ask,
         AwaitDecisions,
@@ -220,34 +221,30 @@ class CoreRun(RunControls):
         """Drive one program; an error of the run (a history the service would reject) fails it."""
         self._advancing = True
         try:
-            return await self._drive(program)
+            return await self._drive(self._core.step(program))
         except ToolRunnerError as error:
             raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from None
         finally:
             self._advancing = False
 
     async def _drive(self, program: Program[T]) -> T:
-        """Perform the effects ``program`` yields, sending each outcome back (or throwing in what
-        performing it raised), until it returns; events heard on the way are sorted after each step."""
-        outcome: Any = None
-        failure: BaseException | None = None
+        """Perform the effects ``program`` yields (``drive``, the core's one trampoline); the events
+        heard on the way are sorted, and forwarded to the workers, before each effect and at the end."""
         gated = False
-        while True:
-            try:
-                effect: Effect = program.send(outcome) if failure is None else program.throw(failure)
-            except StopIteration as stop:
-                self._sort(gated=gated)
-                await self._forward()
-                return cast(T, stop.value)
+
+        async def perform(effect: Effect) -> Any:
+            nonlocal gated
             if isinstance(effect, Execute):
                 self._executed.add(effect.call.id)
             self._sort(gated=gated)
             await self._forward()
-            failure, gated = None, isinstance(effect, Gate)
-            try:
-                outcome = await self._performers[type(effect)](effect)
-            except BaseException as error:
-                outcome, failure = None, error
+            gated = isinstance(effect, Gate)
+            return await self._performers[type(effect)](effect)
+
+        value = await drive(program, perform, core=self._core)
+        self._sort(gated=gated)
+        await self._forward()
+        return value
 
     # -- the effects ------------------------------------------------------------------------------
 
