@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .state import RunState
 
 __all__ = [
+    "LOST",
     "Ask",
     "AwaitDecisions",
     "Decisions",
@@ -62,6 +63,7 @@ __all__ = [
     "Execute",
     "Gate",
     "Gated",
+    "Lost",
     "OpenStream",
     "Prepare",
     "Program",
@@ -197,11 +199,25 @@ class RunCalls:
 @dataclass(frozen=True, slots=True)
 class Execute:
     """Run the tool of ``call`` with ``input`` (the model's, or the one a person approved), the
-    tools named in ``removed`` counting as unknown; the tool_result block, and the seconds it took."""
+    tools named in ``removed`` counting as unknown; the tool_result block, and the seconds it took.
+    ``may_repeat``: the tool may run again for this call if running it was lost half way (it is
+    idempotent, or the run has no such tool): a driver that retries may retry it; else it must not.
+    A driver that lost the call's execution (a Temporal activity it gave up on) answers ``(LOST,
+    seconds)``, and the core answers the call as interrupted."""
 
     call: ToolCall
     input: object
     removed: frozenset[str]
+    may_repeat: bool = True
+
+
+class Lost(enum.Enum):
+    """What a driver gives for an ``Execute`` whose execution it lost (``LOST``)."""
+
+    LOST = "lost"
+
+
+LOST = Lost.LOST
 
 
 class Decisions(enum.Enum):

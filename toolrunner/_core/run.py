@@ -46,6 +46,7 @@ from .compaction import (
     tokens_used,
 )
 from .effects import (
+    LOST,
     Ask,
     AwaitDecisions,
     Decisions,
@@ -666,11 +667,16 @@ class RunCore(Generic[ToolT]):
         given = self.input_of(call)
         if self.listening:
             self.emit(ToolCallStarted(call=call, early=early, input=None if given is call.input else given))
+        tool = self.tool_of(call)
         try:
-            block, seconds = yield Execute(call, given, self.removed())
+            block, seconds = yield Execute(
+                call, given, self.removed(), may_repeat=tool is None or tool.idempotent
+            )
         except BaseException:
             self._cut_off(call)
             raise
+        if block is LOST:  # the driver lost it half way: it may or may not have acted
+            block = interrupted(call)
         self._finished(call, block, seconds)
         yield from self._save()
 

@@ -304,7 +304,6 @@ class RunnerControls:
                 for tool in (*self._index.runnable.values(), *self._index.families.values())
             ),
             families=self._index.families,
-            removed=self._execution.removed,
         )
         self._core.tools = self._execution
 

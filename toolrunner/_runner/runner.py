@@ -13,7 +13,6 @@ calls running now, and the guard that one task advances the runner at a time.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Mapping
@@ -411,12 +410,15 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             await self._drive(self._core.call(call, early=early))
 
     async def _do_execute(self, effect: Execute) -> tuple[Any, float]:
-        options = self._execution
-        if options.removed != effect.removed:
-            options = self._execution = dataclasses.replace(options, removed=effect.removed)
-            self._core.tools = options
         started = time.perf_counter()
-        block = await execute(effect.call, effect.input, options, self._context, self._trace.tool_call)
+        block = await execute(
+            effect.call,
+            effect.input,
+            self._execution,
+            self._context,
+            self._trace.tool_call,
+            removed=effect.removed,
+        )
         return block, time.perf_counter() - started
 
     def _context(self, call: ToolCall) -> ToolContext:

@@ -19,6 +19,7 @@ around the call (a Temporal activity).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import math
 import time
@@ -117,9 +118,14 @@ async def execute(
     options: ExecutionOptions,
     context: Callable[[ToolCall], ToolContext],
     traced: TracedCall = untraced,
+    *,
+    removed: frozenset[str] | None = None,
 ) -> ResultBlock:
     """Run the tool of ``call`` with ``input``, in its tracing span: its tool_result block (an
-    error result for a tool it does not have, a bad input, an exception, a timeout)."""
+    error result for a tool it does not have, a bad input, an exception, a timeout). ``removed``:
+    the tools the run's tool changes removed now (``options.removed`` when ``None``)."""
+    if removed is not None and removed != options.removed:
+        options = dataclasses.replace(options, removed=removed)
     if traced is untraced:  # no tracing: no wrapper around the call
         return for_call(await _run_one(call, input, options, context), call)
     return for_call(await traced(call, _run_one(call, input, options, context)), call)

@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
     from .._core.compaction import CompactionControl
     from .._core.drive import drive
     from .._core.effects import (
+        LOST,
         Ask,
         AwaitDecisions,
         Decisions,
@@ -64,6 +65,7 @@ with workflow.unsafe.imports_passed_through():
         Execute,
         Gate,
         Gated,
+        Lost,
         OpenStream,
         Prepare,
         Program,
@@ -79,7 +81,7 @@ with workflow.unsafe.imports_passed_through():
     from .._core.messages import client_tool_calls
     from .._core.run import RunCore
     from .._core.state import Phase, RunState, read_request_usage, usage_data
-    from .._core.transitions import Limits, interrupted
+    from .._core.transitions import Limits
     from .._core.types import Reply, ToolCall
     from .._core.usage import RequestUsage
     from .._tools.toolsets import RunnableTool
@@ -425,7 +427,7 @@ class CoreRun(RunControls):
             return None
         return self._specs.get(call.toolset_name or call.name)
 
-    async def _execute(self, effect: Execute) -> tuple[ToolResultBlockParam, float]:
+    async def _execute(self, effect: Execute) -> tuple[ToolResultBlockParam | Lost, float]:
         call, options, run = effect.call, self._options, self._input
         spec = self._spec_of(call, effect.removed)
         timeout = run.tool_timeout if spec is None or spec.timeout is None else spec.timeout
@@ -460,10 +462,8 @@ class CoreRun(RunControls):
                 if timeout is None
                 else max(options.tool_start_to_close, timedelta(seconds=timeout) + _MARGIN),
                 heartbeat_timeout=options.heartbeat_timeout,
-                # A call that may have acted runs again only if its tool says that does no harm.
-                retry_policy=options.tool_retry
-                if spec is None or spec.idempotent
-                else RetryPolicy(maximum_attempts=1),
+                # A call that may have acted runs again only if the core says that does no harm.
+                retry_policy=options.tool_retry if effect.may_repeat else RetryPolicy(maximum_attempts=1),
                 task_queue=options.task_queue,
                 summary=call.name,
             )
@@ -472,7 +472,7 @@ class CoreRun(RunControls):
             if isinstance(cause, ApplicationError) and cause.type == TOOL_NOT_REGISTERED:
                 raise ApplicationError(cause.message, type=TOOL_NOT_REGISTERED, non_retryable=True) from None
             workflow.logger.warning("Tool call %r (%s) was lost: %s", call.id, call.name, cause or error)
-            return interrupted(call), workflow.time() - started
+            return LOST, workflow.time() - started
         return cast(ToolResultBlockParam, block), workflow.time() - started
 
     async def _no_decisions(self, effect: ReadDecisions) -> dict[str, Any]:
