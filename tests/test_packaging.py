@@ -91,3 +91,20 @@ def test_readmes_links_work_on_a_package_index_page() -> None:
     ]
     assert not broken, f"README.md links to files this tree does not have: {broken!r}"
     assert any(target.startswith(prefix) for target in targets)
+
+
+def test_every_file_of_the_package_that_is_not_python_is_package_data() -> None:
+    """What setuptools puts in the wheel besides modules is what ``package-data`` names: a file it
+    misses (the inbox's icon, once) is missing from every installed copy. scripts/check_wheel.py
+    checks the built wheel too; this catches it without a build."""
+    import fnmatch
+    import subprocess
+
+    patterns: list[str] = pyproject()["tool"]["setuptools"]["package-data"]["toolrunner"]
+    tracked = subprocess.run(
+        ["git", "ls-files", "toolrunner"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    data = [path.removeprefix("toolrunner/") for path in tracked if not path.endswith(".py")]
+    assert data, "git lists no data file under toolrunner/"
+    missing = [path for path in data if not any(fnmatch.fnmatch(path, pattern) for pattern in patterns)]
+    assert missing == [], f"add these to [tool.setuptools.package-data]: {missing}"
