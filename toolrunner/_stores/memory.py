@@ -10,13 +10,7 @@ from datetime import datetime
 from .._core.ids import check_run_id
 from .._core.state import RunState
 from .leases import TAKEN_OVER, check_lease, check_owner, claimable, kept_on_release
-from .protocol import Checkpoint, DecidingStore, check_sequence
-from .runs import (
-    Lease,
-    RunPage,
-    RunStatus,
-    RunSummary,
-    SummaryColumns,
+from .listing import (
     check_limit,
     check_time,
     cursor_after,
@@ -26,6 +20,8 @@ from .runs import (
     read_statuses,
     utc,
 )
+from .protocol import Checkpoint, DecidingStore, check_sequence
+from .runs import Lease, RunPage, RunStatus, RunSummary, SummaryColumns
 from .waiting import Waiters, check_wait, wait_until_claimable
 
 __all__ = ["MemoryCheckpointer"]

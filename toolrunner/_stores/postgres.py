@@ -37,8 +37,9 @@ from .._core.state import STATE_VERSION
 from .._core.unicode import store_json
 from .group_commit import GroupCommit
 from .leases import HANDED_OVER, check_lease, check_owner, wait_time
+from .listing import check_limit, cursor_after, cursor_moment
 from .protocol import Checkpoint, DecidingStore, check_sequence
-from .runs import RunPage, RunStatus, RunSummary, SummaryColumns, check_limit, cursor_after, cursor_moment
+from .runs import RunPage, RunStatus, RunSummary, SummaryColumns
 from .sql import (
     CLAIMABLE,
     NEXT_EXPIRY,

@@ -29,17 +29,9 @@ from .._core.errors import CheckpointConflictError, CheckpointError
 from .._core.state import CallRecord, RunState
 from .._core.unicode import store_json
 from .._tools.approvals import check_is_error, check_reason
-from .runs import (
-    RunPage,
-    RunStatus,
-    RunSummary,
-    answered,
-    approved,
-    check_decision,
-    decided_at,
-    denied,
-    utc,
-)
+from .deciding import answered, approved, check_decision, decided_at, denied
+from .listing import utc
+from .runs import RunPage, RunStatus, RunSummary
 
 __all__ = [
     "Checkpoint",

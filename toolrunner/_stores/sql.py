@@ -21,19 +21,9 @@ from .._core.errors import StateError
 from .._core.ids import check_run_id
 from .._core.state import RunState, message_data, request_usage_data
 from .leases import TAKEN_OVER
+from .listing import check_limit, check_time, pruned_statuses, read_cursor, read_statuses
 from .protocol import Checkpoint, store_json
-from .runs import (
-    Lease,
-    RunStatus,
-    RunSummary,
-    SummaryColumns,
-    check_limit,
-    check_time,
-    damaged_summary,
-    pruned_statuses,
-    read_cursor,
-    read_statuses,
-)
+from .runs import Lease, RunStatus, RunSummary, SummaryColumns, damaged_summary
 
 __all__ = [
     "CLAIMABLE",

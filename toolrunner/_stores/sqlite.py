@@ -30,17 +30,9 @@ from .._core.ids import check_run_id
 from .._core.state import STATE_VERSION
 from .group_commit import GroupCommit
 from .leases import HANDED_OVER, check_lease, check_owner
+from .listing import check_limit, cursor_after, cursor_seconds, utc
 from .protocol import Checkpoint, DecidingStore, check_sequence, store_json
-from .runs import (
-    RunPage,
-    RunStatus,
-    RunSummary,
-    SummaryColumns,
-    check_limit,
-    cursor_after,
-    cursor_seconds,
-    utc,
-)
+from .runs import RunPage, RunStatus, RunSummary, SummaryColumns
 from .sql import (
     CLAIMABLE,
     NEXT_EXPIRY,
