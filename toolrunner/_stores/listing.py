@@ -1,5 +1,5 @@
 """A listing's arguments, checked before a store is asked, in pure code: the statuses it keeps (and
-those a prune deletes), its times, its page size and its cursor.
+those a prune deletes), its times, its page size and its cursor, and the ``Listing`` they make.
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import binascii
 import json
 import math
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from .._core.errors import ParamsError
 from .._core.ids import storable_text
@@ -20,6 +21,7 @@ K = TypeVar("K")
 
 __all__ = [
     "PRUNE_KEEPS",
+    "Listing",
     "check_limit",
     "check_time",
     "cursor_after",
@@ -27,9 +29,41 @@ __all__ = [
     "cursor_seconds",
     "pruned_statuses",
     "read_cursor",
+    "read_listing",
     "read_statuses",
     "utc",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Listing(Generic[K]):
+    """A listing's checked arguments (``read_listing``); ``start`` is the creation key (as the
+    store keeps it) and the run id the page starts after."""
+
+    statuses: frozenset[RunStatus] | None
+    updated_before: datetime | None
+    updated_after: datetime | None
+    limit: int
+    start: tuple[K, str] | None
+
+
+def read_listing(
+    status: RunStatus | str | Iterable[RunStatus | str] | None,
+    updated_before: datetime | None,
+    updated_after: datetime | None,
+    limit: int,
+    cursor: str | None,
+    key: Callable[[str], K],
+) -> Listing[K]:
+    """The arguments of ``list_runs``, checked (``ParamsError`` names the wrong one); ``key`` reads a
+    cursor's creation key as the store keeps it (``cursor_seconds``, ``cursor_moment``)."""
+    return Listing(
+        read_statuses(status),
+        check_time(updated_before, "updated_before"),
+        check_time(updated_after, "updated_after"),
+        check_limit(limit),
+        read_cursor(cursor, key),
+    )
 
 
 def read_statuses(status: RunStatus | str | Iterable[RunStatus | str] | None) -> frozenset[RunStatus] | None:

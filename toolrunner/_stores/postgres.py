@@ -25,32 +25,30 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, LiteralString, TypeVar, cast
 
 import anyio.to_thread
 
-from .._core.errors import CheckpointConflictError, CheckpointError, ParamsError, StateError
+from .._core.errors import CheckpointError, ParamsError
 from .._core.ids import check_run_id
-from .._core.state import STATE_VERSION
-from .._core.unicode import store_json
 from .group_commit import GroupCommit
 from .leases import HANDED_OVER, check_lease, check_owner, wait_time
-from .listing import check_limit, cursor_after, cursor_moment
-from .protocol import Checkpoint, DecidingStore, check_sequence
-from .runs import RunPage, RunStatus, RunSummary, SummaryColumns
+from .listing import check_limit, cursor_moment
+from .protocol import Checkpoint
+from .runs import RunStatus
 from .sql import (
     CLAIMABLE,
     NEXT_EXPIRY,
-    SUMMARY,
+    Dialect,
     EncodedSave,
+    SQLStore,
+    columns_of,
     decode,
+    deletions,
     encode,
-    listing,
-    prune_filter,
-    read_state,
-    summary_of,
+    write_save,
 )
 from .waiting import check_wait
 
@@ -90,27 +88,17 @@ CREATE INDEX IF NOT EXISTS toolrunner_runs_by_created ON toolrunner_runs (create
 _LOCK = 7_231_964_020
 """The advisory lock that serialises the making of the tables (``CREATE ... IF NOT EXISTS`` may
 otherwise collide with another process doing the same)."""
-_SUMMARY = "status, end_reason, waiting, turns, cost, failure"
-_INSERT = (
-    f"INSERT INTO toolrunner_runs (sequence, version, state, updated, {_SUMMARY}, run_id, created) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO NOTHING"
-)
-_UPDATE = (
-    "UPDATE toolrunner_runs SET sequence = %s, version = %s, state = %s, updated = %s, status = %s, "
-    "end_reason = %s, waiting = %s, turns = %s, cost = %s, failure = %s WHERE run_id = %s AND sequence = %s"
-)
-_LOAD = """
-SELECT run.sequence, run.state,
+_ROWS = """
+SELECT run.{first}, run.state,
     ARRAY(SELECT message FROM toolrunner_messages WHERE run_id = run.run_id ORDER BY position),
     ARRAY(SELECT usage FROM toolrunner_usage WHERE run_id = run.run_id ORDER BY position)
-FROM toolrunner_runs AS run WHERE run.run_id = %s
+FROM toolrunner_runs AS run WHERE {where}
 """
-_PAUSED_RUNNING = """
-SELECT run.run_id, run.state,
-    ARRAY(SELECT message FROM toolrunner_messages WHERE run_id = run.run_id ORDER BY position),
-    ARRAY(SELECT usage FROM toolrunner_usage WHERE run_id = run.run_id ORDER BY position)
-FROM toolrunner_runs AS run WHERE run.status = 'running' AND run.end_reason = 'awaiting_approval'
-"""
+"""Runs' rows with their history's, in order: one statement, so one snapshot of the three tables."""
+_LOAD = _ROWS.format(first="sequence", where="run.run_id = %s")
+_PAUSED_RUNNING = _ROWS.format(
+    first="run_id", where="run.status = 'running' AND run.end_reason = 'awaiting_approval'"
+)
 """The runs that tables made before leases list as running while they are paused: some are ready."""
 _CHANNEL = "toolrunner_ready"
 """What a save that makes a run ready (and a lease given up on a run still to go on) notifies,
@@ -136,7 +124,7 @@ _STOP_CHECK = 0.25
 """Seconds between two checks, by a thread that waits for a notification, that it is still waited for."""
 
 
-class PostgresCheckpointer(DecidingStore):
+class PostgresCheckpointer(SQLStore):
     """Keeps runs in PostgreSQL (psycopg 3, pooled connections), off the event loop; the
     ``[postgres]`` extra installs psycopg.
 
@@ -186,6 +174,14 @@ class PostgresCheckpointer(DecidingStore):
         self._schema = ""  # the listening connection's schema: the notifications that are this store's
         self._waits: set[threading.Event] = set()  # the waits under way, each told to stop by close()
 
+    dialect = Dialect(
+        sql=lambda text: text.replace("?", "%s"),
+        parameter=lambda moment: moment,
+        time=lambda moment: moment.astimezone(UTC),
+        cursor_key=cursor_moment,
+        cursor_text=lambda created: created.isoformat(),
+    )
+
     def __repr__(self) -> str:
         return f"PostgresCheckpointer(<{self._where}>)"
 
@@ -216,56 +212,9 @@ class PostgresCheckpointer(DecidingStore):
             if row is None:
                 return None
             sequence, header, messages, usage = row
-            return decode(run_id, int(sequence), header, messages, usage, f"PostgreSQL ({self._where})")
+            return decode(run_id, int(sequence), header, messages, usage, self._place())
 
         return await self._run(read, "load the run")
-
-    async def list_runs(
-        self,
-        *,
-        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
-        updated_before: datetime | None = None,
-        updated_after: datetime | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> RunPage:
-        query = listing(status, updated_before, updated_after, limit, cursor, cursor_moment)
-        sql, parameters = query.query(lambda moment: moment)
-
-        def read(connection: psycopg.Connection[Any]) -> RunPage:
-            rows = connection.execute(_sql(_placeholders(sql)), parameters).fetchall()
-            page = rows[: query.limit]
-            runs = tuple(summary_of(row, _utc, f"PostgreSQL ({self._where})") for row in page)
-            more = len(rows) > query.limit
-            return RunPage(runs, cursor_after(page[-1][1].isoformat(), page[-1][0]) if more else None)
-
-        return await self._run(read, "list the runs")
-
-    async def get_run(self, run_id: str) -> RunSummary | None:
-        check_run_id(run_id)
-
-        def read(connection: psycopg.Connection[Any]) -> RunSummary | None:
-            row = connection.execute(
-                _sql(f"SELECT {SUMMARY} FROM toolrunner_runs WHERE run_id = %s"), (run_id,)
-            ).fetchone()
-            return None if row is None else summary_of(row, _utc, f"PostgreSQL ({self._where})")
-
-        return await self._run(read, "read the run")
-
-    async def delete_run(self, run_id: str) -> bool:
-        check_run_id(run_id)
-        return await self._run(
-            lambda connection: _delete(connection, "run_id = ?", [run_id]) > 0, "delete the run"
-        )
-
-    async def prune_runs(
-        self,
-        *,
-        updated_before: datetime,
-        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
-    ) -> int:
-        where, parameters = prune_filter(updated_before, status, lambda moment: moment)
-        return await self._run(lambda connection: _delete(connection, where, parameters), "prune the runs")
 
     # -- leases (see _leases) ---------------------------------------------------------------------
 
@@ -328,6 +277,29 @@ class PostgresCheckpointer(DecidingStore):
                 self._listening.release()
 
     # -- in a worker thread -------------------------------------------------------------------
+
+    def _place(self) -> str:
+        return f"PostgreSQL ({self._where})"
+
+    async def _fetch(
+        self, sql: str, parameters: Sequence[object], read: Callable[[list[Any]], T], what: str
+    ) -> T:
+        return await self._run(
+            lambda connection: read(connection.execute(_sql(self.dialect.sql(sql)), parameters).fetchall()),
+            what,
+        )
+
+    async def _delete(self, where: str, parameters: Sequence[object], what: str) -> int:
+        def delete(connection: psycopg.Connection[Any]) -> int:
+            with connection.transaction():
+                statements = deletions(where)
+                counts = [
+                    connection.execute(_sql(self.dialect.sql(text)), parameters).rowcount
+                    for text in statements
+                ]
+            return counts[-1]
+
+        return await self._run(delete, what)
 
     async def _run(self, work: Callable[[psycopg.Connection[Any]], T], what: str) -> T:
         return await anyio.to_thread.run_sync(self._with_connection, work, what)
@@ -453,11 +425,7 @@ class PostgresCheckpointer(DecidingStore):
         )
         rows = connection.execute(_PAUSED_RUNNING).fetchall()
         for run_id, header, messages, usage in rows:
-            try:
-                columns = SummaryColumns.of(read_state(header, messages, usage, run_id, ""))
-            except StateError as error:  # listed as failed, with why; loading it says the same
-                failure = store_json({"type": "StateError", "message": str(error)})
-                columns = SummaryColumns("failed", None, None, 0, None, failure)
+            columns = columns_of(header, messages, usage, run_id)
             connection.execute(
                 "UPDATE toolrunner_runs SET status = %s, waiting = %s, failure = %s WHERE run_id = %s",
                 (columns.status, columns.waiting, columns.failure, run_id),
@@ -481,7 +449,11 @@ class PostgresCheckpointer(DecidingStore):
                 connection.cursor() as cursor,
             ):
                 for index in order:
-                    refusals[index] = _write_one(cursor, saves[index], now)
+                    refusals[index] = write_save(cursor, saves[index], now, self.dialect.sql)
+                    if refusals[index] is None and saves[index].columns.status == RunStatus.READY.value:
+                        cursor.execute(
+                            _NOTIFY
+                        )  # delivered when the transaction commits, to wait_ready's listeners
         except psycopg_pool.PoolTimeout as error:
             return [
                 CheckpointError(
@@ -528,60 +500,6 @@ def _unreadable(url: str) -> ParamsError:
         "each special character of the user name and password percent-encoded (a '%' as %25, an '@' as "
         "%40: urllib.parse.quote(password, safe=''))."
     )
-
-
-def _write_one(
-    cursor: psycopg.Cursor[Any], save: EncodedSave, now: datetime
-) -> CheckpointConflictError | None:
-    run_id, columns = save.run_id, save.columns
-    values = (
-        save.sequence, STATE_VERSION, save.header, now, columns.status, columns.end_reason,
-        columns.waiting, columns.turns, columns.cost, columns.failure,
-    )  # fmt: skip
-    if save.sequence == 0:
-        cursor.execute(_INSERT, (*values, run_id, now))
-    else:  # only over the save this one follows: the check and the write are one statement
-        cursor.execute(_UPDATE, (*values, run_id, save.sequence - 1))
-    if cursor.rowcount != 1:
-        row = cursor.execute("SELECT sequence FROM toolrunner_runs WHERE run_id = %s", (run_id,)).fetchone()
-        refusal = check_sequence(run_id, None if row is None else int(row[0]), save.sequence)
-        assert refusal is not None
-        return refusal
-    if columns.status == RunStatus.READY.value:
-        cursor.execute(_NOTIFY)  # delivered when the transaction commits, to wait_ready's listeners
-    for table, column, kept, rows in (
-        ("toolrunner_messages", "message", save.kept_messages, save.messages),
-        ("toolrunner_usage", "usage", save.kept_usage, save.usage),
-    ):
-        cursor.execute(_sql(f"DELETE FROM {table} WHERE run_id = %s AND position >= %s"), (run_id, kept))
-        if rows:
-            cursor.executemany(
-                _sql(f"INSERT INTO {table} (run_id, position, {column}) VALUES (%s, %s, %s)"),
-                [(run_id, position, text) for position, text in rows],
-            )
-    return None
-
-
-def _delete(connection: psycopg.Connection[Any], where: str, parameters: list[object]) -> int:
-    where = _placeholders(where)
-    with connection.transaction():
-        for table in ("toolrunner_messages", "toolrunner_usage"):
-            connection.execute(
-                _sql(
-                    f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM toolrunner_runs WHERE {where})"
-                ),
-                parameters,
-            )
-        return connection.execute(_sql(f"DELETE FROM toolrunner_runs WHERE {where}"), parameters).rowcount
-
-
-def _placeholders(sql: str) -> str:
-    """``_sqlstore``'s ``?`` placeholders as psycopg's."""
-    return sql.replace("?", "%s")
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment.astimezone(UTC)
 
 
 def _time(seconds: float) -> datetime:

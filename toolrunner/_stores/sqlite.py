@@ -18,32 +18,33 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio.to_thread
 
-from .._core.errors import CheckpointConflictError, CheckpointError, StateError
+from .._core.errors import CheckpointError
 from .._core.ids import check_run_id
-from .._core.state import STATE_VERSION
 from .group_commit import GroupCommit
 from .leases import HANDED_OVER, check_lease, check_owner
-from .listing import check_limit, cursor_after, cursor_seconds, utc
-from .protocol import Checkpoint, DecidingStore, check_sequence, store_json
-from .runs import RunPage, RunStatus, RunSummary, SummaryColumns
+from .listing import check_limit, cursor_seconds, utc
+from .protocol import Checkpoint
+from .runs import RunStatus, SummaryColumns
 from .sql import (
     CLAIMABLE,
+    HISTORY,
     NEXT_EXPIRY,
-    SUMMARY,
+    SUMMARY_COLUMNS,
+    Dialect,
     EncodedSave,
+    SQLStore,
+    columns_of,
     decode,
+    deletions,
     encode,
-    listing,
-    prune_filter,
-    read_state,
-    summary_of,
+    summary_values,
+    write_save,
 )
 from .waiting import Waiters, check_wait, wait_until_claimable
 
@@ -91,12 +92,11 @@ CREATE INDEX IF NOT EXISTS toolrunner_runs_by_created ON toolrunner_runs (create
 """
 _HEADER = b"SQLite format 3\x00"
 """The first bytes of every SQLite database file."""
-_SUMMARY_COLUMNS = ("status", "end_reason", "waiting", "turns", "cost", "failure")
 _HANDED_OVER = ", ".join(f"'{status.value}'" for status in HANDED_OVER)
-_SUMMARY_SET = ", ".join(f"{name} = ?" for name in _SUMMARY_COLUMNS)
+_SUMMARY_SET = ", ".join(f"{name} = ?" for name in SUMMARY_COLUMNS)
 
 
-class SQLiteCheckpointer(DecidingStore):
+class SQLiteCheckpointer(SQLStore):
     """Keeps runs in an SQLite file (the standard library's ``sqlite3``, WAL mode), off the event loop.
 
     Runs of several runners and processes may share one file. Each save is one transaction that
@@ -129,6 +129,14 @@ class SQLiteCheckpointer(DecidingStore):
         self._commits = GroupCommit(self._write, name=f"toolrunner saves to {self.path}")
         self._waiters = Waiters()
 
+    dialect = Dialect(
+        sql=str,
+        parameter=lambda moment: moment.timestamp(),
+        time=utc,
+        cursor_key=cursor_seconds,
+        cursor_text=repr,
+    )
+
     def __repr__(self) -> str:
         return f"SQLiteCheckpointer({str(self.path)!r})"
 
@@ -142,55 +150,6 @@ class SQLiteCheckpointer(DecidingStore):
     async def load(self, run_id: str) -> Checkpoint | None:
         check_run_id(run_id)
         return await self._run(lambda connection: self._read(connection, run_id))
-
-    async def list_runs(
-        self,
-        *,
-        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
-        updated_before: datetime | None = None,
-        updated_after: datetime | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> RunPage:
-        query = listing(status, updated_before, updated_after, limit, cursor, cursor_seconds)
-        sql, parameters = query.query(lambda moment: moment.timestamp())
-
-        def read(connection: sqlite3.Connection) -> RunPage:
-            rows = connection.execute(sql, parameters).fetchall()
-            page = rows[: query.limit]
-            runs = tuple(summary_of(row, utc, repr(str(self.path))) for row in page)
-            more = len(rows) > query.limit
-            return RunPage(runs, cursor_after(repr(page[-1][1]), page[-1][0]) if more else None)
-
-        return await self._run(read)
-
-    async def get_run(self, run_id: str) -> RunSummary | None:
-        check_run_id(run_id)
-
-        def read(connection: sqlite3.Connection) -> RunSummary | None:
-            row = connection.execute(
-                f"SELECT {SUMMARY} FROM toolrunner_runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
-            return None if row is None else summary_of(row, utc, repr(str(self.path)))
-
-        return await self._run(read)
-
-    async def delete_run(self, run_id: str) -> bool:
-        check_run_id(run_id)
-
-        def delete(connection: sqlite3.Connection) -> bool:
-            return self._delete(connection, "run_id = ?", [run_id]) > 0
-
-        return await self._run(delete)
-
-    async def prune_runs(
-        self,
-        *,
-        updated_before: datetime,
-        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
-    ) -> int:
-        where, parameters = prune_filter(updated_before, status, lambda moment: moment.timestamp())
-        return await self._run(lambda connection: self._delete(connection, where, parameters))
 
     # -- leases (see _leases) ---------------------------------------------------------------------
 
@@ -270,6 +229,23 @@ class SQLiteCheckpointer(DecidingStore):
                 self._connection = None
 
     # -- in a worker thread -------------------------------------------------------------------
+
+    def _place(self) -> str:
+        return repr(str(self.path))
+
+    async def _fetch(
+        self, sql: str, parameters: Sequence[object], read: Callable[[list[Any]], T], what: str
+    ) -> T:
+        return await self._run(lambda connection: read(connection.execute(sql, parameters).fetchall()))
+
+    async def _delete(self, where: str, parameters: Sequence[object], what: str) -> int:
+        def delete(connection: sqlite3.Connection) -> int:
+            connection.execute("BEGIN IMMEDIATE")
+            counts = [connection.execute(statement, parameters).rowcount for statement in deletions(where)]
+            connection.execute("COMMIT")
+            return counts[-1]
+
+        return await self._run(delete)
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         return await anyio.to_thread.run_sync(self._locked, work)
@@ -396,7 +372,7 @@ class SQLiteCheckpointer(DecidingStore):
         for run_id, header, updated in runs:
             connection.execute(
                 f"UPDATE toolrunner_runs SET created = ?, {_SUMMARY_SET} WHERE run_id = ?",
-                (updated, *_summary_values(self._columns_of(connection, run_id, header)), run_id),
+                (updated, *summary_values(self._columns_of(connection, run_id, header)), run_id),
             )
         for statement in _INDEXES.split(";"):
             connection.execute(statement)
@@ -412,24 +388,12 @@ class SQLiteCheckpointer(DecidingStore):
         for run_id, header in runs:
             connection.execute(
                 f"UPDATE toolrunner_runs SET {_SUMMARY_SET} WHERE run_id = ?",
-                (*_summary_values(self._columns_of(connection, run_id, header)), run_id),
+                (*summary_values(self._columns_of(connection, run_id, header)), run_id),
             )
 
     def _columns_of(self, connection: sqlite3.Connection, run_id: str, header: str) -> SummaryColumns:
         """The summary columns of a run read from its rows (an upgrade's)."""
-        messages = connection.execute(
-            "SELECT message FROM toolrunner_messages WHERE run_id = ? ORDER BY position", (run_id,)
-        ).fetchall()
-        usage = connection.execute(
-            "SELECT usage FROM toolrunner_usage WHERE run_id = ? ORDER BY position", (run_id,)
-        ).fetchall()
-        try:
-            return SummaryColumns.of(
-                read_state(header, [text for (text,) in messages], [text for (text,) in usage], run_id, "")
-            )
-        except StateError as error:  # listed as failed, with why; loading it says the same
-            failure = store_json({"type": "StateError", "message": str(error)})
-            return SummaryColumns("failed", None, None, 0, None, failure)
+        return columns_of(header, *_history(connection, run_id), run_id)
 
     def _write(self, saves: Sequence[EncodedSave]) -> list[Exception | None]:
         """Write a batch of saves in one transaction: each save's own refusal, or the batch's failure."""
@@ -441,7 +405,7 @@ class SQLiteCheckpointer(DecidingStore):
             now = self._now()
             try:
                 connection.execute("BEGIN IMMEDIATE")
-                refusals = [self._write_one(connection, save, now) for save in saves]
+                refusals = [write_save(connection, save, now, str) for save in saves]
                 connection.execute("COMMIT")
             except sqlite3.Error as error:
                 if connection.in_transaction:
@@ -453,41 +417,6 @@ class SQLiteCheckpointer(DecidingStore):
                 raise
         return list[Exception | None](refusals)
 
-    def _write_one(
-        self, connection: sqlite3.Connection, save: EncodedSave, now: float
-    ) -> CheckpointConflictError | None:
-        run_id = save.run_id
-        values = (save.sequence, STATE_VERSION, save.header, now, *_summary_values(save.columns))
-        if save.sequence == 0:
-            written = connection.execute(
-                f"INSERT INTO toolrunner_runs (sequence, version, state, updated, {', '.join(_SUMMARY_COLUMNS)}, "
-                "run_id, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING",
-                (*values, run_id, now),
-            )
-        else:  # only over the save this one follows: the sequence check and the write are one statement
-            written = connection.execute(
-                f"UPDATE toolrunner_runs SET sequence = ?, version = ?, state = ?, updated = ?, {_SUMMARY_SET} "
-                "WHERE run_id = ? AND sequence = ?",
-                (*values, run_id, save.sequence - 1),
-            )
-        if written.rowcount != 1:
-            row = connection.execute(
-                "SELECT sequence FROM toolrunner_runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
-            refusal = check_sequence(run_id, None if row is None else int(row[0]), save.sequence)
-            assert refusal is not None
-            return refusal
-        for table, column, kept, rows in (
-            ("toolrunner_messages", "message", save.kept_messages, save.messages),
-            ("toolrunner_usage", "usage", save.kept_usage, save.usage),
-        ):
-            connection.execute(f"DELETE FROM {table} WHERE run_id = ? AND position >= ?", (run_id, kept))
-            connection.executemany(
-                f"INSERT INTO {table} (run_id, position, {column}) VALUES (?, ?, ?)",
-                [(run_id, position, text) for position, text in rows],
-            )
-        return None
-
     def _read(self, connection: sqlite3.Connection, run_id: str) -> Checkpoint | None:
         connection.execute("BEGIN")  # one snapshot of the three tables
         try:
@@ -496,33 +425,10 @@ class SQLiteCheckpointer(DecidingStore):
             ).fetchone()
             if row is None:
                 return None
-            messages = connection.execute(
-                "SELECT message FROM toolrunner_messages WHERE run_id = ? ORDER BY position", (run_id,)
-            ).fetchall()
-            usage = connection.execute(
-                "SELECT usage FROM toolrunner_usage WHERE run_id = ? ORDER BY position", (run_id,)
-            ).fetchall()
+            messages, usage = _history(connection, run_id)
         finally:
             connection.execute("COMMIT")
-        return decode(
-            run_id,
-            int(row[0]),
-            row[1],
-            [text for (text,) in messages],
-            [text for (text,) in usage],
-            repr(str(self.path)),
-        )
-
-    def _delete(self, connection: sqlite3.Connection, where: str, parameters: list[object]) -> int:
-        connection.execute("BEGIN IMMEDIATE")
-        for table in ("toolrunner_messages", "toolrunner_usage"):
-            connection.execute(
-                f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM toolrunner_runs WHERE {where})",
-                parameters,
-            )
-        deleted = connection.execute(f"DELETE FROM toolrunner_runs WHERE {where}", parameters).rowcount
-        connection.execute("COMMIT")
-        return deleted
+        return decode(run_id, int(row[0]), row[1], messages, usage, self._place())
 
     def _failed(self, error: sqlite3.Error, what: str) -> CheckpointError:
         """The project's error for an SQLite failure: what happened, and what to do."""
@@ -547,5 +453,7 @@ class SQLiteCheckpointer(DecidingStore):
         )
 
 
-def _summary_values(columns: SummaryColumns) -> tuple[object, ...]:
-    return (columns.status, columns.end_reason, columns.waiting, columns.turns, columns.cost, columns.failure)
+def _history(connection: sqlite3.Connection, run_id: str) -> tuple[list[str], list[str]]:
+    """The JSON text of a run's history messages and requests' usage, in order."""
+    messages, usage = ([text for (text,) in connection.execute(query, (run_id,))] for _, _, query in HISTORY)
+    return messages, usage
