@@ -16,8 +16,7 @@ transaction, and so does a lease given up on a run still to go on: ``wait_ready`
 connection of its own, in a worker thread (psycopg's async notifies work on asyncio only), and
 looks for runs to take up when told, or when the earliest lease runs out.
 
-Tables made before runs had leases get the lease columns the first time a store opens them, and
-the runs written as running while they were paused are read again (those decided since are ready).
+The tables are made, checked and upgraded from older forms by ``postgres_schema``.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, LiteralString, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 
@@ -36,6 +35,7 @@ from .._core.ids import check_run_id
 from .group_commit import GroupCommit
 from .leases import HANDED_OVER, check_lease, check_owner, wait_time
 from .listing import check_limit, cursor_moment
+from .postgres_schema import ROWS, set_up, sql_text
 from .protocol import Checkpoint
 from .runs import RunStatus
 from .sql import (
@@ -44,7 +44,6 @@ from .sql import (
     Dialect,
     EncodedSave,
     SQLStore,
-    columns_of,
     decode,
     deletions,
     encode,
@@ -60,46 +59,7 @@ __all__ = ["PostgresCheckpointer"]
 
 T = TypeVar("T")
 
-_RUNS_SUMMARIES = [
-    "run_id", "sequence", "version", "state", "created", "updated",
-    "status", "end_reason", "waiting", "turns", "cost", "failure",
-]  # fmt: skip
-"""The columns of ``toolrunner_runs`` before runs had leases."""
-_COLUMNS = {
-    "toolrunner_runs": [*_RUNS_SUMMARIES, "lease_owner", "lease_expires"],
-    "toolrunner_messages": ["run_id", "position", "message"],
-    "toolrunner_usage": ["run_id", "position", "usage"],
-}  # fmt: skip
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS toolrunner_runs (
-    run_id TEXT PRIMARY KEY, sequence BIGINT NOT NULL, version INTEGER NOT NULL, state TEXT NOT NULL,
-    created TIMESTAMPTZ NOT NULL, updated TIMESTAMPTZ NOT NULL, status TEXT NOT NULL, end_reason TEXT,
-    waiting TEXT, turns INTEGER NOT NULL, cost TEXT, failure TEXT, lease_owner TEXT, lease_expires TIMESTAMPTZ
-);
-CREATE TABLE IF NOT EXISTS toolrunner_messages (
-    run_id TEXT NOT NULL, position INTEGER NOT NULL, message TEXT NOT NULL, PRIMARY KEY (run_id, position)
-);
-CREATE TABLE IF NOT EXISTS toolrunner_usage (
-    run_id TEXT NOT NULL, position INTEGER NOT NULL, usage TEXT NOT NULL, PRIMARY KEY (run_id, position)
-);
-CREATE INDEX IF NOT EXISTS toolrunner_runs_by_status ON toolrunner_runs (status, created, run_id);
-CREATE INDEX IF NOT EXISTS toolrunner_runs_by_created ON toolrunner_runs (created, run_id)
-"""
-_LOCK = 7_231_964_020
-"""The advisory lock that serialises the making of the tables (``CREATE ... IF NOT EXISTS`` may
-otherwise collide with another process doing the same)."""
-_ROWS = """
-SELECT run.{first}, run.state,
-    ARRAY(SELECT message FROM toolrunner_messages WHERE run_id = run.run_id ORDER BY position),
-    ARRAY(SELECT usage FROM toolrunner_usage WHERE run_id = run.run_id ORDER BY position)
-FROM toolrunner_runs AS run WHERE {where}
-"""
-"""Runs' rows with their history's, in order: one statement, so one snapshot of the three tables."""
-_LOAD = _ROWS.format(first="sequence", where="run.run_id = %s")
-_PAUSED_RUNNING = _ROWS.format(
-    first="run_id", where="run.status = 'running' AND run.end_reason = 'awaiting_approval'"
-)
-"""The runs that tables made before leases list as running while they are paused: some are ready."""
+_LOAD = ROWS.format(first="sequence", where="run.run_id = %s")
 _CHANNEL = "toolrunner_ready"
 """What a save that makes a run ready (and a lease given up on a run still to go on) notifies,
 with the schema's name: the channels of a database are shared by its schemas."""
@@ -285,7 +245,9 @@ class PostgresCheckpointer(SQLStore):
         self, sql: str, parameters: Sequence[object], read: Callable[[list[Any]], T], what: str
     ) -> T:
         return await self._run(
-            lambda connection: read(connection.execute(_sql(self.dialect.sql(sql)), parameters).fetchall()),
+            lambda connection: read(
+                connection.execute(sql_text(self.dialect.sql(sql)), parameters).fetchall()
+            ),
             what,
         )
 
@@ -294,7 +256,7 @@ class PostgresCheckpointer(SQLStore):
             with connection.transaction():
                 statements = deletions(where)
                 counts = [
-                    connection.execute(_sql(self.dialect.sql(text)), parameters).rowcount
+                    connection.execute(sql_text(self.dialect.sql(text)), parameters).rowcount
                     for text in statements
                 ]
             return counts[-1]
@@ -333,7 +295,7 @@ class PostgresCheckpointer(SQLStore):
             with psycopg.connect(
                 self._url, connect_timeout=max(1, round(self._timeout)), **self._connection_options()
             ) as connection:
-                self._set_up(connection)
+                set_up(connection, self._place())
             self._pool.open(wait=False)
             self._ready = True
 
@@ -377,7 +339,7 @@ class PostgresCheckpointer(SQLStore):
                 self._url, connect_timeout=max(1, round(self._timeout)), **self._connection_options()
             )
             try:
-                connection.execute(_sql(f"LISTEN {_CHANNEL}"))
+                connection.execute(sql_text(f"LISTEN {_CHANNEL}"))
                 row = connection.execute("SELECT current_schema()").fetchone()
                 self._schema = "" if row is None else str(row[0])
             except BaseException:
@@ -390,46 +352,6 @@ class PostgresCheckpointer(SQLStore):
         listener, self._listener = self._listener, None
         if listener is not None:
             listener.close()
-
-    def _set_up(self, connection: psycopg.Connection[Any]) -> None:
-        """Make the tables that are missing, after checking that those present are toolrunner's
-        (and add the lease columns to tables made before runs had them)."""
-        with connection.transaction():
-            connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
-            rows = connection.execute(
-                "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-                "AND table_name = ANY(%s) ORDER BY table_name, ordinal_position",
-                (list(_COLUMNS),),
-            ).fetchall()
-            found: dict[str, list[str]] = {}
-            for table, column in rows:
-                found.setdefault(table, []).append(column)
-            upgrade = found.get("toolrunner_runs") == _RUNS_SUMMARIES
-            for table, columns in found.items():
-                if columns != _COLUMNS[table] and not (upgrade and table == "toolrunner_runs"):
-                    raise CheckpointError(
-                        f"PostgreSQL ({self._where}) has a table {table!r} that toolrunner did not make (its columns "
-                        f"are {columns!r}); give PostgresCheckpointer a database or schema of its own."
-                    )
-            if upgrade:
-                self._add_leases(connection)
-            if found.keys() != _COLUMNS.keys():
-                for statement in _SCHEMA.split(";"):
-                    connection.execute(_sql(statement))
-
-    def _add_leases(self, connection: psycopg.Connection[Any]) -> None:
-        """Add the lease columns, and read again the runs written as running while paused: those
-        decided since are ready (in the transaction of ``_set_up``)."""
-        connection.execute(
-            "ALTER TABLE toolrunner_runs ADD COLUMN lease_owner TEXT, ADD COLUMN lease_expires TIMESTAMPTZ"
-        )
-        rows = connection.execute(_PAUSED_RUNNING).fetchall()
-        for run_id, header, messages, usage in rows:
-            columns = columns_of(header, messages, usage, run_id)
-            connection.execute(
-                "UPDATE toolrunner_runs SET status = %s, waiting = %s, failure = %s WHERE run_id = %s",
-                (columns.status, columns.waiting, columns.failure, run_id),
-            )
 
     def _write(self, saves: Sequence[EncodedSave]) -> list[Exception | None]:
         """Write a batch of saves in one transaction: each save's own refusal, or the batch's failure."""
@@ -505,9 +427,3 @@ def _unreadable(url: str) -> ParamsError:
 def _time(seconds: float) -> datetime:
     """A time of the store's clock (seconds since the epoch) as a column holds it."""
     return datetime.fromtimestamp(seconds, UTC)
-
-
-def _sql(text: str) -> LiteralString:
-    """SQL text made here from constants (values go as parameters, never into the text), typed as
-    psycopg's ``execute`` wants it."""
-    return cast("LiteralString", text)

@@ -1,23 +1,16 @@
 """``SQLiteCheckpointer``: runs in an SQLite file (the standard library's ``sqlite3``, WAL mode).
 
 The connection is used from worker threads, one at a time. The saves of one event loop that
-arrive while a write is under way are written together, in one transaction (``_batching``). Each
-run's summary columns are written with its state, in the same statement, so that a listing reads
-an index and no state.
-
-A file written by toolrunner 0.1 (its ``toolrunner_runs`` table without the summary columns) is
-upgraded in place the first time a store opens it: the columns are added and filled from each
-run's state, in one transaction. So is a file written before runs had leases (the summary columns
-without ``lease_owner`` and ``lease_expires``): the lease columns are added, and the runs whose
-status was written as ``running`` while they were paused are read again (those decided since are
-``ready`` now).
+arrive while a write is under way are written together, in one transaction (``group_commit``).
+Each run's summary columns are written with its state, in the same statement, so that a listing
+reads an index and no state. The file's tables are made, checked and upgraded from older forms by
+``sqlite_schema``.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -30,70 +23,28 @@ from .group_commit import GroupCommit
 from .leases import HANDED_OVER, check_lease, check_owner
 from .listing import check_limit, cursor_seconds, utc
 from .protocol import Checkpoint
-from .runs import RunStatus, SummaryColumns
+from .runs import RunStatus
 from .sql import (
     CLAIMABLE,
-    HISTORY,
     NEXT_EXPIRY,
-    SUMMARY_COLUMNS,
     Dialect,
     EncodedSave,
     SQLStore,
-    columns_of,
     decode,
     deletions,
     encode,
-    summary_values,
     write_save,
 )
+from .sqlite_schema import history, set_up
 from .waiting import Waiters, check_wait, wait_until_claimable
 
 __all__ = ["SQLiteCheckpointer"]
 
 T = TypeVar("T")
 
-_RUNS_0_1 = ["run_id", "sequence", "version", "state", "updated"]
-"""The columns of ``toolrunner_runs`` as toolrunner 0.1 made it."""
-_ADDED = [
-    ("created", "REAL NOT NULL DEFAULT 0"),
-    ("status", "TEXT NOT NULL DEFAULT 'running'"),
-    ("end_reason", "TEXT"),
-    ("waiting", "TEXT"),
-    ("turns", "INTEGER NOT NULL DEFAULT 0"),
-    ("cost", "TEXT"),
-    ("failure", "TEXT"),
-]
-"""The summary columns, added after the columns of 0.1 (so that an upgraded table is the same)."""
-_LEASE_COLUMNS = [("lease_owner", "TEXT"), ("lease_expires", "REAL")]
-"""A resumer's lease on the run (``_leases``), added after the summary columns; both or neither."""
-_RUNS_SUMMARIES = [*_RUNS_0_1, *(name for name, _ in _ADDED)]
-"""The columns of ``toolrunner_runs`` with summaries and without leases."""
-_COLUMNS = {
-    "toolrunner_runs": [*_RUNS_SUMMARIES, *(name for name, _ in _LEASE_COLUMNS)],
-    "toolrunner_messages": ["run_id", "position", "message"],
-    "toolrunner_usage": ["run_id", "position", "usage"],
-}
-_TABLES = f"""
-CREATE TABLE IF NOT EXISTS toolrunner_runs (
-    run_id TEXT PRIMARY KEY, sequence INTEGER NOT NULL, version INTEGER NOT NULL,
-    state TEXT NOT NULL, updated REAL NOT NULL,
-    {", ".join(f"{name} {kind}" for name, kind in (*_ADDED, *_LEASE_COLUMNS))}
-);
-CREATE TABLE IF NOT EXISTS toolrunner_messages (
-    run_id TEXT NOT NULL, position INTEGER NOT NULL, message TEXT NOT NULL, PRIMARY KEY (run_id, position)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS toolrunner_usage (
-    run_id TEXT NOT NULL, position INTEGER NOT NULL, usage TEXT NOT NULL, PRIMARY KEY (run_id, position)
-) WITHOUT ROWID
-"""
-_INDEXES = """
-CREATE INDEX IF NOT EXISTS toolrunner_runs_by_status ON toolrunner_runs (status, created, run_id);
-CREATE INDEX IF NOT EXISTS toolrunner_runs_by_created ON toolrunner_runs (created, run_id)
-"""
 _HEADER = b"SQLite format 3\x00"
 """The first bytes of every SQLite database file."""
 _HANDED_OVER = ", ".join(f"'{status.value}'" for status in HANDED_OVER)
-_SUMMARY_SET = ", ".join(f"{name} = ?" for name in SUMMARY_COLUMNS)
 
 
 class SQLiteCheckpointer(SQLStore):
@@ -269,7 +220,7 @@ class SQLiteCheckpointer(SQLStore):
                 self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
             )
             try:
-                self._set_up(connection)
+                set_up(connection, self._place(), synchronous=self._synchronous, timeout=self._timeout)
             except BaseException:
                 connection.close()
                 raise
@@ -302,99 +253,6 @@ class SQLiteCheckpointer(SQLStore):
                 "as it was); give SQLiteCheckpointer the path of an SQLite file of its own, or of a new file."
             )
 
-    def _set_up(self, connection: sqlite3.Connection) -> None:
-        """The tables checked to be toolrunner's (or none), then WAL mode, and the tables (made, or
-        upgraded from 0.1). The check only reads, so a file that is not toolrunner's is refused as
-        it was: nothing that writes (the switch to WAL, which also makes the ``-wal`` and ``-shm``
-        files) comes before it. Switching to WAL can find another connection doing the same, and
-        SQLite then answers "locked" without waiting: try again until ``timeout``."""
-        deadline = time.monotonic() + self._timeout
-        while True:
-            try:
-                self._schema(connection)  # refuses another program's database, before anything writes
-                if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                    connection.execute("PRAGMA journal_mode=WAL")
-                connection.execute(f"PRAGMA synchronous={self._synchronous}")
-                if self._schema(connection) != "current":
-                    connection.execute("BEGIN IMMEDIATE")  # waits for other writers, unlike executescript
-                    schema = self._schema(connection)  # again, now that no other writer can change it
-                    if schema == "missing":
-                        for statement in (*_TABLES.split(";"), *_INDEXES.split(";")):
-                            connection.execute(statement)
-                    elif schema == "0.1":
-                        self._upgrade(connection)
-                    elif schema == "summaries":
-                        self._add_leases(connection)
-                    connection.execute("COMMIT")
-                return
-            except sqlite3.OperationalError as error:
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                if "locked" not in str(error) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.01)
-
-    def _schema(self, connection: sqlite3.Connection) -> Literal["missing", "0.1", "summaries", "current"]:
-        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if not tables & set(_COLUMNS):
-            others = sorted(table for table in tables if not table.startswith("sqlite_"))
-            if others:
-                raise CheckpointError(
-                    f"{str(self.path)!r} is another program's database (its tables are {others[:5]!r}, none of them "
-                    "toolrunner's), so it was left as it was: SQLiteCheckpointer switches its file to WAL mode, "
-                    "which would change how that program uses it. Give SQLiteCheckpointer a file of its own, or a "
-                    "new file."
-                )
-            return "missing"
-        found = {
-            table: [row[1] for row in connection.execute(f"PRAGMA table_info({table})")] for table in _COLUMNS
-        }
-        if found == _COLUMNS:
-            return "current"
-        if found == {**_COLUMNS, "toolrunner_runs": _RUNS_0_1}:
-            return "0.1"
-        if found == {**_COLUMNS, "toolrunner_runs": _RUNS_SUMMARIES}:
-            return "summaries"
-        table, columns = next(
-            (table, columns) for table, columns in found.items() if columns != _COLUMNS[table]
-        )
-        raise CheckpointError(
-            f"{str(self.path)!r} has a table {table!r} that toolrunner did not make (its columns are "
-            f"{columns!r}); give SQLiteCheckpointer a file of its own, or a new file."
-        )
-
-    def _upgrade(self, connection: sqlite3.Connection) -> None:
-        """Add the summary columns (and the lease columns) to a 0.1 file and fill them from each
-        run's state."""
-        for name, kind in (*_ADDED, *_LEASE_COLUMNS):
-            connection.execute(f"ALTER TABLE toolrunner_runs ADD COLUMN {name} {kind}")
-        runs = connection.execute("SELECT run_id, state, updated FROM toolrunner_runs").fetchall()
-        for run_id, header, updated in runs:
-            connection.execute(
-                f"UPDATE toolrunner_runs SET created = ?, {_SUMMARY_SET} WHERE run_id = ?",
-                (updated, *summary_values(self._columns_of(connection, run_id, header)), run_id),
-            )
-        for statement in _INDEXES.split(";"):
-            connection.execute(statement)
-
-    def _add_leases(self, connection: sqlite3.Connection) -> None:
-        """Add the lease columns to a file written before runs had leases, and read again the runs
-        written as running while paused: those decided since are ready."""
-        for name, kind in _LEASE_COLUMNS:
-            connection.execute(f"ALTER TABLE toolrunner_runs ADD COLUMN {name} {kind}")
-        runs = connection.execute(
-            "SELECT run_id, state FROM toolrunner_runs WHERE status = 'running' AND end_reason = 'awaiting_approval'"
-        ).fetchall()
-        for run_id, header in runs:
-            connection.execute(
-                f"UPDATE toolrunner_runs SET {_SUMMARY_SET} WHERE run_id = ?",
-                (*summary_values(self._columns_of(connection, run_id, header)), run_id),
-            )
-
-    def _columns_of(self, connection: sqlite3.Connection, run_id: str, header: str) -> SummaryColumns:
-        """The summary columns of a run read from its rows (an upgrade's)."""
-        return columns_of(header, *_history(connection, run_id), run_id)
-
     def _write(self, saves: Sequence[EncodedSave]) -> list[Exception | None]:
         """Write a batch of saves in one transaction: each save's own refusal, or the batch's failure."""
         with self._lock:
@@ -425,7 +283,7 @@ class SQLiteCheckpointer(SQLStore):
             ).fetchone()
             if row is None:
                 return None
-            messages, usage = _history(connection, run_id)
+            messages, usage = history(connection, run_id)
         finally:
             connection.execute("COMMIT")
         return decode(run_id, int(row[0]), row[1], messages, usage, self._place())
@@ -451,9 +309,3 @@ class SQLiteCheckpointer(SQLStore):
         return CheckpointError(
             f"could not {what} in {path!r}: {error}; check the file and the disk, then try again."
         )
-
-
-def _history(connection: sqlite3.Connection, run_id: str) -> tuple[list[str], list[str]]:
-    """The JSON text of a run's history messages and requests' usage, in order."""
-    messages, usage = ([text for (text,) in connection.execute(query, (run_id,))] for _, _, query in HISTORY)
-    return messages, usage
