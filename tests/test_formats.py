@@ -35,8 +35,8 @@ from toolrunner import (
     tool,
 )
 from toolrunner._ops.cli import ExitCode, run
+from toolrunner._stores.deciding import input_problems
 from toolrunner._stores.formats import FORMATS
-from toolrunner._stores.runs import input_problems
 from toolrunner.inbox import create_app
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 

@@ -28,20 +28,16 @@ from toolrunner import (
 )
 from toolrunner._core.messages import read_reply
 from toolrunner._core.transitions import call_decided, call_started, calls_gated, turn_paused, turn_resumed
-from toolrunner._stores.runs import (
-    SummaryColumns,
-    answered,
-    approved,
-    check_input,
+from toolrunner._stores.deciding import answered, approved, check_input, denied
+from toolrunner._stores.listing import (
     cursor_after,
     cursor_moment,
     cursor_seconds,
-    denied,
     read_cursor,
     read_statuses,
     utc,
-    waiting_calls,
 )
+from toolrunner._stores.runs import SummaryColumns, waiting_calls
 
 PAY = ToolCall("toolu_pay", "pay", {"amount": 5})
 LOOK = ToolCall("toolu_look", "look", {"q": "x"})

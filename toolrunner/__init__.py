@@ -85,6 +85,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
     from ._runner.options import RequestParams as RequestParams, RunnerOptions as RunnerOptions
     from ._runner.runner import ToolRunner as ToolRunner
     from ._runner.sync import SyncReplyStream as SyncReplyStream, SyncToolRunner as SyncToolRunner
+    from ._stores.deciding import decisions_since as decisions_since
     from ._stores.memory import MemoryCheckpointer as MemoryCheckpointer
     from ._stores.open import open_store as open_store
     from ._stores.postgres import PostgresCheckpointer as PostgresCheckpointer
@@ -94,7 +95,6 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         RunPage as RunPage,
         RunStatus as RunStatus,
         RunSummary as RunSummary,
-        decisions_since as decisions_since,
         run_status as run_status,
     )
     from ._stores.sqlite import SQLiteCheckpointer as SQLiteCheckpointer
@@ -301,6 +301,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "SyncReplyStream",
         "SyncToolRunner",
     ),
+    "_stores.deciding": ("decisions_since",),
     "_stores.memory": ("MemoryCheckpointer",),
     "_stores.open": ("open_store",),
     "_stores.postgres": ("PostgresCheckpointer",),
@@ -314,7 +315,6 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "RunPage",
         "RunStatus",
         "RunSummary",
-        "decisions_since",
         "run_status",
     ),
     "_stores.sqlite": ("SQLiteCheckpointer",),

@@ -21,17 +21,11 @@ from .._core.errors import ApprovalError
 from .._core.ids import check_by, check_run_id
 from .._core.state import CallRecord
 from .._core.unicode import sendable_text
+from .._stores.deciding import parse_json
+from .._stores.listing import PRUNE_KEEPS, check_time, pruned_statuses
 from .._stores.open import open_store, store_path
 from .._stores.protocol import RunStore
-from .._stores.runs import (
-    PRUNE_KEEPS,
-    RunStatus,
-    RunSummary,
-    check_time,
-    parse_json,
-    pruned_statuses,
-    waiting_calls,
-)
+from .._stores.runs import RunStatus, RunSummary, waiting_calls
 from .._stores.urls import holds_secret
 from .exits import STORE_VARIABLE, Exit, ExitCode
 from .render import (

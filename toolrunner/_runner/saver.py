@@ -9,8 +9,8 @@ import anyio
 
 from .._core.errors import CheckpointConflictError, DecidedMeanwhileError
 from .._core.state import CallRecord, RunState
+from .._stores.deciding import decisions_since
 from .._stores.protocol import Checkpoint, Checkpointer, check_sequence
-from .._stores.runs import decisions_since
 
 __all__ = ["Saver"]
 

@@ -69,6 +69,33 @@ class StreamWatch:
             )
         return message
 
+    def see(
+        self,
+        event: Any,
+        emit: Callable[[RunnerEvent], None] | None,
+        on_tool_use: Callable[[ToolCall], None] | None,
+    ) -> None:
+        """Take in one event of the stream as it is read: a text delta goes to ``emit``, a client
+        tool_use block that closes to ``on_tool_use`` (and is counted), ``message_stop`` completes it."""
+        if event.type == "content_block_delta":
+            if emit is not None and event.delta.type == "text_delta":
+                emit(TextDelta(text=event.delta.text, index=event.index))
+        elif event.type == "content_block_stop":
+            block = event.content_block
+            if block.type == "tool_use":
+                self.tool_use_ids.append(block.id)
+                if on_tool_use is not None:
+                    on_tool_use(
+                        ToolCall(
+                            id=block.id,
+                            name=block.name,
+                            input=block.input,
+                            toolset_name=getattr(block, "toolset_name", None),
+                        )
+                    )
+        elif event.type == "message_stop":
+            self.complete = True
+
     async def close(self) -> None:
         """Close the response (idempotent)."""
         manager, self._manager = self._manager, None
@@ -93,24 +120,7 @@ async def watch_stream(
     async def watched() -> AsyncIterator[Any]:
         try:
             async for event in inner:
-                if event.type == "content_block_delta":
-                    if emit is not None and event.delta.type == "text_delta":
-                        emit(TextDelta(text=event.delta.text, index=event.index))
-                elif event.type == "content_block_stop":
-                    block = event.content_block
-                    if block.type == "tool_use":
-                        watch.tool_use_ids.append(block.id)
-                        if on_tool_use is not None:
-                            on_tool_use(
-                                ToolCall(
-                                    id=block.id,
-                                    name=block.name,
-                                    input=block.input,
-                                    toolset_name=getattr(block, "toolset_name", None),
-                                )
-                            )
-                elif event.type == "message_stop":
-                    watch.complete = True
+                watch.see(event, emit, on_tool_use)
                 yield event
         except Exception as error:
             watch.error = error
@@ -132,14 +142,7 @@ def watch_sync_stream(
     def watched() -> Iterator[Any]:
         try:
             for event in inner:
-                if event.type == "content_block_delta":
-                    if emit is not None and event.delta.type == "text_delta":
-                        emit(TextDelta(text=event.delta.text, index=event.index))
-                elif event.type == "content_block_stop":
-                    if event.content_block.type == "tool_use":
-                        watch.tool_use_ids.append(event.content_block.id)
-                elif event.type == "message_stop":
-                    watch.complete = True
+                watch.see(event, emit, None)
                 yield event
         except Exception as error:
             watch.error = error

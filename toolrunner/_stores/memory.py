@@ -6,26 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, cast
 
 from .._core.ids import check_run_id
 from .._core.state import RunState
 from .leases import TAKEN_OVER, check_lease, check_owner, claimable, kept_on_release
-from .protocol import Checkpoint, DecidingStore, check_sequence
-from .runs import (
-    Lease,
-    RunPage,
-    RunStatus,
-    RunSummary,
-    SummaryColumns,
-    check_limit,
-    check_time,
-    cursor_after,
-    cursor_seconds,
-    pruned_statuses,
-    read_cursor,
-    read_statuses,
-    utc,
-)
+from .listing import Listing, check_limit, check_time, cursor_after, pruned_statuses, utc
+from .protocol import Checkpoint, StoreBase, check_sequence
+from .runs import Lease, RunPage, RunStatus, RunSummary, SummaryColumns
 from .waiting import Waiters, check_wait, wait_until_claimable
 
 __all__ = ["MemoryCheckpointer"]
@@ -44,7 +32,7 @@ class _Saved:
         return self.columns.summary(run_id, utc(self.created), utc(self.updated), held)
 
 
-class MemoryCheckpointer(DecidingStore):
+class MemoryCheckpointer(StoreBase):
     """Keeps runs in memory, as JSON text: for tests, and to see what a store receives. It is a
     ``RunStore``: its runs can be listed, deleted and decided as in the other stores.
 
@@ -87,25 +75,14 @@ class MemoryCheckpointer(DecidingStore):
         """The runs saved here."""
         return list(self._runs)
 
-    async def list_runs(
-        self,
-        *,
-        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
-        updated_before: datetime | None = None,
-        updated_after: datetime | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> RunPage:
-        statuses = read_statuses(status)
-        before = check_time(updated_before, "updated_before")
-        after = check_time(updated_after, "updated_after")
-        check_limit(limit)
-        start = read_cursor(cursor, cursor_seconds)
+    async def _list(self, listing: Listing[Any]) -> RunPage:
+        start = cast("tuple[float, str] | None", listing.start)
+        before, after = listing.updated_before, listing.updated_after
         found = sorted(
             (
                 (saved.created, run_id, saved)
                 for run_id, saved in self._runs.items()
-                if (statuses is None or RunStatus(saved.columns.status) in statuses)
+                if (listing.statuses is None or RunStatus(saved.columns.status) in listing.statuses)
                 and (before is None or saved.updated < before.timestamp())
                 and (after is None or saved.updated >= after.timestamp())
                 and (start is None or (saved.created, run_id) < start)
@@ -113,9 +90,9 @@ class MemoryCheckpointer(DecidingStore):
             key=lambda item: (item[0], item[1]),
             reverse=True,
         )
-        page = found[:limit]
+        page = found[: listing.limit]
         runs = tuple(saved.summary(run_id, self._leases.get(run_id)) for _, run_id, saved in page)
-        more = len(found) > limit
+        more = len(found) > listing.limit
         return RunPage(runs, cursor_after(repr(page[-1][0]), page[-1][1]) if more else None)
 
     async def get_run(self, run_id: str) -> RunSummary | None:

@@ -16,8 +16,7 @@ transaction, and so does a lease given up on a run still to go on: ``wait_ready`
 connection of its own, in a worker thread (psycopg's async notifies work on asyncio only), and
 looks for runs to take up when told, or when the earliest lease runs out.
 
-Tables made before runs had leases get the lease columns the first time a store opens them, and
-the runs written as running while they were paused are read again (those decided since are ready).
+The tables are made, checked and upgraded from older forms by ``postgres_schema``.
 """
 
 from __future__ import annotations
@@ -25,31 +24,30 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, LiteralString, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio.to_thread
 
-from .._core.errors import CheckpointConflictError, CheckpointError, ParamsError, StateError
+from .._core.errors import CheckpointError, ParamsError
 from .._core.ids import check_run_id
-from .._core.state import STATE_VERSION
-from .._core.unicode import store_json
 from .group_commit import GroupCommit
 from .leases import HANDED_OVER, check_lease, check_owner, wait_time
-from .protocol import Checkpoint, DecidingStore, check_sequence
-from .runs import RunPage, RunStatus, RunSummary, SummaryColumns, check_limit, cursor_after, cursor_moment
+from .listing import check_limit, cursor_moment
+from .postgres_schema import ROWS, set_up, sql_text
+from .protocol import Checkpoint
+from .runs import RunStatus
 from .sql import (
     CLAIMABLE,
     NEXT_EXPIRY,
-    SUMMARY,
+    Dialect,
     EncodedSave,
+    SQLStore,
     decode,
+    deletions,
     encode,
-    listing,
-    prune_filter,
-    read_state,
-    summary_of,
+    write_save,
 )
 from .waiting import check_wait
 
@@ -61,56 +59,7 @@ __all__ = ["PostgresCheckpointer"]
 
 T = TypeVar("T")
 
-_RUNS_SUMMARIES = [
-    "run_id", "sequence", "version", "state", "created", "updated",
-    "status", "end_reason", "waiting", "turns", "cost", "failure",
-]  # fmt: skip
-"""The columns of ``toolrunner_runs`` before runs had leases."""
-_COLUMNS = {
-    "toolrunner_runs": [*_RUNS_SUMMARIES, "lease_owner", "lease_expires"],
-    "toolrunner_messages": ["run_id", "position", "message"],
-    "toolrunner_usage": ["run_id", "position", "usage"],
-}  # fmt: skip
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS toolrunner_runs (
-    run_id TEXT PRIMARY KEY, sequence BIGINT NOT NULL, version INTEGER NOT NULL, state TEXT NOT NULL,
-    created TIMESTAMPTZ NOT NULL, updated TIMESTAMPTZ NOT NULL, status TEXT NOT NULL, end_reason TEXT,
-    waiting TEXT, turns INTEGER NOT NULL, cost TEXT, failure TEXT, lease_owner TEXT, lease_expires TIMESTAMPTZ
-);
-CREATE TABLE IF NOT EXISTS toolrunner_messages (
-    run_id TEXT NOT NULL, position INTEGER NOT NULL, message TEXT NOT NULL, PRIMARY KEY (run_id, position)
-);
-CREATE TABLE IF NOT EXISTS toolrunner_usage (
-    run_id TEXT NOT NULL, position INTEGER NOT NULL, usage TEXT NOT NULL, PRIMARY KEY (run_id, position)
-);
-CREATE INDEX IF NOT EXISTS toolrunner_runs_by_status ON toolrunner_runs (status, created, run_id);
-CREATE INDEX IF NOT EXISTS toolrunner_runs_by_created ON toolrunner_runs (created, run_id)
-"""
-_LOCK = 7_231_964_020
-"""The advisory lock that serialises the making of the tables (``CREATE ... IF NOT EXISTS`` may
-otherwise collide with another process doing the same)."""
-_SUMMARY = "status, end_reason, waiting, turns, cost, failure"
-_INSERT = (
-    f"INSERT INTO toolrunner_runs (sequence, version, state, updated, {_SUMMARY}, run_id, created) "
-    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (run_id) DO NOTHING"
-)
-_UPDATE = (
-    "UPDATE toolrunner_runs SET sequence = %s, version = %s, state = %s, updated = %s, status = %s, "
-    "end_reason = %s, waiting = %s, turns = %s, cost = %s, failure = %s WHERE run_id = %s AND sequence = %s"
-)
-_LOAD = """
-SELECT run.sequence, run.state,
-    ARRAY(SELECT message FROM toolrunner_messages WHERE run_id = run.run_id ORDER BY position),
-    ARRAY(SELECT usage FROM toolrunner_usage WHERE run_id = run.run_id ORDER BY position)
-FROM toolrunner_runs AS run WHERE run.run_id = %s
-"""
-_PAUSED_RUNNING = """
-SELECT run.run_id, run.state,
-    ARRAY(SELECT message FROM toolrunner_messages WHERE run_id = run.run_id ORDER BY position),
-    ARRAY(SELECT usage FROM toolrunner_usage WHERE run_id = run.run_id ORDER BY position)
-FROM toolrunner_runs AS run WHERE run.status = 'running' AND run.end_reason = 'awaiting_approval'
-"""
-"""The runs that tables made before leases list as running while they are paused: some are ready."""
+_LOAD = ROWS.format(first="sequence", where="run.run_id = %s")
 _CHANNEL = "toolrunner_ready"
 """What a save that makes a run ready (and a lease given up on a run still to go on) notifies,
 with the schema's name: the channels of a database are shared by its schemas."""
@@ -135,7 +84,7 @@ _STOP_CHECK = 0.25
 """Seconds between two checks, by a thread that waits for a notification, that it is still waited for."""
 
 
-class PostgresCheckpointer(DecidingStore):
+class PostgresCheckpointer(SQLStore):
     """Keeps runs in PostgreSQL (psycopg 3, pooled connections), off the event loop; the
     ``[postgres]`` extra installs psycopg.
 
@@ -185,6 +134,14 @@ class PostgresCheckpointer(DecidingStore):
         self._schema = ""  # the listening connection's schema: the notifications that are this store's
         self._waits: set[threading.Event] = set()  # the waits under way, each told to stop by close()
 
+    dialect = Dialect(
+        sql=lambda text: text.replace("?", "%s"),
+        parameter=lambda moment: moment,
+        time=lambda moment: moment.astimezone(UTC),
+        cursor_key=cursor_moment,
+        cursor_text=lambda created: created.isoformat(),
+    )
+
     def __repr__(self) -> str:
         return f"PostgresCheckpointer(<{self._where}>)"
 
@@ -215,56 +172,9 @@ class PostgresCheckpointer(DecidingStore):
             if row is None:
                 return None
             sequence, header, messages, usage = row
-            return decode(run_id, int(sequence), header, messages, usage, f"PostgreSQL ({self._where})")
+            return decode(run_id, int(sequence), header, messages, usage, self._place())
 
         return await self._run(read, "load the run")
-
-    async def list_runs(
-        self,
-        *,
-        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
-        updated_before: datetime | None = None,
-        updated_after: datetime | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> RunPage:
-        query = listing(status, updated_before, updated_after, limit, cursor, cursor_moment)
-        sql, parameters = query.query(lambda moment: moment)
-
-        def read(connection: psycopg.Connection[Any]) -> RunPage:
-            rows = connection.execute(_sql(_placeholders(sql)), parameters).fetchall()
-            page = rows[: query.limit]
-            runs = tuple(summary_of(row, _utc, f"PostgreSQL ({self._where})") for row in page)
-            more = len(rows) > query.limit
-            return RunPage(runs, cursor_after(page[-1][1].isoformat(), page[-1][0]) if more else None)
-
-        return await self._run(read, "list the runs")
-
-    async def get_run(self, run_id: str) -> RunSummary | None:
-        check_run_id(run_id)
-
-        def read(connection: psycopg.Connection[Any]) -> RunSummary | None:
-            row = connection.execute(
-                _sql(f"SELECT {SUMMARY} FROM toolrunner_runs WHERE run_id = %s"), (run_id,)
-            ).fetchone()
-            return None if row is None else summary_of(row, _utc, f"PostgreSQL ({self._where})")
-
-        return await self._run(read, "read the run")
-
-    async def delete_run(self, run_id: str) -> bool:
-        check_run_id(run_id)
-        return await self._run(
-            lambda connection: _delete(connection, "run_id = ?", [run_id]) > 0, "delete the run"
-        )
-
-    async def prune_runs(
-        self,
-        *,
-        updated_before: datetime,
-        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
-    ) -> int:
-        where, parameters = prune_filter(updated_before, status, lambda moment: moment)
-        return await self._run(lambda connection: _delete(connection, where, parameters), "prune the runs")
 
     # -- leases (see _leases) ---------------------------------------------------------------------
 
@@ -328,6 +238,31 @@ class PostgresCheckpointer(DecidingStore):
 
     # -- in a worker thread -------------------------------------------------------------------
 
+    def _place(self) -> str:
+        return f"PostgreSQL ({self._where})"
+
+    async def _fetch(
+        self, sql: str, parameters: Sequence[object], read: Callable[[list[Any]], T], what: str
+    ) -> T:
+        return await self._run(
+            lambda connection: read(
+                connection.execute(sql_text(self.dialect.sql(sql)), parameters).fetchall()
+            ),
+            what,
+        )
+
+    async def _delete(self, where: str, parameters: Sequence[object], what: str) -> int:
+        def delete(connection: psycopg.Connection[Any]) -> int:
+            with connection.transaction():
+                statements = deletions(where)
+                counts = [
+                    connection.execute(sql_text(self.dialect.sql(text)), parameters).rowcount
+                    for text in statements
+                ]
+            return counts[-1]
+
+        return await self._run(delete, what)
+
     async def _run(self, work: Callable[[psycopg.Connection[Any]], T], what: str) -> T:
         return await anyio.to_thread.run_sync(self._with_connection, work, what)
 
@@ -360,7 +295,7 @@ class PostgresCheckpointer(DecidingStore):
             with psycopg.connect(
                 self._url, connect_timeout=max(1, round(self._timeout)), **self._connection_options()
             ) as connection:
-                self._set_up(connection)
+                set_up(connection, self._place())
             self._pool.open(wait=False)
             self._ready = True
 
@@ -404,7 +339,7 @@ class PostgresCheckpointer(DecidingStore):
                 self._url, connect_timeout=max(1, round(self._timeout)), **self._connection_options()
             )
             try:
-                connection.execute(_sql(f"LISTEN {_CHANNEL}"))
+                connection.execute(sql_text(f"LISTEN {_CHANNEL}"))
                 row = connection.execute("SELECT current_schema()").fetchone()
                 self._schema = "" if row is None else str(row[0])
             except BaseException:
@@ -417,50 +352,6 @@ class PostgresCheckpointer(DecidingStore):
         listener, self._listener = self._listener, None
         if listener is not None:
             listener.close()
-
-    def _set_up(self, connection: psycopg.Connection[Any]) -> None:
-        """Make the tables that are missing, after checking that those present are toolrunner's
-        (and add the lease columns to tables made before runs had them)."""
-        with connection.transaction():
-            connection.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
-            rows = connection.execute(
-                "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema() "
-                "AND table_name = ANY(%s) ORDER BY table_name, ordinal_position",
-                (list(_COLUMNS),),
-            ).fetchall()
-            found: dict[str, list[str]] = {}
-            for table, column in rows:
-                found.setdefault(table, []).append(column)
-            upgrade = found.get("toolrunner_runs") == _RUNS_SUMMARIES
-            for table, columns in found.items():
-                if columns != _COLUMNS[table] and not (upgrade and table == "toolrunner_runs"):
-                    raise CheckpointError(
-                        f"PostgreSQL ({self._where}) has a table {table!r} that toolrunner did not make (its columns "
-                        f"are {columns!r}); give PostgresCheckpointer a database or schema of its own."
-                    )
-            if upgrade:
-                self._add_leases(connection)
-            if found.keys() != _COLUMNS.keys():
-                for statement in _SCHEMA.split(";"):
-                    connection.execute(_sql(statement))
-
-    def _add_leases(self, connection: psycopg.Connection[Any]) -> None:
-        """Add the lease columns, and read again the runs written as running while paused: those
-        decided since are ready (in the transaction of ``_set_up``)."""
-        connection.execute(
-            "ALTER TABLE toolrunner_runs ADD COLUMN lease_owner TEXT, ADD COLUMN lease_expires TIMESTAMPTZ"
-        )
-        rows = connection.execute(_PAUSED_RUNNING).fetchall()
-        for run_id, header, messages, usage in rows:
-            try:
-                columns = SummaryColumns.of(read_state(header, messages, usage, run_id, ""))
-            except StateError as error:  # listed as failed, with why; loading it says the same
-                failure = store_json({"type": "StateError", "message": str(error)})
-                columns = SummaryColumns("failed", None, None, 0, None, failure)
-            connection.execute(
-                "UPDATE toolrunner_runs SET status = %s, waiting = %s, failure = %s WHERE run_id = %s",
-                (columns.status, columns.waiting, columns.failure, run_id),
-            )
 
     def _write(self, saves: Sequence[EncodedSave]) -> list[Exception | None]:
         """Write a batch of saves in one transaction: each save's own refusal, or the batch's failure."""
@@ -480,7 +371,11 @@ class PostgresCheckpointer(DecidingStore):
                 connection.cursor() as cursor,
             ):
                 for index in order:
-                    refusals[index] = _write_one(cursor, saves[index], now)
+                    refusals[index] = write_save(cursor, saves[index], now, self.dialect.sql)
+                    if refusals[index] is None and saves[index].columns.status == RunStatus.READY.value:
+                        cursor.execute(
+                            _NOTIFY
+                        )  # delivered when the transaction commits, to wait_ready's listeners
         except psycopg_pool.PoolTimeout as error:
             return [
                 CheckpointError(
@@ -529,66 +424,6 @@ def _unreadable(url: str) -> ParamsError:
     )
 
 
-def _write_one(
-    cursor: psycopg.Cursor[Any], save: EncodedSave, now: datetime
-) -> CheckpointConflictError | None:
-    run_id, columns = save.run_id, save.columns
-    values = (
-        save.sequence, STATE_VERSION, save.header, now, columns.status, columns.end_reason,
-        columns.waiting, columns.turns, columns.cost, columns.failure,
-    )  # fmt: skip
-    if save.sequence == 0:
-        cursor.execute(_INSERT, (*values, run_id, now))
-    else:  # only over the save this one follows: the check and the write are one statement
-        cursor.execute(_UPDATE, (*values, run_id, save.sequence - 1))
-    if cursor.rowcount != 1:
-        row = cursor.execute("SELECT sequence FROM toolrunner_runs WHERE run_id = %s", (run_id,)).fetchone()
-        refusal = check_sequence(run_id, None if row is None else int(row[0]), save.sequence)
-        assert refusal is not None
-        return refusal
-    if columns.status == RunStatus.READY.value:
-        cursor.execute(_NOTIFY)  # delivered when the transaction commits, to wait_ready's listeners
-    for table, column, kept, rows in (
-        ("toolrunner_messages", "message", save.kept_messages, save.messages),
-        ("toolrunner_usage", "usage", save.kept_usage, save.usage),
-    ):
-        cursor.execute(_sql(f"DELETE FROM {table} WHERE run_id = %s AND position >= %s"), (run_id, kept))
-        if rows:
-            cursor.executemany(
-                _sql(f"INSERT INTO {table} (run_id, position, {column}) VALUES (%s, %s, %s)"),
-                [(run_id, position, text) for position, text in rows],
-            )
-    return None
-
-
-def _delete(connection: psycopg.Connection[Any], where: str, parameters: list[object]) -> int:
-    where = _placeholders(where)
-    with connection.transaction():
-        for table in ("toolrunner_messages", "toolrunner_usage"):
-            connection.execute(
-                _sql(
-                    f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM toolrunner_runs WHERE {where})"
-                ),
-                parameters,
-            )
-        return connection.execute(_sql(f"DELETE FROM toolrunner_runs WHERE {where}"), parameters).rowcount
-
-
-def _placeholders(sql: str) -> str:
-    """``_sqlstore``'s ``?`` placeholders as psycopg's."""
-    return sql.replace("?", "%s")
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment.astimezone(UTC)
-
-
 def _time(seconds: float) -> datetime:
     """A time of the store's clock (seconds since the epoch) as a column holds it."""
     return datetime.fromtimestamp(seconds, UTC)
-
-
-def _sql(text: str) -> LiteralString:
-    """SQL text made here from constants (values go as parameters, never into the text), typed as
-    psycopg's ``execute`` wants it."""
-    return cast("LiteralString", text)

@@ -1,6 +1,6 @@
 """Where runs are saved: the ``Checkpointer`` protocol that the runner saves through, the
-``RunStore`` protocol of a store that can also be queried and decided through, and the runner's
-side of saving (``Saver``).
+``RunStore`` protocol of a store that can also be queried and decided through, and what the stores
+share over their own reads and writes (``StoreBase``).
 
 A runner with a checkpointer saves its ``RunState`` after each reply, before each tool call starts,
 as soon as each finishes, and when the loop ends. A save is a ``Checkpoint``: the state, and how
@@ -13,8 +13,9 @@ Two runners must not drive one run: each save carries the number of saves before
 (``CheckpointConflictError``). A decision taken through the store is such a save too, so a runner
 that holds the run sees it, and of two deciders of one call only one wins.
 
-The stores: ``MemoryCheckpointer`` (``_memory``), ``SQLiteCheckpointer`` (``_sqlite``) and
-``PostgresCheckpointer`` (``_postgres``); the last two share their rows' encoding (``_sqlstore``).
+The stores: ``MemoryCheckpointer`` (``memory``), ``SQLiteCheckpointer`` (``sqlite``) and
+``PostgresCheckpointer`` (``postgres``); the last two share their rows' encoding and their queries
+(``sql``).
 """
 
 from __future__ import annotations
@@ -23,29 +24,21 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .._core.errors import CheckpointConflictError, CheckpointError
 from .._core.state import CallRecord, RunState
 from .._core.unicode import store_json
 from .._tools.approvals import check_is_error, check_reason
-from .runs import (
-    RunPage,
-    RunStatus,
-    RunSummary,
-    answered,
-    approved,
-    check_decision,
-    decided_at,
-    denied,
-    utc,
-)
+from .deciding import answered, approved, check_decision, decided_at, denied
+from .listing import Listing, cursor_seconds, read_listing, utc
+from .runs import RunPage, RunStatus, RunSummary
 
 __all__ = [
     "Checkpoint",
     "Checkpointer",
-    "DecidingStore",
     "RunStore",
+    "StoreBase",
     "check_sequence",
     "store_json",
 ]
@@ -200,11 +193,12 @@ def check_sequence(run_id: str, stored: int | None, sequence: int) -> Checkpoint
     return None
 
 
-class DecidingStore:
-    """Decisions through the store, over ``load`` and ``save`` (shared by the stores): load the run,
-    decide the call in the saved state, save it as the run's next save. A save refused because
-    the run moved meanwhile is tried again from the newer state, which says who decided the call
-    if someone did."""
+class StoreBase:
+    """What the stores share, over their own ``load``, ``save`` and ``_list``: a listing's
+    arguments, checked before the store is asked (``list_runs``), and decisions through the store:
+    load the run, decide the call in the saved state, save it as the run's next save. A save
+    refused because the run moved meanwhile is tried again from the newer state, which says who
+    decided the call if someone did."""
 
     _ATTEMPTS = 20
 
@@ -214,9 +208,35 @@ class DecidingStore:
     async def save(self, checkpoint: Checkpoint) -> None:
         raise NotImplementedError
 
+    async def _list(self, listing: Listing[Any]) -> RunPage:
+        """One page of the runs ``listing`` keeps, newest first."""
+        raise NotImplementedError
+
     def _now(self) -> float:
         """The store's clock (seconds since the epoch): the times it writes and decides at."""
         return time.time()
+
+    def _cursor_key(self, text: str) -> object:
+        """A cursor's creation key as the store orders runs by it (seconds since the epoch)."""
+        return cursor_seconds(text)
+
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
+        updated_before: datetime | None = None,
+        updated_after: datetime | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunPage:
+        """The runs that match, newest first, ``limit`` at a time; ``cursor`` is the previous page's.
+
+        Raises:
+            ParamsError: An argument is not one a listing takes (the message names it); nothing is read.
+        """
+        return await self._list(
+            read_listing(status, updated_before, updated_after, limit, cursor, self._cursor_key)
+        )
 
     async def approve_call(
         self, run_id: str, tool_use_id: str, *, input: object = None, by: str | None = None

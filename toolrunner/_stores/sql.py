@@ -1,5 +1,6 @@
-"""What the SQL stores (``_sqlite``, ``_postgres``) share: a save as rows, rows as a checkpoint,
-and the queries of a listing and a prune, written once with ``?`` placeholders.
+"""What the SQL stores (``sqlite``, ``postgres``) share: a save as rows, rows as a checkpoint, the
+queries of a save, a listing and a prune, written once with ``?`` placeholders, and ``SQLStore``,
+the part of a store that runs them.
 
 A run is three tables: ``toolrunner_runs`` holds one row a run (the state's fixed-size part as JSON
 text, its sequence, and the summary columns a listing reads), ``toolrunner_messages`` and
@@ -15,38 +16,39 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, cast
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
-from .._core.errors import StateError
+from .._core.errors import CheckpointConflictError, StateError
 from .._core.ids import check_run_id
-from .._core.state import RunState, message_data, request_usage_data
+from .._core.state import STATE_VERSION, RunState, message_data, request_usage_data
 from .leases import TAKEN_OVER
-from .protocol import Checkpoint, store_json
-from .runs import (
-    Lease,
-    RunStatus,
-    RunSummary,
-    SummaryColumns,
-    check_limit,
-    check_time,
-    damaged_summary,
-    pruned_statuses,
-    read_cursor,
-    read_statuses,
-)
+from .listing import Listing, check_time, cursor_after, pruned_statuses
+from .protocol import Checkpoint, StoreBase, check_sequence, store_json
+from .runs import Lease, RunPage, RunStatus, RunSummary, SummaryColumns, damaged_summary
 
 __all__ = [
     "CLAIMABLE",
+    "HISTORY",
     "NEXT_EXPIRY",
     "SUMMARY",
+    "SUMMARY_COLUMNS",
+    "Cursor",
+    "Dialect",
     "EncodedSave",
-    "Listing",
+    "SQLStore",
+    "columns_of",
     "decode",
+    "deletions",
     "encode",
-    "listing",
+    "page_query",
     "prune_filter",
+    "read_state",
     "summary_of",
+    "summary_values",
+    "write_save",
 ]
+
+T = TypeVar("T")
 
 LENGTHS = "stored_lengths"
 """The header's key for the lengths of the history and the usage the rows hold."""
@@ -55,6 +57,8 @@ SUMMARY = (
     "run_id, created, updated, status, end_reason, waiting, turns, cost, failure, lease_owner, lease_expires"
 )
 """The columns of ``toolrunner_runs`` that make a ``RunSummary`` (``summary_of``)."""
+SUMMARY_COLUMNS = ("status", "end_reason", "waiting", "turns", "cost", "failure")
+"""The columns a save writes from the run's ``SummaryColumns`` (``summary_values``)."""
 
 _TAKEN_OVER = ", ".join(f"'{status.value}'" for status in TAKEN_OVER)
 CLAIMABLE = (
@@ -207,54 +211,104 @@ _EPOCH = datetime.fromtimestamp(0, UTC)
 
 # -- queries ------------------------------------------------------------------------------------------
 
-
-@dataclass(frozen=True, slots=True)
-class Listing:
-    """A listing's checked arguments."""
-
-    statuses: frozenset[RunStatus] | None
-    updated_before: datetime | None
-    updated_after: datetime | None
-    limit: int
-    start: tuple[object, str] | None
-
-    def query(self, time: Callable[[datetime], object]) -> tuple[str, list[object]]:
-        """The SELECT of one page (one row more than ``limit``: whether there is a next page),
-        newest first; ``time`` turns a time into a parameter."""
-        where, parameters = _status_filter(self.statuses)
-        if self.updated_before is not None:
-            where.append("updated < ?")
-            parameters.append(time(self.updated_before))
-        if self.updated_after is not None:
-            where.append("updated >= ?")
-            parameters.append(time(self.updated_after))
-        if self.start is not None:
-            where.append("(created, run_id) < (?, ?)")
-            parameters += [self.start[0], self.start[1]]
-        sql = f"SELECT {SUMMARY} FROM toolrunner_runs"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY created DESC, run_id DESC LIMIT ?"
-        return sql, [*parameters, self.limit + 1]
+INSERT_RUN = (
+    f"INSERT INTO toolrunner_runs (sequence, version, state, updated, {', '.join(SUMMARY_COLUMNS)}, run_id, "
+    "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id) DO NOTHING"
+)
+"""A new run's row: written only if no run of that id is stored (its first save)."""
+UPDATE_RUN = (
+    "UPDATE toolrunner_runs SET sequence = ?, version = ?, state = ?, updated = ?, "
+    f"{', '.join(f'{name} = ?' for name in SUMMARY_COLUMNS)} WHERE run_id = ? AND sequence = ?"
+)
+"""A run's row, written only over the save it follows: the sequence check and the write are one
+statement."""
+HISTORY = (
+    (
+        "toolrunner_messages",
+        "message",
+        "SELECT message FROM toolrunner_messages WHERE run_id = ? ORDER BY position",
+    ),
+    ("toolrunner_usage", "usage", "SELECT usage FROM toolrunner_usage WHERE run_id = ? ORDER BY position"),
+)
+"""The tables of a run's history messages and requests' usage, their column, and the query of a run's
+rows in order."""
 
 
-def listing(
-    status: RunStatus | str | Iterable[RunStatus | str] | None,
-    updated_before: datetime | None,
-    updated_after: datetime | None,
-    limit: int,
-    cursor: str | None,
-    key: Callable[[str], object],
-) -> Listing:
-    """The arguments of ``list_runs``, checked (``ParamsError`` names the wrong one); ``key``
-    reads a cursor's creation key as the store keeps it (``cursor_seconds``, ``cursor_moment``)."""
-    return Listing(
-        read_statuses(status),
-        check_time(updated_before, "updated_before"),
-        check_time(updated_after, "updated_after"),
-        check_limit(limit),
-        read_cursor(cursor, key),
-    )
+class Cursor(Protocol):
+    """What ``write_save`` asks of a driver's connection or cursor (``sqlite3``'s, psycopg's):
+    ``execute`` answers something whose ``rowcount`` and ``fetchone()`` it reads."""
+
+    def execute(self, sql: Any, parameters: Any, /) -> Any: ...
+
+    def executemany(self, sql: Any, parameters: Any, /) -> Any: ...
+
+
+def write_save(
+    cursor: Cursor, save: EncodedSave, now: object, sql: Callable[[str], str]
+) -> CheckpointConflictError | None:
+    """Write one save's rows (in the caller's transaction): the run's row, only over the save it
+    follows, then its new messages and usage entries in place of any from their first position on;
+    ``now`` is the time as the store's column holds it, ``sql`` makes this module's ``?``
+    placeholders the driver's. The refusal of a save that does not follow the stored one (nothing
+    of it is written then)."""
+    run_id = save.run_id
+    values = (save.sequence, STATE_VERSION, save.header, now, *summary_values(save.columns))
+    if save.sequence == 0:
+        written = cursor.execute(sql(INSERT_RUN), (*values, run_id, now))
+    else:
+        written = cursor.execute(sql(UPDATE_RUN), (*values, run_id, save.sequence - 1))
+    if written.rowcount != 1:
+        row = cursor.execute(
+            sql("SELECT sequence FROM toolrunner_runs WHERE run_id = ?"), (run_id,)
+        ).fetchone()
+        refusal = check_sequence(run_id, None if row is None else int(row[0]), save.sequence)
+        assert refusal is not None
+        return refusal
+    for (table, column, _), kept, rows in zip(
+        HISTORY, (save.kept_messages, save.kept_usage), (save.messages, save.usage), strict=True
+    ):
+        cursor.execute(sql(f"DELETE FROM {table} WHERE run_id = ? AND position >= ?"), (run_id, kept))
+        if rows:
+            cursor.executemany(
+                sql(f"INSERT INTO {table} (run_id, position, {column}) VALUES (?, ?, ?)"),
+                [(run_id, position, text) for position, text in rows],
+            )
+    return None
+
+
+def summary_values(columns: SummaryColumns) -> tuple[object, ...]:
+    """The summary columns' values, in the order of ``SUMMARY_COLUMNS``."""
+    return (columns.status, columns.end_reason, columns.waiting, columns.turns, columns.cost, columns.failure)
+
+
+def columns_of(header: str, messages: Sequence[str], usage: Sequence[str], run_id: str) -> SummaryColumns:
+    """The summary columns of a run read from its rows (an upgrade writes them): a run that cannot be
+    read is listed as failed, saying why (loading it says the same)."""
+    try:
+        return SummaryColumns.of(read_state(header, messages, usage, run_id, ""))
+    except StateError as error:
+        failure = store_json({"type": "StateError", "message": str(error)})
+        return SummaryColumns("failed", None, None, 0, None, failure)
+
+
+def page_query(listing: Listing[Any], time: Callable[[datetime], object]) -> tuple[str, list[object]]:
+    """The SELECT of one page of a listing (one row more than its ``limit``: whether there is a next
+    page), newest first; ``time`` turns a time into a parameter."""
+    where, parameters = _status_filter(listing.statuses)
+    if listing.updated_before is not None:
+        where.append("updated < ?")
+        parameters.append(time(listing.updated_before))
+    if listing.updated_after is not None:
+        where.append("updated >= ?")
+        parameters.append(time(listing.updated_after))
+    if listing.start is not None:
+        where.append("(created, run_id) < (?, ?)")
+        parameters += [listing.start[0], listing.start[1]]
+    sql = f"SELECT {SUMMARY} FROM toolrunner_runs"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY created DESC, run_id DESC LIMIT ?"
+    return sql, [*parameters, listing.limit + 1]
 
 
 def prune_filter(
@@ -272,6 +326,18 @@ def prune_filter(
     return " AND ".join(where), parameters
 
 
+def deletions(where: str) -> tuple[str, ...]:
+    """The statements that delete the runs ``where`` selects, in one transaction: their messages and
+    usage, then their rows (the last one's row count says how many runs)."""
+    return (
+        *(
+            f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM toolrunner_runs WHERE {where})"
+            for table, _, _ in HISTORY
+        ),
+        f"DELETE FROM toolrunner_runs WHERE {where}",
+    )
+
+
 def _status_filter(statuses: frozenset[RunStatus] | None) -> tuple[list[str], list[object]]:
     if statuses is None:
         return [], []
@@ -279,3 +345,86 @@ def _status_filter(statuses: frozenset[RunStatus] | None) -> tuple[list[str], li
         return ["0 = 1"], []
     ordered = sorted(status.value for status in statuses)
     return [f"status IN ({', '.join('?' for _ in ordered)})"], list[object](ordered)
+
+
+# -- the stores' shared part --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """How a SQL store's driver takes and gives what this module's queries hold."""
+
+    sql: Callable[[str], str]
+    """This module's SQL text (``?`` placeholders) as the driver takes it."""
+    parameter: Callable[[datetime], object]
+    """A time as a query's parameter."""
+    time: Callable[[Any], datetime]
+    """A time column's value as a UTC time."""
+    cursor_key: Callable[[str], object]
+    """A cursor's creation key as the ``created`` column orders runs (``cursor_seconds``, ``cursor_moment``)."""
+    cursor_text: Callable[[Any], str]
+    """A ``created`` column's value as a cursor's creation key."""
+
+
+class SQLStore(StoreBase):
+    """What the SQL stores share over their own connections: a page of a listing, a run's summary,
+    and deleting runs (one, or a prune), with this module's queries. A store says how its driver
+    runs a query (``_fetch``) and a deletion (``_delete``), how it takes and gives times
+    (``dialect``), and where its runs are (``_place``)."""
+
+    dialect: ClassVar[Dialect]
+
+    def _place(self) -> str:
+        """Where the runs are, as messages name it (never with a password)."""
+        raise NotImplementedError
+
+    async def _fetch(
+        self, sql: str, parameters: Sequence[object], read: Callable[[list[Any]], T], what: str
+    ) -> T:
+        """``read`` of the rows a query selects, in a worker thread; ``what`` says what failed."""
+        raise NotImplementedError
+
+    async def _delete(self, where: str, parameters: Sequence[object], what: str) -> int:
+        """Delete the runs ``where`` selects (``deletions``), in one transaction; how many."""
+        raise NotImplementedError
+
+    def _cursor_key(self, text: str) -> object:
+        return self.dialect.cursor_key(text)
+
+    async def _list(self, listing: Listing[Any]) -> RunPage:
+        sql, parameters = page_query(listing, self.dialect.parameter)
+        where, dialect, limit = self._place(), self.dialect, listing.limit
+
+        def read(rows: list[Any]) -> RunPage:
+            page = rows[:limit]
+            runs = tuple(summary_of(row, dialect.time, where) for row in page)
+            more = len(rows) > limit
+            return RunPage(
+                runs, cursor_after(dialect.cursor_text(page[-1][1]), page[-1][0]) if more else None
+            )
+
+        return await self._fetch(sql, parameters, read, "list the runs")
+
+    async def get_run(self, run_id: str) -> RunSummary | None:
+        check_run_id(run_id)
+        where, time = self._place(), self.dialect.time
+
+        def read(rows: list[Any]) -> RunSummary | None:
+            return summary_of(rows[0], time, where) if rows else None
+
+        return await self._fetch(
+            f"SELECT {SUMMARY} FROM toolrunner_runs WHERE run_id = ?", [run_id], read, "read the run"
+        )
+
+    async def delete_run(self, run_id: str) -> bool:
+        check_run_id(run_id)
+        return await self._delete("run_id = ?", [run_id], "delete the run") > 0
+
+    async def prune_runs(
+        self,
+        *,
+        updated_before: datetime,
+        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
+    ) -> int:
+        where, parameters = prune_filter(updated_before, status, self.dialect.parameter)
+        return await self._delete(where, parameters, "prune the runs")

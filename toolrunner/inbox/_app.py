@@ -46,8 +46,9 @@ from .._core.errors import (
 from .._core.state import CallRecord, plain_data
 from .._core.unicode import sendable_text
 from .._ops.render import call_text, going_on, plural, printable
+from .._stores.deciding import input_problems, parse_json
 from .._stores.protocol import RunStore
-from .._stores.runs import RunStatus, RunSummary, input_problems, parse_json, waiting_calls
+from .._stores.runs import RunStatus, RunSummary, waiting_calls
 from ._auth import COOKIE, Session, Sessions, origin_of, safe_next, same_origin
 from ._http import BODY_LIMIT, BodyLimit, SecurityHeaders
 from ._live import PAGE, waiting_versions
