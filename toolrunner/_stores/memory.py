@@ -10,7 +10,7 @@ from datetime import datetime
 from .._core.ids import check_run_id
 from .._core.state import RunState
 from .leases import TAKEN_OVER, check_lease, check_owner, claimable, kept_on_release
-from .protocol import Checkpoint, DecidingStore, check_sequence
+from .protocol import Checkpoint, StoreBase, check_sequence
 from .runs import (
     Lease,
     RunPage,
@@ -44,7 +44,7 @@ class _Saved:
         return self.columns.summary(run_id, utc(self.created), utc(self.updated), held)
 
 
-class MemoryCheckpointer(DecidingStore):
+class MemoryCheckpointer(StoreBase):
     """Keeps runs in memory, as JSON text: for tests, and to see what a store receives. It is a
     ``RunStore``: its runs can be listed, deleted and decided as in the other stores.
 

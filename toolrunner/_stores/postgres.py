@@ -37,7 +37,7 @@ from .._core.state import STATE_VERSION
 from .._core.unicode import store_json
 from .group_commit import GroupCommit
 from .leases import HANDED_OVER, check_lease, check_owner, wait_time
-from .protocol import Checkpoint, DecidingStore, check_sequence
+from .protocol import Checkpoint, StoreBase, check_sequence
 from .runs import RunPage, RunStatus, RunSummary, SummaryColumns, check_limit, cursor_after, cursor_moment
 from .sql import (
     CLAIMABLE,
@@ -135,7 +135,7 @@ _STOP_CHECK = 0.25
 """Seconds between two checks, by a thread that waits for a notification, that it is still waited for."""
 
 
-class PostgresCheckpointer(DecidingStore):
+class PostgresCheckpointer(StoreBase):
     """Keeps runs in PostgreSQL (psycopg 3, pooled connections), off the event loop; the
     ``[postgres]`` extra installs psycopg.
 

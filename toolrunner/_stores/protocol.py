@@ -1,6 +1,7 @@
 """Where runs are saved: the ``Checkpointer`` protocol that the runner saves through, the
-``RunStore`` protocol of a store that can also be queried and decided through, and the runner's
-side of saving (``Saver``).
+``RunStore`` protocol of a store that can also be queried and decided through, and ``StoreBase``,
+the base of every store (decisions through the store, over its ``load`` and ``save``). The runner's
+side of saving is ``_runner.saver``.
 
 A runner with a checkpointer saves its ``RunState`` after each reply, before each tool call starts,
 as soon as each finishes, and when the loop ends. A save is a ``Checkpoint``: the state, and how
@@ -13,12 +14,13 @@ Two runners must not drive one run: each save carries the number of saves before
 (``CheckpointConflictError``). A decision taken through the store is such a save too, so a runner
 that holds the run sees it, and of two deciders of one call only one wins.
 
-The stores: ``MemoryCheckpointer`` (``_memory``), ``SQLiteCheckpointer`` (``_sqlite``) and
-``PostgresCheckpointer`` (``_postgres``); the last two share their rows' encoding (``_sqlstore``).
+The stores: ``MemoryCheckpointer`` (``memory``), ``SQLiteCheckpointer`` (``sqlite``) and
+``PostgresCheckpointer`` (``postgres``); the last two share their rows' encoding (``sql``).
 """
 
 from __future__ import annotations
 
+import abc
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -44,8 +46,8 @@ from .runs import (
 __all__ = [
     "Checkpoint",
     "Checkpointer",
-    "DecidingStore",
     "RunStore",
+    "StoreBase",
     "check_sequence",
     "store_json",
 ]
@@ -200,19 +202,30 @@ def check_sequence(run_id: str, stored: int | None, sequence: int) -> Checkpoint
     return None
 
 
-class DecidingStore:
-    """Decisions through the store, over ``load`` and ``save`` (shared by the stores): load the run,
-    decide the call in the saved state, save it as the run's next save. A save refused because
-    the run moved meanwhile is tried again from the newer state, which says who decided the call
-    if someone did."""
+class StoreBase(abc.ABC):
+    """The base of a store: implement ``save`` and ``load`` (the ``Checkpointer`` protocol), and it
+    gives ``approve_call``, ``deny_call`` and ``answer_call`` over them. The stores toolrunner ships
+    derive from it; so may yours.
+
+    A decision loads the run, decides the call in the saved state, and saves that as the run's next
+    save, so that a runner holding the run sees it and of two deciders only one wins. A save
+    refused because the run moved meanwhile (``CheckpointConflictError``) is tried again from the
+    newer state, which says who decided the call if someone did.
+    """
 
     _ATTEMPTS = 20
 
-    async def load(self, run_id: str) -> Checkpoint | None:
-        raise NotImplementedError
-
+    @abc.abstractmethod
     async def save(self, checkpoint: Checkpoint) -> None:
-        raise NotImplementedError
+        """Save ``checkpoint`` atomically; refuse one whose ``sequence`` does not follow the stored
+        one (``CheckpointConflictError``)."""
+
+    @abc.abstractmethod
+    async def load(self, run_id: str) -> Checkpoint | None:
+        """The run's latest save, or ``None``."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"  # named in the messages of a decision that cannot be taken
 
     def _now(self) -> float:
         """The store's clock (seconds since the epoch): the times it writes and decides at."""

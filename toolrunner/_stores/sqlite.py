@@ -30,7 +30,7 @@ from .._core.ids import check_run_id
 from .._core.state import STATE_VERSION
 from .group_commit import GroupCommit
 from .leases import HANDED_OVER, check_lease, check_owner
-from .protocol import Checkpoint, DecidingStore, check_sequence, store_json
+from .protocol import Checkpoint, StoreBase, check_sequence, store_json
 from .runs import (
     RunPage,
     RunStatus,
@@ -104,7 +104,7 @@ _HANDED_OVER = ", ".join(f"'{status.value}'" for status in HANDED_OVER)
 _SUMMARY_SET = ", ".join(f"{name} = ?" for name in _SUMMARY_COLUMNS)
 
 
-class SQLiteCheckpointer(DecidingStore):
+class SQLiteCheckpointer(StoreBase):
     """Keeps runs in an SQLite file (the standard library's ``sqlite3``, WAL mode), off the event loop.
 
     Runs of several runners and processes may share one file. Each save is one transaction that
