@@ -17,7 +17,7 @@ import anthropic
 import anyio
 from mcp import StdioServerParameters
 
-from toolrunner import DEFAULT_ADAPTER, ToolCall, ToolRunner
+from toolrunner import ToolCall, ToolResultAdapter, ToolRunner
 from toolrunner.mcp import MCPToolset
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
@@ -45,6 +45,7 @@ def offline_client() -> anthropic.AsyncAnthropic:
 async def main() -> None:
     client = anthropic.AsyncAnthropic() if os.environ.get("ANTHROPIC_API_KEY") else offline_client()
     notes = MCPToolset(SERVER, prefix="notes", requires_approval=writes)
+    adapter = ToolResultAdapter()  # as the runner's default: to show a result as plain text
     async with (
         client,
         ToolRunner(
@@ -70,7 +71,7 @@ async def main() -> None:
                 runner.approve(call.id)
             response = await runner.generate_tool_response()
             for result in response["content"] if response is not None else []:
-                text = DEFAULT_ADAPTER.to_plain_text(result.get("content"))
+                text = adapter.to_plain_text(result.get("content"))
                 print(f"  <- {text.replace(chr(10), ' | ')}")
     print(f"Done after {runner.requests_sent} requests; the server has stopped.")
 

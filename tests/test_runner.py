@@ -15,7 +15,7 @@ from anthropic.resources.messages import Messages
 from anthropic.types.beta import BetaMessage
 
 from tests.helpers import MODEL, USER, plain, results_of, roles, sent_messages
-from toolrunner import DEFAULT_ADAPTER, ToolResultAdapter, ToolRunner, UnansweredToolUseError, tool
+from toolrunner import ToolResultAdapter, ToolRunner, UnansweredToolUseError, tool
 from toolrunner.testing import FakeMessagesAPI, message_reply, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -519,7 +519,7 @@ async def test_a_tool_returning_a_dict_shaped_like_an_invalid_block_sends_it_as_
         def to_content(self, value: object) -> Any:
             return [value]  # a custom adapter that does no checking
 
-    for adapter in (DEFAULT_ADAPTER, Raw()):
+    for adapter in (ToolResultAdapter(), Raw()):
         fake = FakeMessagesAPI(
             [tool_reply(tool_call("read_page", {"page_id": "p"}, id="a")), text_reply("Meeting notes.")]
         )

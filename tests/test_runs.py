@@ -23,12 +23,11 @@ from toolrunner import (
     RunStatus,
     ToolCall,
     ToolInputError,
-    decisions_since,
     run_status,
 )
 from toolrunner._core.messages import read_reply
 from toolrunner._core.transitions import call_decided, call_started, calls_gated, turn_paused, turn_resumed
-from toolrunner._stores.deciding import answered, approved, check_input, denied
+from toolrunner._stores.deciding import answered, approved, check_input, decisions_since, denied
 from toolrunner._stores.listing import (
     cursor_after,
     cursor_moment,

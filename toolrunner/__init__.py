@@ -6,6 +6,7 @@ modules behind them are private. The offline testing kit is the public subpackag
 """
 
 import logging as _logging
+import warnings as _warnings
 from importlib import import_module as _import_module
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,6 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         AwaitingApprovalError as AwaitingApprovalError,
         CheckpointConflictError as CheckpointConflictError,
         CheckpointError as CheckpointError,
-        DecidedMeanwhileError as DecidedMeanwhileError,
         HistoryError as HistoryError,
         MalformedReplyError as MalformedReplyError,
         ParamsError as ParamsError,
@@ -60,7 +60,6 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         Phase as Phase,
         RunState as RunState,
     )
-    from ._core.transitions import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step
     from ._core.types import (
         Decision as Decision,
         DecisionSource as DecisionSource,
@@ -82,14 +81,22 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
     )
     from ._ops.printer import EventPrinter as EventPrinter
     from ._ops.resumer import Resumer as Resumer
-    from ._runner.options import RequestParams as RequestParams, RunnerOptions as RunnerOptions
+    from ._runner.options import (
+        RequestParams as RequestParams,
+        RunnerOptions as RunnerOptions,
+        ToolLike as ToolLike,
+    )
     from ._runner.runner import ToolRunner as ToolRunner
     from ._runner.sync import SyncReplyStream as SyncReplyStream, SyncToolRunner as SyncToolRunner
-    from ._stores.deciding import decisions_since as decisions_since
     from ._stores.memory import MemoryCheckpointer as MemoryCheckpointer
     from ._stores.open import open_store as open_store
     from ._stores.postgres import PostgresCheckpointer as PostgresCheckpointer
-    from ._stores.protocol import Checkpoint as Checkpoint, Checkpointer as Checkpointer, RunStore as RunStore
+    from ._stores.protocol import (
+        Checkpoint as Checkpoint,
+        Checkpointer as Checkpointer,
+        RunStore as RunStore,
+        StoreBase as StoreBase,
+    )
     from ._stores.runs import (
         Lease as Lease,
         RunPage as RunPage,
@@ -98,8 +105,8 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         run_status as run_status,
     )
     from ._stores.sqlite import SQLiteCheckpointer as SQLiteCheckpointer
+    from ._tools.approvals import ApproveCallback as ApproveCallback
     from ._tools.results import (
-        DEFAULT_ADAPTER as DEFAULT_ADAPTER,
         File as File,
         Image as Image,
         Link as Link,
@@ -114,19 +121,24 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
     from ._tools.toolsets import RunnableTool as RunnableTool, Toolset as Toolset
     from ._tracing.trace import Tracing as Tracing
 
+if TYPE_CHECKING:  # the deprecated names (``_DEPRECATED``): in no ``__all__``, typed until they go
+    from ._core.errors import DecidedMeanwhileError as DecidedMeanwhileError
+    from ._core.transitions import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step
+    from ._stores.deciding import decisions_since as decisions_since
+    from ._tools.results import DEFAULT_ADAPTER as DEFAULT_ADAPTER
+
 __version__ = "0.2.0"
 """The version of this toolrunner (``pyproject.toml`` reads it from here; CHANGELOG.md says what changed)."""
 
 __all__ = [
-    "DEFAULT_ADAPTER",
     "DEFAULT_PRICES",
     "PRICES_AS_OF",
     "STATE_VERSION",
-    "STOP_REASON_STEPS",
     "ApprovalDecided",
     "ApprovalError",
     "ApprovalGate",
     "ApprovalRequested",
+    "ApproveCallback",
     "AwaitingApprovalError",
     "CachePolicy",
     "CallRecord",
@@ -136,7 +148,6 @@ __all__ = [
     "CheckpointError",
     "Checkpointer",
     "CompactionControl",
-    "DecidedMeanwhileError",
     "Decision",
     "DecisionRecord",
     "DecisionSource",
@@ -174,7 +185,7 @@ __all__ = [
     "RunnerView",
     "SQLiteCheckpointer",
     "StateError",
-    "Step",
+    "StoreBase",
     "SyncReplyStream",
     "SyncToolRunner",
     "TextDelta",
@@ -186,6 +197,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolError",
     "ToolInputError",
+    "ToolLike",
     "ToolResultAdapter",
     "ToolResultContent",
     "ToolResultMessage",
@@ -197,7 +209,6 @@ __all__ = [
     "Usage",
     "UsageTracker",
     "__version__",
-    "decisions_since",
     "find_price",
     "from_openai",
     "open_store",
@@ -224,7 +235,6 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "AwaitingApprovalError",
         "CheckpointConflictError",
         "CheckpointError",
-        "DecidedMeanwhileError",
         "HistoryError",
         "MalformedReplyError",
         "ParamsError",
@@ -267,10 +277,6 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "RunState",
         "STATE_VERSION",
     ),
-    "_core.transitions": (
-        "STOP_REASON_STEPS",
-        "Step",
-    ),
     "_core.types": (
         "Decision",
         "DecisionSource",
@@ -295,13 +301,13 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "_runner.options": (
         "RequestParams",
         "RunnerOptions",
+        "ToolLike",
     ),
     "_runner.runner": ("ToolRunner",),
     "_runner.sync": (
         "SyncReplyStream",
         "SyncToolRunner",
     ),
-    "_stores.deciding": ("decisions_since",),
     "_stores.memory": ("MemoryCheckpointer",),
     "_stores.open": ("open_store",),
     "_stores.postgres": ("PostgresCheckpointer",),
@@ -309,6 +315,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "Checkpoint",
         "Checkpointer",
         "RunStore",
+        "StoreBase",
     ),
     "_stores.runs": (
         "Lease",
@@ -318,8 +325,8 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "run_status",
     ),
     "_stores.sqlite": ("SQLiteCheckpointer",),
+    "_tools.approvals": ("ApproveCallback",),
     "_tools.results": (
-        "DEFAULT_ADAPTER",
         "File",
         "Image",
         "Link",
@@ -342,10 +349,49 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
 the imports above and ``__all__`` name the same."""
 _WHERE = {name: module for module, names in _PUBLIC.items() for name in names}
 
+_REMOVED_IN = "0.3.0"
+_DEPRECATED: dict[str, tuple[str, str]] = {
+    "Step": (
+        "_core.transitions",
+        "the runner's own reading of a stop reason; read the reply's stop_reason (docs/lifecycle.md says "
+        "what each one makes the runner do), or runner.end_reason once the loop ends, instead.",
+    ),
+    "STOP_REASON_STEPS": (
+        "_core.transitions",
+        "the runner's own table of stop reasons; read the reply's stop_reason (docs/lifecycle.md says "
+        "what each one makes the runner do), or runner.end_reason once the loop ends, instead.",
+    ),
+    "decisions_since": (
+        "_stores.deciding",
+        "how a runner reads the decisions taken through its store, which it takes over by itself when "
+        "iterated again; read a run's waiting calls with store.get_run(run_id), and its decisions in "
+        "RunState.decisions, instead.",
+    ),
+    "DecidedMeanwhileError": (
+        "_core.errors",
+        "a signal the runner now handles itself (it reads the decisions again and goes on), so it is never "
+        "raised to your code; drop the except clause, or catch ApprovalError, its base, instead.",
+    ),
+    "DEFAULT_ADAPTER": (
+        "_tools.results",
+        "the adapter a runner given no result_adapter= uses; use ToolResultAdapter(), which is the same, instead.",
+    ),
+}
+"""The names that left ``__all__``: still served, with a ``DeprecationWarning`` at each use, until
+the release ``_REMOVED_IN``; by name, their module and what to use instead (docs/api.md, Deprecated)."""
+
 
 if not TYPE_CHECKING:  # hidden from type checkers, which would take any name for one of the package's
 
     def __getattr__(name: str) -> object:
+        if name in _DEPRECATED:
+            module, instead = _DEPRECATED[name]
+            _warnings.warn(
+                f"{f'toolrunner.{name}'!r} is deprecated and goes in toolrunner {_REMOVED_IN}: it is {instead}",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return getattr(_import_module(f".{module}", __name__), name)  # not kept: each use warns
         module = _WHERE.get(name)
         if module is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -109,8 +109,9 @@ class ApprovalError(ToolRunnerError, ValueError):
 
 class DecidedMeanwhileError(ApprovalError):
     """A save refused because calls of the run were decided through the store since this runner
-    last saved (and nothing else changed there): not a second runner. The runner takes the
-    decisions over when it goes on; nothing of the refused step was saved or run."""
+    last saved (and nothing else changed there): not a second runner. Internal, and in no tree
+    above: ``RunCore`` catches it wherever it saves, takes the decisions over and saves again, so
+    it never reaches the caller (``toolrunner.DecidedMeanwhileError`` is deprecated)."""
 
 
 class AwaitingApprovalError(ApprovalError):

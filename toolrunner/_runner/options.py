@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeAlias, cast
 
 from anthropic import NotGiven, Omit, Timeout
 from anthropic.lib.tools import (
@@ -84,7 +84,7 @@ __all__ = [
     "read_options",
 ]
 
-ToolLike = (
+ToolLike: TypeAlias = (
     Tool
     | Callable[..., Any]
     | Mapping[str, Any]

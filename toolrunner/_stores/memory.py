@@ -12,7 +12,7 @@ from .._core.ids import check_run_id
 from .._core.state import RunState
 from .leases import TAKEN_OVER, check_lease, check_owner, claimable, kept_on_release
 from .listing import Listing, check_limit, check_time, cursor_after, pruned_statuses, utc
-from .protocol import Checkpoint, StoreBase, check_sequence
+from .protocol import Checkpoint, ListingStore, check_sequence
 from .runs import Lease, RunPage, RunStatus, RunSummary, SummaryColumns
 from .waiting import Waiters, check_wait, wait_until_claimable
 
@@ -32,7 +32,7 @@ class _Saved:
         return self.columns.summary(run_id, utc(self.created), utc(self.updated), held)
 
 
-class MemoryCheckpointer(StoreBase):
+class MemoryCheckpointer(ListingStore):
     """Keeps runs in memory, as JSON text: for tests, and to see what a store receives. It is a
     ``RunStore``: its runs can be listed, deleted and decided as in the other stores.
 

@@ -1,6 +1,7 @@
 """Where runs are saved: the ``Checkpointer`` protocol that the runner saves through, the
-``RunStore`` protocol of a store that can also be queried and decided through, and what the stores
-share over their own reads and writes (``StoreBase``).
+``RunStore`` protocol of a store that can also be queried and decided through, and ``StoreBase``,
+the base of every store (decisions through the store, over its ``load`` and ``save``). The runner's
+side of saving is ``_runner.saver``.
 
 A runner with a checkpointer saves its ``RunState`` after each reply, before each tool call starts,
 as soon as each finishes, and when the loop ends. A save is a ``Checkpoint``: the state, and how
@@ -20,6 +21,7 @@ The stores: ``MemoryCheckpointer`` (``memory``), ``SQLiteCheckpointer`` (``sqlit
 
 from __future__ import annotations
 
+import abc
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -37,6 +39,7 @@ from .runs import RunPage, RunStatus, RunSummary
 __all__ = [
     "Checkpoint",
     "Checkpointer",
+    "ListingStore",
     "RunStore",
     "StoreBase",
     "check_sequence",
@@ -193,50 +196,34 @@ def check_sequence(run_id: str, stored: int | None, sequence: int) -> Checkpoint
     return None
 
 
-class StoreBase:
-    """What the stores share, over their own ``load``, ``save`` and ``_list``: a listing's
-    arguments, checked before the store is asked (``list_runs``), and decisions through the store:
-    load the run, decide the call in the saved state, save it as the run's next save. A save
-    refused because the run moved meanwhile is tried again from the newer state, which says who
-    decided the call if someone did."""
+class StoreBase(abc.ABC):
+    """The base of a store: implement ``save`` and ``load`` (the ``Checkpointer`` protocol), and it
+    gives ``approve_call``, ``deny_call`` and ``answer_call`` over them. The stores toolrunner ships
+    derive from it; so may yours.
+
+    A decision loads the run, decides the call in the saved state, and saves that as the run's next
+    save, so that a runner holding the run sees it and of two deciders only one wins. A save
+    refused because the run moved meanwhile (``CheckpointConflictError``) is tried again from the
+    newer state, which says who decided the call if someone did.
+    """
 
     _ATTEMPTS = 20
 
-    async def load(self, run_id: str) -> Checkpoint | None:
-        raise NotImplementedError
-
+    @abc.abstractmethod
     async def save(self, checkpoint: Checkpoint) -> None:
-        raise NotImplementedError
+        """Save ``checkpoint`` atomically; refuse one whose ``sequence`` does not follow the stored
+        one (``CheckpointConflictError``)."""
 
-    async def _list(self, listing: Listing[Any]) -> RunPage:
-        """One page of the runs ``listing`` keeps, newest first."""
-        raise NotImplementedError
+    @abc.abstractmethod
+    async def load(self, run_id: str) -> Checkpoint | None:
+        """The run's latest save, or ``None``."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"  # named in the messages of a decision that cannot be taken
 
     def _now(self) -> float:
         """The store's clock (seconds since the epoch): the times it writes and decides at."""
         return time.time()
-
-    def _cursor_key(self, text: str) -> object:
-        """A cursor's creation key as the store orders runs by it (seconds since the epoch)."""
-        return cursor_seconds(text)
-
-    async def list_runs(
-        self,
-        *,
-        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
-        updated_before: datetime | None = None,
-        updated_after: datetime | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> RunPage:
-        """The runs that match, newest first, ``limit`` at a time; ``cursor`` is the previous page's.
-
-        Raises:
-            ParamsError: An argument is not one a listing takes (the message names it); nothing is read.
-        """
-        return await self._list(
-            read_listing(status, updated_before, updated_after, limit, cursor, self._cursor_key)
-        )
 
     async def approve_call(
         self, run_id: str, tool_use_id: str, *, input: object = None, by: str | None = None
@@ -310,4 +297,35 @@ class StoreBase:
             return state.calls[tool_use_id]
         raise CheckpointConflictError(
             f"the run {run_id!r} changed {self._ATTEMPTS} times while {tool_use_id!r} was being decided; try again."
+        )
+
+
+class ListingStore(StoreBase):
+    """A store of toolrunner's own: a ``StoreBase`` that also lists its runs (``list_runs`` checks a
+    listing's arguments once, and the store pages its own in ``_list``)."""
+
+    async def _list(self, listing: Listing[Any]) -> RunPage:
+        """One page of the runs ``listing`` keeps, newest first."""
+        raise NotImplementedError
+
+    def _cursor_key(self, text: str) -> object:
+        """A cursor's creation key as the store orders runs by it (seconds since the epoch)."""
+        return cursor_seconds(text)
+
+    async def list_runs(
+        self,
+        *,
+        status: RunStatus | str | Iterable[RunStatus | str] | None = None,
+        updated_before: datetime | None = None,
+        updated_after: datetime | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunPage:
+        """The runs that match, newest first, ``limit`` at a time; ``cursor`` is the previous page's.
+
+        Raises:
+            ParamsError: An argument is not one a listing takes (the message names it); nothing is read.
+        """
+        return await self._list(
+            read_listing(status, updated_before, updated_after, limit, cursor, self._cursor_key)
         )

@@ -23,7 +23,7 @@ from .._core.ids import check_run_id
 from .._core.state import STATE_VERSION, RunState, message_data, request_usage_data
 from .leases import TAKEN_OVER
 from .listing import Listing, check_time, cursor_after, pruned_statuses
-from .protocol import Checkpoint, StoreBase, check_sequence, store_json
+from .protocol import Checkpoint, ListingStore, check_sequence, store_json
 from .runs import Lease, RunPage, RunStatus, RunSummary, SummaryColumns, damaged_summary
 
 __all__ = [
@@ -366,7 +366,7 @@ class Dialect:
     """A ``created`` column's value as a cursor's creation key."""
 
 
-class SQLStore(StoreBase):
+class SQLStore(ListingStore):
     """What the SQL stores share over their own connections: a page of a listing, a run's summary,
     and deleting runs (one, or a prune), with this module's queries. A store says how its driver
     runs a query (``_fetch``) and a deletion (``_delete``), how it takes and gives times
