@@ -112,6 +112,12 @@ async def test_the_stores_decision_on_the_same_call_stands_and_the_runner_says_s
     assert paid == []  # nothing ran on the way to the error
     await held.until_done()  # as told: iterate again
     assert paid == [90]
+    # The audit keeps the decision the call went on with, once: the overruled one leaves it.
+    audit = [(entry.call.id, entry.decision, entry.by, entry.via) for entry in held.state.decisions]
+    assert audit == [("c", "approved", "ada", "store")]
+    saved = await store.load("r")
+    assert saved is not None
+    assert [(entry.decision, entry.via) for entry in saved.state.decisions] == [("approved", "store")]
 
 
 async def test_a_runner_that_reads_no_decision_pauses_again_and_goes_on_with_its_own(store: RunStore) -> None:

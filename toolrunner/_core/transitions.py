@@ -355,7 +355,9 @@ def call_decided(
 
 def call_adopted(state: RunState, record: CallRecord) -> RunState:
     """Take over a decision made elsewhere (through the run's store) on a call of the current
-    turn: ``record`` as the decider saved it, approved and not started, or answered.
+    turn: ``record`` as the decider saved it, approved and not started, or answered. A decision
+    this run took on the call since its last save is overruled (the store's was saved first): its
+    entry leaves the audit, which keeps the decision the call goes on with.
 
     Raises:
         ApprovalError: The record is not of a pending call, or it is not a fresh decision.
@@ -366,8 +368,14 @@ def call_adopted(state: RunState, record: CallRecord) -> RunState:
     fresh = CallStatus.APPROVED if record.decision == "approved" else CallStatus.FINISHED
     if record.status is not fresh:
         raise ApprovalError(f"the record of {call.id!r} is {record.status.value}, not a fresh decision.")
+    decisions = state.decisions
+    mine = state.calls.get(call.id)
+    if mine is not None and mine.decision is not None:  # overruled: the store's stands, in the audit too
+        kept = [index for index, entry in enumerate(decisions) if entry.call == call]
+        if kept:
+            decisions = (*decisions[: kept[-1]], *decisions[kept[-1] + 1 :])
     return state.replace(
-        calls={**state.calls, call.id: record}, decisions=(*state.decisions, decision_of(record, "store"))
+        calls={**state.calls, call.id: record}, decisions=(*decisions, decision_of(record, "store"))
     )
 
 
