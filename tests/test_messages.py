@@ -154,3 +154,20 @@ async def test_histories_the_service_takes_are_sent() -> None:
         runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=64, messages=history, tools=[look])
         await runner.until_done()
     assert len(fake.requests) == 2  # each answered with its reply, not a 400
+
+
+async def test_a_tool_use_answered_twice_is_refused_before_it_is_sent() -> None:
+    from toolrunner._core.messages import check_history
+
+    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "t", "input": {}}]}
+    twice = {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "a", "content": c} for c in ("1", "2")],
+    }
+    with pytest.raises(HistoryError, match=r"messages\[2\] has two tool_result blocks for 'a'"):
+        check_history([USER, call, twice])
+    fake = FakeMessagesAPI([])
+    runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=10, messages=[USER, call, twice])
+    with pytest.raises(HistoryError, match="two tool_result blocks"):
+        await runner.until_done()
+    assert fake.requests == []

@@ -428,3 +428,10 @@ def test_a_tool_use_id_the_service_rejects_gets_its_400() -> None:
     assert (
         rejection(body) == "messages.1.content.0.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
     )
+
+
+def test_a_tool_use_answered_twice_is_rejected() -> None:
+    assert rejection(request(QUESTION, calls("toolu_a"), results("toolu_a", "toolu_a"))) == (
+        "messages.2.content.1: each `tool_use` must have a single result. Found multiple `tool_result` "
+        "blocks with id: toolu_a"
+    )

@@ -160,7 +160,7 @@ def check_history(messages: Sequence[object], start: int = 0, *, open_end: bool 
     message after it does not answer (the last message has none after it), and ``HistoryError``
     if a user message has a tool_result for no tool_use of the message before it or after another
     block, if a message's content is empty (only a final assistant message may be) or holds an
-    empty text block, if one message calls a tool_use id twice, if the history is empty, or if it
+    empty text block, if one message calls a tool_use id twice or answers one twice, if the history is empty, or if it
     starts with an assistant message (other than one that goes on from a compaction). The runner
     checks only what changed since its last check, so a long history adds nothing to a request's
     cost. ``toolrunner.testing``'s fake refuses the same histories (``_validation.py``).
@@ -216,6 +216,18 @@ def check_history(messages: Sequence[object], start: int = 0, *, open_end: bool 
         results = tool_result_ids(message)
         if results:
             _check_results_first(index, _blocks(message))
+            twice = _duplicate(
+                [
+                    field(block, "tool_use_id")
+                    for block in _blocks(message)
+                    if field(block, "type") == "tool_result"
+                ]
+            )
+            if twice is not None:
+                raise HistoryError(
+                    f"messages[{index}] has two tool_result blocks for {twice!r}; the service takes a single "
+                    "result for each tool_use and would reject this history with a 400. Keep one of them."
+                )
             asked = {call.id for call in client_tool_calls(messages[index - 1])} if index > 0 else set[str]()
             stray = sorted(results - asked)
             if stray:

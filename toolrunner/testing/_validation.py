@@ -291,6 +291,11 @@ def _find_unpaired_tool_blocks(turns: list[tuple[str, list[Any]]]) -> str | None
                     f"blocks: {tool_use_id}. Each `tool_result` block must have a corresponding `tool_use` "
                     "block in the previous message."
                 )
+            if tool_use_id in answered:
+                return (
+                    f"messages.{index}.content.{position}: each `tool_use` must have a single result. Found "
+                    f"multiple `tool_result` blocks with id: {tool_use_id}"
+                )
             answered.add(tool_use_id)
         missing = [tool_use_id for tool_use_id in asked if tool_use_id not in answered]
         if missing:
