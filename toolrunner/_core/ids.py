@@ -6,7 +6,10 @@ take. Both are text every store can save and every page can show on one line:
 
 - a **run id** is a ``str`` of 1 to ``RUN_ID_LIMIT`` characters, with no control character (C0,
   DEL, C1: PostgreSQL's text cannot hold NUL, and a tab or a newline breaks the lines of a listing),
-  no line or paragraph separator, and no lone surrogate (UTF-8 cannot encode one). The limit keeps
+  no line or paragraph separator, no invisible format character (Unicode's ``Cf``: a zero-width
+  space, a byte order mark, a bidirectional override that shows ``ada`` for another name; the
+  zero-width joiner and non-joiner stay, as names in Persian or emoji sequences need them) and no
+  lone surrogate (UTF-8 cannot encode one). The limit keeps
   it within what PostgreSQL can index (about 2,700 bytes; 512 characters take at most 2,048);
 - a **decider** (``by=``) is ``None`` (not known) or a ``str`` of the same text, with something
   besides spaces in it, of at most ``BY_LIMIT`` characters: a name or a user id (an e-mail address,
@@ -18,6 +21,7 @@ Pure and cheap: no I/O, nothing imported beyond the errors.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from .errors import ApprovalError, ParamsError
 
@@ -30,13 +34,21 @@ BY_LIMIT = 256
 
 _UNSHOWABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_JOINERS = "\u200c\u200d"
+"""The format characters a name may hold: scripts (Persian, Indic) and emoji sequences need them."""
 
 
 def unshowable(text: str) -> str | None:
     """The first character of ``text`` that a name may not hold (a control character, a line or
-    paragraph separator, a lone surrogate), described; ``None`` if there is none."""
+    paragraph separator, a lone surrogate, an invisible format character other than a joiner),
+    described; ``None`` if there is none."""
     found = _UNSHOWABLE.search(text)
     if found is None:
+        if text.isascii():
+            return None
+        for index, char in enumerate(text):
+            if char not in _JOINERS and unicodedata.category(char) == "Cf":
+                return f"an invisible format character ({char!r}, at {index})"
         return None
     char = found.group()
     if "\ud800" <= char <= "\udfff":
