@@ -378,3 +378,43 @@ async def test_pending_approvals_keep_a_toolset_members_family(
         await run.approve("a")
         await run.result()
     assert browser.calls == ["navigate"]
+
+
+async def test_a_decider_or_a_reason_no_store_keeps_is_refused_before_anything_is_sent(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """The rule of every way in (``_core.ids``): the handle checks ``by`` and a denial's reason before
+    it sends an update, and the workflow's validators check them again for a client that is not ours."""
+    from toolrunner import ApprovalError
+    from toolrunner.temporal._data import Approval, Denial
+    from toolrunner.temporal._workflow import ToolRunnerWorkflow
+
+    ran.clear()
+    fake = FakeMessagesAPI(
+        [tool_reply(tool_call("refund", {"account": 7, "amount": 500}, id="r1")), text_reply("Ok.")]
+    )
+    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=TOOLS) as queue:
+        run = await start(temporal_env.client, queue, run_id="bad-deciders", tools=TOOLS)
+        await wait_until_paused(run)
+        for by in (7, "", "ada\nbob", "\u202eada", "a" * 257):
+            with pytest.raises(ApprovalError, match="Nothing was decided"):
+                await run.approve("r1", by=cast(Any, by))
+            with pytest.raises(ApprovalError, match="Nothing was decided"):
+                await run.answer("r1", "done", by=cast(Any, by))
+            with pytest.raises(ApprovalError, match="Nothing was decided"):
+                await run.deny("r1", "No.", by=cast(Any, by))
+        with pytest.raises(ApprovalError, match="needs a reason the model can read"):
+            await run.deny("r1", "   ")
+        for update, argument in (
+            (ToolRunnerWorkflow.approve, Approval("r1", None, "ada\nbob")),
+            (ToolRunnerWorkflow.deny, Denial("r1", "No.", "\u202eada")),
+            (ToolRunnerWorkflow.deny, Denial("r1", " ", "ada")),
+        ):
+            with pytest.raises(WorkflowUpdateFailedError) as refused:
+                await run.workflow.execute_update(update, argument)  # pyright: ignore[reportArgumentType]
+            assert "ApprovalError" in repr(refused.value.cause)
+        assert [call.id for call in await run.pending_approvals()] == ["r1"]  # still waits: nothing decided
+        await run.approve("r1", by="ada")
+        result = await run.result()
+    assert result.end_reason == "model"
+    assert ran == ["refund 500"]

@@ -25,7 +25,15 @@ import unicodedata
 
 from .errors import ApprovalError, ParamsError
 
-__all__ = ["BY_LIMIT", "RUN_ID_LIMIT", "check_by", "check_run_id", "storable_text", "unshowable"]
+__all__ = [
+    "BY_LIMIT",
+    "RUN_ID_LIMIT",
+    "check_by",
+    "check_reason",
+    "check_run_id",
+    "storable_text",
+    "unshowable",
+]
 
 RUN_ID_LIMIT = 512
 """The most characters of a run id."""
@@ -125,3 +133,17 @@ def check_by(by: object, name: str = "by=") -> str | None:
             "an id of printable text. Nothing was decided."
         )
     return by
+
+
+def check_reason(tool_use_id: str, reason: object) -> str:
+    """A denial's reason, checked to be text the model can read (every way of denying shares it).
+
+    Raises:
+        ApprovalError: It is not a str, or holds nothing but spaces; the call still waits.
+    """
+    if not isinstance(reason, str) or not reason.strip():
+        raise ApprovalError(
+            f"denying {tool_use_id!r} needs a reason the model can read, not {reason!r}; for example 'The "
+            "amount is over the limit; ask the user first.'"
+        )
+    return reason

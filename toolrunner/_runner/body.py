@@ -20,14 +20,14 @@ import anyio
 
 from .._core.errors import ApprovalError, AwaitingApprovalError, ParamsError, ToolRunnerError
 from .._core.events import RunnerEvent
-from .._core.ids import check_by
+from .._core.ids import check_by, check_reason
 from .._core.messages import message_param
 from .._core.results import tool_result_block
 from .._core.state import Phase, RunState
 from .._core.transitions import pending_calls
 from .._core.types import Decision, EndReason, Reply, ToolCall, ToolResultMessage
 from .._core.usage import UsageTracker
-from .._tools.approvals import answer_block, check_approved_input, check_reason
+from .._tools.approvals import answer_block, check_approved_input
 from .._tools.execution import ExecutionOptions, current_call
 from .events import run_with_events
 from .params import TRANSPORT, ToolIndex, check_params, index_tools

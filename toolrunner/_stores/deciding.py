@@ -16,12 +16,12 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
 from .._core.errors import ApprovalError, StateError, ToolInputError
-from .._core.ids import check_by, check_run_id
+from .._core.ids import check_by, check_reason, check_run_id
 from .._core.results import tool_result_block
 from .._core.run import denied_reason
 from .._core.state import CallRecord, CallStatus, Phase, RunState, plain_data
 from .._core.transitions import call_decided
-from .._tools.approvals import answer_block, check_reason
+from .._tools.approvals import answer_block
 from .._tools.results import DEFAULT_ADAPTER
 from .formats import format_checker
 from .runs import waiting_calls

@@ -29,9 +29,10 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from .._core.errors import CheckpointConflictError, CheckpointError
+from .._core.ids import check_reason
 from .._core.state import CallRecord, RunState
 from .._core.unicode import store_json
-from .._tools.approvals import check_is_error, check_reason
+from .._tools.approvals import check_is_error
 from .deciding import answered, approved, check_decision, decided_at, denied
 from .listing import Listing, cursor_seconds, read_listing, utc
 from .runs import RunPage, RunStatus, RunSummary

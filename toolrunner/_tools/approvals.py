@@ -38,7 +38,6 @@ __all__ = [
     "ask",
     "check_approved_input",
     "check_is_error",
-    "check_reason",
     "evaluate_gates",
     "gate",
     "tool_definition",
@@ -115,20 +114,6 @@ def check_approved_input(tool_use_id: str, tool: RunnableTool | None, input: obj
         ) from None
     if tool is not None:
         tool.parse_input(input)
-
-
-def check_reason(tool_use_id: str, reason: object) -> str:
-    """A denial's reason, checked to be text the model can read (every way of denying shares it).
-
-    Raises:
-        ApprovalError: It is not a str, or holds nothing but spaces; the call still waits.
-    """
-    if not isinstance(reason, str) or not reason.strip():
-        raise ApprovalError(
-            f"denying {tool_use_id!r} needs a reason the model can read, not {reason!r}; for example 'The "
-            "amount is over the limit; ask the user first.'"
-        )
-    return reason
 
 
 def check_is_error(tool_use_id: str, is_error: object) -> None:

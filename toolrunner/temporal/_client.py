@@ -14,6 +14,7 @@ from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from .._core.errors import CheckpointError, ParamsError, RunEndedError
+from .._core.ids import check_by, check_reason
 from .._core.messages import message_param
 from .._core.state import RunState, message_data, plain_data
 from .._core.types import Reply, ToolCall
@@ -116,20 +117,27 @@ class RunHandle:
         model's); ``by`` says who decided, kept with the call (with the time, the workflow's).
 
         Raises:
+            ApprovalError: ``by`` is not who decided as a store keeps it (see ``check_by``), before
+                anything is sent.
             temporalio.client.WorkflowUpdateFailedError: No call waits with that id, or ``input``
                 does not fit the tool; its cause says why.
             RunEndedError: The run ended. CheckpointError: No run has that name.
         """
+        by = check_by(by)
         await self._update("approve", ToolRunnerWorkflow.approve, Approval(tool_use_id, input, by))
 
     async def deny(self, tool_use_id: str, reason: str, *, by: str | None = None) -> None:
         """Deny a call that waits (or has not started): the model reads ``reason`` as its error result.
 
         Raises:
-            temporalio.client.WorkflowUpdateFailedError: No call can be denied with that id, or
-                ``reason`` is empty; its cause says why.
+            ApprovalError: ``reason`` holds nothing the model can read, or ``by`` is not who
+                decided as a store keeps it, before anything is sent.
+            temporalio.client.WorkflowUpdateFailedError: No call can be denied with that id; its
+                cause says why.
             RunEndedError: The run ended. CheckpointError: No run has that name.
         """
+        reason = check_reason(tool_use_id, reason)
+        by = check_by(by)
         await self._update("deny", ToolRunnerWorkflow.deny, Denial(tool_use_id, reason, by))
 
     async def answer(
@@ -139,10 +147,12 @@ class RunHandle:
         JSON data, converted on a worker as a tool's return value is).
 
         Raises:
+            ApprovalError: ``by`` is not who decided as a store keeps it, before anything is sent.
             temporalio.client.WorkflowUpdateFailedError: No call can be answered with that id, or
                 ``result`` cannot be a tool result; its cause says why.
             RunEndedError: The run ended. CheckpointError: No run has that name.
         """
+        by = check_by(by)
         await self._update("answer", ToolRunnerWorkflow.answer, Answer(tool_use_id, result, is_error, by))
 
     async def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None:

@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallFinished,
         ToolCallStarted,
     )
+    from .._core.ids import check_by, check_reason
     from .._core.messages import check_history, client_tool_calls, field, message_param
     from .._core.results import tool_result_block
     from .._core.state import Phase
@@ -242,11 +243,10 @@ class RunControls:
         self._check_decision(approval.id, "approved")
 
     def check_deny(self, denial: Denial) -> None:
-        if not isinstance(denial.reason, str) or not denial.reason.strip():
-            _refuse(
-                f"deny({denial.id!r}, ...) needs a reason the model can read, not {denial.reason!r}.",
-                "ApprovalError",
-            )
+        try:
+            check_reason(denial.id, denial.reason)
+        except ToolRunnerError as error:
+            _refuse(str(error), "ApprovalError")
         _check_by(denial.by)
         self._check_decision(denial.id, "denied")
 
@@ -395,10 +395,12 @@ def _refuse(message: str, kind: str) -> NoReturn:
 
 
 def _check_by(by: object) -> None:
-    if by is not None and not isinstance(by, str):
-        _refuse(
-            f"by= takes who decided, as a str (a name or an id), not {type(by).__name__!r}.", "ApprovalError"
-        )
+    """Who decided, by the rule every way in keeps (``_core.ids.check_by``); the client checks it
+    before it sends, and this, for a client that is not ours, before anything is recorded."""
+    try:
+        check_by(by)
+    except ToolRunnerError as error:
+        _refuse(str(error), "ApprovalError")
 
 
 def _check_steered(history: Sequence[Any], start: int) -> None:
