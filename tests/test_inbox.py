@@ -124,6 +124,16 @@ async def test_logging_in_needs_the_token_and_a_name_and_sets_a_guarded_cookie(a
         assert response.status_code == 400
         assert "Give your name" in response.text
         assert "set-cookie" not in response.headers
+        for name in ("ada\nbob", "\u202eada", "ada\x1b[2J"):  # refused, not rewritten into another name
+            response = await person.log_in(name)
+            assert response.status_code == 400
+            assert "which a run&#39;s record cannot keep" in response.text
+            assert "set-cookie" not in response.headers
+        response = await person.log_in("  ada lovelace ")  # the ends trimmed, the name kept
+        assert response.status_code == 303
+        session = Sessions(TOKEN, max_age=3_600).read(response.cookies["toolrunner_inbox"])
+        assert session is not None
+        assert session.name == "ada lovelace"
         response = await person.log_in("ada")
         assert response.status_code == 303
         cookie = response.headers["set-cookie"]
@@ -599,7 +609,10 @@ async def test_a_call_saved_without_its_schema_can_be_approved_as_it_is_but_not_
 async def test_deny_with_a_reason_and_answer_with_a_result(store: MemoryCheckpointer, ada: Person) -> None:
     await paused_run(store, "order-42", 120, 80, 60)
     assert (await ada.decide("deny", "order-42", "order-42_pay0", reason="Too much.")).status_code == 303
-    assert (await ada.decide("deny", "order-42", "order-42_pay1", reason="  ")).status_code == 303
+    refused = await ada.decide("deny", "order-42", "order-42_pay1", reason="  ")
+    assert refused.status_code == 400  # as the store refuses it; left empty, it is the default reason
+    assert "The reason holds only spaces" in refused.text
+    assert (await ada.decide("deny", "order-42", "order-42_pay1", reason="")).status_code == 303
     response = await ada.decide("answer", "order-42", "order-42_pay2", result='{"paid": 60}', json="1")
     assert response.status_code == 303
     loaded = await store.load("order-42")

@@ -43,6 +43,7 @@ from .._core.errors import (
     StateError,
     ToolInputError,
 )
+from .._core.ids import unshowable
 from .._core.state import CallRecord, plain_data
 from .._core.unicode import sendable_text
 from .._ops.render import call_text, going_on, plural, printable
@@ -285,12 +286,17 @@ class _Inbox:
             return self.refused(request, None)
         form = await request.form(max_part_size=BODY_LIMIT)
         token, given_name, target = form.get("token"), form.get("name"), safe_next(form.get("next"))
-        name = " ".join(printable(given_name).split()) if isinstance(given_name, str) else ""
+        name = given_name.strip() if isinstance(given_name, str) else ""  # kept as given, but for the ends
         error = ""
         if not isinstance(token, str) or not self.sessions.check_token(token):
             error = "That is not the inbox's token; give the one `toolrunner inbox` printed, or was given."
         elif not 0 < len(name) <= NAME_LIMIT:
             error = f"Give your name (at most {NAME_LIMIT} characters): it is recorded with each decision you take."
+        elif unshowable(name) is not None:
+            error = (
+                f"Your name holds {unshowable(name)}, which a run's record cannot keep; give it as printable "
+                "text on one line."
+            )
         if error:
             return self.render(
                 request,
@@ -299,7 +305,7 @@ class _Inbox:
                 status=401 if "token" in error else 400,
                 error=error,
                 next=target,
-                name=name[:NAME_LIMIT],
+                name=printable(name[:NAME_LIMIT]),
             )
         response = _redirect(request, target)
         response.set_cookie(
@@ -473,7 +479,13 @@ class _Inbox:
 
     async def deny(self, request: Request, session: Session, form: FormData) -> Response:
         run_id, call_id = _text(form, "run"), _text(form, "call")
-        reason = _text(form, "reason").strip() or None
+        given = _text(form, "reason")
+        reason = given.strip() or None  # left empty: the default reason
+        if given and reason is None:  # only spaces: a reason the model cannot read, as the store says
+            problem = Problem(
+                "", "The reason holds only spaces; write one the model can read, or leave it empty."
+            )
+            return await self._failed(request, session, run_id, call_id, form, "reason", [problem])
         return await self._decide(
             request,
             session,
