@@ -444,7 +444,7 @@ def test_a_decision_that_cannot_be_taken_says_why_with_its_own_exit_status(sqlit
 
 def test_bad_input_to_a_decision_is_a_usage_error_and_the_call_still_waits(sqlite: Cli) -> None:
     """Exit 4 says someone decided first: a reason, input or result that cannot be used is exit 2,
-    whichever of the command line or the store finds it."""
+    whichever of the command line or the store finds it (a reason, before the run is read)."""
     call = ["order-42", "order-42_pay0"]
     for reason in ["", "   "]:
         assert sqlite("runs", "deny", *call, "--reason", reason) == ExitCode.USAGE
@@ -465,9 +465,12 @@ def test_bad_input_to_a_decision_is_a_usage_error_and_the_call_still_waits(sqlit
     waiting = sqlite.json("runs", "list", "--status", "awaiting")["runs"]
     assert [item["id"] for item in waiting[0]["waiting"]] == ["order-42_pay0", "order-42_pay1"]
     assert sqlite("runs", "deny", *call, "--reason", "No.") == ExitCode.OK
-    assert (
-        sqlite("runs", "deny", *call, "--reason", "") == ExitCode.CONFLICT
-    )  # decided first, whatever the reason
+    # A reason no denial can give is refused before the run is read: whether the call waits, was
+    # decided, or the run is there at all, the command line is wrong first.
+    assert sqlite("runs", "deny", *call, "--reason", "  ") == ExitCode.USAGE
+    assert sqlite("runs", "deny", "no-such-run", "c", "--reason", "") == ExitCode.USAGE
+    assert "needs a reason the model can read" in sqlite.err
+    assert sqlite("runs", "deny", *call, "--reason", "Again.") == ExitCode.CONFLICT  # decided first
 
 
 def test_a_duration_too_long_for_a_date_is_a_usage_error(sqlite: Cli) -> None:

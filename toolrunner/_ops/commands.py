@@ -18,7 +18,7 @@ from typing import TextIO, cast
 import anyio
 
 from .._core.errors import ApprovalError
-from .._core.ids import check_by, check_run_id
+from .._core.ids import check_by, check_reason, check_run_id
 from .._core.state import CallRecord
 from .._core.unicode import sendable_text
 from .._stores.deciding import parse_json
@@ -226,6 +226,11 @@ _JSON_KINDS: dict[type, str] = {type(None): "null", bool: "true or false", str: 
 async def _deny(context: _Context) -> None:
     arguments = context.arguments
     by = _by(arguments)
+    if arguments.reason is not None:  # the rule every denial keeps, before the run is read
+        try:
+            check_reason(arguments.call_id, arguments.reason)
+        except ApprovalError as error:
+            raise Exit(ExitCode.USAGE, str(error)) from None
     await _decide(
         context,
         "denied",
