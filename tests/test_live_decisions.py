@@ -370,3 +370,19 @@ async def test_the_audit_of_every_decision_outlives_its_turn_and_a_resume(store:
         ("c2", "pay", {"amount": 130}, "denied", None, "Not now.", "bob", "store"),
     ]
     assert all(entry.at for entry in saved.state.decisions)
+
+
+async def test_every_decider_writes_the_time_alike(store: RunStore) -> None:
+    """The runner and the store keep a decision's time in one form (``decided_at``): UTC, to the
+    millisecond, so that a run's audit sorts and reads alike whoever decided."""
+    import re
+
+    held = await paused(store, pay(120, "c1"), pay(130, "c2"))
+    held.approve("c1", by="bob")
+    await store.deny_call("r", "c2", "No.", by="ada")
+    await held.until_done()
+    times = [entry.at for entry in held.state.decisions]
+    assert len(times) == 2
+    for at in times:
+        assert at is not None
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", at), at

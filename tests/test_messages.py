@@ -159,8 +159,11 @@ async def test_histories_the_service_takes_are_sent() -> None:
 async def test_a_tool_use_answered_twice_is_refused_before_it_is_sent() -> None:
     from toolrunner._core.messages import check_history
 
-    call = {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "t", "input": {}}]}
-    twice = {
+    call: dict[str, Any] = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "a", "name": "t", "input": {}}],
+    }
+    twice: dict[str, Any] = {
         "role": "user",
         "content": [{"type": "tool_result", "tool_use_id": "a", "content": c} for c in ("1", "2")],
     }

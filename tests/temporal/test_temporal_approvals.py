@@ -405,13 +405,12 @@ async def test_a_decider_or_a_reason_no_store_keeps_is_refused_before_anything_i
                 await run.deny("r1", "No.", by=cast(Any, by))
         with pytest.raises(ApprovalError, match="needs a reason the model can read"):
             await run.deny("r1", "   ")
-        for update, argument in (
-            (ToolRunnerWorkflow.approve, Approval("r1", None, "ada\nbob")),
-            (ToolRunnerWorkflow.deny, Denial("r1", "No.", "\u202eada")),
-            (ToolRunnerWorkflow.deny, Denial("r1", " ", "ada")),
-        ):
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await run.workflow.execute_update(ToolRunnerWorkflow.approve, Approval("r1", None, "ada\nbob"))  # pyright: ignore[reportUnknownMemberType]
+        assert "ApprovalError" in repr(refused.value.cause)
+        for denial in (Denial("r1", "No.", "\u202eada"), Denial("r1", " ", "ada")):
             with pytest.raises(WorkflowUpdateFailedError) as refused:
-                await run.workflow.execute_update(update, argument)  # pyright: ignore[reportArgumentType]
+                await run.workflow.execute_update(ToolRunnerWorkflow.deny, denial)  # pyright: ignore[reportUnknownMemberType]
             assert "ApprovalError" in repr(refused.value.cause)
         assert [call.id for call in await run.pending_approvals()] == ["r1"]  # still waits: nothing decided
         await run.approve("r1", by="ada")

@@ -23,6 +23,7 @@ import enum
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Self, cast
 
@@ -44,6 +45,7 @@ __all__ = [
     "DecisionRecord",
     "Phase",
     "RunState",
+    "decided_at",
     "message_data",
     "plain_data",
     "read_request_usage",
@@ -84,6 +86,12 @@ class Phase(enum.Enum):
     """The loop is over; ``end_reason`` says why. Steering opens it again."""
 
 
+def decided_at(now: datetime) -> str:
+    """A decision's time as the journal and the audit keep it, whoever decided (the runner, a
+    store, a workflow): ISO 8601, UTC, to the millisecond. The caller reads the clock."""
+    return now.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
 class CallStatus(enum.Enum):
     """Where one tool call stands in the journal."""
 
@@ -109,7 +117,8 @@ class CallRecord:
         decision: How a call that needed one was decided: ``"approved"``, ``"denied"`` or
             ``"answered"`` (its result came from elsewhere).
         decided_by: Who decided it, as the decider said (``approve(..., by="ada")``), if known.
-        decided_at: When it was decided: an ISO 8601 time in UTC, if known.
+        decided_at: When it was decided: an ISO 8601 time in UTC, to the millisecond (``decided_at()``),
+            if known.
         tool: For a call that waits for a decision: its tool's definition as the model saw it
             (``name``, ``description``, ``input_schema``), so that a person, or a process without
             the tools, can read what the call does and check an edited input.

@@ -23,7 +23,7 @@ from .._core.events import RunnerEvent
 from .._core.ids import check_by, check_reason
 from .._core.messages import message_param
 from .._core.results import tool_result_block
-from .._core.state import Phase, RunState
+from .._core.state import Phase, RunState, decided_at
 from .._core.transitions import pending_calls
 from .._core.types import Decision, EndReason, Reply, ToolCall, ToolResultMessage
 from .._core.usage import UsageTracker
@@ -406,4 +406,4 @@ class RunnerControls:
 
 def _now() -> str:
     """The time of a decision, as the state keeps it (ISO 8601, UTC, to the second)."""
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return decided_at(datetime.now(UTC))

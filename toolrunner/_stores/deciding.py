@@ -12,7 +12,6 @@ import json
 import math
 import sys
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 from typing import Any, Protocol, cast
 
 from .._core.errors import ApprovalError, StateError, ToolInputError
@@ -31,17 +30,11 @@ __all__ = [
     "approved",
     "check_decision",
     "check_input",
-    "decided_at",
     "decisions_since",
     "denied",
     "input_problems",
     "parse_json",
 ]
-
-
-def decided_at(now: datetime) -> str:
-    """A decision's time as the journal keeps it: ISO 8601, UTC, milliseconds."""
-    return now.astimezone(UTC).isoformat(timespec="milliseconds")
 
 
 def check_decision(run_id: object, tool_use_id: object, by: object) -> str | None:

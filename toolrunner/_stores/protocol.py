@@ -30,10 +30,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from .._core.errors import CheckpointConflictError, CheckpointError
 from .._core.ids import check_reason
-from .._core.state import CallRecord, RunState
+from .._core.state import CallRecord, RunState, decided_at
 from .._core.unicode import store_json
 from .._tools.approvals import check_is_error
-from .deciding import answered, approved, check_decision, decided_at, denied
+from .deciding import answered, approved, check_decision, denied
 from .listing import Listing, cursor_seconds, read_listing, utc
 from .runs import RunPage, RunStatus, RunSummary
 

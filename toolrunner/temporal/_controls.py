@@ -41,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from .._core.ids import check_by, check_reason
     from .._core.messages import check_history, client_tool_calls, field, message_param
     from .._core.results import tool_result_block
-    from .._core.state import Phase
+    from .._core.state import Phase, decided_at
     from .._core.transitions import call_decided
     from .._core.types import Decision
     from .._runner.params import TRANSPORT, check_params
@@ -278,9 +278,7 @@ class RunControls:
 
     async def _decide(self, tool_use_id: str, decision: Decision, **details: Any) -> None:
         try:
-            self._core.decide(
-                tool_use_id, decision, at=workflow.now().isoformat(timespec="seconds"), **details
-            )
+            self._core.decide(tool_use_id, decision, at=decided_at(workflow.now()), **details)
         except ToolRunnerError as error:  # decided meanwhile (while a worker checked the input)
             raise ApplicationError(str(error), type=type(error).__name__) from None
         self._sort(gated=False)
