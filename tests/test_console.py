@@ -198,3 +198,21 @@ async def test_after_a_resume_replies_are_numbered_in_the_run_and_the_usage_is_t
         "ended (model): 3 replies, 30 in and 15 out tokens, $0.0180",  # the whole run's
     ]
     assert (resumed.usage.total.input_tokens, resumed.usage.total.output_tokens) == (30, 15)
+
+
+async def test_a_denial_by_the_approve_callback_prints_its_reason() -> None:
+    out = io.StringIO()
+    runner = ToolRunner(
+        FakeMessagesAPI(
+            [tool_reply(tool_call("pay", {"amount": 500}, id="toolu_a")), text_reply("Not paid.")]
+        ).async_client(),
+        model=MODEL,
+        max_tokens=64,
+        messages=[USER],
+        tools=[pay],
+        approve=lambda call: "Over the limit; ask first.",
+        on_event=EventPrinter(file=out, clock=Ticks()),
+    )
+    await runner.until_done()
+    text = re.sub(r"^ *[0-9.]+s ", "", out.getvalue(), flags=re.MULTILINE)
+    assert "  denied   pay (by the approve callback): Over the limit; ask first.  [toolu_a]\n" in text

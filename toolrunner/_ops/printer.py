@@ -105,7 +105,7 @@ class EventPrinter:
             line += f" ({where})"
         if event.input is not None:
             line += f", to run as {call_text(ToolCall(call.id, call.name, event.input), limit=100)}"
-        if event.reason is not None and event.via in ("store", "runner", None):
+        if event.reason is not None and event.via in ("store", "runner", "callback", None):
             line += f": {printable(event.reason)[:100]}"
         return f"{line}  [{call.id}]"
 
