@@ -136,13 +136,13 @@ def tool_failed(error: Exception) -> None:
 
 
 def _otel_module() -> Any:
-    """``_otel``, imported now: OpenTelemetry is an optional extra.
+    """``otel``, imported now: OpenTelemetry is an optional extra.
 
     Raises:
         ParamsError: The OpenTelemetry API is not installed.
     """
     try:
-        return importlib.import_module(f"{__package__}._otel")
+        return importlib.import_module(f"{__package__}.otel")
     except ImportError as error:
         if not (error.name or "").startswith("opentelemetry"):
             raise
