@@ -13,6 +13,10 @@ Every module is read, at any depth (``temporal/`` too), with every import it mak
 a function, or for type checkers only. ``layer_violations`` is the checker; a test plants imports
 in a copy of the package to show that it finds each kind. Also: no import cycles, and the package's
 lazy table of public names matches what type checkers read.
+
+One island: ``temporal/_legacy/``, the frozen workflow body of runs started by toolrunner 0.1.0,
+imports nothing of toolrunner outside itself (``frozen_violations``), so that no change to the live
+modules can change what it asks Temporal for; and only the workflow imports it.
 """
 
 from __future__ import annotations
@@ -188,6 +192,81 @@ def test_the_checker_finds_a_core_import_through_another_core_module(tmp_path: P
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "static", "templates"))
     (copy / "_core" / "locks.py").write_text("import threading\n", encoding="utf-8")
     assert any("reaches threading (imported by toolrunner._core.locks)" in v for v in layer_violations(copy))
+
+
+FROZEN = "toolrunner.temporal._legacy"
+"""The frozen body's package: it may import toolrunner only from itself."""
+FROZEN_USERS = frozenset({"toolrunner.temporal._workflow"})
+"""The modules that may import the frozen body (the workflow, which hands old runs to it)."""
+
+
+def frozen_violations(root: Path) -> list[str]:
+    """What ties the frozen body (``FROZEN``) to live code in the package at ``root``: an import of
+    toolrunner outside it by one of its modules (any import: at the top, in a function, for type
+    checkers only, ``import toolrunner`` itself), or an import of it by a module not in
+    ``FROZEN_USERS``. Empty when nothing does."""
+    found: list[str] = []
+    for name, path in modules(root):
+        inside = name == FROZEN or name.startswith(FROZEN + ".")
+        for target in sorted(imported(name, path)):
+            if target != "toolrunner" and not target.startswith("toolrunner."):
+                continue
+            into = target == FROZEN or target.startswith(FROZEN + ".")
+            if inside and not into:
+                found.append(
+                    f"{name} is frozen but imports {target}, live code: copy what it needs into {FROZEN}"
+                )
+            elif into and not inside and name not in FROZEN_USERS:
+                found.append(
+                    f"{name} imports {target}, the frozen body, which only {sorted(FROZEN_USERS)} may"
+                )
+    return found
+
+
+def test_the_frozen_body_imports_nothing_live() -> None:
+    assert any(name.startswith(FROZEN + ".") for name, _ in modules(PACKAGE)), "no frozen body to check"
+    assert frozen_violations(PACKAGE) == []
+
+
+@pytest.mark.parametrize(
+    ("where", "line", "expected"),
+    [
+        (
+            "temporal/_legacy/transitions.py",
+            "from ..._core.state import RunState",
+            "imports toolrunner._core.state",
+        ),
+        ("temporal/_legacy/body.py", "from toolrunner._core import transitions", "imports toolrunner._core"),
+        ("temporal/_legacy/state.py", "from ..._tools.tool import Tool", "imports toolrunner._tools.tool"),
+        ("temporal/_legacy/data.py", "from .._data import RunInput", "imports toolrunner.temporal._data"),
+        ("temporal/_legacy/names.py", "from .. import _names", "imports toolrunner.temporal._names"),
+        ("temporal/_legacy/log.py", "import toolrunner", "is frozen but imports toolrunner,"),
+        (
+            "temporal/_legacy/plan.py",
+            "def later() -> None:\n    from toolrunner._runner import runner",
+            "imports toolrunner._runner",
+        ),
+        (
+            "temporal/_legacy/types.py",
+            "if TYPE_CHECKING:\n    from ..._core.types import ToolCall",
+            "imports toolrunner._core.types",
+        ),
+        (
+            "temporal/_driver.py",
+            "from ._legacy.state import RunState",
+            "imports toolrunner.temporal._legacy.state",
+        ),
+    ],
+)
+def test_the_frozen_checker_finds_a_planted_import(
+    tmp_path: Path, where: str, line: str, expected: str
+) -> None:
+    copy = tmp_path / "toolrunner"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "static", "templates"))
+    path = copy / where
+    path.write_text(path.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
+    violations = frozen_violations(copy)
+    assert any(expected in violation for violation in violations), violations
 
 
 def test_no_module_of_the_package_takes_part_in_an_import_cycle() -> None:

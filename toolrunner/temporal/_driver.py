@@ -100,7 +100,6 @@ with workflow.unsafe.imports_passed_through():
         ToolSpec,
     )
     from ._event_data import call_data
-    from ._legacy import duration
     from ._names import (
         GATE_ACTIVITY,
         REQUEST_ACTIVITY,
@@ -151,7 +150,7 @@ class CoreRun(RunControls):
         )
         core.listener = self._heard.append
         if self._approval_timeout is not None:
-            core.timed_out(duration(self._approval_timeout))
+            core.timed_out(_duration(self._approval_timeout))
         # What the store holds: the history node of the last request, how many of the state's
         # messages it holds, and what that request was sent with (for the next one's delta).
         self._node: str | None = None
@@ -524,3 +523,13 @@ class CoreRun(RunControls):
 
 def _read_reply(data: dict[str, Any], *, beta: bool) -> Reply:
     return (BetaMessage if beta else Message).model_validate(data)
+
+
+def _duration(span: timedelta) -> str:
+    """A span as a person says it, for the reason the model reads: "3 days", "8 hours", "90 seconds"."""
+    seconds = int(span.total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds} seconds"

@@ -69,4 +69,4 @@ TOOL_NOT_REGISTERED = "ToolNotRegistered"
 """The error type of an activity asked to run a tool its worker does not have."""
 EFFECTS_CORE = "effects-core"
 """The patch under which the workflow drives the run's orchestration (``RunCore``); runs started
-before it take the legacy body (``_legacy.py``), so their histories replay."""
+before it take the legacy body, frozen in ``_legacy/``, so their histories replay."""

@@ -3,9 +3,9 @@
 A run started by this toolrunner is driven by the run's orchestration, ``RunCore``
 (``toolrunner._core.run``), as a ``ToolRunner`` is: ``_driver.CoreRun`` performs its effects as
 activities, local activities and waits. A run started by an earlier toolrunner (whose history has
-no ``effects-core`` marker) goes on in the body it started with (``_legacy.LegacyRun``), so that
+no ``effects-core`` marker) goes on in the body it started with, frozen in ``_legacy``, so that
 its history replays. This class is the workflow's face: its signal, queries and updates, handed
-to whichever body the run has.
+to whichever body the run has (the frozen one through ``_Legacy``, which speaks its wire types).
 
 Workflow code must be deterministic: everything here decides from the workflow's input, the
 activities' results and the updates, which Temporal records; the core does no I/O and reads no
@@ -14,7 +14,7 @@ clock, so replaying a recorded history gives the same decisions.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
@@ -22,7 +22,7 @@ from temporalio.exceptions import ApplicationError
 with workflow.unsafe.imports_passed_through():
     from ._data import Answer, Approval, CompactInput, Denial, MessagesInput, ParamsInput, RunInput, RunResult
     from ._driver import CoreRun
-    from ._legacy import LegacyRun
+    from ._legacy import LegacyRun, data as legacy
     from ._names import (
         ANSWER_UPDATE,
         APPROVE_UPDATE,
@@ -40,6 +40,8 @@ with workflow.unsafe.imports_passed_through():
 
 __all__ = ["ToolRunnerWorkflow"]
 
+T = TypeVar("T")
+
 
 @workflow.defn(name=WORKFLOW)
 class ToolRunnerWorkflow:
@@ -47,7 +49,7 @@ class ToolRunnerWorkflow:
 
     @workflow.init
     def __init__(self, run: RunInput) -> None:
-        self._run: CoreRun | LegacyRun = CoreRun(run) if workflow.patched(EFFECTS_CORE) else LegacyRun(run)
+        self._run: CoreRun | _Legacy = CoreRun(run) if workflow.patched(EFFECTS_CORE) else _Legacy(run)
 
     @workflow.run
     async def run(self, run: RunInput) -> RunResult:
@@ -84,11 +86,7 @@ class ToolRunnerWorkflow:
     @workflow.update(name=DENY_UPDATE)
     async def deny(self, denial: Denial) -> None:
         """Deny a call that waits (or has not started): the model reads the reason as its error result."""
-        run = self._run
-        if isinstance(run, LegacyRun):
-            run.deny(denial)
-        else:
-            await run.deny(denial)
+        await self._run.deny(denial)
 
     @workflow.update(name=ANSWER_UPDATE)
     async def answer(self, answer: Answer) -> None:
@@ -149,7 +147,7 @@ class ToolRunnerWorkflow:
 
     def _core(self, method: str) -> CoreRun:
         run = self._run
-        if isinstance(run, LegacyRun):
+        if isinstance(run, _Legacy):
             raise ApplicationError(
                 f"{method}() cannot steer this run: it started under an earlier toolrunner, before runs could be "
                 "steered. Close it and start a new run with its history (await result.messages(store)).",
@@ -157,3 +155,48 @@ class ToolRunnerWorkflow:
                 non_retryable=True,
             )
         return run
+
+
+class _Legacy:
+    """The frozen body (``_legacy.LegacyRun``) behind the face ``CoreRun`` shows. The body has its own
+    classes, copies of the wire's: what it takes and gives goes through the payload converter, as
+    JSON, the form history holds (``_wire``)."""
+
+    def __init__(self, run: RunInput) -> None:
+        self._body = LegacyRun(_wire(run, legacy.RunInput))
+
+    async def run(self) -> RunResult:
+        return _wire(await self._body.run(), RunResult)
+
+    def close(self) -> None:
+        self._body.close()
+
+    def state(self) -> dict[str, Any]:
+        return self._body.state()
+
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        return self._body.pending_approvals()
+
+    async def approve(self, approval: Approval) -> None:
+        await self._body.approve(_wire(approval, legacy.Approval))
+
+    async def deny(self, denial: Denial) -> None:
+        self._body.deny(_wire(denial, legacy.Denial))
+
+    async def answer(self, answer: Answer) -> None:
+        await self._body.answer(_wire(answer, legacy.Answer))
+
+    def check_approve(self, approval: Approval) -> None:
+        self._body.check_approve(_wire(approval, legacy.Approval))
+
+    def check_deny(self, denial: Denial) -> None:
+        self._body.check_deny(_wire(denial, legacy.Denial))
+
+    def check_answer(self, answer: Answer) -> None:
+        self._body.check_answer(_wire(answer, legacy.Answer))
+
+
+def _wire(value: object, into: type[T]) -> T:
+    """``value`` as ``into``, through the JSON that history holds (the workflow's payload converter)."""
+    converter = workflow.payload_converter()
+    return converter.from_payload(converter.to_payload(value), into)

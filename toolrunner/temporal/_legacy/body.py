@@ -1,9 +1,11 @@
-"""The workflow's body for runs started by toolrunner before the run's orchestration was a core
-(``workflow.patched("effects-core")`` is false for them): they replay as they ran.
+# FROZEN as of commit 8cff606: toolrunner/temporal/_legacy.py, its imports pointed at the frozen copies.
+# Never edit: see ``_legacy/__init__.py``.
+"""The workflow's body for runs started by toolrunner 0.1.0, before the run's orchestration was a
+core (``workflow.patched("effects-core")`` is false for them): they replay as they ran.
 
-``LegacyRun`` is today's workflow as it was, a driver of the pure lifecycle in
-``toolrunner._core.transitions`` that orders the effects itself: it keeps the run's ``RunState`` and does
-the I/O the transitions ask for, each piece of it an activity. One iteration:
+``LegacyRun`` is the workflow as it was, a driver of the pure lifecycle in ``transitions`` that
+orders the effects itself: it keeps the run's ``RunState`` and does the I/O the transitions ask
+for, each piece of it an activity. One iteration:
 
 1. ``ready_to_send``: stop at a limit (or send one last request that may not call tools);
 2. the ``toolrunner.request`` activity sends the request and says which of the reply's calls need
@@ -15,8 +17,8 @@ the I/O the transitions ask for, each piece of it an activity. One iteration:
    the decisions come as updates (``call_decided``);
 5. ``turn_finished`` appends the reply and the results, and decides whether the loop goes on.
 
-Do not change what this module asks Temporal for: the committed histories of
-``tests/temporal/fixtures`` replay through it. New features go to the core (``_driver.py``).
+Everything it imports of toolrunner is a frozen copy in this package; it takes its input and the
+updates' arguments as the wire carries them (``data``), from ``ToolRunnerWorkflow``.
 """
 
 from __future__ import annotations
@@ -35,12 +37,26 @@ with workflow.unsafe.imports_passed_through():
     from anthropic.types import Message, ToolResultBlockParam
     from anthropic.types.beta import BetaMessage
 
-    from .._core.errors import ToolRunnerError
-    from .._core.messages import check_history
-    from .._core.plan import CallPlan, not_executed
-    from .._core.results import tool_result_block
-    from .._core.state import Phase, RunState, read_request_usage, usage_data
-    from .._core.transitions import (
+    from .data import (
+        ActivityOptions,
+        Answer,
+        Approval,
+        DecisionInput,
+        Denial,
+        RequestInput,
+        RequestOutput,
+        RunInput,
+        RunResult,
+        ToolInput,
+        ToolSpec,
+    )
+    from .errors import ToolRunnerError
+    from .messages import check_history
+    from .names import DECISION_ACTIVITY, REQUEST_ACTIVITY, TOOL_ACTIVITY, TOOL_NOT_REGISTERED
+    from .plan import CallPlan, not_executed
+    from .results import tool_result_block
+    from .state import Phase, RunState, read_request_usage, usage_data
+    from .transitions import (
         Limits,
         awaiting,
         call_decided,
@@ -57,23 +73,9 @@ with workflow.unsafe.imports_passed_through():
         turn_paused,
         turn_resumed,
     )
-    from .._core.types import ToolCall, ToolResultMessage
-    from ._data import (
-        ActivityOptions,
-        Answer,
-        Approval,
-        DecisionInput,
-        Denial,
-        RequestInput,
-        RequestOutput,
-        RunInput,
-        RunResult,
-        ToolInput,
-        ToolSpec,
-    )
-    from ._names import DECISION_ACTIVITY, REQUEST_ACTIVITY, TOOL_ACTIVITY, TOOL_NOT_REGISTERED
+    from .types import ToolCall, ToolResultMessage
 
-__all__ = ["FAMILIES_IN_ORDER", "TIMED_OUT", "LegacyRun", "duration"]
+__all__ = ["LegacyRun"]
 
 _MARGIN = timedelta(minutes=1)  # a tool's own timeout answers before its activity's
 FAMILIES_IN_ORDER = "toolset-families-in-order"

@@ -1,0 +1,551 @@
+# FROZEN as of commit 8cff606: toolrunner/_core/state.py, less what the legacy body never reaches.
+# Never edit: see ``_legacy/__init__.py``.
+"""The state of a run as one value: ``RunState``, and its JSON form.
+
+A ``RunState`` is everything a run needs to go on that is data, not code: the request params
+(tools by name), the history, where the lifecycle stands, the journal of the current turn's tool
+calls, and the usage so far. It is immutable; the transitions in ``_lifecycle`` return new states,
+and the drivers keep the current one. Tools, clients and callbacks are code, so a run's
+configuration (``_options``) is kept apart from it and given again on resume.
+
+Invariants:
+
+- ``end_reason`` is set exactly in ``DONE`` and ``AWAITING`` (``"awaiting_approval"``);
+- ``reply`` is set in ``WITH_BODY`` (the reply the loop body holds) and is the latest complete reply
+  otherwise; in ``STREAMING`` the newest reply is still arriving and is not ``reply``;
+- ``calls`` holds only calls of the turn being answered: it is emptied when a turn's results are
+  appended or abandoned, so a tool_use id that comes again in a later turn is a new call;
+- a call whose record is ``FINISHED`` is never run again; a call whose record is ``AWAITING``
+  never runs until a decision makes it ``APPROVED``.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from decimal import Decimal
+from typing import Any, Self, cast
+
+import pydantic
+from anthropic.types import ToolResultBlockParam
+from anthropic.types.beta import BetaMessage
+
+from .errors import StateError
+from .messages import read_reply, reply_data
+from .state_schema import check_messages, check_state, check_usage, migrated
+from .types import Decision, DecisionSource, EndReason, Reply, ToolCall
+from .usage import RequestUsage, Usage
+
+__all__ = [
+    "STATE_VERSION",
+    "CallRecord",
+    "CallStatus",
+    "Decision",
+    "DecisionRecord",
+    "Phase",
+    "RunState",
+    "message_data",
+    "plain_data",
+    "read_request_usage",
+    "request_usage_data",
+    "usage_data",
+]
+
+STATE_VERSION = 5
+"""The version of ``RunState``'s JSON form that this toolrunner writes.
+
+Version 2 added decisions on tool calls (approvals): the statuses ``awaiting`` and ``approved``,
+and a call record's ``input`` and ``decision``; version 1 states load with none of them.
+Version 3 added the pending tool changes (``tool_changes``); older states load with none.
+Version 4 added who decided a call and when (``decided_by``, ``decided_at``), the definition of
+a waiting call's tool (``tool``), the phase ``received``, and the error that stopped the last
+step (``failure``); older states load with none of them.
+Version 5 added the audit of decisions (``decisions``); an older state loads with one entry for
+each decided call of its journal.
+"""
+
+
+class Phase(enum.Enum):
+    """Where the lifecycle stands."""
+
+    READY = "ready"
+    """The next step is to send a request."""
+    RECEIVED = "received"
+    """A complete reply arrived and has not been handed to the loop body yet: the next step saves
+    it (if the run has a checkpointer) and hands it over."""
+    STREAMING = "streaming"
+    """A request's reply is streaming (to the loop body, or to the runner)."""
+    WITH_BODY = "with_body"
+    """A complete reply was handed to the loop body, which may steer until it asks for more."""
+    AWAITING = "awaiting"
+    """The loop is paused: calls of the reply wait for a decision (``end_reason`` is
+    ``"awaiting_approval"``). Once every call is decided, iterating again goes on."""
+    DONE = "done"
+    """The loop is over; ``end_reason`` says why. Steering opens it again."""
+
+
+class CallStatus(enum.Enum):
+    """Where one tool call stands in the journal."""
+
+    AWAITING = "awaiting"
+    """The call needs a decision (approve, deny, or an answer from elsewhere) before it may run."""
+    APPROVED = "approved"
+    """A person approved the call (perhaps with an edited input); it runs with the turn."""
+    STARTED = "started"
+    """The tool was started and has not finished (after a crash: it may or may not have acted)."""
+    FINISHED = "finished"
+    """The call has its result; it never runs again."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """One tool call of the current turn, as the journal keeps it.
+
+    Attributes:
+        call: The tool_use block being answered, as the model sent it.
+        status: Where the call stands.
+        result: The tool_result block, once finished.
+        approved_input: The input the call runs with, when a person edited it on approval.
+        decision: How a call that needed one was decided: ``"approved"``, ``"denied"`` or
+            ``"answered"`` (its result came from elsewhere).
+        decided_by: Who decided it, as the decider said (``approve(..., by="ada")``), if known.
+        decided_at: When it was decided: an ISO 8601 time in UTC, if known.
+        tool: For a call that waits for a decision: its tool's definition as the model saw it
+            (``name``, ``description``, ``input_schema``), so that a person, or a process without
+            the tools, can read what the call does and check an edited input.
+    """
+
+    call: ToolCall
+    status: CallStatus
+    result: ToolResultBlockParam | None = None
+    approved_input: object = None
+    decision: Decision | None = None
+    decided_by: str | None = None
+    decided_at: str | None = None
+    tool: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRecord:
+    """One decision on a tool call, as the run's audit keeps it for the life of the run (the
+    journal, ``RunState.calls``, holds only the current turn).
+
+    Attributes:
+        call: The call as the model sent it: its id, its tool's name and its original input.
+        decision: ``"approved"``, ``"denied"`` or ``"answered"`` (a result from elsewhere).
+        approved_input: The input the call ran with instead, when a person edited it on approval.
+        reason: What the model read for a denial.
+        by: Who decided, as the decider said, if known.
+        at: When: an ISO 8601 time in UTC, if known.
+        via: Where the decision came from (``DecisionSource``): ``"runner"``, ``"store"``,
+            ``"callback"``, ``"gate"`` (denied because the gate failed) or ``"timeout"``;
+            ``None`` for a decision recorded before the audit existed (state version 4).
+    """
+
+    call: ToolCall
+    decision: Decision
+    approved_input: object = None
+    reason: str | None = None
+    by: str | None = None
+    at: str | None = None
+    via: DecisionSource | None = None
+
+
+@dataclass(frozen=True, kw_only=True)  # no slots: ``replace`` copies the instance's dict at once
+class RunState:
+    """A run's state: a value that can be saved, loaded and resumed (see docs/durability.md).
+
+    Attributes:
+        params: The request params other than ``messages`` and ``tools``.
+        tools: The ``tools`` param: a runnable tool by its name, a raw definition as given.
+        messages: The history.
+        phase: Where the lifecycle stands.
+        reply: The reply the loop body holds (``WITH_BODY``), else the latest complete reply.
+        steered: Whether the loop body changed the history since the reply was handed over.
+        calls: The journal of the current turn's tool calls, by tool_use id, in start order.
+        usage: The usage of every request that got a complete reply, in order.
+        total: The sum of ``usage``.
+        cost: The sum of the requests' costs in US dollars; ``None`` once one had no price.
+        opened_at: How many requests had got a reply when the loop last (re)opened;
+            ``max_iterations`` counts from there.
+        final_answer: The limit that made the request under way the last one (sent with
+            ``tool_choice: none``), if any.
+        end_reason: Why the loop ended (or paused); set exactly in ``DONE`` and ``AWAITING``.
+        run_id: The run's name in a checkpoint store, if it has one.
+        tool_changes: The tool_addition / tool_removal blocks of ``add_tools()`` and
+            ``remove_tools()`` not sent yet; the next request sends them in a ``role: "system"``
+            message. They count at once: with the history's, they say which tools run.
+        failure: The error that stopped the last step (``{"type": ..., "message": ...}``), if the
+            step raised one (a service error, a refused save); ``None`` once a step succeeds.
+        decisions: Every decision taken on the run's calls, in the order they were taken
+            (``DecisionRecord``): who, when, how, with which input; kept for the life of the run.
+    """
+
+    params: Mapping[str, Any]
+    tools: tuple[str | Mapping[str, Any], ...] = ()
+    messages: tuple[Any, ...] = ()
+    phase: Phase = Phase.READY
+    reply: Reply | None = None
+    steered: bool = False
+    calls: Mapping[str, CallRecord] = field(default_factory=dict[str, CallRecord])
+    usage: tuple[RequestUsage, ...] = ()
+    total: Usage = field(default_factory=Usage)
+    cost: Decimal | None = Decimal(0)
+    opened_at: int = 0
+    final_answer: EndReason | None = None
+    end_reason: EndReason | None = None
+    run_id: str | None = None
+    tool_changes: tuple[Mapping[str, Any], ...] = ()
+    failure: Mapping[str, str] | None = None
+    decisions: tuple[DecisionRecord, ...] = ()
+
+    @property
+    def requests_sent(self) -> int:
+        """How many requests got a reply (a reply that is still streaming counts)."""
+        return len(self.usage) + (self.phase is Phase.STREAMING)
+
+    @property
+    def finished(self) -> bool:
+        """Whether the loop has ended, or is paused for decisions."""
+        return self.phase in (Phase.DONE, Phase.AWAITING)
+
+    def result_of(self, call: ToolCall) -> ToolResultBlockParam | None:
+        """The journal's result for a call of the current turn, if that very call (id, name and
+        input) finished; a call that only shares its id is another call."""
+        record = self.calls.get(call.id)
+        if record is None or (record.call is not call and record.call != call):
+            return None
+        return record.result
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes``, as the dataclass's ``replace`` makes it, but without running
+        ``__init__``: the transitions make several copies a turn, and the fields need no checks."""
+        unknown = changes.keys() - _FIELD_NAMES
+        if unknown:
+            raise TypeError(f"RunState has no field(s) {sorted(unknown)!r}")
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
+
+    # -- JSON ---------------------------------------------------------------------------------
+
+    def to_json(self) -> str:
+        """The state as JSON text; ``RunState.from_json`` reads it back.
+
+        Raises:
+            StateError: A param or message holds a value JSON cannot carry.
+        """
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> RunState:
+        """Read a state written by ``to_json`` of this or an older version.
+
+        Raises:
+            StateError: The text is not a saved state (not JSON, nested too deeply, a field that
+                does not fit; the message names it), or a newer toolrunner wrote it.
+        """
+        try:
+            data = json.loads(text)
+        except ValueError as error:
+            raise StateError(f"the saved state is not valid JSON ({error}); it cannot be loaded.") from None
+        except RecursionError:
+            raise StateError(
+                "the saved state is nested too deeply for Python to read (deeper than its recursion limit); it "
+                "cannot be loaded. Load only what RunState.to_json() or a checkpointer wrote."
+            ) from None
+        return cls.from_dict(data)
+
+    def to_dict(self, *, history: bool = True) -> dict[str, Any]:
+        """The state as JSON-able data. With ``history=False`` the two parts that grow with the
+        run, ``messages`` and the per-request ``usage``, are left out (a store that writes them
+        apart passes them back to ``from_dict``)."""
+        data: dict[str, Any] = {
+            "version": STATE_VERSION,
+            "run_id": self.run_id,
+            "phase": self.phase.value,
+            "params": {key: plain_data(value, f"params[{key!r}]") for key, value in self.params.items()},
+            "tools": [plain_data(tool, "tools") for tool in self.tools],
+            "reply": None if self.reply is None else _reply_data(self.reply),
+            "steered": self.steered,
+            "calls": [_record_data(record) for record in self.calls.values()],
+            "total": usage_data(self.total),
+            "cost": None if self.cost is None else str(self.cost),
+            "opened_at": self.opened_at,
+            "final_answer": self.final_answer,
+            "end_reason": self.end_reason,
+            "tool_changes": [plain_data(block, "tool_changes") for block in self.tool_changes],
+            "failure": None if self.failure is None else dict(self.failure),
+            "decisions": [_decision_data(record) for record in self.decisions],
+        }
+        if history:
+            data["messages"] = [message_data(message, index) for index, message in enumerate(self.messages)]
+            data["usage"] = [request_usage_data(request) for request in self.usage]
+        return data
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: object,
+        *,
+        messages: Sequence[Any] | None = None,
+        usage: Sequence[Any] | None = None,
+    ) -> RunState:
+        """Read ``to_dict``'s data (of this or an older version); ``messages`` and ``usage``, when
+        given, stand for the parts ``to_dict(history=False)`` left out.
+
+        Raises:
+            StateError: The data is not a saved state, a newer toolrunner wrote it, or a field does
+                not fit the saved form's schema (``_state_schema``; the message names the field).
+        """
+        version = cast("Mapping[str, Any]", data).get("version") if isinstance(data, Mapping) else None
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise StateError(
+                f"the saved data is not a RunState (no 'version' field: {_preview(cast(object, data))}); load only what "
+                "RunState.to_json() or a checkpointer wrote."
+            )
+        data = cast("Mapping[str, Any]", data)
+        if version < 1:
+            raise StateError(
+                f"the saved data has state version {version}, which no toolrunner wrote (versions start at 1); "
+                "load only what RunState.to_json() or a checkpointer wrote."
+            )
+        if version > STATE_VERSION:
+            raise StateError(
+                f"the state was saved by a newer toolrunner (state version {version}; this one reads up to "
+                f"{STATE_VERSION}); upgrade toolrunner to resume it."
+            )
+        try:
+            data = migrated(data, version)
+            check_state(data)
+            messages = check_messages(data["messages"] if messages is None else messages)
+            usage = check_usage(data["usage"] if usage is None else usage)
+            return _read(data, messages, usage)
+        except (KeyError, TypeError, ValueError, ArithmeticError, RecursionError) as error:
+            problem = (
+                f"{error.args[0]} is missing"
+                if isinstance(error, KeyError)
+                else str(error)
+                if type(error) is ValueError
+                else f"{type(error).__name__}: {error}"
+            )
+            raise StateError(
+                f"the saved state (version {version}) is damaged and cannot be loaded: {_cut(problem, 300)}. "
+                "Restore it from a copy, or correct that field as RunState.to_json() writes it."
+            ) from error
+
+
+_FIELD_NAMES = tuple(item.name for item in fields(RunState))
+
+
+def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]) -> RunState:
+    """The state of checked data (``_state_schema``); what the schema cannot say is checked here."""
+    phase = Phase(data["phase"])
+    end_reason = data["end_reason"]
+    if (phase in (Phase.DONE, Phase.AWAITING)) != (end_reason is not None):
+        raise ValueError(
+            f"end_reason is {end_reason!r} in the phase {phase.value!r}; it is set exactly in the phases 'done' "
+            "and 'awaiting'"
+        )
+    if phase in (Phase.RECEIVED, Phase.WITH_BODY, Phase.AWAITING) and data["reply"] is None:
+        raise ValueError(f"reply is None in the phase {phase.value!r}, which holds a reply")
+    ids = [record["id"] for record in data["calls"]]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"calls has two records of one tool_use id ({ids!r})")
+    requests = tuple(read_request_usage(item) for item in usage)
+    records = [_read_record(item) for item in data["calls"]]
+    cost = data["cost"]
+    return RunState(
+        params=dict(data["params"]),
+        tools=tuple(data["tools"]),
+        messages=tuple(messages),
+        phase=phase,
+        reply=None if data["reply"] is None else _read_reply(data["reply"]),
+        steered=data["steered"],
+        calls={record.call.id: record for record in records},
+        usage=requests,
+        total=Usage(**data["total"]),
+        cost=None if cost is None else Decimal(cost),
+        opened_at=data["opened_at"],
+        final_answer=data["final_answer"],
+        end_reason=end_reason,
+        run_id=data["run_id"],
+        tool_changes=tuple(dict(block) for block in data["tool_changes"]),
+        failure=None if data["failure"] is None else dict(data["failure"]),
+        decisions=tuple(_read_decision(item) for item in data["decisions"]),
+    )
+
+
+# -- the parts ---------------------------------------------------------------------------------
+
+
+def plain_data(value: object, where: str) -> Any:
+    """``value`` as JSON-able data: SDK models are dumped the way the SDK sends them.
+
+    Raises:
+        StateError: Something in it JSON cannot carry, or it is nested too deeply to be written;
+            the message says where.
+    """
+    try:
+        return _plain(value, where)
+    except RecursionError:
+        raise StateError(
+            f"{where} is nested too deeply to be saved (deeper than Python's recursion limit); keep such data "
+            "out of the run's state, or flatten it."
+        ) from None
+
+
+def _plain(value: object, where: str) -> Any:
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value
+    if isinstance(value, Mapping):
+        return {
+            str(key): _plain(item, f"{where}[{key!r}]")
+            for key, item in cast("Mapping[object, object]", value).items()
+        }
+    if isinstance(value, list | tuple):
+        return [
+            _plain(item, f"{where}[{index}]") for index, item in enumerate(cast("Sequence[object]", value))
+        ]
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(
+            mode="json",
+            by_alias=True,
+            exclude_unset=True,
+            exclude=getattr(type(value), "__api_exclude__", None),
+            warnings=False,
+        )
+    raise StateError(
+        f"{where} holds a {type(value).__name__!r}, which a saved state cannot carry; use JSON values "
+        "(str, numbers, lists, dicts) there, or set such options on the client instead."
+    )
+
+
+def message_data(message: object, index: int) -> Any:
+    """One history message as JSON-able data."""
+    return plain_data(message, f"messages[{index}]")
+
+
+def request_usage_data(request: RequestUsage) -> dict[str, Any]:
+    """One request's usage as JSON-able data."""
+    return {
+        "model": request.model,
+        **usage_data(request.usage),
+        "cost": None if request.cost is None else str(request.cost),
+    }
+
+
+def read_request_usage(data: Mapping[str, Any]) -> RequestUsage:
+    """One request's usage from ``request_usage_data``'s form."""
+    cost = data["cost"]
+    return RequestUsage(
+        model=data["model"],
+        usage=Usage(
+            data["input_tokens"],
+            data["output_tokens"],
+            data["cache_read_input_tokens"],
+            data["cache_creation_input_tokens"],
+        ),
+        cost=None if cost is None else Decimal(cost),
+    )
+
+
+def usage_data(usage: Usage) -> dict[str, int]:
+    """Token counts as JSON-able data."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+    }
+
+
+def _reply_data(reply: Reply) -> dict[str, Any]:
+    return {"beta": isinstance(reply, BetaMessage), "message": reply_data(reply)}
+
+
+def _read_reply(data: Mapping[str, Any]) -> Reply:
+    return read_reply(data["message"], beta=bool(data["beta"]))
+
+
+def _record_data(record: CallRecord) -> dict[str, Any]:
+    call = record.call
+    return {
+        "id": call.id,
+        "name": call.name,
+        "input": plain_data(call.input, f"the input of tool_use {call.id!r}"),
+        "toolset_name": call.toolset_name,
+        "status": record.status.value,
+        "result": None if record.result is None else plain_data(record.result, f"the result of {call.id!r}"),
+        "approved_input": plain_data(record.approved_input, f"the approved input of {call.id!r}"),
+        "decision": record.decision,
+        "decided_by": record.decided_by,
+        "decided_at": record.decided_at,
+        "tool": None if record.tool is None else plain_data(record.tool, f"the tool of {call.id!r}"),
+    }
+
+
+def _read_record(data: Mapping[str, Any]) -> CallRecord:
+    result = data["result"]
+    decision = data["decision"]
+    if decision not in (None, "approved", "denied", "answered"):
+        raise ValueError(f"decision {decision!r}")
+    return CallRecord(
+        call=ToolCall(
+            id=data["id"], name=data["name"], input=data["input"], toolset_name=data.get("toolset_name")
+        ),
+        status=CallStatus(data["status"]),
+        result=None if result is None else cast(ToolResultBlockParam, dict(result)),
+        approved_input=data["approved_input"],
+        decision=decision,
+        decided_by=data["decided_by"],
+        decided_at=data["decided_at"],
+        tool=None if data["tool"] is None else dict(data["tool"]),
+    )
+
+
+def _decision_data(record: DecisionRecord) -> dict[str, Any]:
+    call = record.call
+    return {
+        "id": call.id,
+        "name": call.name,
+        "input": plain_data(call.input, f"the input of tool_use {call.id!r}"),
+        "toolset_name": call.toolset_name,
+        "decision": record.decision,
+        "approved_input": plain_data(record.approved_input, f"the approved input of {call.id!r}"),
+        "reason": record.reason,
+        "by": record.by,
+        "at": record.at,
+        "via": record.via,
+    }
+
+
+def _read_decision(data: Mapping[str, Any]) -> DecisionRecord:
+    return DecisionRecord(
+        call=ToolCall(
+            id=data["id"], name=data["name"], input=data["input"], toolset_name=data.get("toolset_name")
+        ),
+        decision=data["decision"],
+        approved_input=data["approved_input"],
+        reason=data["reason"],
+        by=data["by"],
+        at=data["at"],
+        via=data["via"],
+    )
+
+
+def _preview(value: object, limit: int = 80) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a foreign object's __repr__ may raise; the error is still reported
+        text = f"a {type(value).__name__!r}"
+    return _cut(text, limit)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,86 @@
+# FROZEN as of commit 8cff606: toolrunner/_core/unicode.py, less what the legacy body never reaches.
+# Never edit: see ``_legacy/__init__.py``.
+"""Text a request can carry: lone surrogates, which UTF-8 cannot encode, replaced.
+
+Python strings may hold lone surrogates: ``os.listdir`` gives them for file names that are not
+UTF-8 (``b"caf\\xe9.txt"`` becomes ``"caf\\udce9.txt"``), as do ``os.environ``, ``sys.argv`` and any
+``decode(errors="surrogateescape")``. The SDK encodes a request as UTF-8 JSON, so one such string in
+the history would make that request, and every later one, fail with ``UnicodeEncodeError``.
+
+A store keeps such text exactly instead: ``store_json`` writes it as ``\\udcXX`` escapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar, cast
+
+__all__ = ["sendable", "sendable_text"]
+
+T = TypeVar("T")
+
+
+def sendable(value: T) -> T:
+    """``value`` (text, or dicts and lists holding text) with every lone surrogate replaced by U+FFFD,
+    the replacement character; a surrogate pair becomes the character it stands for.
+
+    A value without any is returned as it is, not copied: the check costs nothing for ASCII text and
+    one encoding pass for other text. A value with some comes back as a copy (tuples as lists).
+    """
+    if isinstance(value, str):
+        return cast("T", sendable_text(value))
+    if _is_sendable(value):
+        return value
+    return cast("T", _repaired(value))
+
+
+def sendable_text(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD; ``text`` itself when it has none."""
+    if _is_sendable_text(text):
+        return text
+    # Through UTF-16, a surrogate pair becomes the character it stands for, and a lone one U+FFFD.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _is_sendable(value: object) -> bool:
+    # One loop over a stack, with ASCII strings (nearly all) checked inline: this runs on every reply
+    # and every result, where a call per string would cost more than the check.
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        if type(value) is str:
+            if not value.isascii() and not _is_sendable_text(value):
+                return False
+        elif isinstance(value, dict):
+            for key, item in cast("dict[object, object]", value).items():
+                if type(key) is not str or not key.isascii():
+                    stack.append(key)
+                if type(item) is not str or not item.isascii():
+                    stack.append(item)
+        elif isinstance(value, list | tuple):
+            stack.extend(cast("Sequence[object]", value))
+        elif isinstance(value, str) and not _is_sendable_text(value):  # a str subclass
+            return False
+    return True
+
+
+def _is_sendable_text(text: str) -> bool:
+    if text.isascii():  # O(1) on CPython: a string knows whether it is ASCII
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _repaired(value: object) -> object:
+    """A copy of ``value`` with its text made sendable; only called when some of it is not."""
+    if isinstance(value, str):
+        return sendable_text(value)
+    if isinstance(value, dict):
+        items = cast("dict[object, object]", value).items()
+        return {_repaired(key): _repaired(item) for key, item in items}
+    if isinstance(value, list | tuple):
+        return [_repaired(item) for item in cast("Sequence[object]", value)]
+    return value
