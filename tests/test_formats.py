@@ -263,7 +263,7 @@ async def booking(store: RunStore) -> str:
 
 @pytest.mark.anyio
 async def test_an_input_the_tool_would_refuse_is_refused_at_every_way_in(store: RunStore) -> None:
-    from tests.test_store_edges import cli_stores, still_waits, url_of
+    from tests.test_store_edges import still_waits, url_of
 
     call = await booking(store)
     loaded = await store.load("booking")
@@ -285,8 +285,7 @@ async def test_an_input_the_tool_would_refuse_is_refused_at_every_way_in(store: 
         response = await ada.decide("approve", "booking", call, input=json.dumps({**BAD[0]}))
         assert response.status_code == 400
         assert "is not a &#39;date-time&#39;" in response.text
-    if url_of(store) is not None:
-        cli_stores(store)
+    if url_of(store) is not None:  # the command line reaches the SQL stores by their URLs
         out, err = io.StringIO(), io.StringIO()
         argv = ["runs", "approve", "booking", call, "--input", json.dumps({**GOOD, "when": "x"})]
         argv += ["--store", str(url_of(store))]

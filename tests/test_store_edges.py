@@ -25,7 +25,7 @@ import pytest
 
 from tests.helpers import MODEL
 from tests.inbox_helpers import TOKEN, Person
-from tests.stores import USER, finished_run, paid, paused_run, save_changed
+from tests.stores import SQL_KINDS, USER, finished_run, paid, paused_run, save_changed
 from toolrunner import (
     ApprovalError,
     Checkpoint,
@@ -69,9 +69,9 @@ async def cli(store: RunStore, *argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def cli_stores(store: RunStore) -> None:
-    if url_of(store) is None:
-        pytest.skip("the command line reaches a store by its URL; a MemoryCheckpointer has none")
+sql_stores = pytest.mark.parametrize("store", SQL_KINDS, indirect=True)
+"""The command line reaches a store by its URL: its tests take the SQL stores (a MemoryCheckpointer
+has none)."""
 
 
 async def still_waits(store: RunStore, run_id: str, call_id: str, sequence: int) -> None:
@@ -161,10 +161,10 @@ async def test_the_other_arguments_of_a_decision_are_checked_before_the_run_is_r
     await still_waits(store, "r", call, loaded.sequence)
 
 
+@sql_stores
 async def test_the_command_line_refuses_a_decider_that_is_not_a_name_before_reading_the_run(
     store: RunStore,
 ) -> None:
-    cli_stores(store)
     [call] = await paused_run(store, "r", 120)
     loaded = await store.load("r")
     assert loaded is not None
@@ -245,10 +245,10 @@ async def test_every_method_of_a_store_refuses_a_run_id_no_store_can_keep(
     assert [summary.run_id for summary in (await store.list_runs()).runs] == ["r"]
 
 
+@sql_stores
 async def test_the_command_line_refuses_a_run_id_no_store_can_keep_and_deletes_nothing(
     store: RunStore,
 ) -> None:
-    cli_stores(store)
     await finished_run(store, "good")
     for command in (
         ["show", "order\n42"],
@@ -368,8 +368,8 @@ async def test_a_time_beyond_utcs_calendar_is_refused_before_anything_is_read_or
     ] == ["done"]
 
 
+@sql_stores
 async def test_the_command_line_refuses_such_a_time_with_exit_2_and_deletes_nothing(store: RunStore) -> None:
-    cli_stores(store)
     await finished_run(store, "done")
     for edge in ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"]:
         for command in (
@@ -421,11 +421,11 @@ DAMAGES = [
 ]
 
 
+@sql_stores
 @pytest.mark.parametrize(("column", "assignment"), DAMAGES, ids=[assignment for _, assignment in DAMAGES])
 async def test_a_damaged_summary_row_is_listed_as_a_failed_run_that_names_itself(
     store: RunStore, column: str, assignment: str
 ) -> None:
-    cli_stores(store)
     [call] = await paused_run(store, "hurt", 120)
     await finished_run(store, "fine")
     await paused_run(store, "waits", 80)
@@ -508,10 +508,10 @@ async def test_a_prune_by_age_alone_keeps_the_runs_that_wait_for_a_person(
     assert [run.run_id for run in (await store.list_runs()).runs] == ["fresh"]
 
 
+@sql_stores
 async def test_the_command_line_says_which_waiting_runs_a_prune_keeps_and_how_to_include_them(
     store: RunStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cli_stores(store)
     await four_old_runs(store, monkeypatch)
 
     async def command(*argv: str) -> str:
