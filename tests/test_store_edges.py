@@ -242,6 +242,10 @@ async def test_every_method_of_a_store_refuses_a_run_id_no_store_can_keep(
         await store.deny_call(run_id, "r_pay0")
     with pytest.raises(ParamsError, match="run_id"):
         await store.answer_call(run_id, "r_pay0", "done")
+    with pytest.raises(ParamsError, match="run_id"):
+        await store.renew_lease(run_id, "a", lease=60)
+    with pytest.raises(ParamsError, match="run_id"):
+        await store.release_lease(run_id, "a")
     assert [summary.run_id for summary in (await store.list_runs()).runs] == ["r"]
 
 

@@ -125,7 +125,7 @@ class SQLiteCheckpointer(SQLStore):
         return await self._run(take)
 
     async def renew_lease(self, run_id: str, owner: str, *, lease: float) -> bool:
-        owner, seconds = check_owner(owner), check_lease(lease)
+        run_id, owner, seconds = check_run_id(run_id), check_owner(owner), check_lease(lease)
 
         def renew(connection: sqlite3.Connection) -> bool:
             return (
@@ -139,7 +139,7 @@ class SQLiteCheckpointer(SQLStore):
         return await self._run(renew)
 
     async def release_lease(self, run_id: str, owner: str) -> bool:
-        owner = check_owner(owner)
+        run_id, owner = check_run_id(run_id), check_owner(owner)
 
         def release(connection: sqlite3.Connection) -> bool:
             # _leases.kept_on_release: a running or ready run keeps the lease, run out now.
