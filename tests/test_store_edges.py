@@ -326,6 +326,30 @@ async def test_a_cursor_that_decodes_but_is_not_this_stores_is_a_params_error(st
             await store.list_runs(status="finished", cursor=cursor)
 
 
+async def test_a_cursor_is_a_position_in_the_listing_order_that_any_store_of_its_kind_takes(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What api.md says of a cursor: not signed, so another file's (of the same kind) is taken as a
+    position, and the page starts after it."""
+    from tests.stores import Clock
+
+    first, second = SQLiteCheckpointer(tmp_path / "a.db"), SQLiteCheckpointer(tmp_path / "b.db")
+    clock = Clock()
+    for store in (first, second):
+        monkeypatch.setattr(store, "_now", clock)
+    try:
+        for number in range(3):
+            clock.now += 1
+            await finished_run(first, f"run-{number}")
+            await finished_run(second, f"run-{number}")
+        page = await first.list_runs(limit=1)  # run-2: the page after starts before its creation
+        assert page.cursor is not None
+        assert [run.run_id for run in (await second.list_runs(cursor=page.cursor)).runs] == ["run-1", "run-0"]
+    finally:
+        first.close()
+        second.close()
+
+
 async def test_a_foreign_cursor_is_a_usage_error_on_the_command_line_and_a_400_page_in_the_inbox(
     store: RunStore,
 ) -> None:
