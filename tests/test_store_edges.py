@@ -13,6 +13,7 @@ command line and the inbox, on every store (``store``: memory, SQLite, PostgreSQ
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import re
@@ -35,6 +36,7 @@ from toolrunner import (
     RunStatus,
     RunStore,
     SQLiteCheckpointer,
+    StateError,
     SyncToolRunner,
     ToolRunner,
 )
@@ -496,6 +498,47 @@ async def test_a_damaged_summary_row_is_listed_as_a_failed_run_that_names_itself
     mended = await store.get_run("hurt")
     assert mended is not None
     assert (mended.status, [waiting.id for waiting in mended.waiting]) == (RunStatus.AWAITING, [call])
+
+
+# -- a damaged sequence column -------------------------------------------------------------------------------
+
+SEQUENCE_DAMAGES = [
+    ("sqlite", "sequence = 'x'"),
+    ("sqlite", "sequence = 1.5"),
+    ("sqlite", "sequence = X'07'"),
+    ("sqlite", "sequence = -1"),
+    ("postgres", "sequence = -1"),
+]
+
+
+@pytest.mark.parametrize(
+    ("store", "assignment"),
+    SEQUENCE_DAMAGES,
+    ids=[f"{kind}: {change}" for kind, change in SEQUENCE_DAMAGES],
+    indirect=["store"],
+)
+async def test_a_damaged_sequence_column_is_a_state_error_that_names_the_run(
+    store: RunStore, assignment: str
+) -> None:
+    [call] = await paused_run(store, "hurt", 120)
+    await finished_run(store, "fine")
+    loaded = await store.load("hurt")
+    assert loaded is not None
+    await anyio.to_thread.run_sync(lambda: damage(store, "hurt", assignment))
+    message = (
+        r"the saved run 'hurt' in .* cannot be loaded: its sequence column holds .*, which no save writes"
+    )
+    with pytest.raises(StateError, match=message):
+        await store.load("hurt")
+    with pytest.raises(StateError, match=message):
+        await store.approve_call("hurt", call)
+    with pytest.raises(
+        StateError, match=r"the saved run 'hurt' in .* cannot be saved: its sequence column holds"
+    ):
+        await store.save(dataclasses.replace(loaded, sequence=loaded.sequence + 1))
+    assert (await store.load("fine")) is not None  # the other runs load, list and save as they did
+    assert {run.run_id for run in (await store.list_runs()).runs} == {"hurt", "fine"}
+    await save_changed(store, "fine", lambda state: state)
 
 
 # -- a prune by age keeps the runs that wait for a person ------------------------------------------------

@@ -172,7 +172,7 @@ class PostgresCheckpointer(SQLStore):
             if row is None:
                 return None
             sequence, header, messages, usage = row
-            return decode(run_id, int(sequence), header, messages, usage, self._place())
+            return decode(run_id, sequence, header, messages, usage, self._place())
 
         return await self._run(read, "load the run")
 
@@ -371,7 +371,7 @@ class PostgresCheckpointer(SQLStore):
                 connection.cursor() as cursor,
             ):
                 for index in order:
-                    refusals[index] = write_save(cursor, saves[index], now, self.dialect.sql)
+                    refusals[index] = write_save(cursor, saves[index], now, self.dialect.sql, self._place())
                     if refusals[index] is None and saves[index].columns.status == RunStatus.READY.value:
                         cursor.execute(
                             _NOTIFY
