@@ -30,6 +30,7 @@ from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_repl
 
 __all__ = [
     "KINDS",
+    "SQL_KINDS",
     "Clock",
     "finished_run",
     "look",
@@ -42,6 +43,9 @@ __all__ = [
 ]
 
 KINDS = ["memory", "sqlite", "postgres"]
+SQL_KINDS = ["sqlite", "postgres"]
+"""The stores a URL reaches (the command line's): ``@pytest.mark.parametrize("store", SQL_KINDS,
+indirect=True)`` makes ``store`` only these."""
 USER = {"role": "user", "content": "Pay the invoices."}
 paid: list[int] = []
 

@@ -13,7 +13,7 @@ import ipaddress
 import json
 import re
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 import anyio.to_thread
 import pydantic
@@ -232,6 +232,80 @@ def test_a_format_says_nothing_of_other_types_the_schema_does() -> None:
     assert input_problems(record, {"value": 1750000000}) == [("value", "1750000000 is not of type 'string'")]
 
 
+# -- patterns -----------------------------------------------------------------------------------------
+
+PATTERNS: dict[str, list[str]] = {
+    "^abc$": ["abc", "abc\n", "abc\r\n", "\nabc", "xabc", "ABC", ""],
+    "^[a-z]+$": ["order", "order\n", "order 7", "ordér", ""],
+    r"^\d{4}-\d{2}$": ["2025-06", "2025-06\n", "2025-6", "٢٠٢٥-٠٦"],
+    "b": ["abc", "b\n", "xyz"],
+    "^a.c$": ["abc", "a\nc", "a\u00e9c"],
+}
+
+
+@pytest.mark.parametrize("pattern", sorted(PATTERNS))
+def test_the_store_takes_and_refuses_the_strings_a_pattern_takes_and_refuses_in_the_tool(
+    pattern: str,
+) -> None:
+    made = tool_with(Annotated[str, pydantic.Field(pattern=pattern)])
+    assert made.input_schema["properties"]["value"]["pattern"] == pattern
+    record = record_of(made)
+    for text in PATTERNS[pattern]:
+        assert store_takes(record, text) == tool_takes(made, text), (pattern, text)
+
+
+def test_a_pattern_the_rust_engine_cannot_compile_is_checked_as_pythons_re_would() -> None:
+    record = CallRecord(
+        ToolCall("toolu_1", "t", {}),
+        CallStatus.AWAITING,
+        tool={
+            "name": "t",
+            "input_schema": {"type": "object", "properties": {"value": {"pattern": "^(?!x)a"}}},
+        },
+    )
+    assert store_takes(record, "ab")
+    assert input_problems(record, {"value": "xa"}) == [("value", "'xa' does not match '^(?!x)a'")]
+
+
+@tool(requires_approval=True)
+async def tag(label: Annotated[str, pydantic.Field(pattern="^abc$")]) -> str:
+    """Tag it."""
+    return f"tagged {label}"
+
+
+@pytest.mark.anyio
+async def test_an_input_a_pattern_refuses_in_the_tool_is_refused_by_the_store(store: RunStore) -> None:
+    from tests.test_store_edges import still_waits
+
+    script = [tool_reply(tool_call("tag", {"label": "abc"}, id="toolu_tag")), text_reply("Tagged.")]
+    runner = ToolRunner(
+        FakeMessagesAPI(script).async_client(),
+        model=MODEL,
+        max_tokens=64,
+        messages=[USER],
+        tools=[tag],
+        checkpointer=store,
+        run_id="tagging",
+    )
+    with pytest.raises(AwaitingApprovalError):
+        await runner.until_done()
+    loaded = await store.load("tagging")
+    assert loaded is not None
+    held = await ToolRunner.resume(
+        FakeMessagesAPI([text_reply("Tagged.")]).async_client(),
+        checkpointer=store,
+        run_id="tagging",
+        tools=[tag],
+    )
+    with pytest.raises(ToolInputError):
+        held.approve("toolu_tag", input={"label": "abc\n"})
+    with pytest.raises(ToolInputError, match=r"label: 'abc\\n' does not match '\^abc\$'"):
+        await store.approve_call("tagging", "toolu_tag", input={"label": "abc\n"})
+    await still_waits(store, "tagging", "toolu_tag", loaded.sequence)
+    record = await store.approve_call("tagging", "toolu_tag", input={"label": "abc"})
+    assert record.approved_input == {"label": "abc"}
+
+
 # -- through every way in, on every store ------------------------------------------------------------
 
 
@@ -263,7 +337,7 @@ async def booking(store: RunStore) -> str:
 
 @pytest.mark.anyio
 async def test_an_input_the_tool_would_refuse_is_refused_at_every_way_in(store: RunStore) -> None:
-    from tests.test_store_edges import cli_stores, still_waits, url_of
+    from tests.test_store_edges import still_waits, url_of
 
     call = await booking(store)
     loaded = await store.load("booking")
@@ -285,8 +359,7 @@ async def test_an_input_the_tool_would_refuse_is_refused_at_every_way_in(store: 
         response = await ada.decide("approve", "booking", call, input=json.dumps({**BAD[0]}))
         assert response.status_code == 400
         assert "is not a &#39;date-time&#39;" in response.text
-    if url_of(store) is not None:
-        cli_stores(store)
+    if url_of(store) is not None:  # the command line reaches the SQL stores by their URLs
         out, err = io.StringIO(), io.StringIO()
         argv = ["runs", "approve", "booking", call, "--input", json.dumps({**GOOD, "when": "x"})]
         argv += ["--store", str(url_of(store))]

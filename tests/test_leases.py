@@ -104,3 +104,13 @@ def test_an_owner_is_a_name(owner: object) -> None:
     with pytest.raises(ParamsError, match="a lease's owner must be a non-empty string naming the resumer"):
         check_owner(owner)
     assert check_owner("host:1:ab") == "host:1:ab"
+
+
+@pytest.mark.parametrize(
+    "owner", ["a\n", "a\r\n", "a\tb", "a\x00", "\x1b[2Ja", "a\x85", "a\u2029", "caf\udce9"]
+)
+def test_an_owner_is_printable_text(owner: str) -> None:
+    with pytest.raises(
+        ParamsError, match=r"a lease's owner .* holds .*; name the resumer with printable text"
+    ):
+        check_owner(owner)

@@ -443,6 +443,8 @@ async def test_a_resumer_serves_once_at_a_time_and_checks_its_arguments() -> Non
         Resumer(store, app.factory, poll_interval=0)
     with pytest.raises(ParamsError, match="owner must be a non-empty string"):
         Resumer(store, app.factory, owner="")
+    with pytest.raises(ParamsError, match=r"a lease's owner 'a\\n' holds a control character"):
+        Resumer(store, app.factory, owner="a\n")
     with pytest.raises(ParamsError, match="factory must be an async function"):
         Resumer(store, None)  # pyright: ignore[reportArgumentType]
     resumer = Resumer(store, app.factory)

@@ -172,6 +172,15 @@ def test_statuses_are_read_from_names_and_values() -> None:
     assert read_statuses([RunStatus.FAILED, "finished"]) == {RunStatus.FAILED, RunStatus.FINISHED}
     with pytest.raises(ParamsError, match="'paused' is not a run status; use one of 'running', 'awaiting'"):
         read_statuses(["paused"])
+    for item in (["awaiting", 5], [None], [["awaiting"]]):
+        with pytest.raises(ParamsError, match=r"is not a run status; use one of"):
+            read_statuses(item)  # pyright: ignore[reportArgumentType]
+    for given in (5, 2.5, b"awaiting", {"awaiting": True}, object()):
+        with pytest.raises(
+            ParamsError, match=r"^status takes a RunStatus, a status's name, or several of them"
+        ):
+            read_statuses(given)  # pyright: ignore[reportArgumentType]
+    assert read_statuses(iter(["ready"])) == {RunStatus.READY}
 
 
 def forged_cursor(created: str, run_id: str) -> str:

@@ -186,6 +186,15 @@ def other_programs_files() -> dict[str, Callable[[Path], object]]:
         "a toolrunner table of another shape": database(
             ["CREATE TABLE toolrunner_runs (run_id TEXT, sequence INTEGER)", "CREATE TABLE notes (body TEXT)"]
         ),
+        "another program's views, and no table": database(["CREATE VIEW answer AS SELECT 42 AS value"]),
+        "another program's view and its trigger": database(
+            [
+                "CREATE VIEW notes AS SELECT 'hi' AS body",
+                "CREATE TRIGGER keep INSTEAD OF INSERT ON notes BEGIN SELECT RAISE(IGNORE); END",
+            ]
+        ),
+        "another program's application_id": database(["PRAGMA application_id = 1296388936"]),
+        "another program's user_version": database(["PRAGMA user_version = 7"]),
         "a text file": lambda path: path.write_text("my notes, not a database " * 100),
         "a file of three bytes": lambda path: path.write_bytes(b"abc"),
     }
@@ -202,6 +211,11 @@ async def test_a_file_that_is_not_toolrunners_is_refused_before_anything_touches
     for use in (store.list_runs, lambda: store.load("r"), lambda: store.get_run("r")):
         with pytest.raises(CheckpointError, match=r"another program's database|cannot be used|did not make"):
             await use()
+    if "another program's" in kind:  # says what claims the file
+        with pytest.raises(
+            CheckpointError, match=r"is another program's database \((it holds the|its header's)"
+        ):
+            await store.list_runs()
     runner = ToolRunner(
         FakeMessagesAPI([text_reply("Hi.")]).async_client(),
         model=MODEL,
@@ -217,11 +231,29 @@ async def test_a_file_that_is_not_toolrunners_is_refused_before_anything_touches
     assert sorted(os.listdir(tmp_path)) == listing
 
 
+async def test_a_file_toolrunner_made_stays_its_own_with_objects_added_to_it(tmp_path: Path) -> None:
+    store = SQLiteCheckpointer(tmp_path / "runs.db")
+    await store.list_runs()
+    store.close()
+    with sqlite3.connect(tmp_path / "runs.db") as connection:
+        connection.execute(
+            "CREATE VIEW waiting AS SELECT run_id FROM toolrunner_runs WHERE status = 'awaiting'"
+        )
+        connection.execute("CREATE INDEX by_updated ON toolrunner_runs (updated)")
+        connection.execute("PRAGMA user_version = 3")
+    connection.close()
+    store = SQLiteCheckpointer(tmp_path / "runs.db")
+    assert (await store.list_runs()).runs == ()
+    store.close()
+
+
 async def test_an_empty_file_or_an_empty_database_becomes_a_store(tmp_path: Path) -> None:
     (tmp_path / "empty.db").write_bytes(b"")
     with sqlite3.connect(tmp_path / "blank.db") as connection:
-        connection.execute("PRAGMA user_version = 7")  # a database with no table
+        connection.execute("CREATE TABLE scratch (x)")
+        connection.execute("DROP TABLE scratch")  # a database with no object, and nothing in its header
     connection.close()
+    assert (tmp_path / "blank.db").read_bytes().startswith(b"SQLite format 3\x00")
     for name in ("empty.db", "blank.db"):
         store = SQLiteCheckpointer(tmp_path / name)
         assert (await store.list_runs()).runs == ()

@@ -282,6 +282,10 @@ async def test_a_listing_comes_in_pages_that_a_cursor_walks_through(
 async def test_a_listing_refuses_arguments_it_cannot_use(store: RunStore) -> None:
     with pytest.raises(ParamsError, match="'waiting' is not a run status"):
         await store.list_runs(status="waiting")
+    with pytest.raises(ParamsError, match="status takes a RunStatus, a status's name, or several of them"):
+        await store.list_runs(status=5)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ParamsError, match="status takes a RunStatus, a status's name, or several of them"):
+        await store.prune_runs(updated_before=datetime.now(UTC), status=5)  # pyright: ignore[reportArgumentType]
     with pytest.raises(ParamsError, match="timezone-aware"):
         await store.list_runs(updated_before=datetime(2025, 1, 1))  # a naive time: the mistake under test
     with pytest.raises(ParamsError, match="limit"):

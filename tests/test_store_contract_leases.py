@@ -251,6 +251,17 @@ async def test_the_arguments_of_leases_are_checked(store: RunStore) -> None:
     for owner in ("", "  ", None):
         with pytest.raises(ParamsError, match="a lease's owner must be a non-empty string"):
             await store.lease_runs(owner, lease=1)  # pyright: ignore[reportArgumentType]
+    for owner in ("a\n", "a\x00b", "\x1b[2Ja", "a\u2028", "caf\udce9"):
+        for asked in (
+            store.lease_runs(owner, lease=1),
+            store.renew_lease("r", owner, lease=1),
+            store.release_lease("r", owner),
+        ):
+            with pytest.raises(
+                ParamsError,
+                match=r"a lease's owner .* holds (a control character|a line separator|lone surrogates)",
+            ):
+                await asked
     with pytest.raises(ParamsError, match="limit must be an int from 1 to 1000"):
         await store.lease_runs("a", lease=1, limit=0)
     with pytest.raises(ParamsError, match="poll_interval must be a number of seconds above 0"):

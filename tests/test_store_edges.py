@@ -13,6 +13,7 @@ command line and the inbox, on every store (``store``: memory, SQLite, PostgreSQ
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import re
@@ -25,7 +26,7 @@ import pytest
 
 from tests.helpers import MODEL
 from tests.inbox_helpers import TOKEN, Person
-from tests.stores import USER, finished_run, paid, paused_run, save_changed
+from tests.stores import SQL_KINDS, USER, finished_run, paid, paused_run, save_changed
 from toolrunner import (
     ApprovalError,
     Checkpoint,
@@ -35,6 +36,7 @@ from toolrunner import (
     RunStatus,
     RunStore,
     SQLiteCheckpointer,
+    StateError,
     SyncToolRunner,
     ToolRunner,
 )
@@ -69,9 +71,9 @@ async def cli(store: RunStore, *argv: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def cli_stores(store: RunStore) -> None:
-    if url_of(store) is None:
-        pytest.skip("the command line reaches a store by its URL; a MemoryCheckpointer has none")
+sql_stores = pytest.mark.parametrize("store", SQL_KINDS, indirect=True)
+"""The command line reaches a store by its URL: its tests take the SQL stores (a MemoryCheckpointer
+has none)."""
 
 
 async def still_waits(store: RunStore, run_id: str, call_id: str, sequence: int) -> None:
@@ -161,10 +163,10 @@ async def test_the_other_arguments_of_a_decision_are_checked_before_the_run_is_r
     await still_waits(store, "r", call, loaded.sequence)
 
 
+@sql_stores
 async def test_the_command_line_refuses_a_decider_that_is_not_a_name_before_reading_the_run(
     store: RunStore,
 ) -> None:
-    cli_stores(store)
     [call] = await paused_run(store, "r", 120)
     loaded = await store.load("r")
     assert loaded is not None
@@ -242,13 +244,17 @@ async def test_every_method_of_a_store_refuses_a_run_id_no_store_can_keep(
         await store.deny_call(run_id, "r_pay0")
     with pytest.raises(ParamsError, match="run_id"):
         await store.answer_call(run_id, "r_pay0", "done")
+    with pytest.raises(ParamsError, match="run_id"):
+        await store.renew_lease(run_id, "a", lease=60)
+    with pytest.raises(ParamsError, match="run_id"):
+        await store.release_lease(run_id, "a")
     assert [summary.run_id for summary in (await store.list_runs()).runs] == ["r"]
 
 
+@sql_stores
 async def test_the_command_line_refuses_a_run_id_no_store_can_keep_and_deletes_nothing(
     store: RunStore,
 ) -> None:
-    cli_stores(store)
     await finished_run(store, "good")
     for command in (
         ["show", "order\n42"],
@@ -322,6 +328,30 @@ async def test_a_cursor_that_decodes_but_is_not_this_stores_is_a_params_error(st
             await store.list_runs(status="finished", cursor=cursor)
 
 
+async def test_a_cursor_is_a_position_in_the_listing_order_that_any_store_of_its_kind_takes(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What api.md says of a cursor: not signed, so another file's (of the same kind) is taken as a
+    position, and the page starts after it."""
+    from tests.stores import Clock
+
+    first, second = SQLiteCheckpointer(tmp_path / "a.db"), SQLiteCheckpointer(tmp_path / "b.db")
+    clock = Clock()
+    for store in (first, second):
+        monkeypatch.setattr(store, "_now", clock)
+    try:
+        for number in range(3):
+            clock.now += 1
+            await finished_run(first, f"run-{number}")
+            await finished_run(second, f"run-{number}")
+        page = await first.list_runs(limit=1)  # run-2: the page after starts before its creation
+        assert page.cursor is not None
+        assert [run.run_id for run in (await second.list_runs(cursor=page.cursor)).runs] == ["run-1", "run-0"]
+    finally:
+        first.close()
+        second.close()
+
+
 async def test_a_foreign_cursor_is_a_usage_error_on_the_command_line_and_a_400_page_in_the_inbox(
     store: RunStore,
 ) -> None:
@@ -368,8 +398,8 @@ async def test_a_time_beyond_utcs_calendar_is_refused_before_anything_is_read_or
     ] == ["done"]
 
 
+@sql_stores
 async def test_the_command_line_refuses_such_a_time_with_exit_2_and_deletes_nothing(store: RunStore) -> None:
-    cli_stores(store)
     await finished_run(store, "done")
     for edge in ["0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00"]:
         for command in (
@@ -421,11 +451,11 @@ DAMAGES = [
 ]
 
 
+@sql_stores
 @pytest.mark.parametrize(("column", "assignment"), DAMAGES, ids=[assignment for _, assignment in DAMAGES])
 async def test_a_damaged_summary_row_is_listed_as_a_failed_run_that_names_itself(
     store: RunStore, column: str, assignment: str
 ) -> None:
-    cli_stores(store)
     [call] = await paused_run(store, "hurt", 120)
     await finished_run(store, "fine")
     await paused_run(store, "waits", 80)
@@ -470,6 +500,47 @@ async def test_a_damaged_summary_row_is_listed_as_a_failed_run_that_names_itself
     assert (mended.status, [waiting.id for waiting in mended.waiting]) == (RunStatus.AWAITING, [call])
 
 
+# -- a damaged sequence column -------------------------------------------------------------------------------
+
+SEQUENCE_DAMAGES = [
+    ("sqlite", "sequence = 'x'"),
+    ("sqlite", "sequence = 1.5"),
+    ("sqlite", "sequence = X'07'"),
+    ("sqlite", "sequence = -1"),
+    ("postgres", "sequence = -1"),
+]
+
+
+@pytest.mark.parametrize(
+    ("store", "assignment"),
+    SEQUENCE_DAMAGES,
+    ids=[f"{kind}: {change}" for kind, change in SEQUENCE_DAMAGES],
+    indirect=["store"],
+)
+async def test_a_damaged_sequence_column_is_a_state_error_that_names_the_run(
+    store: RunStore, assignment: str
+) -> None:
+    [call] = await paused_run(store, "hurt", 120)
+    await finished_run(store, "fine")
+    loaded = await store.load("hurt")
+    assert loaded is not None
+    await anyio.to_thread.run_sync(lambda: damage(store, "hurt", assignment))
+    message = (
+        r"the saved run 'hurt' in .* cannot be loaded: its sequence column holds .*, which no save writes"
+    )
+    with pytest.raises(StateError, match=message):
+        await store.load("hurt")
+    with pytest.raises(StateError, match=message):
+        await store.approve_call("hurt", call)
+    with pytest.raises(
+        StateError, match=r"the saved run 'hurt' in .* cannot be saved: its sequence column holds"
+    ):
+        await store.save(dataclasses.replace(loaded, sequence=loaded.sequence + 1))
+    assert (await store.load("fine")) is not None  # the other runs load, list and save as they did
+    assert {run.run_id for run in (await store.list_runs()).runs} == {"hurt", "fine"}
+    await save_changed(store, "fine", lambda state: state)
+
+
 # -- a prune by age keeps the runs that wait for a person ------------------------------------------------
 
 
@@ -508,10 +579,10 @@ async def test_a_prune_by_age_alone_keeps_the_runs_that_wait_for_a_person(
     assert [run.run_id for run in (await store.list_runs()).runs] == ["fresh"]
 
 
+@sql_stores
 async def test_the_command_line_says_which_waiting_runs_a_prune_keeps_and_how_to_include_them(
     store: RunStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cli_stores(store)
     await four_old_runs(store, monkeypatch)
 
     async def command(*argv: str) -> str:

@@ -48,7 +48,7 @@ from .._core.errors import (
     message_of,
 )
 from .._runner.runner import ToolRunner
-from .._stores.leases import check_lease
+from .._stores.leases import check_lease, check_owner
 from .._stores.protocol import Checkpoint, RunStore
 from .._stores.runs import RunStatus
 from .._stores.waiting import check_wait
@@ -99,6 +99,8 @@ class Resumer:
             raise ParamsError(
                 f"owner must be a non-empty string, not {owner!r}; leave it out for one made up."
             )
+        if owner is not None:
+            check_owner(owner)  # printable text: what every store can save as a lease's owner
         self.store = store
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self._factory = factory

@@ -22,7 +22,7 @@ from .._core.state import CallRecord, CallStatus, Phase, RunState, plain_data
 from .._core.transitions import call_decided
 from .._tools.approvals import answer_block
 from .._tools.results import DEFAULT_ADAPTER
-from .formats import format_checker
+from .formats import format_checker, with_pattern
 from .runs import waiting_calls
 
 __all__ = [
@@ -192,9 +192,10 @@ def input_problems(record: CallRecord, input: object) -> list[tuple[str, str]]:
             f"the input schema saved with {call.id!r} is not a valid JSON schema ({error.message}); approve the "
             "call as it is, or deny it."
         ) from None
-    # Formats (date-time, uuid, ...) as the tool's pydantic validation reads them (_formats).
+    # Formats (date-time, uuid, ...) and patterns as the tool's pydantic validation reads them (formats).
+    checking: _ValidatorClass = with_pattern(validator_class)
     errors = sorted(
-        validator_class(schema, format_checker=format_checker()).iter_errors(cast(object, data)),
+        checking(schema, format_checker=format_checker()).iter_errors(cast(object, data)),
         key=lambda error: [str(part) for part in error.path],
     )
     return [("/".join(str(part) for part in error.path), error.message) for error in errors]

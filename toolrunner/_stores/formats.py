@@ -14,6 +14,15 @@ says (a date-time, a URL), the tool also the rest. Formats that depend on the ap
 ``password``) are not
 checked; nor is ``email`` (and ``name-email``) unless pydantic's e-mail support (the
 ``email-validator`` package) is installed where the store's check runs.
+
+The ``pattern`` keyword is checked the same way (``with_pattern``): by pydantic's validation of a
+string with that pattern, in its default regex engine (Rust's ``regex``, which a ``@tool``'s
+``Field(pattern=...)`` uses), not by ``jsonschema``'s ``re.search``. They differ: in Python's
+``re``, ``$`` also matches before a trailing newline, so ``"abc\n"`` fits ``^abc$`` for ``re``
+and not for the tool (nor for JSON Schema's own regex dialect, ECMA-262's). A pattern the Rust
+engine cannot compile (a look-around, a backreference: only a tool whose model asks for
+``regex_engine="python-re"`` can have one) is checked with ``re.search``, as pydantic's Python
+engine would.
 """
 
 from __future__ import annotations
@@ -24,13 +33,14 @@ import importlib.util
 import ipaddress
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pydantic
 import pydantic_core
+from pydantic_core import core_schema
 
-__all__ = ["FORMATS", "format_checker"]
+__all__ = ["FORMATS", "format_checker", "with_pattern"]
 
 
 def _formats() -> dict[str, Any]:
@@ -86,3 +96,39 @@ def format_checker() -> Any:
         # RecursionError: a regex nested too deeply for Python's parser (the tool's own check raises it)
         checker.checks(name, raises=(ValueError, RecursionError))(check)
     return checker
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern_check(pattern: str) -> Callable[[str], bool]:
+    """Whether a string fits ``pattern`` as pydantic's validation of a ``@tool``'s parameter
+    checks it (made once for each pattern)."""
+    try:
+        validator = pydantic_core.SchemaValidator(core_schema.str_schema(pattern=pattern))
+    except pydantic_core.SchemaError:  # not for the Rust engine: Python's, as pydantic's "python-re"
+        compiled = re.compile(pattern)
+        return lambda text: compiled.search(text) is not None
+
+    def fits(text: str) -> bool:
+        try:
+            validator.validate_python(text)
+        except pydantic.ValidationError:
+            return False
+        return True
+
+    return fits
+
+
+def _pattern(validator: Any, pattern: str, instance: object, schema: object) -> Iterator[Any]:
+    """The ``pattern`` keyword, checked by ``_pattern_check`` (a ``jsonschema`` keyword function)."""
+    import jsonschema
+
+    if isinstance(instance, str) and not _pattern_check(pattern)(instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+@functools.cache
+def with_pattern(validator_class: Any) -> Any:
+    """``validator_class`` (a ``jsonschema`` validator class) with its ``pattern`` keyword checked
+    as pydantic checks it (``_pattern_check``), made once for each class."""
+    validators: Any = importlib.import_module("jsonschema.validators")
+    return validators.extend(validator_class, {"pattern": _pattern})

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 from .._core.errors import ParamsError
+from .._core.ids import unshowable
 from .runs import RunStatus
 
 __all__ = [
@@ -88,10 +89,22 @@ def check_lease(lease: object, name: str = "lease") -> float:
 
 
 def check_owner(owner: object) -> str:
-    """A lease's owner, checked: a non-empty string."""
+    """A lease's owner, checked: a non-empty string of printable text (no control character, such
+    as a trailing newline, no line separator, no lone surrogate: ``_core.ids.unshowable``), which
+    every store can save and a listing shows on one line.
+
+    Raises:
+        ParamsError: It is not; the message says why.
+    """
     if not isinstance(owner, str) or not owner.strip():
         raise ParamsError(
             f"a lease's owner must be a non-empty string naming the resumer, not {owner!r}; for example "
             "Resumer(...).owner."
+        )
+    problem = unshowable(owner)
+    if problem is not None:
+        raise ParamsError(
+            f"a lease's owner {owner!r} holds {problem}, which not every store can save or every listing show; "
+            "name the resumer with printable text (for example Resumer(...).owner)."
         )
     return owner

@@ -8,10 +8,10 @@ import base64
 import binascii
 import json
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from .._core.errors import ParamsError
 from .._core.ids import storable_text
@@ -70,17 +70,29 @@ def read_statuses(status: RunStatus | str | Iterable[RunStatus | str] | None) ->
     """The statuses a listing keeps (``None``: all), from a status, its name, or several.
 
     Raises:
-        ParamsError: A name that is no status.
+        ParamsError: A name that is no status, or what is neither a status, a name nor several
+            (a number, bytes, a mapping): the message says what it takes.
     """
     if status is None:
         return None
-    items: Iterable[RunStatus | str] = [status] if isinstance(status, RunStatus | str) else status
+    given: object = status
+    if isinstance(given, RunStatus | str):
+        items: Iterable[object] = [given]
+    elif isinstance(given, Iterable) and not isinstance(given, bytes | bytearray | memoryview | Mapping):
+        items = cast("Iterable[object]", given)
+    else:
+        raise ParamsError(
+            f"status takes a RunStatus, a status's name, or several of them (a list, a set), not "
+            f"{type(status).__name__} {status!r}; for example status='awaiting' or status=[RunStatus.FAILED, 'ready']."
+        )
     found: set[RunStatus] = set()
     for item in items:
         if isinstance(item, RunStatus):
             found.add(item)
             continue
         try:
+            if not isinstance(item, str):
+                raise ValueError(item)
             found.add(RunStatus(item))
         except ValueError:
             names = ", ".join(repr(status.value) for status in RunStatus)

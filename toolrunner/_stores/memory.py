@@ -137,7 +137,7 @@ class MemoryCheckpointer(ListingStore):
         return tuple(run_id for _, run_id in found)
 
     async def renew_lease(self, run_id: str, owner: str, *, lease: float) -> bool:
-        owner, seconds = check_owner(owner), check_lease(lease)
+        run_id, owner, seconds = check_run_id(run_id), check_owner(owner), check_lease(lease)
         held = self._leases.get(run_id)
         if held is None or held[0] != owner:
             return False
@@ -145,7 +145,7 @@ class MemoryCheckpointer(ListingStore):
         return True
 
     async def release_lease(self, run_id: str, owner: str) -> bool:
-        owner = check_owner(owner)
+        run_id, owner = check_run_id(run_id), check_owner(owner)
         held, saved = self._leases.get(run_id), self._runs.get(run_id)
         if held is None or held[0] != owner or saved is None:
             return False

@@ -172,7 +172,7 @@ class PostgresCheckpointer(SQLStore):
             if row is None:
                 return None
             sequence, header, messages, usage = row
-            return decode(run_id, int(sequence), header, messages, usage, self._place())
+            return decode(run_id, sequence, header, messages, usage, self._place())
 
         return await self._run(read, "load the run")
 
@@ -190,7 +190,7 @@ class PostgresCheckpointer(SQLStore):
         return await self._run(take, "lease runs")
 
     async def renew_lease(self, run_id: str, owner: str, *, lease: float) -> bool:
-        owner, seconds = check_owner(owner), check_lease(lease)
+        run_id, owner, seconds = check_run_id(run_id), check_owner(owner), check_lease(lease)
 
         def renew(connection: psycopg.Connection[Any]) -> bool:
             return connection.execute(_RENEW, (_time(self._now() + seconds), run_id, owner)).rowcount == 1
@@ -198,7 +198,7 @@ class PostgresCheckpointer(SQLStore):
         return await self._run(renew, "renew the lease")
 
     async def release_lease(self, run_id: str, owner: str) -> bool:
-        owner = check_owner(owner)
+        run_id, owner = check_run_id(run_id), check_owner(owner)
 
         def release(connection: psycopg.Connection[Any]) -> bool:
             with connection.transaction():
@@ -371,7 +371,7 @@ class PostgresCheckpointer(SQLStore):
                 connection.cursor() as cursor,
             ):
                 for index in order:
-                    refusals[index] = write_save(cursor, saves[index], now, self.dialect.sql)
+                    refusals[index] = write_save(cursor, saves[index], now, self.dialect.sql, self._place())
                     if refusals[index] is None and saves[index].columns.status == RunStatus.READY.value:
                         cursor.execute(
                             _NOTIFY

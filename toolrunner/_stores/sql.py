@@ -42,6 +42,7 @@ __all__ = [
     "encode",
     "page_query",
     "prune_filter",
+    "read_sequence",
     "read_state",
     "summary_of",
     "summary_values",
@@ -148,15 +149,32 @@ def _forget(key: int, reference: weakref.ref[Any]) -> None:
 
 
 def decode(
-    run_id: str, sequence: int, header: str, messages: Sequence[str], usage: Sequence[str], where: str
+    run_id: str, sequence: object, header: str, messages: Sequence[str], usage: Sequence[str], where: str
 ) -> Checkpoint:
-    """A checkpoint from a run's rows.
+    """A checkpoint from a run's rows (``sequence`` as its column holds it).
 
     Raises:
         StateError: The rows are damaged, or were changed by hand; the message names the run and ``where``.
     """
+    saves = read_sequence(sequence, run_id, where, "loaded")
     state = read_state(header, messages, usage, run_id, where)
-    return Checkpoint(run_id, state, sequence, len(state.messages), len(state.usage))
+    return Checkpoint(run_id, state, saves, len(state.messages), len(state.usage))
+
+
+def read_sequence(value: object, run_id: str, where: str, doing: str) -> int:
+    """A run's ``sequence`` column, checked to be what a save writes there: a whole number from 0
+    (SQLite keeps any value in any column; a hand's ``UPDATE`` can write text or a fraction).
+
+    Raises:
+        StateError: It is not; the message names the run, ``where``, and what cannot be done
+            (``doing``: ``"loaded"``, ``"saved"``).
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise StateError(
+        f"the saved run {run_id!r} in {where} cannot be {doing}: its sequence column holds {value!r}, which no "
+        "save writes there (it was changed by hand); restore the run from a copy, or delete it."
+    )
 
 
 def read_state(
@@ -244,13 +262,15 @@ class Cursor(Protocol):
 
 
 def write_save(
-    cursor: Cursor, save: EncodedSave, now: object, sql: Callable[[str], str]
-) -> CheckpointConflictError | None:
+    cursor: Cursor, save: EncodedSave, now: object, sql: Callable[[str], str], where: str
+) -> CheckpointConflictError | StateError | None:
     """Write one save's rows (in the caller's transaction): the run's row, only over the save it
     follows, then its new messages and usage entries in place of any from their first position on;
     ``now`` is the time as the store's column holds it, ``sql`` makes this module's ``?``
-    placeholders the driver's. The refusal of a save that does not follow the stored one (nothing
-    of it is written then)."""
+    placeholders the driver's, ``where`` names the store in messages. The refusal of a save that
+    does not follow the stored one, or of one over a run whose sequence column is damaged
+    (``read_sequence``): nothing of it is written then, and the other saves of the transaction go
+    on."""
     run_id = save.run_id
     values = (save.sequence, STATE_VERSION, save.header, now, *summary_values(save.columns))
     if save.sequence == 0:
@@ -261,7 +281,11 @@ def write_save(
         row = cursor.execute(
             sql("SELECT sequence FROM toolrunner_runs WHERE run_id = ?"), (run_id,)
         ).fetchone()
-        refusal = check_sequence(run_id, None if row is None else int(row[0]), save.sequence)
+        try:
+            stored = None if row is None else read_sequence(row[0], run_id, where, "saved")
+        except StateError as error:
+            return error
+        refusal = check_sequence(run_id, stored, save.sequence)
         assert refusal is not None
         return refusal
     for (table, column, _), kept, rows in zip(

@@ -125,7 +125,7 @@ class SQLiteCheckpointer(SQLStore):
         return await self._run(take)
 
     async def renew_lease(self, run_id: str, owner: str, *, lease: float) -> bool:
-        owner, seconds = check_owner(owner), check_lease(lease)
+        run_id, owner, seconds = check_run_id(run_id), check_owner(owner), check_lease(lease)
 
         def renew(connection: sqlite3.Connection) -> bool:
             return (
@@ -139,7 +139,7 @@ class SQLiteCheckpointer(SQLStore):
         return await self._run(renew)
 
     async def release_lease(self, run_id: str, owner: str) -> bool:
-        owner = check_owner(owner)
+        run_id, owner = check_run_id(run_id), check_owner(owner)
 
         def release(connection: sqlite3.Connection) -> bool:
             # _leases.kept_on_release: a running or ready run keeps the lease, run out now.
@@ -263,7 +263,7 @@ class SQLiteCheckpointer(SQLStore):
             now = self._now()
             try:
                 connection.execute("BEGIN IMMEDIATE")
-                refusals = [write_save(connection, save, now, str) for save in saves]
+                refusals = [write_save(connection, save, now, str, self._place()) for save in saves]
                 connection.execute("COMMIT")
             except sqlite3.Error as error:
                 if connection.in_transaction:
@@ -286,7 +286,7 @@ class SQLiteCheckpointer(SQLStore):
             messages, usage = history(connection, run_id)
         finally:
             connection.execute("COMMIT")
-        return decode(run_id, int(row[0]), row[1], messages, usage, self._place())
+        return decode(run_id, row[0], row[1], messages, usage, self._place())
 
     def _failed(self, error: sqlite3.Error, what: str) -> CheckpointError:
         """The project's error for an SQLite failure: what happened, and what to do."""

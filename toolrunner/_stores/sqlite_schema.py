@@ -62,7 +62,8 @@ _SUMMARY_SET = ", ".join(f"{name} = ?" for name in SUMMARY_COLUMNS)
 
 
 def set_up(connection: sqlite3.Connection, place: str, *, synchronous: str, timeout: float) -> None:
-    """The tables checked to be toolrunner's (or none), then WAL mode, and the tables (made, or
+    """The tables checked to be toolrunner's (or none, in a database no other program claims:
+    ``_check_unclaimed``), then WAL mode, and the tables (made, or
     upgraded from 0.1). The check only reads, so a file that is not toolrunner's is refused as
     it was: nothing that writes (the switch to WAL, which also makes the ``-wal`` and ``-shm``
     files) comes before it. Switching to WAL can find another connection doing the same, and
@@ -97,14 +98,7 @@ def set_up(connection: sqlite3.Connection, place: str, *, synchronous: str, time
 def _schema(connection: sqlite3.Connection, place: str) -> Literal["missing", "0.1", "summaries", "current"]:
     tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     if not tables & set(_COLUMNS):
-        others = sorted(table for table in tables if not table.startswith("sqlite_"))
-        if others:
-            raise CheckpointError(
-                f"{place} is another program's database (its tables are {others[:5]!r}, none of them "
-                "toolrunner's), so it was left as it was: SQLiteCheckpointer switches its file to WAL mode, "
-                "which would change how that program uses it. Give SQLiteCheckpointer a file of its own, or a "
-                "new file."
-            )
+        _check_unclaimed(connection, place)
         return "missing"
     found = {
         table: [row[1] for row in connection.execute(f"PRAGMA table_info({table})")] for table in _COLUMNS
@@ -120,6 +114,33 @@ def _schema(connection: sqlite3.Connection, place: str) -> Literal["missing", "0
         f"{place} has a table {table!r} that toolrunner did not make (its columns are "
         f"{columns!r}); give SQLiteCheckpointer a file of its own, or a new file."
     )
+
+
+def _check_unclaimed(connection: sqlite3.Connection, place: str) -> None:
+    """Refuse a database without toolrunner's tables that another program claims: one that holds
+    any object (a table, a view, an index, a trigger) other than SQLite's own, or whose header
+    names a program (``application_id``) or a version of its schema (``user_version``). Only reads:
+    a database refused is left as it was. The tables are made only in a database no one claims
+    (a new file, an empty one, or an empty database)."""
+    objects = connection.execute(
+        "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name"
+    ).fetchall()
+    found = [f"the {kind} {name!r}" for kind, name in objects[:5]]
+    if len(objects) > 5:
+        found.append(f"{len(objects) - 5} more")
+    claims: list[str] = []
+    if found:
+        claims.append(f"it holds {', '.join(found)}, none of them toolrunner's")
+    for pragma in ("application_id", "user_version"):
+        value = int(connection.execute(f"PRAGMA {pragma}").fetchone()[0])
+        if value:
+            claims.append(f"its header's {pragma} is {value}")
+    if claims:
+        raise CheckpointError(
+            f"{place} is another program's database ({'; '.join(claims)}), so it was left as it was: "
+            "SQLiteCheckpointer makes its tables and switches its file to WAL mode, which would change how that "
+            "program uses it. Give SQLiteCheckpointer a file of its own, or a new file."
+        )
 
 
 def _upgrade(connection: sqlite3.Connection) -> None:
