@@ -193,7 +193,9 @@ def input_problems(record: CallRecord, input: object) -> list[tuple[str, str]]:
             "call as it is, or deny it."
         ) from None
     # Formats (date-time, uuid, ...) and patterns as the tool's pydantic validation reads them (formats).
-    checking: _ValidatorClass = with_pattern(validator_class)
+    checking: _ValidatorClass = with_pattern(
+        cast(Any, validator_class)
+    )  # a class: hashable, as the cache needs
     errors = sorted(
         checking(schema, format_checker=format_checker()).iter_errors(cast(object, data)),
         key=lambda error: [str(part) for part in error.path],
