@@ -1,4 +1,4 @@
-"""The fold of a history's tool changes (``_availability``), checked against the SDK's own.
+"""The fold of a history's tool changes (``_core.tool_changes``), checked against the SDK's own.
 
 ``available_tool_names`` is private to the SDK: the library never imports it, this test does, so
 that the two folds are compared on generated histories (system messages' tool_addition and

@@ -3,7 +3,7 @@
 A generated script (replies with calls to ordinary, idempotent, sequential and gated tools, text
 replies the loop body steers past with a follow-up, decisions on the gated calls, a concurrency
 limit) runs twice with ``ToolRunner``: once as it is, once with one generated fault at one effect of
-the run's orchestration (``_effects``), counted across every program the run drives:
+the run's orchestration (``_core.effects``), counted across every program the run drives:
 
 - ``crash``: the process dies there; the run is resumed from the last save by a new runner;
 - ``raise``: a save or a request fails once (``Glitch``); the loop body iterates again;

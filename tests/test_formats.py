@@ -1,7 +1,7 @@
 """An edited input's string formats (``date-time``, ``uuid``, ...) are checked by a store as the tool
 checks them: for each format pydantic writes into a schema, a ``@tool`` function with a parameter
 of that type (what ``runner.approve(input=...)`` checks) and the store's check of the saved schema
-(``_runs.input_problems``, behind ``approve_call``, the command line and the inbox) accept and
+(``_stores.deciding.input_problems``, behind ``approve_call``, the command line and the inbox) accept and
 refuse the same strings. Then the same through every way in, on every store.
 """
 

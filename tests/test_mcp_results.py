@@ -1,5 +1,5 @@
 """What an MCP tool call returns, as the model reads it: every kind of content block, the
-structured content, ``isError``; once through a real runner, then case by case (``_mcp_results``)."""
+structured content, ``isError``; once through a real runner, then case by case (``_tools.mcp_results``)."""
 
 from __future__ import annotations
 

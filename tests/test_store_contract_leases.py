@@ -1,7 +1,7 @@
 """The contract every store keeps, continued (``test_store_contract.py``): what a resumer asks of
 it. Runs decided in full are ``ready``; a lease is taken, renewed and given up on a run's row
 without a save (the run's sequence does not move); each store takes up exactly the runs
-``_leases.claimable`` names, oldest first, each to one taker of many at once; ``wait_ready``
+``_stores.leases.claimable`` names, oldest first, each to one taker of many at once; ``wait_ready``
 returns when a save makes a run ready (through this store object or another: SQLite looks, PostgreSQL
 is told), when a lease is given up, and when one runs out.
 

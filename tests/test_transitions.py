@@ -2,7 +2,7 @@
 
 No runner, no I/O: rules send requests (streamed or not), take generated replies, steer, start and
 finish calls, gate and decide them, finish or pause turns, close, and "crash" (a JSON round trip
-through ``resumed``). After every step the invariants of ``_state.py`` and ``_lifecycle.py`` hold:
+through ``resumed``). After every step the invariants of ``_core/state.py`` and ``_core/transitions.py`` hold:
 
 - the state survives its JSON form unchanged;
 - ``end_reason`` is set exactly in ``DONE`` and ``AWAITING``;

@@ -17,7 +17,7 @@ How it works (docs/mcp.md says it for users):
   the runner's next request offers it.
 - Calls. The model's input goes to the server as it is, which checks it against its own schema: a
   rejected input, like any error the server reports, comes back as an ``is_error`` result the
-  model reads. ``_mcp_results`` maps what the server returns.
+  model reads. ``_tools.mcp_results`` maps what the server returns.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The core's log lines inside a workflow go to Temporal's workflow logger, once: not again when
 the workflow replays (``toolrunner/temporal/_log.py``); outside a workflow, to the "toolrunner"
-logger (``toolrunner/_stdlog.py``)."""
+logger (``toolrunner/_runner/stdlog.py``)."""
 
 from __future__ import annotations
 

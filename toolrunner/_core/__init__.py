@@ -11,8 +11,8 @@ for all of them, and can be tested without any of them.
   ``caching``, ``usage``, ``messages`` and ``history`` (histories: checked, read, converted),
   ``results`` (a tool_result block), ``result_blocks``, ``unicode``, ``ids``;
 - the order of effects: ``effects`` (what a program asks of its driver), ``run`` (``RunCore``, the
-  programs), ``plan`` (in which order a message's calls run), ``events`` (what listeners hear),
-  ``log``.
+  programs), ``drive`` (the trampoline every driver runs them with), ``plan`` (in which order a
+  message's calls run), ``events`` (what listeners hear), ``log``.
 
 It imports nothing of toolrunner outside ``_core``; ``tests/test_layout.py`` holds it to that, and
 to importing no anyio, asyncio, threading, time, logging or store module.

@@ -9,8 +9,8 @@ Two kinds, as in the SDK:
   when a reply's usage reaches a threshold, the older turns are replaced with a summary the model
   writes in a separate request (``split_point``, ``summary_request``, ``summarized_history``).
 
-The transitions at the end change a ``RunState`` for compaction, as ``_lifecycle``'s do for the
-rest of the loop.
+The transitions at the end change a ``RunState`` for compaction, as those of ``_core.transitions``
+do for the rest of the loop.
 
 Invariant of ``split_point``: the messages kept never start with a tool_result whose tool_use was
 replaced, so no tool_use is ever separated from its tool_result; and the kept messages start where a

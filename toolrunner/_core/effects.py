@@ -1,4 +1,4 @@
-"""What the run's orchestration (``_core``) asks a driver to do: the effects, plain values.
+"""What the run's orchestration (``_core.run``) asks a driver to do: the effects, plain values.
 
 ``RunCore``'s programs are generators: each ``yield`` hands the driver one effect, and the driver
 sends back its outcome (or throws in the exception performing it raised). The programs do no I/O
@@ -130,7 +130,7 @@ class Send:
 @dataclass(frozen=True, slots=True)
 class Summarize:
     """Send the summary request of client-side compaction: ``state.messages[:point]`` summarized
-    as ``control`` asks (``_compaction.summary_request``: no tools). As data, so that a driver that
+    as ``control`` asks (``_core.compaction.summary_request``: no tools). As data, so that a driver that
     keeps the history elsewhere (a Temporal run's payload store) can build the request there;
     ``point`` counts from the first message ``state`` holds (see ``RunCore.elided``)."""
 

@@ -1,11 +1,11 @@
 """Where the core's log lines go, without the core doing I/O: ``log`` hands a line to a sink.
 
-The core (``_core``, ``_lifecycle``, ``_messages``, ...) runs inside every driver, the Temporal
-workflow included, where a line written with the standard ``logging`` module would be written
-again each time the workflow replays. So the core never logs itself: it calls ``log``, and the
-driver layer says where lines go. ``toolrunner``'s package sets the default sink, the library's
-``logging`` logger (``"toolrunner"``); ``toolrunner.temporal`` adds a route that, inside a
-workflow, sends lines to ``temporalio.workflow.logger``, which writes nothing on replay.
+The core (``_core.run``, ``_core.transitions``, ``_core.messages``, ...) runs inside every driver,
+the Temporal workflow included, where a line written with the standard ``logging`` module would be
+written again each time the workflow replays. So the core never logs itself: it calls ``log``, and
+the driver layer says where lines go. ``toolrunner``'s package sets the default sink, the library's
+``logging`` logger (``"toolrunner"``); ``toolrunner.temporal`` adds a route that, inside a workflow,
+sends lines to ``temporalio.workflow.logger``, which writes nothing on replay.
 """
 
 from __future__ import annotations

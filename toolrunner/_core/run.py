@@ -1,12 +1,12 @@
 """The run's orchestration, sans-I/O: which effects happen, in which order (``RunCore``).
 
-``_lifecycle`` says how the state changes; this module says when: when a call is journaled, when
+``_core.transitions`` says how the state changes; this module says when: when a call is journaled, when
 the state is saved, when calls run, when a decision is awaited, what is appended, when a reply is
 handed to the loop body. It does no I/O and awaits nothing: its programs are generators that yield
-effects (``_effects``) and get their outcomes back, as h11's connection yields events. Every
+effects (``_core.effects``) and get their outcomes back, as h11's connection yields events. Every
 driver performs the same effects, so a feature is written here once:
 
-- ``ToolRunner`` (``_runner.py``, and ``SyncToolRunner`` through it) performs them in the caller's
+- ``ToolRunner`` (``_runner/runner.py``, and ``SyncToolRunner`` through it) performs them in the caller's
   task, with its store, its tools and the loop body;
 - the Temporal workflow (``temporal/_workflow.py``) performs them as activities and updates.
 
@@ -154,7 +154,7 @@ class Elided:
     counted: int = 0
     """Of those requests, how many count toward ``max_iterations`` (sent since the loop last opened)."""
     changes: Mapping[str, bool] = dataclass_field(default_factory=dict[str, bool])
-    """The tool changes of the elided messages, folded (``_availability.last_changes``)."""
+    """The tool changes of the elided messages, folded (``_core.tool_changes.last_changes``)."""
 
 
 class RunCore(Generic[ToolT]):
@@ -269,7 +269,8 @@ class RunCore(Generic[ToolT]):
         return self.tools.find(call)
 
     def may_start_early(self, call: ToolCall) -> bool:
-        """Whether ``call`` may start while its reply still streams (``_lifecycle.may_start_early``)."""
+        """Whether ``call`` may start while its reply still streams
+        (``_core.transitions.may_start_early``)."""
         return may_start_early(call, self.tool_of(call), self.state, durable=self.durable)
 
     # -- one iteration --------------------------------------------------------------------------

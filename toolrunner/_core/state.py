@@ -2,9 +2,9 @@
 
 A ``RunState`` is everything a run needs to go on that is data, not code: the request params
 (tools by name), the history, where the lifecycle stands, the journal of the current turn's tool
-calls, and the usage so far. It is immutable; the transitions in ``_lifecycle`` return new states,
+calls, and the usage so far. It is immutable; the transitions in ``_core.transitions`` return new states,
 and the drivers keep the current one. Tools, clients and callbacks are code, so a run's
-configuration (``_options``) is kept apart from it and given again on resume.
+configuration (``_runner.options``) is kept apart from it and given again on resume.
 
 Invariants:
 
@@ -306,7 +306,7 @@ class RunState:
 
         Raises:
             StateError: The data is not a saved state, a newer toolrunner wrote it, or a field does
-                not fit the saved form's schema (``_state_schema``; the message names the field).
+                not fit the saved form's schema (``_core.state_schema``; the message names the field).
         """
         version = cast("Mapping[str, Any]", data).get("version") if isinstance(data, Mapping) else None
         if not isinstance(version, int) or isinstance(version, bool):
@@ -349,7 +349,7 @@ _FIELD_NAMES = tuple(item.name for item in fields(RunState))
 
 
 def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]) -> RunState:
-    """The state of checked data (``_state_schema``); what the schema cannot say is checked here."""
+    """The state of checked data (``_core.state_schema``); what the schema cannot say is checked here."""
     phase = Phase(data["phase"])
     end_reason = data["end_reason"]
     if (phase in (Phase.DONE, Phase.AWAITING)) != (end_reason is not None):

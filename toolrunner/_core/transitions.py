@@ -1,6 +1,6 @@
 """The tool loop's lifecycle as pure functions over ``RunState``, with no I/O.
 
-A driver (``_runner.py``, and the Temporal workflow) keeps the current state and does the I/O that
+A driver (``_runner/runner.py``, and the Temporal workflow) keeps the current state and does the I/O that
 these functions ask for: it sends the request that ``request_params`` gives, hands replies to
 ``reply_received``, runs the calls that ``pending_calls`` names, and ends the turn with
 ``turn_finished``. Each function returns a new state and never changes its argument, so the
@@ -182,7 +182,8 @@ def request_params(
 ) -> dict[str, Any]:
     """The keyword arguments of the next request: the params, the history and the tools' definitions;
     a request made the last one by a limit may not call tools. With ``cache``, the prompt-cache
-    breakpoints its policy asks for are added (``_caching.add_breakpoints``); the state is not changed."""
+    breakpoints its policy asks for are added (``_core.caching.add_breakpoints``); the state is not
+    changed."""
     kwargs = dict(state.params)
     kwargs["messages"] = list(state.messages)
     if wire_tools:

@@ -1,7 +1,8 @@
 """The types that the core and the drivers share; this module imports nothing else of the package.
 
-Keeping them here is what lets the core (``_lifecycle``, ``_state``, ``_execution``, ``_tools``, ...)
-stay free of imports from the drivers (``_runner``, ``_sync``).
+Keeping them here is what lets the core and the tools (``_core.transitions``, ``_core.state``,
+``_tools.execution``, ``_tools.tool``, ...) stay free of imports from the drivers (``_runner.runner``,
+``_runner.sync``).
 """
 
 from __future__ import annotations

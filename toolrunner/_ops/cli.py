@@ -1,10 +1,10 @@
 """The command line: ``toolrunner runs list|show|approve|deny|answer|delete|prune --store URL``,
 ``toolrunner inbox --store URL`` (the web app of ``toolrunner.inbox``, imported only then) and
-``toolrunner resume --store URL --app module:function`` (``_resume_command``); also
+``toolrunner resume --store URL --app module:function`` (``_ops.resume_command``); also
 ``python -m toolrunner``.
 
 This module reads the command line and maps what went wrong to an exit status (``ExitCode``); the
-commands themselves are ``_commands``, imported only once one runs, so that ``--help`` (and a
+commands themselves are ``_ops.commands``, imported only once one runs, so that ``--help`` (and a
 mistyped option) imports no store and not the SDK. Every command reads the store as a
 ``RunStore``; none needs the app's code or its tools. Tables for people, ``--json`` for scripts.
 """

@@ -1,4 +1,4 @@
-"""The commands of the command line (``_cli`` reads it and calls ``execute``): each opens the store
+"""The commands of the command line (``_ops.cli`` reads it and calls ``execute``): each opens the store
 its URL names, as a ``RunStore``, and needs none of the app's code or tools. Tables and text for
 people, ``--json`` for scripts; what goes wrong ends the command with an exit status (``Exit``).
 """
@@ -50,7 +50,7 @@ def execute(arguments: argparse.Namespace, url: str, out: TextIO, err: TextIO, n
 
     Raises:
         Exit: The command ends with that exit status.
-        ParamsError, ToolInputError, CheckpointError, StateError: As ``_cli.run`` maps them.
+        ParamsError, ToolInputError, CheckpointError, StateError: As ``_ops.cli.run`` maps them.
     """
     path = store_path(url)
     if path is not None and not path.is_file():
@@ -468,7 +468,7 @@ def _not_found(run_id: str) -> Exit:
 
 def _by(arguments: argparse.Namespace) -> str | None:
     """Who decides: ``--by``, else the user's name; checked by the rule every decision shares
-    (``_ids.check_by``) before anything is read or decided."""
+    (``_core.ids.check_by``) before anything is read or decided."""
     if arguments.by is not None:
         try:
             return check_by(arguments.by, "--by ")

@@ -1,4 +1,4 @@
-"""What the command line's entry point (``_cli``) and its commands (``_commands``) share: what an
+"""What the command line's entry point (``_ops.cli``) and its commands (``_ops.commands``) share: what an
 exit status says (``ExitCode``), the exception a command raises to end with one (``Exit``), and the
 variable that names the store."""
 

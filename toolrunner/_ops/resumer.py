@@ -4,7 +4,7 @@ it with the app's client and tools, and drives it until it ends or pauses again,
 lease meanwhile; then it gives the lease up (``release_lease``).
 
 Many resumers (tasks, processes, machines) may serve one store: the store gives each run to one of
-them, and a run whose resumer died goes to another once the lease runs out (``_leases``). What
+them, and a run whose resumer died goes to another once the lease runs out (``_stores.leases``). What
 keeps a run safe is not the lease but its saves, as for any runner: two runners of one run
 conflict and one stops, and a call that started is never started again unless its tool is
 idempotent (a resumed run answers it as interrupted). The lease only keeps runs going.

@@ -2,7 +2,7 @@
 installs), the tool results, decisions, ending the loop, and its events.
 
 ``ToolRunner`` inherits ``RunnerControls``. These methods change the run only through the core
-(``RunCore``: its transitions and its programs, driven by ``_runner.py``), and they refuse to
+(``RunCore``: its transitions and its programs, driven by ``_runner/runner.py``), and they refuse to
 steer from inside a tool or while the runner is finishing a turn, where the history would change
 under it.
 """

@@ -6,7 +6,7 @@ the request params.
 ``RunnerArguments`` (both, for a new run) and ``ResumeArguments`` (the options and the transport
 params, for a resumed one) are the signatures' ``**options``: checkers then read every keyword, and
 refuse a misspelt one, as the runner does at run time. ``read_options`` checks the options and splits
-them from the params; the params are checked against the SDK's signatures (``_params``), so a param
+them from the params; the params are checked against the SDK's signatures (``_runner.params``), so a param
 a newer SDK adds passes at run time before it is typed here (tests/test_options_types.py keeps the
 two lists equal). The options are configuration, kept apart from the run's state: they hold code
 (tools, callbacks, adapters) and are given again when a saved run is resumed.
@@ -153,7 +153,7 @@ class RunnerOptions(TypedDict, total=False):
 
 class TransportParams(TypedDict, total=False):
     """The request params that say how to send, not what: never saved, given again on resume
-    (``_params.TRANSPORT``)."""
+    (``_runner.params.TRANSPORT``)."""
 
     extra_headers: Mapping[str, str | Omit] | None
     extra_query: Mapping[str, object] | None

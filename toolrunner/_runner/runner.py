@@ -1,4 +1,4 @@
-"""The async driver: ``ToolRunner`` performs the effects of the run's orchestration (``_core``).
+"""The async driver: ``ToolRunner`` performs the effects of the run's orchestration (``_core.run``).
 
 What to do next, and in which order, is ``RunCore``'s: its programs yield effects (send this
 request, save, run these calls, execute this tool, wait for decisions) and this module performs

@@ -1,4 +1,4 @@
-"""The standard library's ``logging`` as the sink of the core's log lines (``_log``), set as the
+"""The standard library's ``logging`` as the sink of the core's log lines (``_core.log``), set as the
 default when ``toolrunner`` is imported: the ``"toolrunner"`` logger, which has a ``NullHandler``,
 so an application that configured no logging prints nothing."""
 

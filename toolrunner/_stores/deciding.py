@@ -44,7 +44,7 @@ def check_decision(run_id: object, tool_use_id: object, by: object) -> str | Non
     Raises:
         ParamsError: ``run_id`` is not a run id.
         ApprovalError: ``tool_use_id`` is not a call's id, or ``by`` is not who decided (see
-            ``_ids.check_by``); nothing is decided.
+            ``_core.ids.check_by``); nothing is decided.
     """
     check_run_id(run_id)
     if not isinstance(tool_use_id, str) or not tool_use_id:

@@ -2,7 +2,7 @@
 
 A ``@tool`` function's parameter typed ``datetime`` is ``{"type": "string", "format": "date-time"}``
 in its schema, and the tool refuses a string pydantic cannot read as a ``datetime``. A store checks
-an edited input against the schema saved with the call (``_runs.input_problems``), without the
+an edited input against the schema saved with the call (``_stores.deciding.input_problems``), without the
 tool: ``format_checker()`` makes it refuse the same strings, because each format's check *is*
 pydantic's validation of the type that writes that format (``TypeAdapter(datetime)``), in the mode
 a tool validates its input in (Python, lax). Agreement by construction, not by a second parser.

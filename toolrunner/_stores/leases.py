@@ -1,5 +1,5 @@
 """Leases on runs, in pure code: which runs a resumer may take up, and what a lease says. The
-stores only perform these decisions (the SQL ones with the same predicate, ``_sqlstore.CLAIMABLE``;
+stores only perform these decisions (the SQL ones with the same predicate, ``_stores.sql.CLAIMABLE``;
 the contract suite checks that every store takes up exactly the runs ``claimable`` names).
 
 A resumer (``Resumer``) takes a run up under a lease: its name (the owner) and a time the lease

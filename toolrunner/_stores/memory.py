@@ -43,7 +43,7 @@ class MemoryCheckpointer(ListingStore):
     def __init__(self) -> None:
         self._runs: dict[str, _Saved] = {}
         self.saves: dict[str, int] = {}
-        self._leases: dict[str, tuple[str, float]] = {}  # run id: (owner, expires); see _leases
+        self._leases: dict[str, tuple[str, float]] = {}  # run id: (owner, expires); see _stores.leases
         self._waiters = Waiters()
 
     def __repr__(self) -> str:
@@ -122,7 +122,7 @@ class MemoryCheckpointer(ListingStore):
             await self.delete_run(run_id)
         return len(doomed)
 
-    # -- leases (see _leases) -------------------------------------------------------------------
+    # -- leases (see _stores.leases) ------------------------------------------------------------
 
     async def lease_runs(self, owner: str, *, lease: float, limit: int = 1) -> tuple[str, ...]:
         owner, seconds, limit = check_owner(owner), check_lease(lease), check_limit(limit)

@@ -4,7 +4,7 @@ Runners of many processes and machines share one database. Connections are psyco
 ones, used from worker threads, as ``SQLiteCheckpointer`` uses its file: psycopg's async
 connections work on asyncio only, and a store must serve trio, and the event loop of each
 ``for`` loop of a ``SyncToolRunner``, alike. The saves of one event loop that arrive while a write
-is under way share a transaction (``_batching``), in the order of their run ids (so that two
+is under way share a transaction (``_stores.group_commit``), in the order of their run ids (so that two
 processes' transactions never wait for each other in a cycle).
 
 A save is one statement per table: the run's row is written only over the save it follows
@@ -176,7 +176,7 @@ class PostgresCheckpointer(SQLStore):
 
         return await self._run(read, "load the run")
 
-    # -- leases (see _leases) ---------------------------------------------------------------------
+    # -- leases (see _stores.leases) --------------------------------------------------------------
 
     async def lease_runs(self, owner: str, *, lease: float, limit: int = 1) -> tuple[str, ...]:
         owner, seconds, limit = check_owner(owner), check_lease(lease), check_limit(limit)

@@ -151,7 +151,7 @@ class RunStore(Checkpointer, Protocol):
     # without a save of its state (its sequence does not move), and a wait for runs to take up.
 
     async def lease_runs(self, owner: str, *, lease: float, limit: int = 1) -> tuple[str, ...]:
-        """Take up to ``limit`` claimable runs (``_leases.claimable``: ready, or running under a
+        """Take up to ``limit`` claimable runs (``_stores.leases.claimable``: ready, or running under a
         lease that ran out), oldest first, under a lease of ``owner`` for ``lease`` seconds;
         their ids. Atomic: of resumers asking at once, each run goes to one."""
         ...
@@ -162,7 +162,7 @@ class RunStore(Checkpointer, Protocol):
         ...
 
     async def release_lease(self, run_id: str, owner: str) -> bool:
-        """Give up ``owner``'s lease on the run (``_leases.kept_on_release``: it stays, run out, on
+        """Give up ``owner``'s lease on the run (``_stores.leases.kept_on_release``: it stays, run out, on
         a run still running or ready, for another resumer to take up at once); whether ``owner``
         held one."""
         ...

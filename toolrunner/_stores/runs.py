@@ -90,7 +90,7 @@ def _status(state: RunState, waiting: tuple[ToolCall, ...]) -> RunStatus:
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """A resumer's hold on a run (``RunSummary.lease``; see ``_leases``).
+    """A resumer's hold on a run (``RunSummary.lease``; see ``_stores.leases``).
 
     Attributes:
         owner: The resumer that holds it (``Resumer.owner``: host, process and a random part).

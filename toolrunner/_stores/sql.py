@@ -66,13 +66,13 @@ CLAIMABLE = (
     f"status IN ({_TAKEN_OVER}) AND (lease_owner IS NULL OR lease_expires <= ?) "
     f"AND (status = '{RunStatus.READY.value}' OR lease_owner IS NOT NULL)"
 )
-"""``_leases.claimable`` as a WHERE clause over a row of ``toolrunner_runs``, with the time as its
+"""``_stores.leases.claimable`` as a WHERE clause over a row of ``toolrunner_runs``, with the time as its
 parameter (the contract suite checks that the stores agree with the pure function)."""
 NEXT_EXPIRY = (
     f"SELECT min(lease_expires) FROM toolrunner_runs WHERE status IN ({_TAKEN_OVER}) AND lease_owner IS NOT NULL "
     "AND lease_expires > ?"
 )
-"""The earliest lease still to run out of a run it would make claimable (``_leases.wait_time``)."""
+"""The earliest lease still to run out of a run it would make claimable (``_stores.leases.wait_time``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +93,7 @@ def encode(checkpoint: Checkpoint) -> EncodedSave:
     """The rows of a save: the header, the summary, and the messages and usage entries that are new.
 
     Raises:
-        ParamsError: The checkpoint's run id is not one (``_ids.check_run_id``).
+        ParamsError: The checkpoint's run id is not one (``_core.ids.check_run_id``).
     """
     check_run_id(checkpoint.run_id)
     state = checkpoint.state

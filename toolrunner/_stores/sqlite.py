@@ -102,7 +102,7 @@ class SQLiteCheckpointer(SQLStore):
         check_run_id(run_id)
         return await self._run(lambda connection: self._read(connection, run_id))
 
-    # -- leases (see _leases) ---------------------------------------------------------------------
+    # -- leases (see _stores.leases) --------------------------------------------------------------
 
     async def lease_runs(self, owner: str, *, lease: float, limit: int = 1) -> tuple[str, ...]:
         owner, seconds, limit = check_owner(owner), check_lease(lease), check_limit(limit)
@@ -142,7 +142,7 @@ class SQLiteCheckpointer(SQLStore):
         run_id, owner = check_run_id(run_id), check_owner(owner)
 
         def release(connection: sqlite3.Connection) -> bool:
-            # _leases.kept_on_release: a running or ready run keeps the lease, run out now.
+            # _stores.leases.kept_on_release: a running or ready run keeps the lease, run out now.
             return (
                 connection.execute(
                     f"UPDATE toolrunner_runs SET lease_expires = CASE WHEN status IN ({_HANDED_OVER}) "

@@ -33,7 +33,7 @@ _ADDED = [
 ]
 """The summary columns, added after the columns of 0.1 (so that an upgraded table is the same)."""
 _LEASE_COLUMNS = [("lease_owner", "TEXT"), ("lease_expires", "REAL")]
-"""A resumer's lease on the run (``_leases``), added after the summary columns; both or neither."""
+"""A resumer's lease on the run (``_stores.leases``), added after the summary columns; both or neither."""
 _RUNS_SUMMARIES = [*_RUNS_0_1, *(name for name, _ in _ADDED)]
 """The columns of ``toolrunner_runs`` with summaries and without leases."""
 _COLUMNS = {

@@ -1,5 +1,5 @@
-"""Running tool calls: one call's execution (input checks, timeouts, failures), and the order of
-one message's calls (``CallPlan``, pure, which every driver follows).
+"""Running tool calls: one call's execution (input checks, timeouts, failures). The order of one
+message's calls is ``_core.plan``'s (``CallPlan``, pure, which every driver follows).
 
 Invariants:
 
@@ -70,7 +70,7 @@ class ExecutionOptions:
     gated: bool = False
     """Whether any of the tools may need approval (if none does, no call is ever gated)."""
     removed: frozenset[str] = frozenset()
-    """Names the history's tool changes removed (``_availability``): a call to one is answered like a
+    """Names the history's tool changes removed (``_core.tool_changes``): a call to one is answered like a
     call to an unknown tool."""
 
     def find(self, call: ToolCall) -> RunnableTool | None:

@@ -5,7 +5,7 @@ of ``anthropic.lib.tools.mcp`` and ``agent_toolset``), the built-in function too
 tool) and the runnable toolsets become ``RunnableTool`` objects: their definitions go on the wire as
 the SDK sends them (``to_dict()``, read once), their ``call()`` runs them, and what they return goes
 through toolrunner's result adapter. The SDK's ``ToolError`` is handled like toolrunner's (in
-``_execution``); the SDK's own input check, which raises a ``ValueError`` whose cause is pydantic's
+``_tools.execution``); the SDK's own input check, which raises a ``ValueError`` whose cause is pydantic's
 ``ValidationError``, becomes a ``ToolInputError`` the model can act on. The tools the SDK makes
 itself run in the model's order, as in the SDK's runner (see ``SdkTool``).
 
@@ -144,8 +144,9 @@ class SdkToolsetTool:
     """An SDK runnable toolset as one ``RunnableTool`` that answers every member call of its family.
 
     Members run one at a time, in the model's order (``sequential``), never while the reply still
-    streams; once one fails, ``_execution`` answers the family's later calls of the same message
-    with the SDK's "Not executed" text, as the SDK's runner does.
+    streams; once one fails, the core answers the family's later calls of the same message with
+    the SDK's "Not executed" text (``_core.plan``: ``CallPlan``, ``not_executed``), as the SDK's
+    runner does.
     """
 
     sequential = True

@@ -3,8 +3,8 @@
 A ``Tool`` holds what the runner needs to offer a function to the model and to call it: the
 ``ToolParam`` sent on every request (name, description, JSON schema), the pydantic model that checks
 the model's input, and the options that say how to run it. The schema comes from the signature
-through pydantic (``_schema.py``), the descriptions from a Google-style docstring
-(``_docstrings.py``). Everything is worked out once, at decoration; per call there is only
+through pydantic (``_tools/schema.py``), the descriptions from a Google-style docstring
+(``_tools/docstrings.py``). Everything is worked out once, at decoration; per call there is only
 validation.
 
 Running tools, timeouts and turning return values into tool_result blocks live elsewhere.

@@ -1,9 +1,9 @@
 """Where tools come from: the one seam between the runner and the sources of its tools.
 
 Everything the ``tools=[...]`` option holds becomes a ``RunnableTool`` (``index_tools`` in
-``_params.py`` does it, the single path): ``@tool`` functions are ``Tool`` objects already; plain
+``_runner/params.py`` does it, the single path): ``@tool`` functions are ``Tool`` objects already; plain
 functions are made into ``Tool``; the SDK's function tools, built-in tools (the memory tool) and
-toolsets are adapted (``_sdk_tools.py``); a ``Toolset`` gives its tools through ``tools()``.
+toolsets are adapted (``_tools/sdk.py``); a ``Toolset`` gives its tools through ``tools()``.
 
 A ``Toolset`` is a source of tools that may hold a resource (a process, a connection, an MCP
 session) and whose tools may change while a run goes on:

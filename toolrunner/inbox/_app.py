@@ -349,7 +349,7 @@ class _Inbox:
                     }
                     for call in summary.waiting
                 ],
-                # A run listed here whose summary row is damaged shows why (_sqlstore.summary_of).
+                # A run listed here whose summary row is damaged shows why (_stores.sql.summary_of).
                 "problem": printable(_outcome(summary, now)) if summary.failure is not None else "",
                 "turns": summary.turns,
                 "cost": cost(summary),

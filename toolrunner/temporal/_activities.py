@@ -1,8 +1,8 @@
 """The activities: the I/O of a Temporal run, on the workers.
 
-``toolrunner.request`` sends one request through ``_requests.send_request`` (the one place that
+``toolrunner.request`` sends one request through ``_runner.requests.send_request`` (the one place that
 sends), with the SDK's retries off: Temporal's retry policy is the only retry, so retries do not
-multiply. ``toolrunner.tool`` runs one call through ``_execution.run_one``, exactly as a
+multiply. ``toolrunner.tool`` runs one call through ``_tools.execution.run_one``, exactly as a
 ``ToolRunner`` runs it: the input is validated, what the tool raises becomes an ``is_error``
 result, a tool's timeout answers for it. Both read and write large data through the
 ``PayloadStore`` (``_payloads``), so that only small values reach workflow history.

@@ -160,7 +160,8 @@ class Segment:
     sent: int
     """How many of the state's messages that node holds (the rest were appended since)."""
     elided: dict[str, Any]
-    """What the state leaves out (``_core.Elided``): ``messages``, ``requests``, ``counted``, ``changes``."""
+    """What the state leaves out (``_core.run.Elided``): ``messages``, ``requests``, ``counted``,
+    ``changes``."""
     checked: int
     """The state's messages are known to be valid before this index."""
     kept_removals: list[str] = field(default_factory=list[str])
