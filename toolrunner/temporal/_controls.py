@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
@@ -39,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallStarted,
     )
     from .._core.ids import check_by, check_reason
-    from .._core.messages import check_history, client_tool_calls, field, message_param
+    from .._core.messages import field, message_param
     from .._core.results import tool_result_block
     from .._core.state import Phase, decided_at
     from .._core.transitions import call_decided
@@ -169,11 +169,9 @@ class RunControls:
             return
         params = [message_param(message, index) for index, message in enumerate(request.messages)]
         if request.method == "push_messages":
-            history = core.state.messages
-            _check_steered((*history, *params), min(core.checked, max(len(history) - 1, 0)))
-            core.push(params)
+            core.push(params)  # checks the history it makes, as a ToolRunner's push does
         else:
-            _check_steered(params, 0)
+            core.check_steered(params)
             core.install({"messages": tuple(params)}, steer=True)
 
     def _set_params(self, changes: dict[str, Any]) -> None:
@@ -188,7 +186,7 @@ class RunControls:
             core.push(())  # steered: the history stands, without the reply the body held
             return
         history = [message_param(message, index) for index, message in enumerate(cast("list[Any]", given))]
-        _check_steered(history, 0)
+        core.check_steered(history)
         core.install({"messages": tuple(history), "params": params}, steer=True)
 
     def _new_params(self, changes: object) -> dict[str, Any]:
@@ -399,13 +397,3 @@ def _check_by(by: object) -> None:
         check_by(by)
     except ToolRunnerError as error:
         _refuse(str(error), "ApprovalError")
-
-
-def _check_steered(history: Sequence[Any], start: int) -> None:
-    """A steered history must be one the service takes, but for the calls of its last message,
-    which the run answers next (as a ``ToolRunner`` answers the calls of a history it is given)."""
-    last = history[-1] if history else None
-    if last is not None and field(last, "role") == "assistant" and client_tool_calls(last):
-        check_history(history[:-1], start)
-    else:
-        check_history(history, start)
