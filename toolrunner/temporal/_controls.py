@@ -39,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallStarted,
     )
     from .._core.ids import check_by, check_reason
-    from .._core.messages import field, message_param
+    from .._core.messages import message_param
     from .._core.results import tool_result_block
     from .._core.state import Phase, decided_at
     from .._core.transitions import call_decided
@@ -101,18 +101,10 @@ class RunControls:
         """Refuse (before anything is recorded) steering that could never apply."""
         self._check_going_on(method)
         if method == "compact_before_next_turn":
-            edits = field(self._core.state.params.get("context_management"), "edits") or ()
-            if any(str(field(edit, "type") or "").startswith("compact_") for edit in edits):
-                _refuse(
-                    "compact_before_next_turn() cannot be used while context_management has a compaction edit, "
-                    "which the service does not take together with a compaction block.",
-                    "ParamsError",
-                )
-            if messages is not None and not isinstance(messages, dict):
-                _refuse(
-                    f"compact_before_next_turn() takes a compaction config (a dict), not {messages!r}.",
-                    "ParamsError",
-                )
+            try:
+                self._core.check_compaction(messages)
+            except ToolRunnerError as error:
+                _refuse(str(error), type(error).__name__)
             return
         if method == "set_params":
             try:
@@ -159,9 +151,7 @@ class RunControls:
     def _steer_now(self, request: Steering) -> None:
         core = self._core
         if request.method == "compact_before_next_turn":
-            core.pending_compaction = (
-                {"type": "summarize"} if request.compaction is None else request.compaction
-            )
+            core.compact_next(request.compaction)
             return
         core.check_history_may_change(request.method)
         if request.method == "set_params":
