@@ -29,7 +29,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field as dataclass_field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from anthropic.types import ToolResultBlockParam
 
@@ -68,7 +68,7 @@ from .effects import (
     Send,
     Summarize,
 )
-from .errors import ApprovalError, DecidedMeanwhileError, ToolRunnerError, describe, message_of
+from .errors import ApprovalError, DecidedMeanwhileError, ParamsError, ToolRunnerError, describe, message_of
 from .events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -889,6 +889,33 @@ class RunCore(Generic[ToolT]):
         self.checked = start
         self._reopening()
         self.set(steered(self.state, messages=new))
+
+    def check_compaction(self, compaction: object) -> dict[str, Any]:
+        """The compaction config ``compact_next`` would take (``{"type": "summarize"}`` for
+        ``None``), checked against the run's params; nothing changes.
+
+        Raises:
+            ParamsError: The config is not a mapping, or ``context_management`` has a compaction
+                edit, which the service does not take together with a compaction block.
+        """
+        edits = field(self.state.params.get("context_management"), "edits") or ()
+        if any(str(field(edit, "type") or "").startswith("compact_") for edit in edits):
+            raise ParamsError(
+                "compact_before_next_turn() cannot be used while context_management has a compaction edit, which "
+                "the service does not take together with a compaction block; remove the edit first."
+            )
+        if compaction is None:
+            return {"type": "summarize"}
+        if not isinstance(compaction, Mapping):
+            raise ParamsError(
+                f"compact_before_next_turn() takes a compaction config (a dict), not {compaction!r}."
+            )
+        return dict(cast("Mapping[str, Any]", compaction))
+
+    def compact_next(self, compaction: object) -> None:
+        """Compact the conversation before the model's next turn (``compact_before_next_turn``),
+        with ``compaction`` checked as ``check_compaction`` does; a later call replaces it."""
+        self.pending_compaction = self.check_compaction(compaction)
 
     @staticmethod
     def check_steered(history: Sequence[Any], start: int = 0) -> None:

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 
 from .._core.errors import ParamsError, ToolRunnerError
-from .._core.messages import field
 from .._core.state import Phase
 from .._core.tool_changes import last_changes, pending_message
 from .._core.transitions import pending_calls
@@ -227,8 +226,7 @@ class RunnerExtensions:
             ParamsError: ``context_management`` has a compaction edit, which the service does not
                 take together with a compaction block.
         """
-        _check_can_compact(self._core.state.params)
-        self._core.pending_compaction = {"type": "summarize"} if compaction is None else dict(compaction)
+        self._core.compact_next(compaction)
 
     # -- hooks ------------------------------------------------------------------------------------
 
@@ -288,12 +286,3 @@ async def _release(toolsets: list[Toolset], holder: object) -> None:
         logger.exception("Closing the toolset %r failed", toolsets[-1])
     finally:
         await _release(toolsets[:-1], holder)
-
-
-def _check_can_compact(params: Mapping[str, Any]) -> None:
-    edits = field(params.get("context_management"), "edits") or ()
-    if any(str(field(edit, "type") or "").startswith("compact_") for edit in edits):
-        raise ParamsError(
-            "compact_before_next_turn() cannot be used while context_management has a compaction edit, which the "
-            "service does not take together with a compaction block; remove the edit first."
-        )

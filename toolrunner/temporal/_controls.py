@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
@@ -39,7 +39,7 @@ with workflow.unsafe.imports_passed_through():
         ToolCallStarted,
     )
     from .._core.ids import check_by, check_reason
-    from .._core.messages import check_history, client_tool_calls, field, message_param
+    from .._core.messages import message_param
     from .._core.results import tool_result_block
     from .._core.state import Phase, decided_at
     from .._core.transitions import call_decided
@@ -101,18 +101,10 @@ class RunControls:
         """Refuse (before anything is recorded) steering that could never apply."""
         self._check_going_on(method)
         if method == "compact_before_next_turn":
-            edits = field(self._core.state.params.get("context_management"), "edits") or ()
-            if any(str(field(edit, "type") or "").startswith("compact_") for edit in edits):
-                _refuse(
-                    "compact_before_next_turn() cannot be used while context_management has a compaction edit, "
-                    "which the service does not take together with a compaction block.",
-                    "ParamsError",
-                )
-            if messages is not None and not isinstance(messages, dict):
-                _refuse(
-                    f"compact_before_next_turn() takes a compaction config (a dict), not {messages!r}.",
-                    "ParamsError",
-                )
+            try:
+                self._core.check_compaction(messages)
+            except ToolRunnerError as error:
+                _refuse(str(error), type(error).__name__)
             return
         if method == "set_params":
             try:
@@ -159,9 +151,7 @@ class RunControls:
     def _steer_now(self, request: Steering) -> None:
         core = self._core
         if request.method == "compact_before_next_turn":
-            core.pending_compaction = (
-                {"type": "summarize"} if request.compaction is None else request.compaction
-            )
+            core.compact_next(request.compaction)
             return
         core.check_history_may_change(request.method)
         if request.method == "set_params":
@@ -169,11 +159,9 @@ class RunControls:
             return
         params = [message_param(message, index) for index, message in enumerate(request.messages)]
         if request.method == "push_messages":
-            history = core.state.messages
-            _check_steered((*history, *params), min(core.checked, max(len(history) - 1, 0)))
-            core.push(params)
+            core.push(params)  # checks the history it makes, as a ToolRunner's push does
         else:
-            _check_steered(params, 0)
+            core.check_steered(params)
             core.install({"messages": tuple(params)}, steer=True)
 
     def _set_params(self, changes: dict[str, Any]) -> None:
@@ -188,7 +176,7 @@ class RunControls:
             core.push(())  # steered: the history stands, without the reply the body held
             return
         history = [message_param(message, index) for index, message in enumerate(cast("list[Any]", given))]
-        _check_steered(history, 0)
+        core.check_steered(history)
         core.install({"messages": tuple(history), "params": params}, steer=True)
 
     def _new_params(self, changes: object) -> dict[str, Any]:
@@ -399,13 +387,3 @@ def _check_by(by: object) -> None:
         check_by(by)
     except ToolRunnerError as error:
         _refuse(str(error), "ApprovalError")
-
-
-def _check_steered(history: Sequence[Any], start: int) -> None:
-    """A steered history must be one the service takes, but for the calls of its last message,
-    which the run answers next (as a ``ToolRunner`` answers the calls of a history it is given)."""
-    last = history[-1] if history else None
-    if last is not None and field(last, "role") == "assistant" and client_tool_calls(last):
-        check_history(history[:-1], start)
-    else:
-        check_history(history, start)
