@@ -198,6 +198,8 @@ class RunCore(Generic[ToolT]):
         self._ended = ended
         self.closing = False
         """``close()`` came while a program ran: the step under way finishes whole, then the loop ends."""
+        self.stepping = 0
+        """How many steps (``step``) are under way: a driver's ``close()`` meanwhile waits for them."""
         self.checked = 0
         """The history is known to be valid before this index (``check_history``)."""
         self.history_epoch = 0
@@ -535,6 +537,7 @@ class RunCore(Generic[ToolT]):
         that succeeds clears it. Every driver runs its programs through this."""
         if self.state.failure is not None:
             self.set(self.state.replace(failure=None))
+        self.stepping += 1
         try:
             return (yield from program)
         except Exception as error:
@@ -546,6 +549,8 @@ class RunCore(Generic[ToolT]):
             with contextlib.suppress(Exception):  # the step's own error is the one to raise
                 yield self._save_effect(shielded=True)
             raise
+        finally:
+            self.stepping -= 1
 
     def save(self) -> Program[None]:
         """Save the state as it stands (``_save``): for a driver that changed it outside a program
@@ -935,8 +940,13 @@ class RunCore(Generic[ToolT]):
             self.set(self.state.replace(**changes))
 
     def close(self) -> None:
-        """End the loop now (``closed``)."""
-        self.set(closed(self.state))
+        """End the loop (``closed``): now, or, while a step is under way (from a callback or
+        another task), once that step finished whole (a request's reply is kept, its tools not run;
+        a turn's tools finish and their results are appended). Every driver's ``close()``."""
+        if self.stepping:
+            self.closing = True
+        else:
+            self.set(closed(self.state))
 
     # -- requests: tool changes and compaction ---------------------------------------------------
 
