@@ -104,6 +104,7 @@ from .transitions import (
     ready_to_send,
     record_of,
     reply_received,
+    resumed,
     steered,
     step_for,
     stream_abandoned,
@@ -238,6 +239,21 @@ class RunCore(Generic[ToolT]):
             if self._ended is not None:
                 self._ended(state)
             self.emit(LoopFinished(message=state.reply, reason=state.end_reason, requests=state.usage))
+
+    def load(self, saved: RunState) -> None:
+        """Take a saved state as it was saved (a run that ended is not reported ending again), for
+        what a driver reads of it before the run goes on (its tools); then ``resume()``."""
+        self.state = saved
+
+    def resume(self) -> None:
+        """Go on from the state ``load`` took: durable from now on, and each call that started and
+        has no result is answered as interrupted, unless its tool is idempotent (it runs again)."""
+        self.durable = True
+        self.state = resumed(self.state, may_run_again=self._may_run_again)
+
+    def _may_run_again(self, call: ToolCall) -> bool:
+        tool = self.tool_of(call)
+        return tool is not None and tool.idempotent
 
     def emit(self, event: RunnerEvent) -> None:
         """Report ``event`` to the listener, if any."""

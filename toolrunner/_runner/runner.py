@@ -53,7 +53,7 @@ from .._core.events import RunnerEvent
 from .._core.run import RunCore
 from .._core.state import CallRecord, RunState
 from .._core.tool_changes import added_definitions, pending_message
-from .._core.transitions import request_params, resumed
+from .._core.transitions import request_params
 from .._core.types import Reply, ReplyStream, ToolCall
 from .._core.usage import DEFAULT_PRICES, request_usage
 from .._tools.approvals import ask, gate
@@ -162,11 +162,10 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         added = added_definitions((*saved.messages, pending_message(saved.tool_changes)))
         tools, extra = resolve_tools(saved.tools, runner._options.tools, run_id, added=added)
         runner._tool_changes.update(extra)  # run, but not sent in the tools param: as add_tools() left them
-        runner._core.state = saved  # what the fold of tool changes reads, and may_run_again
+        runner._core.load(saved)  # what the fold of tool changes reads, and may_run_again
         runner._index_tools(tools)
         runner._saver = Saver(checkpointer, run_id, loaded=loaded)
-        runner._core.durable = True
-        runner._core.state = resumed(saved, may_run_again=runner._may_run_again)
+        runner._core.resume()
         return runner
 
     def _configure(self, client: Client, stream: bool, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -444,7 +443,3 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
 
     def _report(self, event: RunnerEvent) -> None:
         self._core.emit(event)
-
-    def _may_run_again(self, call: ToolCall) -> bool:
-        tool = self._core.tool_of(call)
-        return tool is not None and tool.idempotent
