@@ -484,9 +484,6 @@ WIRING = {"listener"}
 NOT_YET_IN_THE_CORE = {
     ("_runner/body.py", "tools"),  # add_tools/remove_tools: the runner's tools, not yet a transition
     ("_runner/sdk_features.py", "stream"),  # SyncToolRunner(stream=True) sets it after construction
-    ("temporal/_segments.py", "elided"),  # a segment's restore, to be RunCore.restore()
-    ("temporal/_segments.py", "checked"),
-    ("temporal/_segments.py", "kept_removals"),
 }
 """The writes left of those issue 28 moves into the core: the test fails when one goes (take it off
 this list) as when a new one comes (make it a method of RunCore instead)."""

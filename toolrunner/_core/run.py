@@ -328,6 +328,34 @@ class RunCore(Generic[ToolT]):
             return limits
         return dataclasses.replace(limits, max_iterations=limits.max_iterations - counted)
 
+    def carry(self) -> dict[str, Any]:
+        """What a new segment of this run needs of the core besides its state, as JSON data: what
+        was elided (``elide``), how far the window is checked, and the removals kept; ``restore``
+        gives it to the next segment's core."""
+        elided = self.elided
+        return {
+            "elided": {
+                "messages": elided.messages,
+                "requests": elided.requests,
+                "counted": elided.counted,
+                "changes": dict(elided.changes),
+            },
+            "checked": self.checked,
+            "kept_removals": sorted(self.kept_removals),
+        }
+
+    def restore(self, carried: Mapping[str, Any]) -> None:
+        """Know what the segment before knew (``carry``'s data)."""
+        elided = carried["elided"]
+        self.elided = Elided(
+            messages=elided["messages"],
+            requests=elided["requests"],
+            counted=elided["counted"],
+            changes=dict(elided["changes"]),
+        )
+        self.checked = carried["checked"]
+        self.kept_removals = frozenset(carried["kept_removals"])
+
     def elide(self, messages: int, requests: int) -> None:
         """Leave the first ``messages`` of the history and the usage of the first ``requests``
         requests out of the state, for a driver that keeps them elsewhere (``Elided``): the tool
