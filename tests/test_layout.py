@@ -479,10 +479,10 @@ def test_the_moved_check_finds_each_kind_of_stale_name(tmp_path: Path) -> None:
 
 DRIVERS = ("_runner", "temporal")
 """The packages of the drivers (the frozen legacy body aside)."""
-WIRING = {"listener"}
-"""What a driver may set on the core: where its events go (the driver's connection, not a decision)."""
+WIRING = {"listener", "tools"}
+"""What a driver may set on the core: where its events go, and where the core reads its tools'
+flags (``ToolFlags``), the driver's connections, not decisions."""
 NOT_YET_IN_THE_CORE = {
-    ("_runner/body.py", "tools"),  # add_tools/remove_tools: the runner's tools, not yet a transition
     ("_runner/sdk_features.py", "stream"),  # SyncToolRunner(stream=True) sets it after construction
 }
 """The writes left of those issue 28 moves into the core: the test fails when one goes (take it off

@@ -109,6 +109,7 @@ from .transitions import (
     step_for,
     stream_abandoned,
     stream_opened,
+    tools_changed,
     turn_finished,
     turn_paused,
     turn_resumed,
@@ -327,6 +328,11 @@ class RunCore(Generic[ToolT]):
         if not counted or limits.max_iterations is None:
             return limits
         return dataclasses.replace(limits, max_iterations=limits.max_iterations - counted)
+
+    def change_tools(self, blocks: Sequence[Mapping[str, Any]]) -> None:
+        """Tool changes (``tool_addition``/``tool_removal`` blocks: ``addition``, ``removal``) to
+        send with the next request (``add_tools``, ``remove_tools``); the driver runs the tools."""
+        self.set(tools_changed(self.state, blocks))
 
     def carry(self) -> dict[str, Any]:
         """What a new segment of this run needs of the core besides its state, as JSON data: what

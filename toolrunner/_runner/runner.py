@@ -108,7 +108,6 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
     def __init__(self, client: Client, *, stream: bool = False, **options: Unpack[RunnerArguments]) -> None:
         params = self._configure(client, stream, options)
         self._install({**params, "tools": self._options.tools}, steer=False)
-        self._core.set(self._core.state.replace(run_id=self._options.run_id))
 
     @overload
     @classmethod
@@ -187,7 +186,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._limiter: anyio.CapacityLimiter | None = None
         self._deciding = threading.RLock()  # decisions may come from several threads (a sync runner's)
         self._core: RunCore[RunnableTool] = RunCore(
-            RunState(params={}),
+            RunState(params={}, run_id=run_id),
             tools=self._execution,
             usage_of=lambda reply: request_usage(reply, self._prices),
             limits=self._options.limits,

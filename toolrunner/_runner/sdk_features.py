@@ -24,7 +24,7 @@ import anyio
 
 from .._core.errors import ParamsError, ToolRunnerError
 from .._core.state import Phase
-from .._core.tool_changes import last_changes, pending_message
+from .._core.tool_changes import addition, last_changes, pending_message, removal
 from .._core.transitions import pending_calls
 from .._core.types import Reply, ToolCall, ToolResultMessage
 from .._tools.sdk import SDK_TOOLSETS, close_sdk_object
@@ -156,10 +156,8 @@ class RunnerExtensions:
                 runnable = runnable_of(tool)
                 definition = dict(runnable.to_param())
                 self._tool_changes[runnable.name] = tool
-            blocks.append(
-                {"type": "tool_addition", "tool": {"type": "tool_definition", "definition": definition}}
-            )
-        self._core.set(self._core.state.replace(tool_changes=(*self._core.state.tool_changes, *blocks)))
+            blocks.append(addition(definition))
+        self._core.change_tools(blocks)
         self._index_tools(self._index.tools)
 
     def remove_tools(self, *tools: object) -> None:
@@ -194,12 +192,9 @@ class RunnerExtensions:
                     "the service rejects a tool_removal for a tool it does not know."
                 )
             names.append(name)
-        blocks = [
-            {"type": "tool_removal", "tool": {"type": "tool_reference", "name": name}} for name in names
-        ]
         for name in names:
             self._tool_changes[name] = None
-        self._core.set(self._core.state.replace(tool_changes=(*self._core.state.tool_changes, *blocks)))
+        self._core.change_tools([removal(name) for name in names])
         self._index_tools(self._index.tools)
 
     def _history_additions(self) -> set[str]:
