@@ -200,6 +200,8 @@ class RunCore(Generic[ToolT]):
         self._ended = ended
         self.closing = False
         """``close()`` came while a program ran: the step under way finishes whole, then the loop ends."""
+        self._held: set[str] = set()
+        """The ids of the streaming reply's calls held back from starting early (``hold``)."""
         self.stepping = 0
         """How many steps (``step``) are under way: a driver's ``close()`` meanwhile waits for them."""
         self.checked = 0
@@ -288,9 +290,29 @@ class RunCore(Generic[ToolT]):
         return self.tools.find(call)
 
     def may_start_early(self, call: ToolCall) -> bool:
-        """Whether ``call`` may start while its reply still streams
-        (``_core.transitions.may_start_early``)."""
-        return may_start_early(call, self.tool_of(call), self.state, durable=self.durable)
+        """Whether ``call`` may start while its reply still streams: not held (``hold``), and as
+        ``_core.transitions.may_start_early`` says."""
+        return call.id not in self._held and may_start_early(
+            call, self.tool_of(call), self.state, durable=self.durable
+        )
+
+    def hold(self, tool_use_id: str) -> None:
+        """Keep a call of the reply streaming now from starting early (``defer_tool_call``): it runs
+        with the rest of its turn. An id the reply does not have is held for nothing."""
+        self._held.add(tool_use_id)
+
+    def held(self, streamed: Sequence[ToolCall]) -> list[ToolCall]:
+        """Of ``streamed`` (the calls whose blocks finished streaming, in order), those held that
+        have not run (``deferred_tool_calls``): once the reply is received, only its pending ones."""
+        state = self.state
+        pending = {call.id for call in pending_calls(state)} if state.phase is not Phase.STREAMING else None
+        return [
+            call
+            for call in streamed
+            if call.id in self._held
+            and (pending is None or call.id in pending)
+            and state.result_of(call) is None
+        ]
 
     # -- one iteration --------------------------------------------------------------------------
 
@@ -416,6 +438,7 @@ class RunCore(Generic[ToolT]):
         yield from self._save()
         request = Request(state, None if self._compacting is None else self._compacting[0])
         if self.stream:
+            self._held = set()  # a new reply: none of its calls is held yet
             stream = yield OpenStream(request)
             self.set(stream_opened(self.state))
             return stream

@@ -350,7 +350,6 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
                 "with `async with ToolRunner(...) as runner:`."
             )
         kwargs = self._kwargs(effect.request)
-        self._held.clear()
         self._streamed = []
         self._trace.sending()
         self._open = cast(
@@ -437,7 +436,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         """A client tool_use block of the streaming reply is complete: start it, if it may start."""
         assert self._task_group is not None
         self._streamed.append(call)
-        if call.id not in self._held and self._core.may_start_early(call):
+        if self._core.may_start_early(call):
             self._running.start_early(call, self._task_group, lambda call: self._run_call(call, early=True))
 
     def _report(self, event: RunnerEvent) -> None:

@@ -23,9 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 
 from .._core.errors import ParamsError, ToolRunnerError
-from .._core.state import Phase
 from .._core.tool_changes import addition, last_changes, pending_message, removal
-from .._core.transitions import pending_calls
 from .._core.types import Reply, ToolCall, ToolResultMessage
 from .._tools.sdk import SDK_TOOLSETS, close_sdk_object
 from .._tools.toolsets import Toolset
@@ -64,8 +62,6 @@ class RunnerExtensions:
         self._sdk_closed: set[int] = set()  # SDK tools and toolsets whose cleanup this runner ran
         self._steps_in_new_tasks = False
         """Driven by a ``SyncToolRunner``: each step runs in a task of its own unless entered."""
-        self._held: set[str] = set()
-        """The ids ``defer_tool_call()`` holds (for the reply streaming now)."""
         self._streamed: list[ToolCall] = []
         """The client calls whose blocks finished streaming in the current reply, in order."""
 
@@ -108,22 +104,14 @@ class RunnerExtensions:
                 f"defer_tool_call() takes a tool_use block or its id, not {type(tool_use).__name__!r}."
             )
         if self._options.run_tools_eagerly:
-            self._held.add(tool_use_id)
+            self._core.hold(tool_use_id)
 
     @property
     def deferred_tool_calls(self) -> list[ToolCall]:
         """The calls of the current reply that ``defer_tool_call()`` holds and that have not run, in
         the model's order, once their blocks finished streaming (read it when done with the stream).
         Empty without ``run_tools_eagerly``."""
-        state = self._core.state
-        pending = {call.id for call in pending_calls(state)} if state.phase is not Phase.STREAMING else None
-        return [
-            call
-            for call in self._streamed
-            if call.id in self._held
-            and (pending is None or call.id in pending)
-            and state.result_of(call) is None
-        ]
+        return self._core.held(self._streamed) if self._options.run_tools_eagerly else []
 
     # -- tool changes ---------------------------------------------------------------------------
 
