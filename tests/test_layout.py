@@ -482,9 +482,7 @@ DRIVERS = ("_runner", "temporal")
 WIRING = {"listener", "tools"}
 """What a driver may set on the core: where its events go, and where the core reads its tools'
 flags (``ToolFlags``), the driver's connections, not decisions."""
-NOT_YET_IN_THE_CORE = {
-    ("_runner/sdk_features.py", "stream"),  # SyncToolRunner(stream=True) sets it after construction
-}
+NOT_YET_IN_THE_CORE: set[tuple[str, str]] = set()
 """The writes left of those issue 28 moves into the core: the test fails when one goes (take it off
 this list) as when a new one comes (make it a method of RunCore instead)."""
 

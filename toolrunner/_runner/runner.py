@@ -106,7 +106,13 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         **options: Unpack[RunnerArguments],
     ) -> None: ...
     def __init__(self, client: Client, *, stream: bool = False, **options: Unpack[RunnerArguments]) -> None:
-        params = self._configure(client, stream, options)
+        self._start(client, stream, options, from_sync_code=False)
+
+    def _start(
+        self, client: Client, stream: bool, options: Mapping[str, Any], *, from_sync_code: bool
+    ) -> None:
+        """Make a new run (``__init__``; ``SyncToolRunner`` with ``from_sync_code``)."""
+        params = self._configure(client, stream, options, from_sync_code=from_sync_code)
         self._install({**params, "tools": self._options.tools}, steer=False)
 
     @overload
@@ -141,11 +147,18 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             ParamsError: A tool of the saved run is not given, a tool given is not one of the run's
                 (nor added by it), or request params are given.
         """
+        return await cls._resumed(client, stream, options, from_sync_code=False)
+
+    @classmethod
+    async def _resumed(
+        cls, client: Client, stream: bool, options: Mapping[str, Any], *, from_sync_code: bool
+    ) -> ToolRunner[Any]:
+        """Go on with a saved run (``resume``; ``SyncToolRunner.resume`` with ``from_sync_code``)."""
         checkpointer, run_id = options.get("checkpointer"), options.get("run_id")
         if checkpointer is None or run_id is None:
             raise ParamsError("resume needs the checkpointer=... and the run_id=... of the saved run.")
         runner = cls.__new__(cls)
-        params = runner._configure(client, stream, options)
+        params = runner._configure(client, stream, options, from_sync_code=from_sync_code)
         runner._transport = {name: params.pop(name) for name in TRANSPORT if name in params}
         if params:
             raise ParamsError(
@@ -167,15 +180,20 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         runner._core.resume()
         return runner
 
-    def _configure(self, client: Client, stream: bool, options: Mapping[str, Any]) -> dict[str, Any]:
-        """Everything but the state; returns the request params among ``options``."""
+    def _configure(
+        self, client: Client, stream: bool, options: Mapping[str, Any], *, from_sync_code: bool
+    ) -> dict[str, Any]:
+        """Everything but the state; returns the request params among ``options``. A runner a
+        ``SyncToolRunner`` drives (``from_sync_code``) runs each step in a task of its own unless
+        entered, and with ``stream`` yields the SDK's sync streams, which the body reads in its own
+        thread (``read_options`` refuses ``stream=True`` with a sync client everywhere else)."""
         if not isinstance(client, anthropic.AsyncAnthropic | anthropic.Anthropic):
             raise ParamsError(
                 f"client must be an anthropic.AsyncAnthropic or anthropic.Anthropic, not {type(client).__name__!r}; "
                 "create one with anthropic.AsyncAnthropic()."
             )
         self._options, params = read_options(
-            options, stream=stream, is_async=isinstance(client, anthropic.AsyncAnthropic)
+            options, stream=stream, is_async=from_sync_code or isinstance(client, anthropic.AsyncAnthropic)
         )
         self._transport: dict[str, Any] = {}
         self._client = client
@@ -221,7 +239,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             AwaitDecisions: self._do_await_decisions,
             Ended: self._do_ended,
         }
-        self._init_extensions()
+        self._init_extensions(from_sync_code=from_sync_code)
         return params
 
     async def __aenter__(self) -> Self:

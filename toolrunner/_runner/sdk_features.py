@@ -15,7 +15,6 @@ toolset opened by you (``async with toolset:``) is yours, and so are the tools i
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -52,7 +51,7 @@ class RunnerExtensions:
         def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None: ...
         async def generate_tool_response(self) -> ToolResultMessage | None: ...
 
-    def _init_extensions(self) -> None:
+    def _init_extensions(self, *, from_sync_code: bool) -> None:
         self._tool_changes: dict[str, object] = {}
         """Tools added (the tool, or a raw definition) or removed (None) by name: ``add_tools()``. What
         is code lives here (the SDK runner's ``_tool_overrides``); the blocks that say which tools are
@@ -60,19 +59,10 @@ class RunnerExtensions:
         self._opened: list[Toolset] = []  # the toolsets this runner opened, in order
         self._entered = False  # inside `async with runner`
         self._sdk_closed: set[int] = set()  # SDK tools and toolsets whose cleanup this runner ran
-        self._steps_in_new_tasks = False
+        self._steps_in_new_tasks = from_sync_code
         """Driven by a ``SyncToolRunner``: each step runs in a task of its own unless entered."""
         self._streamed: list[ToolCall] = []
         """The client calls whose blocks finished streaming in the current reply, in order."""
-
-    def _driven_from_sync_code(self, *, stream: bool = False) -> None:
-        """A ``SyncToolRunner`` drives this runner (``_steps_in_new_tasks``). With ``stream``, it
-        yields the SDK's sync streams (``SyncToolRunner(stream=True)``), which the body reads in its
-        own thread; ``read_options`` refuses ``stream=True`` with a sync client everywhere else."""
-        self._steps_in_new_tasks = True
-        if stream:
-            self._options = dataclasses.replace(self._options, stream=True)
-            self._core.stream = True
 
     # -- the SDK's names ----------------------------------------------------------------------
 
