@@ -473,3 +473,68 @@ def test_the_moved_check_finds_each_kind_of_stale_name(tmp_path: Path) -> None:
         "'_core.nothing' (now _core/run.py)",
         "'_sync' (now _runner/sync.py)",
     ]
+
+
+# -- drivers perform: they do not write the core's fields ---------------------------------------------
+
+DRIVERS = ("_runner", "temporal")
+"""The packages of the drivers (the frozen legacy body aside)."""
+WIRING = {"listener", "tools"}
+"""What a driver may set on the core: where its events go, and where the core reads its tools'
+flags (``ToolFlags``), the driver's connections, not decisions."""
+NOT_YET_IN_THE_CORE: set[tuple[str, str]] = set()
+"""The writes left of those issue 28 moves into the core: the test fails when one goes (take it off
+this list) as when a new one comes (make it a method of RunCore instead)."""
+
+
+def core_writes(root: Path) -> set[tuple[str, str]]:
+    """Each (module, field) where a driver's module assigns a field of a ``RunCore`` (an attribute
+    of ``core`` or of ``self._core``), but ``WIRING``."""
+    found: set[tuple[str, str]] = set()
+    for package in DRIVERS:
+        for path in sorted((root / package).rglob("*.py")):
+            if "_legacy" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                targets: list[ast.expr] = []
+                if isinstance(node, ast.Assign):
+                    targets = [
+                        element
+                        for target in node.targets
+                        for element in (target.elts if isinstance(target, ast.Tuple) else [target])
+                    ]
+                elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+                    targets = [node.target]
+                for target in targets:
+                    if not isinstance(target, ast.Attribute) or target.attr in WIRING:
+                        continue
+                    owner = target.value
+                    if (isinstance(owner, ast.Name) and owner.id == "core") or (
+                        isinstance(owner, ast.Attribute) and owner.attr == "_core"
+                    ):
+                        found.add((path.relative_to(root).as_posix(), target.attr))
+    return found
+
+
+def test_no_driver_writes_the_cores_fields_but_those_listed() -> None:
+    """A driver performs effects and calls the core's methods; what the run does next is the
+    core's to decide (docs/design.md, "How one checks that no driver decides")."""
+    assert core_writes(PACKAGE) == NOT_YET_IN_THE_CORE
+
+
+def test_the_write_checker_finds_a_planted_write(tmp_path: Path) -> None:
+    copy = tmp_path / "toolrunner"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "static", "templates"))
+    body = copy / "_runner" / "body.py"
+    body.write_text(
+        body.read_text(encoding="utf-8") + "\n\ndef _planted(self):\n    self._core.closing = True\n",
+        encoding="utf-8",
+    )
+    driver = copy / "temporal" / "_driver.py"
+    driver.write_text(
+        driver.read_text(encoding="utf-8") + "\n\ndef _planted(core):\n    core.state, x = 1, 2\n"
+    )
+    assert core_writes(copy) - NOT_YET_IN_THE_CORE == {
+        ("_runner/body.py", "closing"),
+        ("temporal/_driver.py", "state"),
+    }

@@ -104,10 +104,12 @@ from .transitions import (
     ready_to_send,
     record_of,
     reply_received,
+    resumed,
     steered,
     step_for,
     stream_abandoned,
     stream_opened,
+    tools_changed,
     turn_finished,
     turn_paused,
     turn_resumed,
@@ -198,6 +200,10 @@ class RunCore(Generic[ToolT]):
         self._ended = ended
         self.closing = False
         """``close()`` came while a program ran: the step under way finishes whole, then the loop ends."""
+        self._held: set[str] = set()
+        """The ids of the streaming reply's calls held back from starting early (``hold``)."""
+        self.stepping = 0
+        """How many steps (``step``) are under way: a driver's ``close()`` meanwhile waits for them."""
         self.checked = 0
         """The history is known to be valid before this index (``check_history``)."""
         self.history_epoch = 0
@@ -237,6 +243,21 @@ class RunCore(Generic[ToolT]):
                 self._ended(state)
             self.emit(LoopFinished(message=state.reply, reason=state.end_reason, requests=state.usage))
 
+    def load(self, saved: RunState) -> None:
+        """Take a saved state as it was saved (a run that ended is not reported ending again), for
+        what a driver reads of it before the run goes on (its tools); then ``resume()``."""
+        self.state = saved
+
+    def resume(self) -> None:
+        """Go on from the state ``load`` took: durable from now on, and each call that started and
+        has no result is answered as interrupted, unless its tool is idempotent (it runs again)."""
+        self.durable = True
+        self.state = resumed(self.state, may_run_again=self._may_run_again)
+
+    def _may_run_again(self, call: ToolCall) -> bool:
+        tool = self.tool_of(call)
+        return tool is not None and tool.idempotent
+
     def emit(self, event: RunnerEvent) -> None:
         """Report ``event`` to the listener, if any."""
         if self.listener is not None:
@@ -269,9 +290,29 @@ class RunCore(Generic[ToolT]):
         return self.tools.find(call)
 
     def may_start_early(self, call: ToolCall) -> bool:
-        """Whether ``call`` may start while its reply still streams
-        (``_core.transitions.may_start_early``)."""
-        return may_start_early(call, self.tool_of(call), self.state, durable=self.durable)
+        """Whether ``call`` may start while its reply still streams: not held (``hold``), and as
+        ``_core.transitions.may_start_early`` says."""
+        return call.id not in self._held and may_start_early(
+            call, self.tool_of(call), self.state, durable=self.durable
+        )
+
+    def hold(self, tool_use_id: str) -> None:
+        """Keep a call of the reply streaming now from starting early (``defer_tool_call``): it runs
+        with the rest of its turn. An id the reply does not have is held for nothing."""
+        self._held.add(tool_use_id)
+
+    def held(self, streamed: Sequence[ToolCall]) -> list[ToolCall]:
+        """Of ``streamed`` (the calls whose blocks finished streaming, in order), those held that
+        have not run (``deferred_tool_calls``): once the reply is received, only its pending ones."""
+        state = self.state
+        pending = {call.id for call in pending_calls(state)} if state.phase is not Phase.STREAMING else None
+        return [
+            call
+            for call in streamed
+            if call.id in self._held
+            and (pending is None or call.id in pending)
+            and state.result_of(call) is None
+        ]
 
     # -- one iteration --------------------------------------------------------------------------
 
@@ -309,6 +350,39 @@ class RunCore(Generic[ToolT]):
         if not counted or limits.max_iterations is None:
             return limits
         return dataclasses.replace(limits, max_iterations=limits.max_iterations - counted)
+
+    def change_tools(self, blocks: Sequence[Mapping[str, Any]]) -> None:
+        """Tool changes (``tool_addition``/``tool_removal`` blocks: ``addition``, ``removal``) to
+        send with the next request (``add_tools``, ``remove_tools``); the driver runs the tools."""
+        self.set(tools_changed(self.state, blocks))
+
+    def carry(self) -> dict[str, Any]:
+        """What a new segment of this run needs of the core besides its state, as JSON data: what
+        was elided (``elide``), how far the window is checked, and the removals kept; ``restore``
+        gives it to the next segment's core."""
+        elided = self.elided
+        return {
+            "elided": {
+                "messages": elided.messages,
+                "requests": elided.requests,
+                "counted": elided.counted,
+                "changes": dict(elided.changes),
+            },
+            "checked": self.checked,
+            "kept_removals": sorted(self.kept_removals),
+        }
+
+    def restore(self, carried: Mapping[str, Any]) -> None:
+        """Know what the segment before knew (``carry``'s data)."""
+        elided = carried["elided"]
+        self.elided = Elided(
+            messages=elided["messages"],
+            requests=elided["requests"],
+            counted=elided["counted"],
+            changes=dict(elided["changes"]),
+        )
+        self.checked = carried["checked"]
+        self.kept_removals = frozenset(carried["kept_removals"])
 
     def elide(self, messages: int, requests: int) -> None:
         """Leave the first ``messages`` of the history and the usage of the first ``requests``
@@ -364,6 +438,7 @@ class RunCore(Generic[ToolT]):
         yield from self._save()
         request = Request(state, None if self._compacting is None else self._compacting[0])
         if self.stream:
+            self._held = set()  # a new reply: none of its calls is held yet
             stream = yield OpenStream(request)
             self.set(stream_opened(self.state))
             return stream
@@ -535,6 +610,7 @@ class RunCore(Generic[ToolT]):
         that succeeds clears it. Every driver runs its programs through this."""
         if self.state.failure is not None:
             self.set(self.state.replace(failure=None))
+        self.stepping += 1
         try:
             return (yield from program)
         except Exception as error:
@@ -546,6 +622,8 @@ class RunCore(Generic[ToolT]):
             with contextlib.suppress(Exception):  # the step's own error is the one to raise
                 yield self._save_effect(shielded=True)
             raise
+        finally:
+            self.stepping -= 1
 
     def save(self) -> Program[None]:
         """Save the state as it stands (``_save``): for a driver that changed it outside a program
@@ -935,8 +1013,13 @@ class RunCore(Generic[ToolT]):
             self.set(self.state.replace(**changes))
 
     def close(self) -> None:
-        """End the loop now (``closed``)."""
-        self.set(closed(self.state))
+        """End the loop (``closed``): now, or, while a step is under way (from a callback or
+        another task), once that step finished whole (a request's reply is kept, its tools not run;
+        a turn's tools finish and their results are appended). Every driver's ``close()``."""
+        if self.stepping:
+            self.closing = True
+        else:
+            self.set(closed(self.state))
 
     # -- requests: tool changes and compaction ---------------------------------------------------
 

@@ -20,12 +20,24 @@ from .messages import field
 
 __all__ = [
     "added_definitions",
+    "addition",
     "available_tools",
     "last_changes",
     "pending_message",
+    "removal",
     "removed_by",
     "removed_tools",
 ]
+
+
+def addition(definition: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``tool_addition`` block that gives the model the tool ``definition`` (its param)."""
+    return {"type": "tool_addition", "tool": {"type": "tool_definition", "definition": dict(definition)}}
+
+
+def removal(name: str) -> dict[str, Any]:
+    """The ``tool_removal`` block that takes the tool ``name`` away from the model."""
+    return {"type": "tool_removal", "tool": {"type": "tool_reference", "name": name}}
 
 
 def pending_message(changes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -68,6 +68,7 @@ __all__ = [
     "step_for",
     "stream_abandoned",
     "stream_opened",
+    "tools_changed",
     "turn_finished",
     "turn_paused",
     "turn_resumed",
@@ -569,3 +570,9 @@ def _finish(state: RunState, reason: EndReason) -> RunState:
     # The journal stays: calls the body started may still be running (a tool that closes the
     # runner, say); it is emptied when the next request is sent.
     return state.replace(phase=Phase.DONE, end_reason=reason)
+
+
+def tools_changed(state: RunState, blocks: Sequence[Mapping[str, Any]]) -> RunState:
+    """Tool changes made by the driver (``add_tools``, ``remove_tools``) join the pending ones,
+    which the next request sends (``RunState.tool_changes``)."""
+    return state.replace(tool_changes=(*state.tool_changes, *(dict(block) for block in blocks)))

@@ -318,9 +318,6 @@ class RunnerControls:
         whole (a request's reply is appended, without running its tools; a turn's tools finish and
         their results are appended), then ends the loop.
         """
-        if self._advancing:
-            self._core.closing = True
-            return
         self._core.close()
 
     async def aclose(self) -> None:

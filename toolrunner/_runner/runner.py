@@ -53,7 +53,7 @@ from .._core.events import RunnerEvent
 from .._core.run import RunCore
 from .._core.state import CallRecord, RunState
 from .._core.tool_changes import added_definitions, pending_message
-from .._core.transitions import request_params, resumed
+from .._core.transitions import request_params
 from .._core.types import Reply, ReplyStream, ToolCall
 from .._core.usage import DEFAULT_PRICES, request_usage
 from .._tools.approvals import ask, gate
@@ -106,9 +106,14 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         **options: Unpack[RunnerArguments],
     ) -> None: ...
     def __init__(self, client: Client, *, stream: bool = False, **options: Unpack[RunnerArguments]) -> None:
-        params = self._configure(client, stream, options)
+        self._start(client, stream, options, from_sync_code=False)
+
+    def _start(
+        self, client: Client, stream: bool, options: Mapping[str, Any], *, from_sync_code: bool
+    ) -> None:
+        """Make a new run (``__init__``; ``SyncToolRunner`` with ``from_sync_code``)."""
+        params = self._configure(client, stream, options, from_sync_code=from_sync_code)
         self._install({**params, "tools": self._options.tools}, steer=False)
-        self._core.set(self._core.state.replace(run_id=self._options.run_id))
 
     @overload
     @classmethod
@@ -142,11 +147,18 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             ParamsError: A tool of the saved run is not given, a tool given is not one of the run's
                 (nor added by it), or request params are given.
         """
+        return await cls._resumed(client, stream, options, from_sync_code=False)
+
+    @classmethod
+    async def _resumed(
+        cls, client: Client, stream: bool, options: Mapping[str, Any], *, from_sync_code: bool
+    ) -> ToolRunner[Any]:
+        """Go on with a saved run (``resume``; ``SyncToolRunner.resume`` with ``from_sync_code``)."""
         checkpointer, run_id = options.get("checkpointer"), options.get("run_id")
         if checkpointer is None or run_id is None:
             raise ParamsError("resume needs the checkpointer=... and the run_id=... of the saved run.")
         runner = cls.__new__(cls)
-        params = runner._configure(client, stream, options)
+        params = runner._configure(client, stream, options, from_sync_code=from_sync_code)
         runner._transport = {name: params.pop(name) for name in TRANSPORT if name in params}
         if params:
             raise ParamsError(
@@ -162,22 +174,26 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         added = added_definitions((*saved.messages, pending_message(saved.tool_changes)))
         tools, extra = resolve_tools(saved.tools, runner._options.tools, run_id, added=added)
         runner._tool_changes.update(extra)  # run, but not sent in the tools param: as add_tools() left them
-        runner._core.state = saved  # what the fold of tool changes reads, and may_run_again
+        runner._core.load(saved)  # what the fold of tool changes reads, and may_run_again
         runner._index_tools(tools)
         runner._saver = Saver(checkpointer, run_id, loaded=loaded)
-        runner._core.durable = True
-        runner._core.state = resumed(saved, may_run_again=runner._may_run_again)
+        runner._core.resume()
         return runner
 
-    def _configure(self, client: Client, stream: bool, options: Mapping[str, Any]) -> dict[str, Any]:
-        """Everything but the state; returns the request params among ``options``."""
+    def _configure(
+        self, client: Client, stream: bool, options: Mapping[str, Any], *, from_sync_code: bool
+    ) -> dict[str, Any]:
+        """Everything but the state; returns the request params among ``options``. A runner a
+        ``SyncToolRunner`` drives (``from_sync_code``) runs each step in a task of its own unless
+        entered, and with ``stream`` yields the SDK's sync streams, which the body reads in its own
+        thread (``read_options`` refuses ``stream=True`` with a sync client everywhere else)."""
         if not isinstance(client, anthropic.AsyncAnthropic | anthropic.Anthropic):
             raise ParamsError(
                 f"client must be an anthropic.AsyncAnthropic or anthropic.Anthropic, not {type(client).__name__!r}; "
                 "create one with anthropic.AsyncAnthropic()."
             )
         self._options, params = read_options(
-            options, stream=stream, is_async=isinstance(client, anthropic.AsyncAnthropic)
+            options, stream=stream, is_async=from_sync_code or isinstance(client, anthropic.AsyncAnthropic)
         )
         self._transport: dict[str, Any] = {}
         self._client = client
@@ -188,7 +204,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._limiter: anyio.CapacityLimiter | None = None
         self._deciding = threading.RLock()  # decisions may come from several threads (a sync runner's)
         self._core: RunCore[RunnableTool] = RunCore(
-            RunState(params={}),
+            RunState(params={}, run_id=run_id),
             tools=self._execution,
             usage_of=lambda reply: request_usage(reply, self._prices),
             limits=self._options.limits,
@@ -223,7 +239,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             AwaitDecisions: self._do_await_decisions,
             Ended: self._do_ended,
         }
-        self._init_extensions()
+        self._init_extensions(from_sync_code=from_sync_code)
         return params
 
     async def __aenter__(self) -> Self:
@@ -352,7 +368,6 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
                 "with `async with ToolRunner(...) as runner:`."
             )
         kwargs = self._kwargs(effect.request)
-        self._held.clear()
         self._streamed = []
         self._trace.sending()
         self._open = cast(
@@ -439,12 +454,8 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         """A client tool_use block of the streaming reply is complete: start it, if it may start."""
         assert self._task_group is not None
         self._streamed.append(call)
-        if call.id not in self._held and self._core.may_start_early(call):
+        if self._core.may_start_early(call):
             self._running.start_early(call, self._task_group, lambda call: self._run_call(call, early=True))
 
     def _report(self, event: RunnerEvent) -> None:
         self._core.emit(event)
-
-    def _may_run_again(self, call: ToolCall) -> bool:
-        tool = self._core.tool_of(call)
-        return tool is not None and tool.idempotent

@@ -15,7 +15,6 @@ toolset opened by you (``async with toolset:``) is yours, and so are the tools i
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
@@ -23,9 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 
 from .._core.errors import ParamsError, ToolRunnerError
-from .._core.state import Phase
-from .._core.tool_changes import last_changes, pending_message
-from .._core.transitions import pending_calls
+from .._core.tool_changes import addition, last_changes, pending_message, removal
 from .._core.types import Reply, ToolCall, ToolResultMessage
 from .._tools.sdk import SDK_TOOLSETS, close_sdk_object
 from .._tools.toolsets import Toolset
@@ -54,7 +51,7 @@ class RunnerExtensions:
         def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None: ...
         async def generate_tool_response(self) -> ToolResultMessage | None: ...
 
-    def _init_extensions(self) -> None:
+    def _init_extensions(self, *, from_sync_code: bool) -> None:
         self._tool_changes: dict[str, object] = {}
         """Tools added (the tool, or a raw definition) or removed (None) by name: ``add_tools()``. What
         is code lives here (the SDK runner's ``_tool_overrides``); the blocks that say which tools are
@@ -62,21 +59,10 @@ class RunnerExtensions:
         self._opened: list[Toolset] = []  # the toolsets this runner opened, in order
         self._entered = False  # inside `async with runner`
         self._sdk_closed: set[int] = set()  # SDK tools and toolsets whose cleanup this runner ran
-        self._steps_in_new_tasks = False
+        self._steps_in_new_tasks = from_sync_code
         """Driven by a ``SyncToolRunner``: each step runs in a task of its own unless entered."""
-        self._held: set[str] = set()
-        """The ids ``defer_tool_call()`` holds (for the reply streaming now)."""
         self._streamed: list[ToolCall] = []
         """The client calls whose blocks finished streaming in the current reply, in order."""
-
-    def _driven_from_sync_code(self, *, stream: bool = False) -> None:
-        """A ``SyncToolRunner`` drives this runner (``_steps_in_new_tasks``). With ``stream``, it
-        yields the SDK's sync streams (``SyncToolRunner(stream=True)``), which the body reads in its
-        own thread; ``read_options`` refuses ``stream=True`` with a sync client everywhere else."""
-        self._steps_in_new_tasks = True
-        if stream:
-            self._options = dataclasses.replace(self._options, stream=True)
-            self._core.stream = True
 
     # -- the SDK's names ----------------------------------------------------------------------
 
@@ -108,22 +94,14 @@ class RunnerExtensions:
                 f"defer_tool_call() takes a tool_use block or its id, not {type(tool_use).__name__!r}."
             )
         if self._options.run_tools_eagerly:
-            self._held.add(tool_use_id)
+            self._core.hold(tool_use_id)
 
     @property
     def deferred_tool_calls(self) -> list[ToolCall]:
         """The calls of the current reply that ``defer_tool_call()`` holds and that have not run, in
         the model's order, once their blocks finished streaming (read it when done with the stream).
         Empty without ``run_tools_eagerly``."""
-        state = self._core.state
-        pending = {call.id for call in pending_calls(state)} if state.phase is not Phase.STREAMING else None
-        return [
-            call
-            for call in self._streamed
-            if call.id in self._held
-            and (pending is None or call.id in pending)
-            and state.result_of(call) is None
-        ]
+        return self._core.held(self._streamed) if self._options.run_tools_eagerly else []
 
     # -- tool changes ---------------------------------------------------------------------------
 
@@ -156,10 +134,8 @@ class RunnerExtensions:
                 runnable = runnable_of(tool)
                 definition = dict(runnable.to_param())
                 self._tool_changes[runnable.name] = tool
-            blocks.append(
-                {"type": "tool_addition", "tool": {"type": "tool_definition", "definition": definition}}
-            )
-        self._core.set(self._core.state.replace(tool_changes=(*self._core.state.tool_changes, *blocks)))
+            blocks.append(addition(definition))
+        self._core.change_tools(blocks)
         self._index_tools(self._index.tools)
 
     def remove_tools(self, *tools: object) -> None:
@@ -194,12 +170,9 @@ class RunnerExtensions:
                     "the service rejects a tool_removal for a tool it does not know."
                 )
             names.append(name)
-        blocks = [
-            {"type": "tool_removal", "tool": {"type": "tool_reference", "name": name}} for name in names
-        ]
         for name in names:
             self._tool_changes[name] = None
-        self._core.set(self._core.state.replace(tool_changes=(*self._core.state.tool_changes, *blocks)))
+        self._core.change_tools([removal(name) for name in names])
         self._index_tools(self._index.tools)
 
     def _history_additions(self) -> set[str]:

@@ -77,8 +77,8 @@ class SyncToolRunner(Generic[SyncItemT]):
                 "with anthropic.AsyncAnthropic use ToolRunner and `async for`."
             )
         _refuse_eager_streams(stream, options)
-        self._runner = ToolRunner(client, **options)
-        self._runner._driven_from_sync_code(stream=stream)  # pyright: ignore[reportPrivateUsage]  # the one place
+        self._runner = ToolRunner.__new__(ToolRunner)
+        self._runner._start(client, stream, options, from_sync_code=True)  # pyright: ignore[reportPrivateUsage]
         self._portal: BlockingPortal | None = None
         self._block: ExitStack | None = None  # inside ``with runner:``: the portal and the entered runner
         self._iterating = False
@@ -111,9 +111,10 @@ class SyncToolRunner(Generic[SyncItemT]):
         _refuse_eager_streams(stream, options)
         _refuse_inside_an_event_loop()
         with start_blocking_portal() as portal:
-            runner = portal.call(partial(ToolRunner.resume, client, **options))
+            runner = portal.call(
+                partial(ToolRunner._resumed, client, stream, options, from_sync_code=True)  # pyright: ignore[reportPrivateUsage]
+            )
         sync = cast("SyncToolRunner[Any]", cls.__new__(cls))
-        runner._driven_from_sync_code(stream=stream)  # pyright: ignore[reportPrivateUsage]
         sync._runner = runner
         sync._portal = None
         sync._block = None

@@ -88,7 +88,6 @@ class RunControls:
         _run_id: str
         _options: ActivityOptions
         _steering: list[Steering]
-        _advancing: bool
         _paused: bool
         _heard: list[RunnerEvent]
         _outbox: list[RunnerEvent]
@@ -298,10 +297,7 @@ class RunControls:
 
     def close(self) -> None:
         """``ToolRunner.close()``: while a step is under way it finishes whole, then the loop ends."""
-        if self._advancing:
-            self._core.closing = True
-        else:
-            self._core.close()
+        self._core.close()
 
     def state(self) -> dict[str, Any]:
         return self._core.state.to_dict()

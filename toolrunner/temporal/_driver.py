@@ -173,7 +173,6 @@ class CoreRun(RunControls):
         self._forwarding = asyncio.Lock()
         self._executed: set[str] = set()  # calls whose tool an activity ran (it reports them)
         self._steering: list[Steering] = []
-        self._advancing = False  # a program of the core runs
         self._paused = False  # the run waits for decisions
         self._performers: dict[type[Any], Callable[[Any], Awaitable[Any]]] = {
             Save: self._nothing,
@@ -220,13 +219,10 @@ class CoreRun(RunControls):
 
     async def _advance(self, program: Program[T]) -> T:
         """Drive one program; an error of the run (a history the service would reject) fails it."""
-        self._advancing = True
         try:
             return await self._drive(self._core.step(program))
         except ToolRunnerError as error:
             raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from None
-        finally:
-            self._advancing = False
 
     async def _drive(self, program: Program[T]) -> T:
         """Perform the effects ``program`` yields (``drive``, the core's one trampoline); the events

@@ -25,7 +25,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from .._core.messages import field
-    from .._core.run import Elided, RunCore
+    from .._core.run import RunCore
     from .._core.state import Phase, usage_data
     from .._core.usage import Usage
     from ._data import RunInput, Segment
@@ -64,18 +64,13 @@ def cut(
     state = core.state
     start = min(sent, _window_start(state.messages, _kept_turns(control)))
     core.elide(start, len(state.usage))
-    elided = core.elided
+    carried = core.carry()
     return Segment(
         history=node,
         sent=sent - start,
-        elided={
-            "messages": elided.messages,
-            "requests": elided.requests,
-            "counted": elided.counted,
-            "changes": dict(elided.changes),
-        },
-        checked=core.checked,
-        kept_removals=sorted(core.kept_removals),
+        elided=carried["elided"],
+        checked=carried["checked"],
+        kept_removals=carried["kept_removals"],
         traced=usage_data(traced),
         number=number,
     )
@@ -83,15 +78,9 @@ def cut(
 
 def go_on(core: RunCore[Any], segment: Segment) -> Usage:
     """Give a new segment's core what the segment before knew; the usage its tracing counts from."""
-    elided = segment.elided
-    core.elided = Elided(
-        messages=elided["messages"],
-        requests=elided["requests"],
-        counted=elided["counted"],
-        changes=dict(elided["changes"]),
+    core.restore(
+        {"elided": segment.elided, "checked": segment.checked, "kept_removals": segment.kept_removals}
     )
-    core.checked = segment.checked
-    core.kept_removals = frozenset(segment.kept_removals)
     return Usage() if segment.traced is None else Usage(**segment.traced)
 
 
