@@ -11,7 +11,11 @@ for all of them, and can be tested without any of them.
   ``caching``, ``usage``, ``messages`` and ``history`` (histories: checked, read, converted),
   ``results`` (a tool_result block), ``result_blocks``, ``unicode``, ``ids``;
 - the order of effects: ``effects`` (what a program asks of its driver), ``run`` (``RunCore``, the
-  programs), ``drive`` (the trampoline every driver runs them with), ``plan`` (in which order a
+  programs: one iteration, requests, steps and saves, steering), built in one chain of classes over
+  ``base`` (its fields, the state made current, the tools), ``window`` (the history's window,
+  compaction's requests), ``decisions`` (gates, approvals, decisions through the store) and ``turn``
+  (a reply's turn finished, its calls run); ``reasons`` (the texts the model reads for a call that
+  did not run), ``drive`` (the trampoline every driver runs them with), ``plan`` (in which order a
   message's calls run), ``events`` (what listeners hear), ``log``.
 
 It imports nothing of toolrunner outside ``_core``; ``tests/test_layout.py`` holds it to that, and

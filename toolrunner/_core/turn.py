@@ -1,0 +1,274 @@
+"""The turn (``TurnCore``): a complete reply taken (sent whole, or the rest of its stream read),
+then its turn finished: its calls settled (gated, asked, decided, or the loop pauses), run in
+``CallPlan``'s order, each one journaled and saved before and after its tool runs, and the results
+appended in one transition.
+
+A link of ``RunCore``'s chain (``_core.base``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from anthropic.types import ToolResultBlockParam
+
+from .base import ToolT
+from .decisions import DecisionsCore
+from .effects import (
+    LOST,
+    AwaitDecisions,
+    Decisions,
+    Derive,
+    DropStream,
+    EndStream,
+    Execute,
+    Prepare,
+    Program,
+    ReadStream,
+    RunCalls,
+)
+from .events import MessageFinished, TextDelta, ToolCallFinished, ToolCallStarted
+from .messages import check_reply
+from .plan import CallPlan, not_executed
+from .state import CallStatus, Phase
+from .transitions import (
+    Step,
+    awaiting,
+    call_finished,
+    call_started,
+    calls_dropped,
+    interrupted,
+    pending_calls,
+    record_of,
+    reply_received,
+    step_for,
+    stream_abandoned,
+    turn_finished,
+    turn_paused,
+    turn_resumed,
+)
+from .types import Reply, ToolCall, ToolResultMessage
+
+__all__ = ["TurnCore"]
+
+
+class TurnCore(DecisionsCore[ToolT]):
+    """A reply's turn, finished (see the module docstring)."""
+
+    # -- the reply ----------------------------------------------------------------------------------
+
+    def _accept(self, reply: Reply, *, streamed: bool = False) -> None:
+        """Take a complete reply: it is the latest, its usage counts, listeners hear of it."""
+        check_reply(reply)
+        self.set(reply_received(self.state, reply, self.usage_of(reply)))
+        if self.listening:
+            if not streamed:  # a streamed reply's text was reported as it arrived
+                for index, block in enumerate(reply.content):
+                    if block.type == "text":
+                        self.emit(TextDelta(text=block.text, index=index))
+            self.emit(MessageFinished(message=reply, requests=self.state.usage))
+
+    def _read_stream(self) -> Program[None]:
+        """The rest of the stream the body holds: take its reply; keep or forget what its calls
+        started early gave. If the stream fails, it is dropped (the next iteration sends the
+        request again) and its error raised."""
+        try:
+            reply = yield ReadStream()
+            if reply is not None:
+                check_reply(reply)
+        except BaseException:
+            yield DropStream()
+            self.set(stream_abandoned(self.state))
+            raise
+        if reply is None:  # the body read the stream and got its error already: send again
+            yield DropStream()
+            self.set(stream_abandoned(self.state))
+            return
+        self._accept(reply, streamed=True)
+        dropped = yield EndStream(keep=step_for(reply.stop_reason) is Step.RUN_TOOLS)
+        self.set(calls_dropped(self.state, dropped))
+        yield from self._gate(pending_calls(self.state))
+        yield from self._save()
+
+    # -- the turn -----------------------------------------------------------------------------------
+
+    def _finish_turn(self) -> Program[None]:
+        """Finish the turn of the reply the body held. The history changes in one transition, after
+        the tools ran, so a turn cut short leaves it as it was and can be finished again. While
+        calls wait for a decision, the loop pauses instead (``AWAITING``)."""
+        if self.state.phase is Phase.STREAMING:
+            yield from self._read_stream()
+        if self.state.phase not in (Phase.WITH_BODY, Phase.AWAITING):
+            return  # the stream failed and was dropped: the request is sent again
+        calls = pending_calls(self.state)
+        results = None
+        if calls:
+            results = yield from self._settle_turn(calls)
+            if results is None:
+                return  # paused, or closed while calls waited
+        message: ToolResultMessage | None = {"role": "user", "content": results} if results else None
+        before = self.state
+        finished = turn_finished(turn_resumed(before), message)
+        self.set(self._turn_ended(finished))
+        self._decided_since_pause = []
+        self._reported = set()
+        if self.state is finished and finished.phase is Phase.READY:
+            yield Derive(before)  # written with the next save that has news
+        if not before.steered and self.state.messages is finished.messages:
+            # A reply and the results of all its calls, as the runner appends them, are valid as
+            # made: the next check starts after them. A reply appended without results may hold
+            # calls its stop reason kept from running: the check starts at it.
+            self.checked = len(finished.messages) - (message is None)
+        yield from self._after_turn()
+
+    def _settle_turn(self, calls: Sequence[ToolCall]) -> Program[list[ToolResultBlockParam] | None]:
+        """Settle the turn's calls; while calls wait, the loop pauses (``PAUSED``: the next
+        iteration goes on with the decisions taken meanwhile), unless the driver waited for them
+        and the run's time for decisions ran out (``TIMED_OUT``): then the calls still waiting are
+        denied, and the turn goes on at once."""
+        while True:
+            results = yield from self.settle(calls)
+            if results is not None:
+                return results
+            self.set(turn_paused(self.state))
+            outcome = yield AwaitDecisions(awaiting(self.state, calls))
+            if outcome is Decisions.PAUSED or self.closing:
+                return None
+            self._deny_undecided(calls)
+            self.set(turn_resumed(self.state))
+
+    def settle(self, calls: Sequence[ToolCall]) -> Program[list[ToolResultBlockParam] | None]:
+        """Find the calls that wait, let the ``approve=`` callback decide them, run what may run
+        (those that need no decision, and those approved, also while this runs); then all the
+        results in order, or ``None`` while calls still wait."""
+        yield Prepare()  # the calls' tools are open (a resumed run's toolsets, say)
+        if self.state.phase is Phase.AWAITING:  # after a pause: decisions may have come through the store
+            yield from self._read_decisions(calls)
+        yield from self._gate(calls)
+        yield from self._ask()
+        if not awaiting(self.state, calls):  # the common case: nothing waits
+            yield from self._run(calls)
+            return self.results(calls)
+        while True:
+            state = self.state
+            waiting = awaiting(state, calls)
+            ready = [call for call in calls if call not in waiting and state.result_of(call) is None]
+            if not ready:
+                break
+            yield from self._run(ready)
+        if waiting:
+            return None
+        return self.results(calls)
+
+    def results(self, calls: Sequence[ToolCall]) -> list[ToolResultBlockParam]:
+        """The journal's results of ``calls``, in order, as copies (a caller may edit them)."""
+        blocks: list[ToolResultBlockParam] = []
+        for call in calls:
+            block = self.state.result_of(call)
+            assert block is not None
+            blocks.append(ToolResultBlockParam(**block))
+        return blocks
+
+    # -- the calls ----------------------------------------------------------------------------------
+
+    def _run(self, calls: Sequence[ToolCall]) -> Program[None]:
+        """Run the calls without a result, in the order ``CallPlan`` gives (consecutive ordinary
+        calls at once, a sequential tool's call alone, a toolset family's members in order until
+        one fails); a call another caller ran but did not finish (it was cancelled) runs again."""
+        while missing := [call for call in calls if self.state.result_of(call) is None]:
+            if len(missing) == 1:  # the common case: nothing to order or to halt
+                yield RunCalls((missing[0],))
+                continue
+            plan = CallPlan(missing, self._runs_alone)
+            while (step := plan.next_step()) is not None:
+                if step.skip:
+                    yield from self._answer(step.calls[0], not_executed(step.calls[0]))
+                    continue
+                yield RunCalls(step.calls)
+                for call in step.calls:
+                    block = self.state.result_of(call)
+                    if block is not None:
+                        plan.ran(call, block)
+
+    def _runs_alone(self, call: ToolCall) -> bool:
+        tool = self.tool_of(call)
+        return tool is not None and tool.sequential
+
+    def call(self, call: ToolCall, *, early: bool = False) -> Program[None]:
+        """One call: journaled as started and saved before the tool runs (a crash from here on is an
+        interruption), then its result journaled and saved (it never runs again).
+
+        Until its own save is written, the start is left out of every other save (``saveable``),
+        and if that save fails or is cancelled, the start is undone: the tool never began, so the
+        call did not start, and a crash must not report it interrupted."""
+        previous = record_of(self.state, call)
+        self.set(call_started(self.state, call))
+        self._starting[call.id] = previous
+        try:
+            yield from self._save(starting=call.id)
+        except BaseException:
+            self._unstart(call)
+            raise
+        del self._starting[call.id]
+        given = self.input_of(call)
+        if self.listening:
+            self.emit(ToolCallStarted(call=call, early=early, input=None if given is call.input else given))
+        tool = self.tool_of(call)
+        try:
+            block, seconds = yield Execute(
+                call, given, self.removed(), may_repeat=tool is None or tool.idempotent
+            )
+        except BaseException:
+            self._cut_off(call)
+            raise
+        if block is LOST:  # the driver lost it half way: it may or may not have acted
+            block = interrupted(call)
+        self._finished(call, block, seconds)
+        yield from self._save()
+
+    def _cut_off(self, call: ToolCall) -> None:
+        """A call was cut off while its tool ran (a cancellation): with a store, its start is saved,
+        so it is answered as after a crash: interrupted, unless its tool may run again. Without a
+        store nothing was saved, and it runs again."""
+        if not self.durable:
+            return
+        record = record_of(self.state, call)
+        if record is None or record.status is not CallStatus.STARTED:
+            return
+        tool = self.tool_of(call)
+        if tool is not None and tool.idempotent:
+            return
+        self.set(call_finished(self.state, call, interrupted(call)))
+
+    def _answer(self, call: ToolCall, block: ToolResultBlockParam) -> Program[None]:
+        """Answer a call that is not run with ``block``, journaled like a call that ran."""
+        self.set(call_started(self.state, call))  # nothing runs, so nothing to save before the result
+        if self.listening:
+            self.emit(ToolCallStarted(call=call, early=False))
+        self._finished(call, block, 0.0)
+        yield from self._save()
+
+    def _unstart(self, call: ToolCall) -> None:
+        """Undo a start whose save did not happen: the call's record is as it was."""
+        previous = self._starting.pop(call.id)
+        record = record_of(self.state, call)
+        if record is None or record.status is not CallStatus.STARTED:
+            return  # decided or finished meanwhile
+        calls = dict(self.state.calls)
+        if previous is None:
+            del calls[call.id]
+        else:
+            calls[call.id] = previous
+        self.set(self.state.replace(calls=calls))
+
+    def _finished(self, call: ToolCall, block: ToolResultBlockParam, seconds: float) -> None:
+        self.set(call_finished(self.state, call, block))
+        if self.listening:
+            self.emit(ToolCallFinished(call=call, duration=seconds, is_error=bool(block.get("is_error"))))
+
+    def input_of(self, call: ToolCall) -> object:
+        """The input ``call`` runs with: the one a person approved instead, or the model's."""
+        record = record_of(self.state, call)
+        if record is not None and record.approved_input is not None:
+            return record.approved_input
+        return call.input
