@@ -282,9 +282,10 @@ class SyncToolRunner(Generic[SyncItemT]):
     async def _next(self) -> object | None:
         # StopAsyncIteration must not cross the portal's futures.
         try:
-            return await self._runner.__anext__()
+            item: object = await self._runner.__anext__()
         except StopAsyncIteration:
             return None
+        return item
 
     def _call(self, function: Callable[[], Awaitable[T]]) -> T:
         if self._portal is not None:  # inside a ``for`` loop over this runner
