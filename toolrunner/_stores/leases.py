@@ -26,6 +26,7 @@ __all__ = [
     "TAKEN_OVER",
     "check_lease",
     "check_owner",
+    "check_seconds",
     "claimable",
     "kept_on_release",
     "wait_time",
@@ -75,17 +76,26 @@ def wait_time(now: float, next_expiry: float | None) -> float:
 
 
 def check_lease(lease: object, name: str = "lease") -> float:
-    """A length in seconds, checked: a finite number above 0."""
+    """A lease's length in seconds, checked (``check_seconds``)."""
+    return check_seconds(lease, name, f"{name}=30.0")
+
+
+def check_seconds(value: object, name: str, example: str) -> float:
+    """A length in seconds, checked: a finite number above 0.
+
+    Raises:
+        ParamsError: It is not; the message names the argument (``name``) and gives ``example``.
+    """
     if (
-        not isinstance(lease, int | float)
-        or isinstance(lease, bool)
-        or not math.isfinite(lease)
-        or lease <= 0
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value <= 0
     ):
         raise ParamsError(
-            f"{name} must be a number of seconds above 0, not {lease!r}; for example {name}=30.0."
+            f"{name} must be a number of seconds above 0, not {value!r}; for example {example}."
         )
-    return float(lease)
+    return float(value)
 
 
 def check_owner(owner: object) -> str:

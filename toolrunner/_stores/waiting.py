@@ -6,14 +6,12 @@ is told by the server (``LISTEN``) instead.
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Awaitable, Callable
 
 import anyio
 
-from .._core.errors import ParamsError
-from .leases import wait_time
+from .leases import check_seconds, wait_time
 
 __all__ = ["Look", "Waiters", "check_wait", "wait_until_claimable"]
 
@@ -53,16 +51,8 @@ class Waiters:
 
 
 def check_wait(poll_interval: float) -> None:
-    """The argument of ``wait_ready``, checked."""
-    if (
-        not isinstance(poll_interval, int | float)
-        or isinstance(poll_interval, bool)
-        or not math.isfinite(poll_interval)
-        or poll_interval <= 0
-    ):
-        raise ParamsError(
-            f"poll_interval must be a number of seconds above 0, not {poll_interval!r}; for example 1.0."
-        )
+    """The argument of ``wait_ready``, checked (``_stores.leases.check_seconds``)."""
+    check_seconds(poll_interval, "poll_interval", "1.0")
 
 
 async def wait_until_claimable(look: Look, waiters: Waiters, poll_interval: float | None) -> None:
