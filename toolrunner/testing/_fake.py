@@ -33,7 +33,17 @@ if TYPE_CHECKING:
     import anthropic
     import httpx2
 
-__all__ = ["Answer", "Dropped", "EventStream", "FakeMessagesAPI", "Outcome", "RecordedRequest", "Responder"]
+__all__ = [
+    "Answer",
+    "Dropped",
+    "EventStream",
+    "FakeMessagesAPI",
+    "Outcome",
+    "RecordedRequest",
+    "Responder",
+    "answer",
+    "is_awaitable",
+]
 
 _DEFAULT_USAGE: dict[str, Any] = {
     "input_tokens": 10,
@@ -43,6 +53,12 @@ _DEFAULT_USAGE: dict[str, Any] = {
 }
 _FAKE_BASE_URL = "https://api.anthropic.com"
 _FAKE_API_KEY = "sk-ant-fake-key"
+
+
+def _client_options(max_retries: int) -> dict[str, Any]:
+    """The options of an SDK client this fake answers (``client()``, ``async_client()``), but its
+    ``http_client``."""
+    return {"api_key": _FAKE_API_KEY, "base_url": _FAKE_BASE_URL, "max_retries": max_retries}
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,15 +216,8 @@ class FakeMessagesAPI:
         import anthropic
         import httpx2
 
-        from ._transport import FakeAsyncTransport
-
-        return anthropic.AsyncAnthropic(
-            api_key=_FAKE_API_KEY,
-            base_url=_FAKE_BASE_URL,
-            max_retries=max_retries,
-            http_client=httpx2.AsyncClient(transport=FakeAsyncTransport(self)),
-            **options,
-        )
+        http_client = httpx2.AsyncClient(transport=self.async_transport())
+        return anthropic.AsyncAnthropic(**_client_options(max_retries), http_client=http_client, **options)
 
     def client(self, *, max_retries: int = 0, **options: Any) -> anthropic.Anthropic:
         """A real `anthropic.Anthropic` whose requests this fake answers in-process (same script and records).
@@ -220,15 +229,8 @@ class FakeMessagesAPI:
         import anthropic
         import httpx2
 
-        from ._transport import FakeTransport
-
-        return anthropic.Anthropic(
-            api_key=_FAKE_API_KEY,
-            base_url=_FAKE_BASE_URL,
-            max_retries=max_retries,
-            http_client=httpx2.Client(transport=FakeTransport(self)),
-            **options,
-        )
+        http_client = httpx2.Client(transport=self.transport())
+        return anthropic.Anthropic(**_client_options(max_retries), http_client=http_client, **options)
 
     def async_transport(self) -> httpx2.AsyncBaseTransport:
         """An `httpx2` async transport answering from this fake, for clients you build yourself."""
@@ -409,3 +411,14 @@ def _error(
 def is_awaitable(value: Outcome | ScriptEntry | Awaitable[ScriptEntry]) -> TypeIs[Awaitable[ScriptEntry]]:
     """Whether a responder returned an awaitable (it is an async function)."""
     return inspect.isawaitable(value)
+
+
+async def answer(
+    fake: FakeMessagesAPI, method: str, url: str, path: str, headers: Mapping[str, str], content: bytes
+) -> Outcome:
+    """The outcome of a request, for the async I/O layers (``FakeAsyncTransport``, ``FakeApp``):
+    ``begin()``, an async responder's entry awaited, then ``finish()``."""
+    request, pending = fake.begin(method, url, path, headers, content)
+    if is_awaitable(pending):
+        pending = await pending
+    return fake.finish(request, pending)

@@ -1,10 +1,10 @@
 """The fake over real HTTP: a plain ASGI app, and `serve()` running it with uvicorn on loopback.
 
-The app is a thin layer over `FakeMessagesAPI.begin()` / `.finish()`, like the in-process transports,
-so both answer identically. Over real HTTP, a dropped connection can only happen after the status
-line, so `disconnect()` and `stream_cut()` close the connection mid-answer (uvicorn logs "ASGI callable
-returned without completing response"); the SDK raises `APIConnectionError` (or `httpx2` errors
-while iterating a stream), as with the in-process transports.
+The app is a thin layer over `FakeMessagesAPI.begin()` / `.finish()` (through `_fake.answer`), like the
+in-process transports, so both answer identically. Over real HTTP, a dropped connection can only
+happen after the status line, so `disconnect()` and `stream_cut()` close the connection mid-answer
+(uvicorn logs "ASGI callable returned without completing response"); the SDK raises
+`APIConnectionError` (or `httpx2` errors while iterating a stream), as with the in-process transports.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ._fake import Answer, Dropped, EventStream, FakeMessagesAPI, is_awaitable
+from ._fake import Answer, Dropped, EventStream, FakeMessagesAPI, answer
 
 if TYPE_CHECKING:
     import anthropic
@@ -56,10 +56,7 @@ class FakeApp:
         url = f"{scope.get('scheme', 'http')}://{headers.get('host', 'localhost')}{path}"
         if query:
             url += "?" + query.decode("latin-1")
-        recorded, pending = self.fake.begin(scope["method"], url, path, headers, b"".join(chunks))
-        if is_awaitable(pending):
-            pending = await pending
-        outcome = self.fake.finish(recorded, pending)
+        outcome = await answer(self.fake, scope["method"], url, path, headers, b"".join(chunks))
         match outcome:
             case Answer():
                 if outcome.delay:

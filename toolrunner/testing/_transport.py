@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import anyio
 import httpx2
 
-from ._fake import Answer, Dropped, EventStream, FakeMessagesAPI, Outcome, is_awaitable
+from ._fake import Answer, Dropped, EventStream, FakeMessagesAPI, Outcome, answer, is_awaitable
 
 __all__ = ["FakeAsyncTransport", "FakeTransport"]
 
@@ -28,26 +28,10 @@ class FakeAsyncTransport(httpx2.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         content = await request.aread()
         url = request.url
-        recorded, pending = self.fake.begin(
-            request.method, str(url), url.path, dict(request.headers), content
-        )
-        if is_awaitable(pending):
-            pending = await pending
-        outcome = self.fake.finish(recorded, pending)
-        match outcome:
-            case Answer():
-                if outcome.delay:
-                    await anyio.sleep(outcome.delay)
-                if outcome.cut:
-                    return httpx2.Response(
-                        outcome.status, headers=outcome.headers, stream=_AsyncEvents([], 0.0, 0)
-                    )
-                return httpx2.Response(outcome.status, headers=outcome.headers, content=outcome.body)
-            case EventStream():
-                stream = _AsyncEvents(outcome.events, outcome.delay, outcome.cut_after)
-                return httpx2.Response(200, headers=outcome.headers, stream=stream)
-            case Dropped():
-                raise httpx2.RemoteProtocolError(_DROPPED, request=request)
+        outcome = await answer(self.fake, request.method, str(url), url.path, dict(request.headers), content)
+        if isinstance(outcome, Answer) and outcome.delay:
+            await anyio.sleep(outcome.delay)
+        return _response(outcome, request, _AsyncEvents)
 
 
 class FakeTransport(httpx2.BaseTransport):
@@ -69,21 +53,25 @@ class FakeTransport(httpx2.BaseTransport):
                 "use fake.async_client() or give the fake a plain function."
             )
         outcome = self.fake.finish(recorded, pending)
-        return _sync_response(outcome, request)
+        if isinstance(outcome, Answer) and outcome.delay:
+            time.sleep(outcome.delay)
+        return _response(outcome, request, _SyncEvents)
 
 
-def _sync_response(outcome: Outcome, request: httpx2.Request) -> httpx2.Response:
+def _response(
+    outcome: Outcome,
+    request: httpx2.Request,
+    events: Callable[[list[bytes], float, int | None], httpx2.SyncByteStream | httpx2.AsyncByteStream],
+) -> httpx2.Response:
+    """The response of an outcome (once an answer's delay has passed); ``events`` makes the stream
+    of its events, the sync client's or the async one's."""
     match outcome:
         case Answer():
-            if outcome.delay:
-                time.sleep(outcome.delay)
             if outcome.cut:
-                return httpx2.Response(
-                    outcome.status, headers=outcome.headers, stream=_SyncEvents([], 0.0, 0)
-                )
+                return httpx2.Response(outcome.status, headers=outcome.headers, stream=events([], 0.0, 0))
             return httpx2.Response(outcome.status, headers=outcome.headers, content=outcome.body)
         case EventStream():
-            stream = _SyncEvents(outcome.events, outcome.delay, outcome.cut_after)
+            stream = events(outcome.events, outcome.delay, outcome.cut_after)
             return httpx2.Response(200, headers=outcome.headers, stream=stream)
         case Dropped():
             raise httpx2.RemoteProtocolError(_DROPPED, request=request)
