@@ -123,7 +123,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
 
 if TYPE_CHECKING:  # the deprecated names (``_DEPRECATED``): in no ``__all__``, typed until they go
     from ._core.errors import DecidedMeanwhileError as DecidedMeanwhileError
-    from ._core.transitions import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step
+    from ._core.stop_reasons import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step
     from ._stores.deciding import decisions_since as decisions_since
     from ._tools.results import DEFAULT_ADAPTER as DEFAULT_ADAPTER
 
@@ -352,12 +352,12 @@ _WHERE = {name: module for module, names in _PUBLIC.items() for name in names}
 _REMOVED_IN = "0.3.0"
 _DEPRECATED: dict[str, tuple[str, str]] = {
     "Step": (
-        "_core.transitions",
+        "_core.stop_reasons",
         "the runner's own reading of a stop reason; read the reply's stop_reason (docs/lifecycle.md says "
         "what each one makes the runner do), or runner.end_reason once the loop ends, instead.",
     ),
     "STOP_REASON_STEPS": (
-        "_core.transitions",
+        "_core.stop_reasons",
         "the runner's own table of stop reasons; read the reply's stop_reason (docs/lifecycle.md says "
         "what each one makes the runner do), or runner.end_reason once the loop ends, instead.",
     ),

@@ -12,6 +12,15 @@ from collections.abc import Mapping, Sequence
 
 from anthropic.types import ToolResultBlockParam
 
+from .approval import (
+    awaiting,
+    call_adopted,
+    call_decided,
+    calls_gated,
+    decision_kept,
+    turn_paused,
+    turn_resumed,
+)
 from .base import ToolT
 from .effects import Ask, Gate, Gated, Program, ReadDecisions
 from .errors import ApprovalError, DecidedMeanwhileError, describe
@@ -20,17 +29,7 @@ from .plan import log_handled
 from .reasons import TIMED_OUT, denied_reason, failed_reason
 from .results import tool_result_block
 from .state import CallRecord, Decision, DecisionRecord
-from .transitions import (
-    awaiting,
-    call_adopted,
-    call_decided,
-    calls_gated,
-    decision_kept,
-    pending_calls,
-    record_of,
-    turn_paused,
-    turn_resumed,
-)
+from .transitions import pending_calls, record_of
 from .types import DecisionSource, ToolCall
 from .window import WindowCore
 
@@ -103,7 +102,7 @@ class DecisionsCore(WindowCore[ToolT]):
         at: str | None = None,
         via: DecisionSource = "runner",
     ) -> None:
-        """Decide a call (``transitions.call_decided``). A driver whose decisions may come from
+        """Decide a call (``approval.call_decided``). A driver whose decisions may come from
         several threads at once (``SyncToolRunner``) makes them one at a time: of two decisions on
         one call, the second is then refused (``ApprovalError``)."""
         self.set(
