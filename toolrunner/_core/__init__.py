@@ -5,8 +5,8 @@ line to the sink the driver layer sets) and knows no store: every driver (``Tool
 Temporal workflow) performs the effects its programs yield, so a decision made here is made once,
 for all of them, and can be tested without any of them.
 
-- the state: ``state`` (``RunState``, its JSON form), ``state_schema`` (its saved form's schema and
-  migrations), ``types`` (what every layer shares), ``errors`` (the exception tree);
+- the state: ``state`` (``RunState``), ``state_json`` (its JSON form), ``state_schema`` (its
+  saved form's schema and migrations), ``types`` (what every layer shares), ``errors`` (the exception tree);
 - the transitions: ``transitions`` (pure functions of a state), ``approval`` (those of calls that
   wait for decisions), ``stop_reasons`` (what a reply's stop reason asks for), ``tool_changes``,
   ``compaction``, ``caching``, ``usage``, ``messages`` and ``history`` (histories: checked, read, converted),
