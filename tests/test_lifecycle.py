@@ -13,7 +13,8 @@ from anthropic.types.beta import BetaStopReason
 from hypothesis import given, strategies as st
 
 from toolrunner import HistoryError, UnansweredToolUseError
-from toolrunner._core.messages import check_history as check_answered, client_tool_calls, tool_result_ids
+from toolrunner._core.message_checks import check_history as check_answered
+from toolrunner._core.messages import client_tool_calls, tool_result_ids
 from toolrunner._core.stop_reasons import STOP_REASON_STEPS, StopReasonStep, calls_to_answer, step_for
 from toolrunner._core.transitions import container_param
 from toolrunner._core.types import ToolCall

@@ -24,7 +24,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from toolrunner import CallStatus, Phase, RunState
 from toolrunner._core.approval import awaiting, call_decided, calls_gated, turn_paused, turn_resumed
-from toolrunner._core.messages import check_history, client_tool_calls, reply_param
+from toolrunner._core.message_checks import check_history
+from toolrunner._core.messages import client_tool_calls, reply_param
 from toolrunner._core.results import tool_result_block
 from toolrunner._core.transitions import (
     Limits,

@@ -44,13 +44,12 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         ToolCallStarted as ToolCallStarted,
     )
     from ._core.history import (
-        ImportedHistory as ImportedHistory,
-        from_openai as from_openai,
         sanitize_tool_id as sanitize_tool_id,
         text_of as text_of,
         thinking_text as thinking_text,
         to_openai as to_openai,
     )
+    from ._core.history_import import ImportedHistory as ImportedHistory, from_openai as from_openai
     from ._core.results import ToolResultContent as ToolResultContent, tool_result_block as tool_result_block
     from ._core.state import (
         STATE_VERSION as STATE_VERSION,
@@ -258,12 +257,14 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ToolCallStarted",
     ),
     "_core.history": (
-        "ImportedHistory",
-        "from_openai",
         "sanitize_tool_id",
         "text_of",
         "thinking_text",
         "to_openai",
+    ),
+    "_core.history_import": (
+        "ImportedHistory",
+        "from_openai",
     ),
     "_core.results": (
         "ToolResultContent",

@@ -29,7 +29,7 @@ from .effects import (
     RunCalls,
 )
 from .events import MessageFinished, TextDelta, ToolCallFinished, ToolCallStarted
-from .messages import check_reply
+from .message_checks import check_reply
 from .plan import CallPlan, not_executed
 from .state import CallStatus, Phase
 from .stop_reasons import StopReasonStep, step_for
