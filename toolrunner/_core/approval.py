@@ -10,7 +10,7 @@ As in ``_core.transitions``, each function returns a new state and never changes
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from anthropic.types import ToolResultBlockParam
 
@@ -21,6 +21,7 @@ from .transitions import pending_calls, record_of
 from .types import DecisionSource, ToolCall
 
 __all__ = [
+    "DecisionDetails",
     "awaiting",
     "call_adopted",
     "call_decided",
@@ -64,16 +65,24 @@ def calls_gated(
     return state.replace(calls=calls, decisions=tuple(audit))
 
 
+class DecisionDetails(TypedDict, total=False):
+    """What comes with a decision on a call (``call_decided``, and ``DecisionsCore.decide`` over it);
+    each is optional."""
+
+    result: ToolResultBlockParam | None
+    """The result of a call denied or answered."""
+    approved_input: object
+    """The input a person approved the call with, when they edited it."""
+    by: str | None
+    """Who decided, as the decider said."""
+    at: str | None
+    """When: an ISO 8601 time."""
+    via: DecisionSource
+    """Where the decision came from (``"runner"`` when not given)."""
+
+
 def call_decided(
-    state: RunState,
-    tool_use_id: str,
-    decision: Decision,
-    *,
-    result: ToolResultBlockParam | None = None,
-    approved_input: object = None,
-    by: str | None = None,
-    at: str | None = None,
-    via: DecisionSource = "runner",
+    state: RunState, tool_use_id: str, decision: Decision, **details: Unpack[DecisionDetails]
 ) -> RunState:
     """Decide a call of the current turn: approve one that waits (perhaps with an edited input),
     or deny or answer (with ``result``) one that waits or has not started; ``by`` and ``at`` say
@@ -83,6 +92,8 @@ def call_decided(
     Raises:
         ApprovalError: No pending call has that id, or the call is decided, running or done already.
     """
+    result, approved_input = details.get("result"), details.get("approved_input")
+    by, at, via = details.get("by"), details.get("at"), details.get("via", "runner")
     calls = pending_calls(state)
     call = next((call for call in calls if call.id == tool_use_id), None)
     if call is None:
