@@ -20,7 +20,8 @@ from toolrunner._core.compaction import (
     summarized_history,
     summary_request,
 )
-from toolrunner._core.messages import check_history, client_tool_calls
+from toolrunner._core.message_checks import check_history
+from toolrunner._core.messages import client_tool_calls
 from toolrunner.testing import FakeMessagesAPI, message_reply, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio

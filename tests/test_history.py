@@ -11,15 +11,8 @@ from anthropic.types import Message
 from hypothesis import given, strategies as st
 
 from toolrunner._core.errors import HistoryError
-from toolrunner._core.history import (
-    NO_RESULT,
-    TOOL_ID_PATTERN,
-    from_openai,
-    sanitize_tool_id,
-    text_of,
-    thinking_text,
-    to_openai,
-)
+from toolrunner._core.history import TOOL_ID_PATTERN, sanitize_tool_id, text_of, thinking_text, to_openai
+from toolrunner._core.history_import import NO_RESULT, from_openai
 
 PNG64 = base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()
 PDF64 = base64.b64encode(b"%PDF-1.7").decode()

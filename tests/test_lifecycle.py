@@ -13,8 +13,10 @@ from anthropic.types.beta import BetaStopReason
 from hypothesis import given, strategies as st
 
 from toolrunner import HistoryError, UnansweredToolUseError
-from toolrunner._core.messages import check_history as check_answered, client_tool_calls, tool_result_ids
-from toolrunner._core.transitions import STOP_REASON_STEPS, Step, calls_to_answer, container_param, step_for
+from toolrunner._core.message_checks import check_history as check_answered
+from toolrunner._core.messages import client_tool_calls, tool_result_ids
+from toolrunner._core.stop_reasons import STOP_REASON_STEPS, StopReasonStep, calls_to_answer, step_for
+from toolrunner._core.transitions import container_param
 from toolrunner._core.types import ToolCall
 
 
@@ -49,19 +51,19 @@ def test_table_covers_every_stop_reason_of_the_installed_sdk() -> None:
 @pytest.mark.parametrize(
     ("stop_reason", "step"),
     [
-        ("tool_use", Step.RUN_TOOLS),
-        ("pause_turn", Step.RESUME),
-        ("compaction", Step.RESUME),
-        ("end_turn", Step.STOP),
-        ("stop_sequence", Step.STOP),
-        ("max_tokens", Step.STOP),
-        ("refusal", Step.STOP),
-        ("model_context_window_exceeded", Step.STOP),
-        ("a_reason_from_the_future", Step.STOP),
-        (None, Step.STOP),
+        ("tool_use", StopReasonStep.RUN_TOOLS),
+        ("pause_turn", StopReasonStep.RESUME),
+        ("compaction", StopReasonStep.RESUME),
+        ("end_turn", StopReasonStep.STOP),
+        ("stop_sequence", StopReasonStep.STOP),
+        ("max_tokens", StopReasonStep.STOP),
+        ("refusal", StopReasonStep.STOP),
+        ("model_context_window_exceeded", StopReasonStep.STOP),
+        ("a_reason_from_the_future", StopReasonStep.STOP),
+        (None, StopReasonStep.STOP),
     ],
 )
-def test_step_for(stop_reason: str | None, step: Step) -> None:
+def test_step_for(stop_reason: str | None, step: StopReasonStep) -> None:
     assert step_for(stop_reason) is step
 
 
@@ -183,7 +185,7 @@ def test_calls_to_answer_never_runs_a_stopped_replys_calls(
     reply = assistant(*map(use, used), stop_reason=stop_reason)
     last = reply if same_message else assistant(*map(use, used))
     calls = calls_to_answer(last, reply)
-    if step_for(stop_reason) is Step.RUN_TOOLS:
+    if step_for(stop_reason) is StopReasonStep.RUN_TOOLS:
         assert [c.id for c in calls] == used
     else:
         # the same ids are the same message: keyed on ids, not identity

@@ -157,7 +157,7 @@ async def test_histories_the_service_takes_are_sent() -> None:
 
 
 async def test_a_tool_use_answered_twice_is_refused_before_it_is_sent() -> None:
-    from toolrunner._core.messages import check_history
+    from toolrunner._core.message_checks import check_history
 
     call: dict[str, Any] = {
         "role": "assistant",

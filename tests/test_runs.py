@@ -25,8 +25,9 @@ from toolrunner import (
     ToolInputError,
     run_status,
 )
+from toolrunner._core.approval import call_decided, calls_gated, turn_paused, turn_resumed
 from toolrunner._core.messages import read_reply
-from toolrunner._core.transitions import call_decided, call_started, calls_gated, turn_paused, turn_resumed
+from toolrunner._core.transitions import call_started
 from toolrunner._stores.deciding import answered, approved, check_input, decisions_since, denied
 from toolrunner._stores.listing import (
     cursor_after,

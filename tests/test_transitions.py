@@ -23,15 +23,14 @@ from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from toolrunner import CallStatus, Phase, RunState
-from toolrunner._core.messages import check_history, client_tool_calls, reply_param
+from toolrunner._core.approval import awaiting, call_decided, calls_gated, turn_paused, turn_resumed
+from toolrunner._core.message_checks import check_history
+from toolrunner._core.messages import client_tool_calls, reply_param
 from toolrunner._core.results import tool_result_block
 from toolrunner._core.transitions import (
     Limits,
-    awaiting,
-    call_decided,
     call_finished,
     call_started,
-    calls_gated,
     closed,
     pending_calls,
     ready_to_send,
@@ -43,8 +42,6 @@ from toolrunner._core.transitions import (
     stream_abandoned,
     stream_opened,
     turn_finished,
-    turn_paused,
-    turn_resumed,
 )
 from toolrunner._core.usage import RequestUsage, Usage
 

@@ -44,13 +44,12 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         ToolCallStarted as ToolCallStarted,
     )
     from ._core.history import (
-        ImportedHistory as ImportedHistory,
-        from_openai as from_openai,
         sanitize_tool_id as sanitize_tool_id,
         text_of as text_of,
         thinking_text as thinking_text,
         to_openai as to_openai,
     )
+    from ._core.history_import import ImportedHistory as ImportedHistory, from_openai as from_openai
     from ._core.results import ToolResultContent as ToolResultContent, tool_result_block as tool_result_block
     from ._core.state import (
         STATE_VERSION as STATE_VERSION,
@@ -123,7 +122,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
 
 if TYPE_CHECKING:  # the deprecated names (``_DEPRECATED``): in no ``__all__``, typed until they go
     from ._core.errors import DecidedMeanwhileError as DecidedMeanwhileError
-    from ._core.transitions import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step
+    from ._core.stop_reasons import STOP_REASON_STEPS as STOP_REASON_STEPS, Step as Step
     from ._stores.deciding import decisions_since as decisions_since
     from ._tools.results import DEFAULT_ADAPTER as DEFAULT_ADAPTER
 
@@ -258,12 +257,14 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ToolCallStarted",
     ),
     "_core.history": (
-        "ImportedHistory",
-        "from_openai",
         "sanitize_tool_id",
         "text_of",
         "thinking_text",
         "to_openai",
+    ),
+    "_core.history_import": (
+        "ImportedHistory",
+        "from_openai",
     ),
     "_core.results": (
         "ToolResultContent",
@@ -352,12 +353,12 @@ _WHERE = {name: module for module, names in _PUBLIC.items() for name in names}
 _REMOVED_IN = "0.3.0"
 _DEPRECATED: dict[str, tuple[str, str]] = {
     "Step": (
-        "_core.transitions",
+        "_core.stop_reasons",
         "the runner's own reading of a stop reason; read the reply's stop_reason (docs/lifecycle.md says "
         "what each one makes the runner do), or runner.end_reason once the loop ends, instead.",
     ),
     "STOP_REASON_STEPS": (
-        "_core.transitions",
+        "_core.stop_reasons",
         "the runner's own table of stop reasons; read the reply's stop_reason (docs/lifecycle.md says "
         "what each one makes the runner do), or runner.end_reason once the loop ends, instead.",
     ),

@@ -5,11 +5,12 @@ line to the sink the driver layer sets) and knows no store: every driver (``Tool
 Temporal workflow) performs the effects its programs yield, so a decision made here is made once,
 for all of them, and can be tested without any of them.
 
-- the state: ``state`` (``RunState``, its JSON form), ``state_schema`` (its saved form's schema and
-  migrations), ``types`` (what every layer shares), ``errors`` (the exception tree);
-- the transitions: ``transitions`` (pure functions of a state), ``tool_changes``, ``compaction``,
-  ``caching``, ``usage``, ``messages`` and ``history`` (histories: checked, read, converted),
-  ``results`` (a tool_result block), ``result_blocks``, ``unicode``, ``ids``;
+- the state: ``state`` (``RunState``), ``state_json`` (its JSON form), ``state_schema`` (its
+  saved form's schema and migrations), ``types`` (what every layer shares), ``errors`` (the exception tree);
+- the transitions: ``transitions`` (pure functions of a state), ``approval`` (those of calls that
+  wait for decisions), ``stop_reasons`` (what a reply's stop reason asks for), ``tool_changes``,
+  ``compaction``, ``caching``, ``usage``, ``messages``, ``message_checks``, ``history`` and
+  ``history_import`` (histories: read, checked, converted), ``results`` (a tool_result block), ``result_blocks``, ``unicode``, ``ids``;
 - the order of effects: ``effects`` (what a program asks of its driver), ``run`` (``RunCore``, the
   programs: one iteration, requests, steps and saves, steering), built in one chain of classes over
   ``base`` (its fields, the state made current, the tools), ``window`` (the history's window,

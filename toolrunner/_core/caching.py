@@ -210,58 +210,110 @@ def add_breakpoints(kwargs: Mapping[str, Any], policy: CachePolicy, history: Bre
     top-level one, the last system block's, the last tool's) is the caller's too: none goes there.
     """
     new = dict(kwargs)
-    top = kwargs.get("cache_control")
-    tools = _list(kwargs.get("tools"))
-    system = kwargs.get("system")
-    system_blocks = _list(system)
-    # The TTLs of the caller's breakpoints, in prompt order: tools, system, history, top-level.
-    tool_ttls = [_ttl_of(tool) for tool in tools]
-    system_ttls = [_ttl_of(block) for block in system_blocks]
-    history_ttls = sorted(history.ttls)
-    top_ttls = [] if top is None else [_ttl(top)]
-    used = sum(ttl is not None for ttl in (*tool_ttls, *system_ttls)) + history.count + len(top_ttls)
-    free = MAX_BREAKPOINTS - used
+    prompt = _Prompt.of(kwargs, history)
     ttl, cache_control = policy.ttl, policy.cache_control
-
-    if (
-        free > 0
-        and policy.automatic
-        and "cache_control" not in kwargs
-        and not _last_block_marked(kwargs.get("messages"))
-        and _fits(ttl, before=[*tool_ttls, *system_ttls, *history_ttls], after=[])
-    ):
+    if prompt.free > 0 and policy.automatic and _automatic_fits(kwargs, ttl, prompt):
         new["cache_control"] = cache_control
-        free -= 1
-
-    if free > 0 and policy.system:
-        after = [*history_ttls, *top_ttls]
-        if isinstance(system, str) and system and _fits(ttl, before=tool_ttls, after=after):
-            new["system"] = [{"type": "text", "text": system, "cache_control": cache_control}]
-            free -= 1
-        elif (
-            system_blocks
-            and (last := _text_block(system_blocks[-1])) is not None
-            and "cache_control" not in last
-            and _fits(ttl, before=[*tool_ttls, *system_ttls], after=after)
-        ):
-            new["system"] = [*system_blocks[:-1], {**last, "cache_control": cache_control}]
-            free -= 1
-
-    if free > 0 and policy.tools:
-        index = _last_loaded(tools)
-        if (
-            index is not None
-            and isinstance(tool := tools[index], Mapping)
-            and "cache_control" not in tool
-            and _fits(
-                ttl,
-                before=tool_ttls[:index],
-                after=[*tool_ttls[index + 1 :], *system_ttls, *history_ttls, *top_ttls],
-            )
-        ):
-            marked = {**cast("Mapping[str, Any]", tool), "cache_control": cache_control}
-            new["tools"] = [*tools[:index], marked, *tools[index + 1 :]]
+        prompt.free -= 1
+    if (
+        prompt.free > 0
+        and policy.system
+        and (system := _marked_system(prompt, ttl, cache_control)) is not None
+    ):
+        new["system"] = system
+        prompt.free -= 1
+    if prompt.free > 0 and policy.tools and (tools := _marked_tools(prompt, ttl, cache_control)) is not None:
+        new["tools"] = tools
     return new
+
+
+@dataclass(slots=True)
+class _Prompt:
+    """A request's prompt as ``add_breakpoints`` places breakpoints in it: its tools and system
+    blocks, the TTLs of the caller's breakpoints in prompt order (tools, system, history,
+    top-level; ``None`` for a block without one), and how many of the four slots are free."""
+
+    tools: Sequence[object]
+    system: object
+    system_blocks: Sequence[object]
+    tool_ttls: list[str | None]
+    system_ttls: list[str | None]
+    history_ttls: list[str]
+    top_ttls: list[str]
+    free: int
+
+    @classmethod
+    def of(cls, kwargs: Mapping[str, Any], history: Breakpoints) -> _Prompt:
+        top = kwargs.get("cache_control")
+        tools = _list(kwargs.get("tools"))
+        system = kwargs.get("system")
+        system_blocks = _list(system)
+        tool_ttls = [_ttl_of(tool) for tool in tools]
+        system_ttls = [_ttl_of(block) for block in system_blocks]
+        top_ttls = [] if top is None else [_ttl(top)]
+        used = sum(ttl is not None for ttl in (*tool_ttls, *system_ttls)) + history.count + len(top_ttls)
+        return cls(
+            tools=tools,
+            system=system,
+            system_blocks=system_blocks,
+            tool_ttls=tool_ttls,
+            system_ttls=system_ttls,
+            history_ttls=sorted(history.ttls),
+            top_ttls=top_ttls,
+            free=MAX_BREAKPOINTS - used,
+        )
+
+
+def _automatic_fits(kwargs: Mapping[str, Any], ttl: str, prompt: _Prompt) -> bool:
+    """Whether the top-level ``cache_control`` goes in: the caller set none (not even ``None``), the
+    history's last block has none (it would fall there), and its TTL keeps the order."""
+    return (
+        "cache_control" not in kwargs
+        and not _last_block_marked(kwargs.get("messages"))
+        and _fits(ttl, before=[*prompt.tool_ttls, *prompt.system_ttls, *prompt.history_ttls], after=[])
+    )
+
+
+def _marked_system(prompt: _Prompt, ttl: str, cache_control: dict[str, str]) -> list[object] | None:
+    """The ``system`` param with a breakpoint on its last block (a string becomes one text block),
+    or ``None`` when none can go there."""
+    system, blocks = prompt.system, prompt.system_blocks
+    after = [*prompt.history_ttls, *prompt.top_ttls]
+    if isinstance(system, str) and system and _fits(ttl, before=prompt.tool_ttls, after=after):
+        return [{"type": "text", "text": system, "cache_control": cache_control}]
+    if (
+        blocks
+        and (last := _text_block(blocks[-1])) is not None
+        and "cache_control" not in last
+        and _fits(ttl, before=[*prompt.tool_ttls, *prompt.system_ttls], after=after)
+    ):
+        return [*blocks[:-1], {**last, "cache_control": cache_control}]
+    return None
+
+
+def _marked_tools(prompt: _Prompt, ttl: str, cache_control: dict[str, str]) -> list[object] | None:
+    """The ``tools`` param with a breakpoint on the last tool that is not ``defer_loading``, or
+    ``None`` when none can go there."""
+    tools = prompt.tools
+    index = _last_loaded(tools)
+    if (
+        index is not None
+        and isinstance(tool := tools[index], Mapping)
+        and "cache_control" not in tool
+        and _fits(
+            ttl,
+            before=prompt.tool_ttls[:index],
+            after=[
+                *prompt.tool_ttls[index + 1 :],
+                *prompt.system_ttls,
+                *prompt.history_ttls,
+                *prompt.top_ttls,
+            ],
+        )
+    ):
+        marked = {**cast("Mapping[str, Any]", tool), "cache_control": cache_control}
+        return [*tools[:index], marked, *tools[index + 1 :]]
+    return None
 
 
 def _fits(ttl: str, *, before: Sequence[str | None], after: Sequence[str | None]) -> bool:

@@ -9,9 +9,18 @@ A link of ``RunCore``'s chain (``_core.base``); the reasons the model reads are 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Unpack
 
-from anthropic.types import ToolResultBlockParam
-
+from .approval import (
+    DecisionDetails,
+    awaiting,
+    call_adopted,
+    call_decided,
+    calls_gated,
+    decision_kept,
+    turn_paused,
+    turn_resumed,
+)
 from .base import ToolT
 from .effects import Ask, Gate, Gated, Program, ReadDecisions
 from .errors import ApprovalError, DecidedMeanwhileError, describe
@@ -20,17 +29,7 @@ from .plan import log_handled
 from .reasons import TIMED_OUT, denied_reason, failed_reason
 from .results import tool_result_block
 from .state import CallRecord, Decision, DecisionRecord
-from .transitions import (
-    awaiting,
-    call_adopted,
-    call_decided,
-    calls_gated,
-    decision_kept,
-    pending_calls,
-    record_of,
-    turn_paused,
-    turn_resumed,
-)
+from .transitions import pending_calls, record_of
 from .types import DecisionSource, ToolCall
 from .window import WindowCore
 
@@ -92,32 +91,11 @@ class DecisionsCore(WindowCore[ToolT]):
         """The pending call with that id, if any."""
         return next((call for call in pending_calls(self.state) if call.id == tool_use_id), None)
 
-    def decide(
-        self,
-        tool_use_id: str,
-        decision: Decision,
-        *,
-        result: ToolResultBlockParam | None = None,
-        approved_input: object = None,
-        by: str | None = None,
-        at: str | None = None,
-        via: DecisionSource = "runner",
-    ) -> None:
-        """Decide a call (``transitions.call_decided``). A driver whose decisions may come from
+    def decide(self, tool_use_id: str, decision: Decision, **details: Unpack[DecisionDetails]) -> None:
+        """Decide a call (``approval.call_decided``). A driver whose decisions may come from
         several threads at once (``SyncToolRunner``) makes them one at a time: of two decisions on
         one call, the second is then refused (``ApprovalError``)."""
-        self.set(
-            call_decided(
-                self.state,
-                tool_use_id,
-                decision,
-                result=result,
-                approved_input=approved_input,
-                by=by,
-                at=at,
-                via=via,
-            )
-        )
+        self.set(call_decided(self.state, tool_use_id, decision, **details))
         self._decided(decided_event(self.state.decisions[-1]))
 
     def _decided(self, event: ApprovalDecided) -> None:

@@ -33,6 +33,7 @@ __all__ = [
     "check_run_id",
     "storable_text",
     "unshowable",
+    "unshowable_problem",
 ]
 
 RUN_ID_LIMIT = 512
@@ -65,6 +66,16 @@ def unshowable(text: str) -> str | None:
     return f"{kind} ({char!r}, at {found.start()})"
 
 
+def unshowable_problem(what: str, text: str, *, shown_on: str = "page") -> str | None:
+    """What is wrong with ``text`` as a name (``what`` names it in the message), if it holds a
+    character a name may not hold (``unshowable``): the start of the error every check of a name
+    gives; ``None`` if it holds none."""
+    problem = unshowable(text)
+    if problem is None:
+        return None
+    return f"{what} holds {problem}, which not every store can save or every {shown_on} show"
+
+
 def storable_text(text: object) -> bool:
     """Whether ``text`` is a ``str`` every store can take as a value (no NUL, which PostgreSQL's
     text refuses, and no lone surrogate, which UTF-8 cannot encode). Looser than a run id: what
@@ -90,11 +101,11 @@ def check_run_id(run_id: object, name: str = "run_id") -> str:
             f"{name} {run_id[:40]!r}... is {len(run_id):,} characters long; a run id has at most "
             f"{RUN_ID_LIMIT} (what every store can index): name the run with a shorter id, or a hash of this one."
         )
-    problem = unshowable(run_id)
+    problem = unshowable_problem(f"{name} {run_id!r}", run_id)
     if problem is not None:
         raise ParamsError(
-            f"{name} {run_id!r} holds {problem}, which not every store can save or every page show; name the "
-            "run with printable text (from a file name that is not UTF-8: os.fsencode(name).hex())."
+            f"{problem}; name the run with printable text (from a file name that is not UTF-8: "
+            "os.fsencode(name).hex())."
         )
     return run_id
 
@@ -126,12 +137,9 @@ def check_by(by: object, name: str = "by=") -> str | None:
             f"{option} is {len(by):,} characters long; who decided is kept with the call and shown on every page, "
             f"so give a name or an id of at most {BY_LIMIT} characters. Nothing was decided."
         )
-    problem = unshowable(by)
+    problem = unshowable_problem(f"{name}{by!r}", by)
     if problem is not None:
-        raise ApprovalError(
-            f"{name}{by!r} holds {problem}, which not every store can save or every page show; give a name or "
-            "an id of printable text. Nothing was decided."
-        )
+        raise ApprovalError(f"{problem}; give a name or an id of printable text. Nothing was decided.")
     return by
 
 

@@ -38,7 +38,7 @@ from .base import Elided, Tools, ToolT
 from .decisions import decided_event as decided_event
 from .effects import DropStream, Ended, OpenStream, Prepare, Program, Request, Send
 from .errors import ApprovalError, ToolRunnerError, message_of
-from .messages import check_history
+from .message_checks import check_history
 from .reasons import (
     DENIED as DENIED,
     TIMED_OUT,

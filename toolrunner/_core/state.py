@@ -1,4 +1,4 @@
-"""The state of a run as one value: ``RunState``, and its JSON form.
+"""The state of a run as one value: ``RunState``, its records, and the JSON form of its parts.
 
 A ``RunState`` is everything a run needs to go on that is data, not code: the request params
 (tools by name), the history, where the lifecycle stands, the journal of the current turn's tool
@@ -15,6 +15,9 @@ Invariants:
   appended or abandoned, so a tool_use id that comes again in a later turn is a new call;
 - a call whose record is ``FINISHED`` is never run again; a call whose record is ``AWAITING``
   never runs until a decision makes it ``APPROVED``.
+
+The whole state's JSON form (``RunState.to_dict``, ``RunState.from_dict``) is written and read in
+``_core.state_json``; what other layers write apart (a message, a request's usage) is here.
 """
 
 from __future__ import annotations
@@ -29,11 +32,8 @@ from typing import Any, Self, cast
 
 import pydantic
 from anthropic.types import ToolResultBlockParam
-from anthropic.types.beta import BetaMessage
 
 from .errors import StateError
-from .messages import read_reply, reply_data
-from .state_schema import check_messages, check_state, check_usage, migrated
 from .types import Decision, DecisionSource, EndReason, Reply, ToolCall
 from .usage import RequestUsage, Usage
 
@@ -270,28 +270,9 @@ class RunState:
         """The state as JSON-able data. With ``history=False`` the two parts that grow with the
         run, ``messages`` and the per-request ``usage``, are left out (a store that writes them
         apart passes them back to ``from_dict``)."""
-        data: dict[str, Any] = {
-            "version": STATE_VERSION,
-            "run_id": self.run_id,
-            "phase": self.phase.value,
-            "params": {key: plain_data(value, f"params[{key!r}]") for key, value in self.params.items()},
-            "tools": [plain_data(tool, "tools") for tool in self.tools],
-            "reply": None if self.reply is None else _reply_data(self.reply),
-            "steered": self.steered,
-            "calls": [_record_data(record) for record in self.calls.values()],
-            "total": usage_data(self.total),
-            "cost": None if self.cost is None else str(self.cost),
-            "opened_at": self.opened_at,
-            "final_answer": self.final_answer,
-            "end_reason": self.end_reason,
-            "tool_changes": [plain_data(block, "tool_changes") for block in self.tool_changes],
-            "failure": None if self.failure is None else dict(self.failure),
-            "decisions": [_decision_data(record) for record in self.decisions],
-        }
-        if history:
-            data["messages"] = [message_data(message, index) for index, message in enumerate(self.messages)]
-            data["usage"] = [request_usage_data(request) for request in self.usage]
-        return data
+        from .state_json import state_data  # it reads this module's classes: imported when first used
+
+        return state_data(self, history=history)
 
     @classmethod
     def from_dict(
@@ -308,82 +289,12 @@ class RunState:
             StateError: The data is not a saved state, a newer toolrunner wrote it, or a field does
                 not fit the saved form's schema (``_core.state_schema``; the message names the field).
         """
-        version = cast("Mapping[str, Any]", data).get("version") if isinstance(data, Mapping) else None
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise StateError(
-                f"the saved data is not a RunState (no 'version' field: {_preview(cast(object, data))}); load only what "
-                "RunState.to_json() or a checkpointer wrote."
-            )
-        data = cast("Mapping[str, Any]", data)
-        if version < 1:
-            raise StateError(
-                f"the saved data has state version {version}, which no toolrunner wrote (versions start at 1); "
-                "load only what RunState.to_json() or a checkpointer wrote."
-            )
-        if version > STATE_VERSION:
-            raise StateError(
-                f"the state was saved by a newer toolrunner (state version {version}; this one reads up to "
-                f"{STATE_VERSION}); upgrade toolrunner to resume it."
-            )
-        try:
-            data = migrated(data, version)
-            check_state(data)
-            messages = check_messages(data["messages"] if messages is None else messages)
-            usage = check_usage(data["usage"] if usage is None else usage)
-            return _read(data, messages, usage)
-        except (KeyError, TypeError, ValueError, ArithmeticError, RecursionError) as error:
-            problem = (
-                f"{error.args[0]} is missing"
-                if isinstance(error, KeyError)
-                else str(error)
-                if type(error) is ValueError
-                else f"{type(error).__name__}: {error}"
-            )
-            raise StateError(
-                f"the saved state (version {version}) is damaged and cannot be loaded: {_cut(problem, 300)}. "
-                "Restore it from a copy, or correct that field as RunState.to_json() writes it."
-            ) from error
+        from .state_json import read_state  # it reads this module's classes: imported when first used
+
+        return read_state(data, messages=messages, usage=usage)
 
 
 _FIELD_NAMES = tuple(item.name for item in fields(RunState))
-
-
-def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]) -> RunState:
-    """The state of checked data (``_core.state_schema``); what the schema cannot say is checked here."""
-    phase = Phase(data["phase"])
-    end_reason = data["end_reason"]
-    if (phase in (Phase.DONE, Phase.AWAITING)) != (end_reason is not None):
-        raise ValueError(
-            f"end_reason is {end_reason!r} in the phase {phase.value!r}; it is set exactly in the phases 'done' "
-            "and 'awaiting'"
-        )
-    if phase in (Phase.RECEIVED, Phase.WITH_BODY, Phase.AWAITING) and data["reply"] is None:
-        raise ValueError(f"reply is None in the phase {phase.value!r}, which holds a reply")
-    ids = [record["id"] for record in data["calls"]]
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"calls has two records of one tool_use id ({ids!r})")
-    requests = tuple(read_request_usage(item) for item in usage)
-    records = [_read_record(item) for item in data["calls"]]
-    cost = data["cost"]
-    return RunState(
-        params=dict(data["params"]),
-        tools=tuple(data["tools"]),
-        messages=tuple(messages),
-        phase=phase,
-        reply=None if data["reply"] is None else _read_reply(data["reply"]),
-        steered=data["steered"],
-        calls={record.call.id: record for record in records},
-        usage=requests,
-        total=Usage(**data["total"]),
-        cost=None if cost is None else Decimal(cost),
-        opened_at=data["opened_at"],
-        final_answer=data["final_answer"],
-        end_reason=end_reason,
-        run_id=data["run_id"],
-        tool_changes=tuple(dict(block) for block in data["tool_changes"]),
-        failure=None if data["failure"] is None else dict(data["failure"]),
-        decisions=tuple(_read_decision(item) for item in data["decisions"]),
-    )
 
 
 # -- the parts ---------------------------------------------------------------------------------
@@ -470,89 +381,3 @@ def usage_data(usage: Usage) -> dict[str, int]:
         "cache_read_input_tokens": usage.cache_read_input_tokens,
         "cache_creation_input_tokens": usage.cache_creation_input_tokens,
     }
-
-
-def _reply_data(reply: Reply) -> dict[str, Any]:
-    return {"beta": isinstance(reply, BetaMessage), "message": reply_data(reply)}
-
-
-def _read_reply(data: Mapping[str, Any]) -> Reply:
-    return read_reply(data["message"], beta=bool(data["beta"]))
-
-
-def _record_data(record: CallRecord) -> dict[str, Any]:
-    call = record.call
-    return {
-        "id": call.id,
-        "name": call.name,
-        "input": plain_data(call.input, f"the input of tool_use {call.id!r}"),
-        "toolset_name": call.toolset_name,
-        "status": record.status.value,
-        "result": None if record.result is None else plain_data(record.result, f"the result of {call.id!r}"),
-        "approved_input": plain_data(record.approved_input, f"the approved input of {call.id!r}"),
-        "decision": record.decision,
-        "decided_by": record.decided_by,
-        "decided_at": record.decided_at,
-        "tool": None if record.tool is None else plain_data(record.tool, f"the tool of {call.id!r}"),
-    }
-
-
-def _read_record(data: Mapping[str, Any]) -> CallRecord:
-    result = data["result"]
-    decision = data["decision"]
-    if decision not in (None, "approved", "denied", "answered"):
-        raise ValueError(f"decision {decision!r}")
-    return CallRecord(
-        call=ToolCall(
-            id=data["id"], name=data["name"], input=data["input"], toolset_name=data.get("toolset_name")
-        ),
-        status=CallStatus(data["status"]),
-        result=None if result is None else cast(ToolResultBlockParam, dict(result)),
-        approved_input=data["approved_input"],
-        decision=decision,
-        decided_by=data["decided_by"],
-        decided_at=data["decided_at"],
-        tool=None if data["tool"] is None else dict(data["tool"]),
-    )
-
-
-def _decision_data(record: DecisionRecord) -> dict[str, Any]:
-    call = record.call
-    return {
-        "id": call.id,
-        "name": call.name,
-        "input": plain_data(call.input, f"the input of tool_use {call.id!r}"),
-        "toolset_name": call.toolset_name,
-        "decision": record.decision,
-        "approved_input": plain_data(record.approved_input, f"the approved input of {call.id!r}"),
-        "reason": record.reason,
-        "by": record.by,
-        "at": record.at,
-        "via": record.via,
-    }
-
-
-def _read_decision(data: Mapping[str, Any]) -> DecisionRecord:
-    return DecisionRecord(
-        call=ToolCall(
-            id=data["id"], name=data["name"], input=data["input"], toolset_name=data.get("toolset_name")
-        ),
-        decision=data["decision"],
-        approved_input=data["approved_input"],
-        reason=data["reason"],
-        by=data["by"],
-        at=data["at"],
-        via=data["via"],
-    )
-
-
-def _preview(value: object, limit: int = 80) -> str:
-    try:
-        text = repr(value)
-    except Exception:  # a foreign object's __repr__ may raise; the error is still reported
-        text = f"a {type(value).__name__!r}"
-    return _cut(text, limit)
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."

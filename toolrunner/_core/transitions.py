@@ -16,13 +16,14 @@ One iteration, as the driver goes through it::
     STREAMING --stream_abandoned--> READY (the request is sent again)
     any --closed--> DONE;  DONE --steered--> READY (a follow-up opens the loop again)
 
-A saved state goes on in a new process through ``resumed``.
+A saved state goes on in a new process through ``resumed``. The transitions of the ``AWAITING``
+phase (calls gated, decided, adopted from a store; the turn paused and resumed) are in
+``_core.approval``; what a reply's stop reason asks for is ``_core.stop_reasons``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -31,33 +32,25 @@ from typing import Any, Literal, cast
 from anthropic.types import ToolResultBlockParam
 
 from .caching import Caching
-from .errors import ApprovalError
-from .messages import TOOL_ID_PATTERN, client_tool_calls, field, reply_param
+from .messages import TOOL_ID_PATTERN, reply_param
 from .results import tool_result_block
-from .state import CallRecord, CallStatus, Decision, DecisionRecord, Phase, RunState
-from .types import DecisionSource, EndReason, Reply, ToolCall, ToolFlags, ToolResultMessage
+from .state import CallRecord, CallStatus, Phase, RunState
+from .stop_reasons import StopReasonStep, calls_to_answer, step_for
+from .types import EndReason, Reply, ToolCall, ToolFlags, ToolResultMessage
 from .usage import RequestUsage
 
 __all__ = [
     "INTERRUPTED",
-    "STOP_REASON_STEPS",
     "Limits",
-    "Step",
-    "awaiting",
-    "call_adopted",
-    "call_decided",
     "call_finished",
     "call_started",
     "calls_dropped",
-    "calls_gated",
-    "calls_to_answer",
     "closed",
     "container_param",
-    "decision_kept",
-    "decision_of",
     "delivered",
     "interrupted",
     "limit_reached",
+    "may_start_early",
     "pending_calls",
     "ready_to_send",
     "record_of",
@@ -65,48 +58,11 @@ __all__ = [
     "request_params",
     "resumed",
     "steered",
-    "step_for",
     "stream_abandoned",
     "stream_opened",
     "tools_changed",
     "turn_finished",
-    "turn_paused",
-    "turn_resumed",
 ]
-
-
-class Step(enum.Enum):
-    """What a reply's stop reason asks the runner to do next."""
-
-    RUN_TOOLS = "run_tools"
-    """Answer the reply's client tool calls, then send the next request."""
-    RESUME = "resume"
-    """Send the history back unchanged so the service continues the turn."""
-    STOP = "stop"
-    """The model is done (or was cut off): never run this reply's tool calls."""
-
-
-# The one table of stop reasons. ``tests/test_lifecycle.py`` checks that it covers every value
-# of the installed SDK's ``StopReason`` and ``BetaStopReason``. Unknown values map to STOP.
-STOP_REASON_STEPS: Mapping[str, Step] = {
-    "tool_use": Step.RUN_TOOLS,
-    "pause_turn": Step.RESUME,
-    # Beta: with ``pause_after_compaction`` the service hands the turn back before answering.
-    "compaction": Step.RESUME,
-    "end_turn": Step.STOP,
-    "stop_sequence": Step.STOP,
-    # A max_tokens cut can leave the last tool_use with a truncated input: never run it.
-    "max_tokens": Step.STOP,
-    "refusal": Step.STOP,
-    "model_context_window_exceeded": Step.STOP,
-}
-
-
-def step_for(stop_reason: str | None) -> Step:
-    """The step a stop reason asks for; ``None`` and unknown values stop the loop."""
-    if stop_reason is None:
-        return Step.STOP
-    return STOP_REASON_STEPS.get(stop_reason, Step.STOP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,24 +75,7 @@ class Limits:
     on_limit: Literal["stop", "final_answer"] = "stop"
 
 
-# -- decisions ------------------------------------------------------------------------------------
-
-
-def calls_to_answer(last_message: object | None, last_reply: object | None) -> tuple[ToolCall, ...]:
-    """The tool calls the runner answers, given the last message of the history (as it stands,
-    or will stand once the reply is appended) and the latest reply.
-
-    When the pending calls are the latest reply's own, its stop reason decides: only
-    ``tool_use`` runs them (a ``max_tokens`` cut may have truncated an input). Calls of any other
-    message (a history the caller set) are always answered.
-    """
-    if last_message is None:
-        return ()
-    calls = client_tool_calls(last_message)
-    if not calls or last_reply is None or step_for(field(last_reply, "stop_reason")) is Step.RUN_TOOLS:
-        return calls
-    reply_ids = [call.id for call in client_tool_calls(last_reply)]
-    return () if [call.id for call in calls] == reply_ids else calls
+# -- before the request ---------------------------------------------------------------------------
 
 
 def pending_calls(state: RunState) -> tuple[ToolCall, ...]:
@@ -268,178 +207,6 @@ def record_of(state: RunState, call: ToolCall) -> CallRecord | None:
     return record
 
 
-def awaiting(state: RunState, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
-    """Those of ``calls`` that wait for a decision."""
-    return tuple(
-        call for call in calls if (record := record_of(state, call)) and record.status is CallStatus.AWAITING
-    )
-
-
-def calls_gated(
-    state: RunState,
-    gated: Sequence[ToolCall],
-    denied: Sequence[tuple[ToolCall, str]] = (),
-    *,
-    tools: Mapping[str, Mapping[str, Any]] | None = None,
-) -> RunState:
-    """Calls whose tools require approval wait for a decision; those whose gate failed are denied
-    with the reason given (fail closed). ``tools`` gives, by tool_use id, the definition of a
-    waiting call's tool (name, description, input schema), kept with the call for whoever decides."""
-    if not gated and not denied:
-        return state
-    calls = dict(state.calls)
-    for call in gated:
-        calls[call.id] = CallRecord(
-            call, CallStatus.AWAITING, tool=None if tools is None else tools.get(call.id)
-        )
-    audit = list(state.decisions)
-    for call, reason in denied:
-        record = _decided(call, "denied", tool_result_block(call.id, reason, is_error=True))
-        calls[call.id] = record
-        audit.append(decision_of(record, "gate"))
-    return state.replace(calls=calls, decisions=tuple(audit))
-
-
-def call_decided(
-    state: RunState,
-    tool_use_id: str,
-    decision: Decision,
-    *,
-    result: ToolResultBlockParam | None = None,
-    approved_input: object = None,
-    by: str | None = None,
-    at: str | None = None,
-    via: DecisionSource = "runner",
-) -> RunState:
-    """Decide a call of the current turn: approve one that waits (perhaps with an edited input),
-    or deny or answer (with ``result``) one that waits or has not started; ``by`` and ``at`` say
-    who decided and when (an ISO 8601 time), and are kept with the call; the run's audit
-    (``RunState.decisions``) keeps the decision, and ``via``, where it came from.
-
-    Raises:
-        ApprovalError: No pending call has that id, or the call is decided, running or done already.
-    """
-    calls = pending_calls(state)
-    call = next((call for call in calls if call.id == tool_use_id), None)
-    if call is None:
-        open_ids = [call.id for call in awaiting(state, calls)]
-        raise ApprovalError(
-            f"no pending tool call has the id {tool_use_id!r}; the calls that wait for a decision are "
-            f"{open_ids!r}. Decide a call of the reply the runner holds (runner.pending_approvals)."
-        )
-    record = record_of(state, call)
-    status = None if record is None else record.status
-    if decision == "approved" and status is not CallStatus.AWAITING:
-        what = "needs no approval" if status is None else _DESCRIBED[status]
-        raise ApprovalError(f"the tool call {tool_use_id!r} {what}, so it cannot be approved.")
-    if status not in (None, CallStatus.AWAITING):
-        raise ApprovalError(
-            f"the tool call {tool_use_id!r} {_DESCRIBED[status]}, so it cannot be {decision} now."
-        )
-    tool = None if record is None else record.tool
-    if decision == "approved":
-        new = CallRecord(
-            call,
-            CallStatus.APPROVED,
-            approved_input=approved_input,
-            decision="approved",
-            decided_by=by,
-            decided_at=at,
-            tool=tool,
-        )
-    else:
-        assert result is not None
-        new = _decided(call, decision, result, by=by, at=at, tool=tool)
-    return state.replace(
-        calls={**state.calls, call.id: new}, decisions=(*state.decisions, decision_of(new, via))
-    )
-
-
-def call_adopted(state: RunState, record: CallRecord) -> RunState:
-    """Take over a decision made elsewhere (through the run's store) on a call of the current
-    turn: ``record`` as the decider saved it, approved and not started, or answered. A decision
-    this run took on the call since its last save is overruled (the store's was saved first): its
-    entry leaves the audit, which keeps the decision the call goes on with.
-
-    Raises:
-        ApprovalError: The record is not of a pending call, or it is not a fresh decision.
-    """
-    call = record.call
-    if call not in pending_calls(state) or record.decision is None:
-        raise ApprovalError(f"the record of {call.id!r} is not a decision on a call of the current turn.")
-    fresh = CallStatus.APPROVED if record.decision == "approved" else CallStatus.FINISHED
-    if record.status is not fresh:
-        raise ApprovalError(f"the record of {call.id!r} is {record.status.value}, not a fresh decision.")
-    decisions = state.decisions
-    mine = state.calls.get(call.id)
-    if mine is not None and mine.decision is not None:  # overruled: the store's stands, in the audit too
-        kept = [index for index, entry in enumerate(decisions) if entry.call == call]
-        if kept:
-            decisions = (*decisions[: kept[-1]], *decisions[kept[-1] + 1 :])
-    return state.replace(
-        calls={**state.calls, call.id: record}, decisions=(*decisions, decision_of(record, "store"))
-    )
-
-
-def decision_kept(state: RunState, record: CallRecord) -> RunState:
-    """Keep in the audit a decision made elsewhere (through the run's store) on a call that no
-    longer waits in this run (the loop body steered past it, or closed the run): it changes
-    nothing else, but it is not lost."""
-    return state.replace(decisions=(*state.decisions, decision_of(record, "store")))
-
-
-def decision_of(record: CallRecord, via: DecisionSource) -> DecisionRecord:
-    """The audit's entry for the decision ``record`` holds (``record.decision`` is set)."""
-    assert record.decision is not None
-    reason = None
-    if record.decision == "denied" and record.result is not None:
-        content = record.result.get("content")
-        reason = content if isinstance(content, str) else None
-    return DecisionRecord(
-        call=record.call,
-        decision=record.decision,
-        approved_input=record.approved_input,
-        reason=reason,
-        by=record.decided_by,
-        at=record.decided_at,
-        via=via,
-    )
-
-
-_DESCRIBED = {
-    CallStatus.AWAITING: "waits for a decision",
-    CallStatus.APPROVED: "was approved already",
-    CallStatus.STARTED: "is running",
-    CallStatus.FINISHED: "has its result already",
-}
-
-
-def _decided(
-    call: ToolCall,
-    decision: Decision,
-    result: ToolResultBlockParam,
-    *,
-    by: str | None = None,
-    at: str | None = None,
-    tool: Mapping[str, Any] | None = None,
-) -> CallRecord:
-    return CallRecord(
-        call, CallStatus.FINISHED, result, decision=decision, decided_by=by, decided_at=at, tool=tool
-    )
-
-
-def turn_paused(state: RunState) -> RunState:
-    """The body asked for the next reply while calls still wait for decisions: the loop pauses."""
-    return state.replace(phase=Phase.AWAITING, end_reason="awaiting_approval")
-
-
-def turn_resumed(state: RunState) -> RunState:
-    """Every call is decided: the paused turn goes on."""
-    if state.phase is not Phase.AWAITING:
-        return state
-    return state.replace(phase=Phase.WITH_BODY, end_reason=None)
-
-
 def call_started(state: RunState, call: ToolCall) -> RunState:
     """A call of the current turn starts running. A decision on it (and the input a person
     approved) stays with it, however often it is started again: after a cancellation, a failed
@@ -488,7 +255,7 @@ def turn_finished(state: RunState, results: ToolResultMessage | None) -> RunStat
     state = state.replace(messages=messages, params=params, calls={}, phase=Phase.READY, end_reason=None)
     if state.final_answer is not None:
         return _finish(state, state.final_answer)
-    if results is not None or state.steered or step_for(reply.stop_reason) is Step.RESUME:
+    if results is not None or state.steered or step_for(reply.stop_reason) is StopReasonStep.RESUME:
         return state
     return _finish(state, "model")
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from anthropic.types import ToolResultBlockParam
 
+from .approval import awaiting, turn_paused, turn_resumed
 from .base import ToolT
 from .decisions import DecisionsCore
 from .effects import (
@@ -28,12 +29,11 @@ from .effects import (
     RunCalls,
 )
 from .events import MessageFinished, TextDelta, ToolCallFinished, ToolCallStarted
-from .messages import check_reply
+from .message_checks import check_reply
 from .plan import CallPlan, not_executed
 from .state import CallStatus, Phase
+from .stop_reasons import StopReasonStep, step_for
 from .transitions import (
-    Step,
-    awaiting,
     call_finished,
     call_started,
     calls_dropped,
@@ -41,11 +41,8 @@ from .transitions import (
     pending_calls,
     record_of,
     reply_received,
-    step_for,
     stream_abandoned,
     turn_finished,
-    turn_paused,
-    turn_resumed,
 )
 from .types import Reply, ToolCall, ToolResultMessage
 
@@ -85,7 +82,7 @@ class TurnCore(DecisionsCore[ToolT]):
             self.set(stream_abandoned(self.state))
             return
         self._accept(reply, streamed=True)
-        dropped = yield EndStream(keep=step_for(reply.stop_reason) is Step.RUN_TOOLS)
+        dropped = yield EndStream(keep=step_for(reply.stop_reason) is StopReasonStep.RUN_TOOLS)
         self.set(calls_dropped(self.state, dropped))
         yield from self._gate(pending_calls(self.state))
         yield from self._save()

@@ -30,8 +30,9 @@ from .errors import ParamsError
 from .log import INFO, WARNING, log
 from .messages import client_tool_calls, field
 from .state import Phase, RunState
+from .stop_reasons import StopReasonStep, step_for
 from .tool_changes import last_changes, pending_message, removed_by, removed_tools
-from .transitions import Limits, Step, step_for
+from .transitions import Limits
 
 __all__ = ["WindowCore"]
 
@@ -160,7 +161,7 @@ class WindowCore(CoreBase[ToolT]):
                 self.set(state)
         if self.pending_compaction is None:
             return
-        paused = state.reply is not None and step_for(state.reply.stop_reason) is Step.RESUME
+        paused = state.reply is not None and step_for(state.reply.stop_reason) is StopReasonStep.RESUME
         if not paused:  # a paused turn is resumed first
             self._compacting = (self.pending_compaction, len(state.messages))
             self.pending_compaction = None

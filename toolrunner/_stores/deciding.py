@@ -1,5 +1,5 @@
 """Decisions taken through a store, in pure code: a decision is a transition of the saved state
-(``approved``, ``denied``, ``answered``, over ``_core.transitions.call_decided``), which the store
+(``approved``, ``denied``, ``answered``, over ``_core.approval.call_decided``), which the store
 saves as the run's next save, so that a runner holding the run sees its sequence move, and of two
 deciders only one can win; an edited input is checked against the schema saved with its call; and
 what a runner that holds the run takes over from the store (``decisions_since``).
@@ -14,12 +14,12 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol, cast
 
+from .._core.approval import call_decided
 from .._core.errors import ApprovalError, StateError, ToolInputError
 from .._core.ids import check_by, check_reason, check_run_id
 from .._core.results import tool_result_block
 from .._core.run import denied_reason
 from .._core.state import CallRecord, CallStatus, Phase, RunState, plain_data
-from .._core.transitions import call_decided
 from .._tools.approvals import answer_block
 from .._tools.results import DEFAULT_ADAPTER
 from .formats import format_checker, with_pattern

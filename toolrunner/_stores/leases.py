@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from .._core.errors import ParamsError
-from .._core.ids import unshowable
+from .._core.ids import unshowable_problem
 from .runs import RunStatus
 
 __all__ = [
@@ -111,10 +111,9 @@ def check_owner(owner: object) -> str:
             f"a lease's owner must be a non-empty string naming the resumer, not {owner!r}; for example "
             "Resumer(...).owner."
         )
-    problem = unshowable(owner)
+    problem = unshowable_problem(f"a lease's owner {owner!r}", owner, shown_on="listing")
     if problem is not None:
         raise ParamsError(
-            f"a lease's owner {owner!r} holds {problem}, which not every store can save or every listing show; "
-            "name the resumer with printable text (for example Resumer(...).owner)."
+            f"{problem}; name the resumer with printable text (for example Resumer(...).owner)."
         )
     return owner

@@ -16,9 +16,10 @@ from datetime import datetime
 from decimal import Decimal
 from typing import cast
 
+from .._core.approval import awaiting
 from .._core.errors import StateError
 from .._core.state import CallStatus, Phase, RunState, plain_data
-from .._core.transitions import awaiting, pending_calls
+from .._core.transitions import pending_calls
 from .._core.types import EndReason, ToolCall
 from .._core.unicode import store_json
 

@@ -41,7 +41,7 @@ from .._core.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from .._core.messages import check_reply
+from .._core.message_checks import check_reply
 from .._core.results import tool_result_block
 from .._core.state import Phase, RunState, request_usage_data
 from .._core.transitions import pending_calls, request_params

@@ -28,6 +28,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from anthropic.types import ToolResultBlockParam
 
+    from .._core.approval import call_decided
     from .._core.errors import ParamsError, ToolRunnerError
     from .._core.events import (
         ApprovalDecided,
@@ -42,7 +43,6 @@ with workflow.unsafe.imports_passed_through():
     from .._core.messages import message_param
     from .._core.results import tool_result_block
     from .._core.state import Phase, decided_at
-    from .._core.transitions import call_decided
     from .._core.types import Decision
     from .._runner.params import TRANSPORT, check_params
     from ._data import (

@@ -1,0 +1,256 @@
+"""``RunState``'s JSON form, written and read: what ``RunState.to_dict`` and ``RunState.from_dict``
+do (``_core.state`` holds the value; ``_core.state_schema`` the saved form's schema and migrations).
+
+A saved state is read in three steps: its version is checked (``_version``), the data is migrated
+and checked against the schema, and the state is built from it (``_read``), with the few rules
+the schema cannot say. A field that does not fit is reported by name (``_damaged``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import Any, cast
+
+from anthropic.types import ToolResultBlockParam
+from anthropic.types.beta import BetaMessage
+
+from .errors import StateError
+from .messages import read_reply, reply_data
+from .state import (
+    STATE_VERSION,
+    CallRecord,
+    CallStatus,
+    DecisionRecord,
+    Phase,
+    RunState,
+    message_data,
+    plain_data,
+    read_request_usage,
+    request_usage_data,
+    usage_data,
+)
+from .state_schema import check_messages, check_state, check_usage, migrated
+from .types import Reply, ToolCall
+from .usage import Usage
+
+__all__ = ["read_state", "state_data"]
+
+
+def state_data(state: RunState, *, history: bool = True) -> dict[str, Any]:
+    """``state`` as JSON-able data (``RunState.to_dict``)."""
+    data: dict[str, Any] = {
+        "version": STATE_VERSION,
+        "run_id": state.run_id,
+        "phase": state.phase.value,
+        "params": {key: plain_data(value, f"params[{key!r}]") for key, value in state.params.items()},
+        "tools": [plain_data(tool, "tools") for tool in state.tools],
+        "reply": None if state.reply is None else _reply_data(state.reply),
+        "steered": state.steered,
+        "calls": [_record_data(record) for record in state.calls.values()],
+        "total": usage_data(state.total),
+        "cost": None if state.cost is None else str(state.cost),
+        "opened_at": state.opened_at,
+        "final_answer": state.final_answer,
+        "end_reason": state.end_reason,
+        "tool_changes": [plain_data(block, "tool_changes") for block in state.tool_changes],
+        "failure": None if state.failure is None else dict(state.failure),
+        "decisions": [_decision_data(record) for record in state.decisions],
+    }
+    if history:
+        data["messages"] = [message_data(message, index) for index, message in enumerate(state.messages)]
+        data["usage"] = [request_usage_data(request) for request in state.usage]
+    return data
+
+
+def read_state(data: object, *, messages: Sequence[Any] | None, usage: Sequence[Any] | None) -> RunState:
+    """The state ``state_data`` gave (of this or an older version; ``RunState.from_dict``).
+
+    Raises:
+        StateError: The data is not a saved state, a newer toolrunner wrote it, or a field does
+            not fit the saved form's schema.
+    """
+    version = _version(data)
+    data = cast("Mapping[str, Any]", data)
+    try:
+        data = migrated(data, version)
+        check_state(data)
+        messages = check_messages(data["messages"] if messages is None else messages)
+        usage = check_usage(data["usage"] if usage is None else usage)
+        return _read(data, messages, usage)
+    except (KeyError, TypeError, ValueError, ArithmeticError, RecursionError) as error:
+        raise _damaged(version, error) from error
+
+
+def _version(data: object) -> int:
+    """The state version of saved data, which this toolrunner reads.
+
+    Raises:
+        StateError: The data has none, one no toolrunner wrote, or one a newer toolrunner wrote.
+    """
+    version = cast("Mapping[str, Any]", data).get("version") if isinstance(data, Mapping) else None
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise StateError(
+            f"the saved data is not a RunState (no 'version' field: {_preview(cast(object, data))}); load only what "
+            "RunState.to_json() or a checkpointer wrote."
+        )
+    if version < 1:
+        raise StateError(
+            f"the saved data has state version {version}, which no toolrunner wrote (versions start at 1); "
+            "load only what RunState.to_json() or a checkpointer wrote."
+        )
+    if version > STATE_VERSION:
+        raise StateError(
+            f"the state was saved by a newer toolrunner (state version {version}; this one reads up to "
+            f"{STATE_VERSION}); upgrade toolrunner to resume it."
+        )
+    return version
+
+
+def _damaged(version: int, error: Exception) -> StateError:
+    """The error for saved data of ``version`` that reading failed on with ``error``."""
+    problem = (
+        f"{error.args[0]} is missing"
+        if isinstance(error, KeyError)
+        else str(error)
+        if type(error) is ValueError
+        else f"{type(error).__name__}: {error}"
+    )
+    return StateError(
+        f"the saved state (version {version}) is damaged and cannot be loaded: {_cut(problem, 300)}. "
+        "Restore it from a copy, or correct that field as RunState.to_json() writes it."
+    )
+
+
+def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]) -> RunState:
+    """The state of checked data (``_core.state_schema``); what the schema cannot say is checked here."""
+    phase = Phase(data["phase"])
+    end_reason = data["end_reason"]
+    if (phase in (Phase.DONE, Phase.AWAITING)) != (end_reason is not None):
+        raise ValueError(
+            f"end_reason is {end_reason!r} in the phase {phase.value!r}; it is set exactly in the phases 'done' "
+            "and 'awaiting'"
+        )
+    if phase in (Phase.RECEIVED, Phase.WITH_BODY, Phase.AWAITING) and data["reply"] is None:
+        raise ValueError(f"reply is None in the phase {phase.value!r}, which holds a reply")
+    ids = [record["id"] for record in data["calls"]]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"calls has two records of one tool_use id ({ids!r})")
+    requests = tuple(read_request_usage(item) for item in usage)
+    records = [_read_record(item) for item in data["calls"]]
+    cost = data["cost"]
+    return RunState(
+        params=dict(data["params"]),
+        tools=tuple(data["tools"]),
+        messages=tuple(messages),
+        phase=phase,
+        reply=None if data["reply"] is None else _read_reply(data["reply"]),
+        steered=data["steered"],
+        calls={record.call.id: record for record in records},
+        usage=requests,
+        total=Usage(**data["total"]),
+        cost=None if cost is None else Decimal(cost),
+        opened_at=data["opened_at"],
+        final_answer=data["final_answer"],
+        end_reason=end_reason,
+        run_id=data["run_id"],
+        tool_changes=tuple(dict(block) for block in data["tool_changes"]),
+        failure=None if data["failure"] is None else dict(data["failure"]),
+        decisions=tuple(_read_decision(item) for item in data["decisions"]),
+    )
+
+
+# -- the parts ---------------------------------------------------------------------------------
+
+
+def _reply_data(reply: Reply) -> dict[str, Any]:
+    return {"beta": isinstance(reply, BetaMessage), "message": reply_data(reply)}
+
+
+def _read_reply(data: Mapping[str, Any]) -> Reply:
+    return read_reply(data["message"], beta=bool(data["beta"]))
+
+
+def _call_data(call: ToolCall) -> dict[str, Any]:
+    """The call a journal record or an audit entry is of, as both write it."""
+    return {
+        "id": call.id,
+        "name": call.name,
+        "input": plain_data(call.input, f"the input of tool_use {call.id!r}"),
+        "toolset_name": call.toolset_name,
+    }
+
+
+def _read_call(data: Mapping[str, Any]) -> ToolCall:
+    """The call ``_call_data`` wrote."""
+    return ToolCall(
+        id=data["id"], name=data["name"], input=data["input"], toolset_name=data.get("toolset_name")
+    )
+
+
+def _record_data(record: CallRecord) -> dict[str, Any]:
+    call = record.call
+    return {
+        **_call_data(call),
+        "status": record.status.value,
+        "result": None if record.result is None else plain_data(record.result, f"the result of {call.id!r}"),
+        "approved_input": plain_data(record.approved_input, f"the approved input of {call.id!r}"),
+        "decision": record.decision,
+        "decided_by": record.decided_by,
+        "decided_at": record.decided_at,
+        "tool": None if record.tool is None else plain_data(record.tool, f"the tool of {call.id!r}"),
+    }
+
+
+def _read_record(data: Mapping[str, Any]) -> CallRecord:
+    result = data["result"]
+    decision = data["decision"]
+    if decision not in (None, "approved", "denied", "answered"):
+        raise ValueError(f"decision {decision!r}")
+    return CallRecord(
+        call=_read_call(data),
+        status=CallStatus(data["status"]),
+        result=None if result is None else cast(ToolResultBlockParam, dict(result)),
+        approved_input=data["approved_input"],
+        decision=decision,
+        decided_by=data["decided_by"],
+        decided_at=data["decided_at"],
+        tool=None if data["tool"] is None else dict(data["tool"]),
+    )
+
+
+def _decision_data(record: DecisionRecord) -> dict[str, Any]:
+    call = record.call
+    return {
+        **_call_data(call),
+        "decision": record.decision,
+        "approved_input": plain_data(record.approved_input, f"the approved input of {call.id!r}"),
+        "reason": record.reason,
+        "by": record.by,
+        "at": record.at,
+        "via": record.via,
+    }
+
+
+def _read_decision(data: Mapping[str, Any]) -> DecisionRecord:
+    return DecisionRecord(
+        call=_read_call(data),
+        decision=data["decision"],
+        approved_input=data["approved_input"],
+        reason=data["reason"],
+        by=data["by"],
+        at=data["at"],
+        via=data["via"],
+    )
+
+
+def _preview(value: object, limit: int = 80) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a foreign object's __repr__ may raise; the error is still reported
+        text = f"a {type(value).__name__!r}"
+    return _cut(text, limit)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
