@@ -5,8 +5,8 @@ person to approve a refund, as the inbox shows it in Chromium.
 
 It saves runs (played against the fake Messages API, offline) in a new SQLite file, serves the
 inbox over it with ``python -m toolrunner inbox``, logs in and takes the picture, as the browser
-tests do (tests/inbox_browser.py; Debian's Chromium, ``apt-get install -y chromium``).
-tests/test_inbox_browser.py runs it too, into a temporary file.
+tests do (tests/support/inbox_browser.py; Debian's Chromium, ``apt-get install -y chromium``).
+tests/operations/test_inbox_browser.py runs it too, into a temporary file.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def make_picture(path: Path) -> None:
 
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from tests.inbox_browser import launch_chromium, log_in, served_inbox
+    from tests.support.inbox_browser import launch_chromium, log_in, served_inbox
 
     with tempfile.TemporaryDirectory() as directory:
         database = Path(directory) / "runs.db"

@@ -1,7 +1,7 @@
 """The caching benchmark still runs: ``python benchmarks/caching.py`` in a subprocess.
 
 It prints the cost of a 20-turn loop with and without caching, from the fake's prompt-cache
-accounting; the figures themselves are checked by tests/test_caching.py, not here.
+accounting; the figures themselves are checked by tests/runner/test_caching.py, not here.
 """
 
 from __future__ import annotations

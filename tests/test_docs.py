@@ -34,7 +34,7 @@ import toolrunner
 import toolrunner.mcp
 import toolrunner.temporal
 import toolrunner.testing
-from tests.postgres_server import new_schema
+from tests.support.postgres_server import new_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK_TIMEOUT = 60  # seconds per block

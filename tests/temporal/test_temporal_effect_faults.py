@@ -1,7 +1,7 @@
 """One property over faults, on both drivers of the run's orchestration: ``ToolRunner`` and the
 Temporal workflow perform the same effects and end with the same history for the same script.
 
-The scripts are ``tests/test_effect_faults.py``'s (``effect_scripts``): replies with calls to
+The scripts are ``tests/properties/test_effect_faults.py``'s (``effect_scripts``): replies with calls to
 ordinary, idempotent, sequential and gated tools, text replies the loop body steers past with a
 follow-up, decisions on the gated calls, a concurrency limit. Each runs with ``ToolRunner`` (in
 this process, as that test's loop body plays it) and on Temporal, where clients play the loop
@@ -40,11 +40,11 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
-from tests._hypothesis_profiles import PROFILE
-from tests.effect_scripts import Ledger, Script, decide, follow_up, make_tools, scripts
-from tests.helpers import MODEL, plain
+from tests.properties.test_effect_faults import USER, run_script
+from tests.support._hypothesis_profiles import PROFILE
+from tests.support.effect_scripts import Ledger, Script, decide, follow_up, make_tools, scripts
+from tests.support.helpers import MODEL, plain
 from tests.temporal.temporal_helpers import fast_retries, start, worker
-from tests.test_effect_faults import USER, run_script
 from toolrunner import LoopFinished, RunnerEvent
 from toolrunner._core.drive import Performing, intercepted
 from toolrunner._core.effects import Program, Save

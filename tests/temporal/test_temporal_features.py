@@ -23,7 +23,7 @@ from temporalio.client import Client
 from temporalio.contrib.opentelemetry import TracingInterceptor
 from temporalio.testing import WorkflowEnvironment
 
-from tests.helpers import plain
+from tests.support.helpers import plain
 from tests.temporal.temporal_helpers import MODEL, Browser, member, run_plainly, start, worker
 from toolrunner import (
     CompactionControl,

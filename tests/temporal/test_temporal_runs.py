@@ -11,7 +11,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError
 from temporalio.testing import WorkflowEnvironment
 
-from tests.helpers import plain
+from tests.support.helpers import plain
 from tests.temporal.temporal_helpers import (
     MODEL,
     Browser,

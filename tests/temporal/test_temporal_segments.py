@@ -20,7 +20,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from tests.helpers import plain
+from tests.support.helpers import plain
 from tests.temporal.temporal_helpers import run_plainly, start, task_queue, worker
 from toolrunner import CompactionControl, tool
 from toolrunner._core.state import request_usage_data

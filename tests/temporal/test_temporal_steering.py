@@ -14,7 +14,7 @@ import pytest
 from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateHandle, WorkflowUpdateStage
 from temporalio.testing import WorkflowEnvironment
 
-from tests.helpers import plain
+from tests.support.helpers import plain
 from tests.temporal.temporal_helpers import MODEL, start, worker
 from toolrunner import ApprovalError, ParamsError, Phase, ToolRunner, tool
 from toolrunner.temporal import MemoryPayloadStore, RunHandle, ToolRunnerWorkflow, get_run

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from anthropic import beta_tool
 
-from tests.helpers import MODEL, USER, results_of
+from tests.support.helpers import MODEL, USER, results_of
 from toolrunner import (
     CheckpointConflictError,
     MemoryCheckpointer,

@@ -8,7 +8,7 @@ import anthropic
 import pytest
 from anthropic.types import Message, TextBlock, ToolUseBlock
 
-from tests.helpers import MODEL
+from tests.support.helpers import MODEL
 from toolrunner import AwaitingApprovalError, MemoryCheckpointer, ToolRunner, tool
 from toolrunner.testing import (
     FakeMessagesAPI,

@@ -1,0 +1,569 @@
+"""Cancellation at each await point of an iteration, on asyncio and trio.
+
+After each cancellation we check the same three things: no task or worker thread of the runner is
+still running, the history holds no half-appended results, and the runner resumes to the end a
+run without cancellation reaches (or closes cleanly). The property test in test_properties.py
+cancels at generated points; these tests name each point and each way to cancel.
+
+Streaming (``stream=True``) is a separate issue; cancelling while a stream is read is not covered
+here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import anyio
+import pytest
+
+from tests.support.reliability_helpers import (
+    LeakCheck,
+    pairing_problems,
+    plain,
+    skeleton,
+    worker_threads_idle,
+)
+from toolrunner import ToolRunner, tool
+from toolrunner.testing import (
+    FakeMessagesAPI,
+    RecordedRequest,
+    ScriptEntry,
+    text_reply,
+    tool_call,
+    tool_reply,
+)
+
+pytestmark = pytest.mark.anyio
+
+MODEL = "claude-sonnet-4-6"
+USER = {"role": "user", "content": "Pay both invoices."}
+GUARD = 10  # seconds; only reached when something hangs, i.e. on failure
+
+charges: Counter[str] = Counter()
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> None:
+    charges.clear()
+
+
+@tool
+async def pay(invoice: str) -> str:
+    """Pay an invoice.
+
+    Args:
+        invoice: The invoice number.
+    """
+    charges[invoice] += 1
+    return f"paid {invoice}"
+
+
+def pay_both() -> list[ScriptEntry]:
+    return [
+        tool_reply(
+            tool_call("pay", {"invoice": "A"}, id="tu_a"), tool_call("pay", {"invoice": "B"}, id="tu_b")
+        ),
+        text_reply("Both paid."),
+    ]
+
+
+def runner_for(
+    client: anthropic.AsyncAnthropic | anthropic.Anthropic, *tools: Any, **options: Any
+) -> ToolRunner:
+    return ToolRunner(
+        client, model=MODEL, max_tokens=64, messages=[USER], tools=list(tools) or [pay], **options
+    )
+
+
+async def reference_history(script: Sequence[ScriptEntry], *tools: Any) -> list[Any]:
+    """The history a run without cancellation ends with."""
+    async with FakeMessagesAPI(script).async_client() as client:
+        runner = runner_for(client, *tools)
+        await runner.until_done()
+        history = skeleton(runner.messages)
+    charges.clear()
+    return history
+
+
+def quick_tool(name: str) -> Any:
+    """A tool that answers at once, under ``name``: for reference runs of gated tools."""
+
+    @tool(name=name)
+    async def quick(invoice: str) -> str:
+        """Pay at once."""
+        return f"paid {invoice}"
+
+    return quick
+
+
+async def assert_clean(runner: ToolRunner, leaks: LeakCheck) -> None:
+    """No task or busy worker thread left, and a whole history (at most waiting for results)."""
+    await leaks.assert_none_new()
+    assert worker_threads_idle()
+    assert not pairing_problems(runner.messages, allow_trailing=True)
+
+
+# -- during the request ------------------------------------------------------------------------------
+
+
+async def test_cancelled_during_the_request_sends_it_again_on_resume() -> None:
+    expected = await reference_history(pay_both())
+    arrived = anyio.Event()
+    script = pay_both()
+
+    async def respond(request: RecordedRequest) -> ScriptEntry:
+        if request.index == 0:
+            arrived.set()
+            await anyio.sleep_forever()
+        return script.pop(0)
+
+    fake = FakeMessagesAPI(responder=respond)
+    async with fake.async_client() as client:
+        runner = runner_for(client)
+        leaks = await LeakCheck.start()
+        async with anyio.create_task_group() as group:
+
+            async def cancel_when_sent() -> None:
+                await arrived.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(cancel_when_sent)
+            await runner.until_done()
+        await assert_clean(runner, leaks)
+        assert runner.requests_sent == 0
+        assert runner.last_message is None
+        assert skeleton(runner.messages) == skeleton([USER])
+        with anyio.fail_after(GUARD):
+            await runner.until_done()
+    assert skeleton(runner.messages) == expected
+    assert fake.requests[0].body == fake.requests[1].body  # the same request, sent again
+    assert charges == {"A": 1, "B": 1}
+
+
+async def test_cancelled_during_a_sync_clients_request_waits_for_it_and_keeps_the_reply() -> None:
+    """A sync client's request runs in a worker thread, which cannot be interrupted: cancellation
+    takes effect when the request returns. The reply it got is kept, so it is not asked for twice."""
+    expected = await reference_history(pay_both())
+    release = threading.Event()
+    arrived = threading.Event()
+    script = pay_both()
+
+    def respond(request: RecordedRequest) -> ScriptEntry:
+        if request.index == 0:
+            arrived.set()
+            release.wait(GUARD)
+        return script.pop(0)
+
+    fake = FakeMessagesAPI(responder=respond)
+    with fake.client() as client:
+        runner = runner_for(client)
+        leaks = await LeakCheck.start()
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as group:
+
+                async def cancel_then_release() -> None:
+                    await anyio.to_thread.run_sync(arrived.wait, GUARD)
+                    scope.cancel()
+                    release.set()
+
+                group.start_soon(cancel_then_release)
+                await runner.until_done()
+        assert scope.cancelled_caught
+        await assert_clean(runner, leaks)
+        assert runner.requests_sent >= 1  # the reply that arrived after the cancel was kept
+        with anyio.fail_after(GUARD):
+            await runner.until_done()
+    assert skeleton(runner.messages) == expected
+    assert len(fake.requests) == 2  # so no request was sent twice
+    assert charges == {"A": 1, "B": 1}
+
+
+# -- while tools run --------------------------------------------------------------------------------
+
+
+async def test_move_on_after_while_sync_tools_run_waits_for_them_and_keeps_their_results() -> None:
+    started = threading.Barrier(3, timeout=GUARD)  # both calls and the test
+    release = threading.Event()
+
+    @tool
+    def pay_slowly(invoice: str) -> str:
+        """Pay an invoice, slowly."""
+        started.wait()
+        release.wait(GUARD)
+        charges[invoice] += 1
+        return f"paid {invoice}"
+
+    script = [
+        tool_reply(
+            tool_call("pay_slowly", {"invoice": "A"}, id="tu_a"),
+            tool_call("pay_slowly", {"invoice": "B"}, id="tu_b"),
+        ),
+        text_reply("Both paid."),
+    ]
+    expected = await reference_history(script, quick_tool("pay_slowly"))
+    fake = FakeMessagesAPI(script)
+    async with fake.async_client() as client:
+        runner = runner_for(client, pay_slowly)
+        leaks = await LeakCheck.start()
+        release.clear()
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as group:
+
+                async def cancel_when_running() -> None:
+                    await anyio.to_thread.run_sync(started.wait)
+                    scope.cancel()
+                    release.set()  # the threads finish; the runner waits for them
+
+                group.start_soon(cancel_when_running)
+                await runner.until_done()
+        await assert_clean(runner, leaks)
+        assert charges == {"A": 1, "B": 1}
+        # Cancellation lands at the next checkpoint: before the appends (asyncio), or, where the
+        # in-process fake offers none (trio), the loop may have run on to its end.
+        assert skeleton(runner.messages) in (skeleton([USER]), expected)
+        with anyio.fail_after(GUARD):
+            await runner.until_done()
+    assert skeleton(runner.messages) == expected
+    assert charges == {"A": 1, "B": 1}  # the finished calls were not run again
+
+
+async def test_a_sync_tool_with_a_timeout_is_waited_for_on_outer_cancellation_and_not_run_again() -> None:
+    """Only the tool's own timeout abandons its thread; an outer cancellation waits for the call,
+    keeps its result, and resuming does not run it again (no second charge)."""
+    started = threading.Event()
+    release = threading.Event()
+
+    @tool(timeout=GUARD)
+    def charge_card(invoice: str) -> str:
+        """Charge the card for an invoice."""
+        started.set()
+        release.wait(GUARD)
+        charges[invoice] += 1
+        return f"charged {invoice}"
+
+    fake = FakeMessagesAPI(
+        [tool_reply(tool_call("charge_card", {"invoice": "A"}, id="tu_a")), text_reply("Paid.")]
+    )
+    async with fake.async_client() as client:
+        runner = runner_for(client, charge_card)
+        leaks = await LeakCheck.start()
+        with anyio.CancelScope() as scope, anyio.fail_after(GUARD / 2):
+            async with anyio.create_task_group() as group:
+
+                async def cancel_when_running() -> None:
+                    await anyio.to_thread.run_sync(started.wait, GUARD)
+                    scope.cancel()
+                    release.set()
+
+                group.start_soon(cancel_when_running)
+                await runner.until_done()
+        await assert_clean(runner, leaks)
+        assert charges == {"A": 1}
+        with anyio.fail_after(GUARD):
+            await runner.until_done()
+    assert charges == {"A": 1}
+    assert [role for role, _ in skeleton(runner.messages)] == ["user", "assistant", "user", "assistant"]
+
+
+async def test_cancelling_async_tools_appends_nothing_and_resume_reruns_only_unfinished_calls() -> None:
+    expected = await reference_history(pay_both())
+    gate = anyio.Event()
+    runs: Counter[str] = Counter()
+
+    @tool(name="pay")
+    async def pay_gated(invoice: str) -> str:
+        """Pay an invoice once the gate opens (B waits)."""
+        runs[invoice] += 1
+        if invoice == "B":
+            await gate.wait()
+        charges[invoice] += 1
+        return f"paid {invoice}"
+
+    fake = FakeMessagesAPI(pay_both())
+    async with fake.async_client() as client:
+        runner = runner_for(client, pay_gated)
+        leaks = await LeakCheck.start()
+        with anyio.move_on_after(0.05) as scope:
+            await runner.until_done()
+        assert scope.cancelled_caught
+        await assert_clean(runner, leaks)
+        assert skeleton(runner.messages) == skeleton([USER])
+        gate.set()
+        with anyio.fail_after(GUARD):
+            await runner.until_done()
+    assert skeleton(runner.messages) == expected
+    assert runs == {"A": 1, "B": 2}  # B was cut off and ran again; A had finished
+    assert charges == {"A": 1, "B": 1}
+
+
+# -- inside the body -----------------------------------------------------------------------------------
+
+
+async def cancel_in_body(runner: ToolRunner, body: Callable[[], Awaitable[Any]]) -> None:
+    with anyio.CancelScope() as scope:
+        async for _ in runner:
+            scope.cancel()
+            await body()
+            raise AssertionError("the body should have been cancelled")
+    assert scope.cancelled_caught
+
+
+@pytest.mark.parametrize("then", ["resume", "close"])
+async def test_cancelled_inside_the_body_the_reply_waits_for_resume_or_close(then: str) -> None:
+    expected = await reference_history(pay_both())
+    fake = FakeMessagesAPI(pay_both())
+    async with fake.async_client() as client:
+        runner = runner_for(client)
+        leaks = await LeakCheck.start()
+        await cancel_in_body(runner, anyio.sleep_forever)
+        await assert_clean(runner, leaks)
+        assert skeleton(runner.messages) == skeleton([USER])
+        assert runner.requests_sent == 1
+        if then == "resume":
+            await runner.until_done()
+            assert skeleton(runner.messages) == expected
+            assert charges == {"A": 1, "B": 1}
+        else:
+            runner.close()
+            assert [m async for m in runner] == []
+            assert [role for role, _ in skeleton(runner.messages)] == ["user", "assistant"]
+            assert charges == {}
+    assert not fake.unused or then == "close"
+
+
+async def test_cancelled_inside_generate_tool_response_in_the_body_keeps_finished_results() -> None:
+    expected = await reference_history(pay_both())
+    gate = anyio.Event()
+    runs: Counter[str] = Counter()
+
+    @tool(name="pay")
+    async def pay_gated(invoice: str) -> str:
+        """Pay; B waits for the gate."""
+        runs[invoice] += 1
+        if invoice == "B":
+            await gate.wait()
+        charges[invoice] += 1
+        return f"paid {invoice}"
+
+    fake = FakeMessagesAPI(pay_both())
+    async with fake.async_client() as client:
+        runner = runner_for(client, pay_gated)
+        leaks = await LeakCheck.start()
+        async for _ in runner:
+            with anyio.move_on_after(0.05):
+                await runner.generate_tool_response()
+            await assert_clean(runner, leaks)
+            assert skeleton(runner.messages) == skeleton([USER])  # it never changes the history
+            gate.set()
+            break
+        await runner.until_done()
+    assert skeleton(runner.messages) == expected
+    assert runs == {"A": 1, "B": 2}
+    assert charges == {"A": 1, "B": 1}
+
+
+async def test_a_cancelled_caller_does_not_cancel_the_others_sharing_its_run() -> None:
+    gate = anyio.Event()
+
+    @tool(name="pay")
+    async def pay_gated(invoice: str) -> str:
+        """Pay once the gate opens."""
+        await gate.wait()
+        charges[invoice] += 1
+        return f"paid {invoice}"
+
+    fake = FakeMessagesAPI(pay_both())
+    async with fake.async_client() as client:
+        runner = runner_for(client, pay_gated)
+        async for _ in runner:
+            break  # the body holds the reply; its calls are pending
+        answers: list[Any] = []
+        impatient_scope = anyio.CancelScope()
+
+        async def patient() -> None:
+            answers.append(plain(await runner.generate_tool_response()))
+
+        async def impatient() -> None:
+            with impatient_scope:
+                await runner.generate_tool_response()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(impatient)  # first: it starts the run the others wait on
+            await anyio.sleep(0.01)
+            group.start_soon(patient)
+            group.start_soon(patient)
+            await anyio.sleep(0.01)
+            impatient_scope.cancel()
+            await anyio.sleep(0.01)
+            gate.set()
+        assert len(answers) == 2
+        assert answers[0] == answers[1]
+        await runner.until_done()
+    assert charges == {"A": 1, "B": 1}
+
+
+# -- close() from another task ----------------------------------------------------------------------------
+
+
+async def test_close_from_another_task_during_the_request_ends_the_loop_with_that_reply() -> None:
+    arrived = anyio.Event()
+    gate = anyio.Event()
+    script = [
+        tool_reply(tool_call("pay", {"invoice": "A"}, id="tu_a")),
+        tool_reply(tool_call("pay", {"invoice": "B"}, id="tu_b")),
+        text_reply("Both paid."),
+    ]
+
+    async def respond(request: RecordedRequest) -> ScriptEntry:
+        if request.index == 0:
+            arrived.set()
+            await gate.wait()
+        return script.pop(0)
+
+    fake = FakeMessagesAPI(responder=respond)
+    async with fake.async_client() as client:
+        runner = runner_for(client)
+        async with anyio.create_task_group() as group:
+
+            async def stop_button() -> None:
+                await arrived.wait()
+                runner.close()
+                gate.set()
+
+            group.start_soon(stop_button)
+            with anyio.fail_after(GUARD):
+                await runner.until_done()
+    assert len(fake.requests) == 1
+    assert charges == {}
+    assert runner.finished
+    assert not pairing_problems(runner.messages, allow_trailing=True)
+
+
+async def test_close_from_another_task_while_tools_run_ends_the_loop_with_a_whole_history() -> None:
+    started = anyio.Event()
+    gate = anyio.Event()
+
+    @tool(name="pay")
+    async def pay_gated(invoice: str) -> str:
+        """Pay once the gate opens."""
+        started.set()
+        await gate.wait()
+        charges[invoice] += 1
+        return f"paid {invoice}"
+
+    fake = FakeMessagesAPI(pay_both())
+    async with fake.async_client() as client:
+        runner = runner_for(client, pay_gated)
+        async with anyio.create_task_group() as group:
+
+            async def stop_button() -> None:
+                await started.wait()
+                runner.close()
+                gate.set()
+
+            group.start_soon(stop_button)
+            with anyio.fail_after(GUARD):
+                await runner.until_done()
+    assert len(fake.requests) == 1
+    assert runner.finished
+    assert sum(role == "assistant" for role, _ in skeleton(runner.messages)) == 1
+    assert not pairing_problems(runner.messages, allow_trailing=True)
+
+
+# -- leaving runner.events() early ----------------------------------------------------------------------
+
+
+async def test_leaving_the_events_block_early_cancels_the_loop_and_it_resumes() -> None:
+    expected = await reference_history(pay_both())
+    fake = FakeMessagesAPI(pay_both())
+    async with fake.async_client() as client:
+        runner = runner_for(client)
+        leaks = await LeakCheck.start()
+        async with runner.events() as events:
+            async for event in events:
+                if type(event).__name__ == "MessageFinished":
+                    break  # leave while the reply's calls are about to run
+        await assert_clean(runner, leaks)
+        await runner.until_done()
+    assert skeleton(runner.messages) == expected
+    assert all(count == 1 for count in charges.values())
+
+
+# -- Ctrl-C in the blocking front end -----------------------------------------------------------------
+
+CTRL_C_SCRIPT = """
+import json, signal, threading
+from toolrunner import SyncToolRunner, tool
+from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
+
+runs = []
+handled = threading.Event()
+
+def on_ctrl_c(signum, frame):
+    handled.set()
+    raise KeyboardInterrupt  # what Python's own SIGINT handler does
+
+signal.signal(signal.SIGINT, on_ctrl_c)
+
+@tool
+def charge(invoice: str) -> str:
+    '''Charge an invoice; the first call is interrupted by Ctrl-C while it runs.'''
+    runs.append(invoice)
+    if len(runs) == 1:
+        # Ctrl-C: a real SIGINT to the main thread, which waits in the loop for the next reply and
+        # is interrupted in that wait. The call returns only once the main thread has taken the
+        # interrupt: a state, not a time (the timeout only keeps a broken run from hanging).
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        handled.wait(timeout=30)
+    return "charged " + invoice
+
+fake = FakeMessagesAPI([tool_reply(tool_call("charge", {"invoice": "A"}, id="tu_a")), text_reply("Done.")])
+runner = SyncToolRunner(fake.client(), model="claude-sonnet-4-6", max_tokens=64,
+                        messages=[{"role": "user", "content": "Pay."}], tools=[charge])
+before = set(threading.enumerate())
+interrupted = False
+try:
+    for _ in runner:
+        pass
+except KeyboardInterrupt:
+    interrupted = True
+roles_after = [m["role"] for m in runner.messages]
+left = [t.name for t in threading.enumerate() if t not in before and not t.name.startswith("AnyIO worker")]
+runner.until_done()
+print(json.dumps({"handled": handled.is_set(), "interrupted": interrupted, "roles_after": roles_after,
+                  "left": left, "runs": runs, "requests": len(fake.requests),
+                  "roles_end": [m["role"] for m in runner.messages]}))
+"""
+
+
+@pytest.mark.skipif(
+    sys.platform == "win32", reason="signal.pthread_kill, which sends the SIGINT, is POSIX only"
+)
+def test_ctrl_c_in_a_sync_runner_loop_leaves_a_whole_history_and_it_resumes() -> None:
+    """Run in a subprocess: a KeyboardInterrupt that escaped would stop the whole test session."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", CTRL_C_SCRIPT],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome["handled"]  # the main thread took the SIGINT while the tool ran
+    assert outcome["interrupted"]  # and the for loop ended in a KeyboardInterrupt
+    assert outcome["roles_after"] in (["user"], ["user", "assistant", "user"])  # whole turns only
+    assert outcome["left"] == []  # the portal's thread ended with the loop
+    assert outcome["runs"] == ["A"]  # the call finished, so resuming did not run it again
+    assert outcome["requests"] == 2
+    assert outcome["roles_end"] == ["user", "assistant", "user", "assistant"]
