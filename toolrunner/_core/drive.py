@@ -10,7 +10,7 @@ An interceptor sees every effect of every program any driver runs in this proces
 ``Performing``: the effect, the program that yielded it, the run's core) and chooses what
 performing it means: ``await performing.perform()`` performs it as the driver would (or another
 effect in its place); raising instead is a fault at that effect (a crash, a failed save, a
-cancellation). The fault properties (``tests/test_effect_faults.py``, and on Temporal
+cancellation). The fault properties (``tests/properties/test_effect_faults.py``, and on Temporal
 ``tests/temporal/test_temporal_effect_faults.py``) put their faults there, with no private
 attribute patched::
 

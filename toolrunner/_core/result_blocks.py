@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 # The block types a tool_result may hold (the SDK's ``ToolResultBlockParam`` content union, and its
-# beta twin). ``tests/test_results.py`` checks this against the installed SDK.
+# beta twin). ``tests/tools/test_results.py`` checks this against the installed SDK.
 CONTENT_BLOCK_TYPES: frozenset[str] = frozenset(
     {"text", "image", "document", "search_result", "tool_reference", "browser_state"}
 )

@@ -31,7 +31,7 @@ Step = StopReasonStep
 serves until 0.3.0; the package itself names it ``StopReasonStep``."""
 
 
-# The one table of stop reasons. ``tests/test_lifecycle.py`` checks that it covers every value
+# The one table of stop reasons. ``tests/core/test_lifecycle.py`` checks that it covers every value
 # of the installed SDK's ``StopReason`` and ``BetaStopReason``. Unknown values map to STOP.
 STOP_REASON_STEPS: Mapping[str, StopReasonStep] = {
     "tool_use": StopReasonStep.RUN_TOOLS,

@@ -7,7 +7,7 @@ other references (MCP, unknown types) and other blocks are ignored. The last cha
 decides: a removed tool is not run (a call to it is answered like a call to an unknown tool); a
 tool_addition makes a runnable tool of its name available again.
 
-Pure functions with no I/O; ``tests/test_availability.py`` checks them against the SDK's
+Pure functions with no I/O; ``tests/core/test_availability.py`` checks them against the SDK's
 ``available_tool_names`` on generated histories.
 """
 

@@ -7,7 +7,7 @@ the request params.
 params, for a resumed one) are the signatures' ``**options``: checkers then read every keyword, and
 refuse a misspelt one, as the runner does at run time. ``read_options`` checks the options and splits
 them from the params; the params are checked against the SDK's signatures (``_runner.params``), so a param
-a newer SDK adds passes at run time before it is typed here (tests/test_options_types.py keeps the
+a newer SDK adds passes at run time before it is typed here (tests/runner/test_options_types.py keeps the
 two lists equal). The options are configuration, kept apart from the run's state: they hold code
 (tools, callbacks, adapters) and are given again when a saved run is resumed.
 """
