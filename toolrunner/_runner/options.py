@@ -21,14 +21,6 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, TypeAlias, cast
 
 from anthropic import NotGiven, Omit, Timeout
-from anthropic.lib.tools import (
-    BetaAsyncBuiltinFunctionTool,
-    BetaAsyncFunctionTool,
-    BetaAsyncRunnableToolset,
-    BetaBuiltinFunctionTool,
-    BetaFunctionTool,
-    BetaRunnableToolset,
-)
 from anthropic.types import (
     AnthropicBetaParam,
     CacheControlEphemeralParam,
@@ -69,6 +61,7 @@ from .._core.usage import DEFAULT_PRICES, Price, find_price
 from .._stores.protocol import Checkpointer
 from .._tools.approvals import ApproveCallback
 from .._tools.results import DEFAULT_ADAPTER, ToolResultAdapter
+from .._tools.sdk import SdkObject
 from .._tools.tool import Tool
 from .._tools.toolsets import RunnableTool, Toolset
 from .._tracing.trace import Tracing
@@ -84,19 +77,7 @@ __all__ = [
     "read_options",
 ]
 
-ToolLike: TypeAlias = (
-    Tool
-    | Callable[..., Any]
-    | Mapping[str, Any]
-    | Toolset
-    | RunnableTool
-    | BetaFunctionTool[Any]
-    | BetaAsyncFunctionTool[Any]
-    | BetaBuiltinFunctionTool
-    | BetaAsyncBuiltinFunctionTool
-    | BetaRunnableToolset
-    | BetaAsyncRunnableToolset
-)
+ToolLike: TypeAlias = Tool | Callable[..., Any] | Mapping[str, Any] | Toolset | RunnableTool | SdkObject
 """What ``tools=[...]`` takes: ``@tool`` tools, plain functions, raw definitions, ``Toolset`` objects,
 and the SDK's tools and toolsets."""
 
