@@ -277,14 +277,14 @@ def _numbers(given: Mapping[str, Any]) -> float | None:
     return tool_timeout
 
 
-def _result_adapter(adapter: Any) -> ToolResultAdapter:
+def _result_adapter(adapter: object) -> ToolResultAdapter:
     if not all(
         callable(getattr(adapter, name, None)) for name in ("to_content", "error_content", "needs_thread")
     ):
         raise ParamsError(
             f"result_adapter must be a ToolResultAdapter (or a subclass of it), not {type(adapter).__name__!r}."
         )
-    return adapter
+    return cast(ToolResultAdapter, adapter)
 
 
 def _refuse_thread(thread: object) -> None:
