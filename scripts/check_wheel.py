@@ -39,7 +39,6 @@ from typing import TypeVar
 ROOT = Path(__file__).resolve().parent.parent
 EXTRAS = "server,mcp,otel,temporal,postgres,inbox"
 TOKEN = "wheel-check-token-0123456789"
-INBOX_STARTUP = 60  # seconds the inbox may take to say where it listens
 
 T = TypeVar("T")
 
@@ -239,45 +238,39 @@ anyio.run(main)
 
 
 def check_inbox(python: Path, cwd: Path) -> None:
-    env = user_environment(python) | {"TOOLRUNNER_INBOX_TOKEN": TOKEN, "PYTHONUNBUFFERED": "1"}
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tests.support.inbox_browser import served_inbox  # imports neither toolrunner nor Playwright
+
+    env = user_environment(python)
     store = cwd / "runs.db"
-    run([str(python), "-W", "error", "-c", _WAITING_RUN, str(store)], cwd=cwd, env=env)
-    log = cwd / "inbox.log"
-    command = ["toolrunner", "inbox", "--store", f"sqlite:///{store}", "--port", "0"]
-    with log.open("w") as output:
-        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=output, stderr=subprocess.STDOUT)
-    try:
-        url = _inbox_url(process, log)
-        page = _get(f"{url}/login", "text/html")
-        links = re.findall(r'<link rel="stylesheet" href="([^"]+)"', page)
-        scripts = re.findall(r'<script src="([^"]+)"', page)
-        if not links:
-            raise CheckFailed(f"GET {url}/login links no stylesheet:\n{page}")
-        for path in links:
-            _get(url + path, "text/css")
-        for path in scripts:
-            _get(url + path, "javascript")
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _inbox_url(process: subprocess.Popen[bytes], log: Path) -> str:
-    deadline = time.monotonic() + INBOX_STARTUP
-    while time.monotonic() < deadline:
-        found = re.search(r"at (http://127\.0\.0\.1:\d+)/", log.read_text())
-        if found:
-            return found[1]
-        if process.poll() is not None:
-            raise CheckFailed(f"`toolrunner inbox` exited with {process.returncode}:\n{log.read_text()}")
-        time.sleep(0.1)
-    raise CheckFailed(
-        f"`toolrunner inbox` did not say where it listens within {INBOX_STARTUP} s:\n{log.read_text()}"
+    run(
+        [str(python), "-W", "error", "-c", _WAITING_RUN, str(store)],
+        cwd=cwd,
+        env=env | {"TOOLRUNNER_INBOX_TOKEN": TOKEN},
     )
+    served = served_inbox(
+        f"sqlite:///{store}",
+        token=TOKEN,
+        log=cwd / "inbox.log",
+        poll_interval=2.0,
+        program=["toolrunner"],
+        environment=env,
+        cwd=cwd,
+    )
+    try:
+        with served as url:
+            page = _get(f"{url}/login", "text/html")
+            links = re.findall(r'<link rel="stylesheet" href="([^"]+)"', page)
+            scripts = re.findall(r'<script src="([^"]+)"', page)
+            if not links:
+                raise CheckFailed(f"GET {url}/login links no stylesheet:\n{page}")
+            for path in links:
+                _get(url + path, "text/css")
+            for path in scripts:
+                _get(url + path, "javascript")
+    except RuntimeError as error:  # it did not start
+        raise CheckFailed(str(error)) from None
 
 
 def _get(url: str, kind: str) -> str:

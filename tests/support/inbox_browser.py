@@ -3,7 +3,8 @@
 ``served_inbox`` starts ``python -m toolrunner inbox`` on a free port of 127.0.0.1, as a person
 would, over an SQLite file; ``launch_chromium`` starts the system's Chromium (never Playwright's own
 download, which cannot be fetched here). Both are used by tests/operations/test_inbox_browser.py and by
-scripts/inbox_screenshot.py, which makes docs/inbox.png.
+scripts/inbox_screenshot.py, which makes docs/inbox.png; scripts/check_wheel.py serves the installed
+wheel's inbox with ``served_inbox`` too (this module imports neither toolrunner nor Playwright).
 
 A missing browser is an error that says how to install it, never a skip: ``.ci/run`` installs
 Chromium (``apt-get install -y chromium``) and Playwright comes with the ``[test]`` extra.
@@ -17,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,14 +71,22 @@ def served_inbox(
     log: Path,
     poll_interval: float = 0.2,
     arguments: tuple[str, ...] = (),
+    program: Sequence[str] = (sys.executable, "-m", "toolrunner"),
+    environment: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> Generator[str]:
     """``python -m toolrunner inbox --store store_url`` on a free port of 127.0.0.1, with ``token``
-    (``None``: the inbox makes one and prints it); yields its URL (``http://127.0.0.1:PORT``), and stops it (Ctrl-C) at the end. Its output goes
-    to ``log``."""
+    (``None``: the inbox makes one and prints it); yields its URL (``http://127.0.0.1:PORT``), and
+    stops it (Ctrl-C) at the end. Its output goes to ``log``.
+
+    ``program`` is the command that runs toolrunner (an installed ``toolrunner`` script, as
+    scripts/check_wheel.py runs it), in ``environment`` (default: this process's) and ``cwd``.
+
+    Raises:
+        RuntimeError: The inbox exited, or did not say where it listens within ``STARTUP_LIMIT``.
+    """
     command = [
-        sys.executable,
-        "-m",
-        "toolrunner",
+        *program,
         "inbox",
         "--store",
         store_url,
@@ -87,12 +96,12 @@ def served_inbox(
         str(poll_interval),
         *arguments,
     ]
-    environment = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    environment = {**(os.environ if environment is None else environment), "PYTHONUNBUFFERED": "1"}
     environment.pop("TOOLRUNNER_INBOX_TOKEN", None)
     if token is not None:
         environment["TOOLRUNNER_INBOX_TOKEN"] = token
     with log.open("w") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=environment)
+        process = subprocess.Popen(command, cwd=cwd, stdout=output, stderr=subprocess.STDOUT, env=environment)
     try:
         url = _wait_for_url(process, log)
         yield url
@@ -112,9 +121,11 @@ def _wait_for_url(process: subprocess.Popen[bytes], log: Path) -> str:
         if found:
             return found[1]
         if process.poll() is not None:
-            raise RuntimeError(f"`toolrunner inbox` exited with {process.returncode}: {log.read_text()!r}")
+            raise RuntimeError(f"`toolrunner inbox` exited with {process.returncode}:\n{log.read_text()}")
         time.sleep(0.05)
-    raise RuntimeError(f"`toolrunner inbox` did not say where it listens: {log.read_text()!r}")
+    raise RuntimeError(
+        f"`toolrunner inbox` did not say where it listens within {STARTUP_LIMIT:.0f} s:\n{log.read_text()}"
+    )
 
 
 def log_in(page: Page, url: str, *, name: str, token: str, path: str = "/") -> None:

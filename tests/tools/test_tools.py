@@ -23,7 +23,8 @@ from typing_extensions import TypedDict
 
 from toolrunner._core.errors import ToolDefinitionError, ToolInputError
 from toolrunner._core.types import ToolCall
-from toolrunner._tools.tool import DEFINITION_FIELDS, Tool, ToolContext, as_tool, tool
+from toolrunner._tools.definition import DEFINITION_FIELDS
+from toolrunner._tools.tool import Tool, ToolContext, as_tool, tool
 
 
 class Unit(enum.Enum):

@@ -1,5 +1,6 @@
 """Operating saved runs: ``cli`` (the parser and exit statuses of ``toolrunner``), ``commands``
-(the commands, imported once one runs), ``exits``, ``render`` (runs as text for people and JSON for
+(the commands, imported once one runs; ``decide_commands`` those that decide a call,
+``command_context`` what they share), ``exits``, ``render`` (runs as text for people and JSON for
 scripts), ``printer`` (``EventPrinter``), ``resumer`` (``Resumer``: decided runs go on by
 themselves) and ``resume_command`` (``toolrunner resume``).
 

@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import TextIO, TypeAlias
 
 from .._core.errors import CheckpointConflictError, CheckpointError, ParamsError, StateError, ToolInputError
 from .exits import STORE_VARIABLE, Exit, ExitCode
@@ -102,19 +102,40 @@ def _parser() -> argparse.ArgumentParser:
         "imported), 3 no such run or call, 4 decided already (or the run moved on).",
     )
     groups = parser.add_subparsers(dest="group", metavar="{runs,inbox,resume}")
-    runs = groups.add_parser("runs", help="list, show, decide and clean up saved runs")
-    commands = runs.add_subparsers(dest="command", metavar="COMMAND")
+    _runs_group(groups)
+    _inbox_group(groups)
+    _resume_group(groups)
+    return parser
 
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
+
+_Groups: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"  # pyright: ignore[reportPrivateUsage]
+"""What ``add_subparsers`` returns: argparse names its type only privately."""
+
+
+def _add_store(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--store",
         metavar="URL",
         help=f"sqlite:///path/to/runs.db, a path, or postgresql://user:password@host/dbname "
         f"(default: ${STORE_VARIABLE})",
     )
+
+
+def _runs_group(groups: _Groups) -> None:
+    """``toolrunner runs ...``."""
+    runs = groups.add_parser("runs", help="list, show, decide and clean up saved runs")
+    commands = runs.add_subparsers(dest="command", metavar="COMMAND")
+    common = argparse.ArgumentParser(add_help=False)
+    _add_store(common)
     common.add_argument("--json", action="store_true", help="print JSON for scripts instead of text")
     statuses = _Statuses()
+    _reading_commands(commands, common, statuses)
+    _deciding_commands(commands, common)
+    _cleaning_commands(commands, common, statuses)
 
+
+def _reading_commands(commands: _Groups, common: argparse.ArgumentParser, statuses: _Statuses) -> None:
+    """``list`` and ``show``."""
     listing = commands.add_parser("list", parents=[common], help="list runs, newest first")
     listing.add_argument(
         "--status",
@@ -136,6 +157,9 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("run_id", metavar="RUN")
     show.add_argument("--full", action="store_true", help="do not cut long texts and inputs")
 
+
+def _deciding_commands(commands: _Groups, common: argparse.ArgumentParser) -> None:
+    """``approve``, ``deny`` and ``answer``."""
     decider = argparse.ArgumentParser(add_help=False, parents=[common])
     decider.add_argument("run_id", metavar="RUN")
     decider.add_argument("call_id", metavar="CALL", help="the tool_use id of a waiting call (see `show`)")
@@ -156,6 +180,9 @@ def _parser() -> argparse.ArgumentParser:
     answer.add_argument("--json-result", action="store_true", help="RESULT is JSON (an object, a list, ...)")
     answer.add_argument("--error", action="store_true", help="the result is an error")
 
+
+def _cleaning_commands(commands: _Groups, common: argparse.ArgumentParser, statuses: _Statuses) -> None:
+    """``delete`` and ``prune``."""
     delete = commands.add_parser("delete", parents=[common], help="delete runs")
     delete.add_argument("run_ids", metavar="RUN", nargs="+")
 
@@ -177,6 +204,9 @@ def _parser() -> argparse.ArgumentParser:
         "--dry-run", action="store_true", help="list the runs it would delete, and delete none"
     )
 
+
+def _inbox_group(groups: _Groups) -> None:
+    """``toolrunner inbox``."""
     inbox = groups.add_parser(
         "inbox",
         help="serve the inbox: a web app to read and decide the runs that wait (the [inbox] extra)",
@@ -184,12 +214,7 @@ def _parser() -> argparse.ArgumentParser:
         "approves, edits, denies or answers their calls. Every request needs the token: made at start and "
         "printed once, or given in $TOOLRUNNER_INBOX_TOKEN or --token-file.",
     )
-    inbox.add_argument(
-        "--store",
-        metavar="URL",
-        help=f"sqlite:///path/to/runs.db, a path, or postgresql://user:password@host/dbname "
-        f"(default: ${STORE_VARIABLE})",
-    )
+    _add_store(inbox)
     inbox.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: 127.0.0.1)")
     inbox.add_argument("--port", type=int, default=8765, help="the port to listen on (default: 8765; 0: any)")
     inbox.add_argument(
@@ -217,6 +242,9 @@ def _parser() -> argparse.ArgumentParser:
         help="how often the live list looks at the store (default: 2)",
     )
 
+
+def _resume_group(groups: _Groups) -> None:
+    """``toolrunner resume``."""
     resume = groups.add_parser(
         "resume",
         help="take up the runs that are ready (every waiting call decided) and go on with them, with the "
@@ -226,12 +254,7 @@ def _parser() -> argparse.ArgumentParser:
         "again. Run as many as you like, on as many machines: each run goes to one, and a run whose resumer "
         "died goes to another once the lease runs out. SIGTERM or Ctrl-C stops it (twice: at once).",
     )
-    resume.add_argument(
-        "--store",
-        metavar="URL",
-        help=f"sqlite:///path/to/runs.db, a path, or postgresql://user:password@host/dbname "
-        f"(default: ${STORE_VARIABLE})",
-    )
+    _add_store(resume)
     resume.add_argument(
         "--app",
         required=True,
@@ -261,4 +284,3 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="on SIGTERM, how long the runs in hand have to end or pause before they stop (default: 10)",
     )
-    return parser

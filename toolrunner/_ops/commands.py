@@ -1,32 +1,28 @@
 """The commands of the command line (``_ops.cli`` reads it and calls ``execute``): each opens the store
 its URL names, as a ``RunStore``, and needs none of the app's code or tools. Tables and text for
 people, ``--json`` for scripts; what goes wrong ends the command with an exit status (``Exit``).
+Those that decide a call are ``_ops.decide_commands``.
 """
 
 from __future__ import annotations
 
 import argparse
-import getpass
-import json
 import os
-import re
 import shlex
 from collections.abc import Awaitable, Callable, Iterable
-from datetime import UTC, datetime, timedelta
-from typing import TextIO, cast
+from datetime import datetime, timedelta
+from typing import TextIO
 
 import anyio
 
-from .._core.errors import ApprovalError
-from .._core.ids import check_by, check_reason, check_run_id
-from .._core.state import CallRecord
-from .._core.unicode import sendable_text
-from .._stores.deciding import parse_json
-from .._stores.listing import PRUNE_KEEPS, check_time, pruned_statuses
+from .._core.ids import check_run_id
+from .._stores.listing import PRUNE_KEEPS, pruned_statuses
 from .._stores.open import open_store, store_path
 from .._stores.protocol import RunStore
 from .._stores.runs import RunStatus, RunSummary, waiting_calls
 from .._stores.urls import holds_secret
+from .command_context import CommandContext, not_found, parse_time
+from .decide_commands import answer, approve, deny
 from .exits import STORE_VARIABLE, Exit, ExitCode
 from .render import (
     age,
@@ -35,8 +31,6 @@ from .render import (
     going_on,
     moment,
     plural,
-    printable,
-    record_data,
     runs_table,
     summary_data,
     waiting_lines,
@@ -67,43 +61,22 @@ def execute(arguments: argparse.Namespace, url: str, out: TextIO, err: TextIO, n
         return
     store = open_store(url)
     try:
-        anyio.run(_COMMANDS[arguments.command], _Context(store, arguments, out, url, now))
+        anyio.run(_COMMANDS[arguments.command], CommandContext(store, arguments, out, url, now))
     finally:
         close = getattr(store, "close", None)
         if callable(close):
             close()
 
 
-class _Context:
-    def __init__(
-        self, store: RunStore, arguments: argparse.Namespace, out: TextIO, url: str, now: datetime
-    ) -> None:
-        self.store = store
-        self.arguments = arguments
-        self.out = out
-        self.url = url
-        self.now = now
-
-    def print(self, *lines: str) -> None:
-        for line in lines:
-            print(printable(line), file=self.out)
-
-    def json(self, data: object) -> None:
-        text = json.dumps(data, ensure_ascii=False, indent=2)
-        if sendable_text(text) is not text:  # a lone surrogate: written as a \udcXX escape instead
-            text = json.dumps(data, indent=2)
-        print(text, file=self.out)
-
-
 # -- the commands ------------------------------------------------------------------------------------
 
 
-async def _list(context: _Context) -> None:
+async def _list(context: CommandContext) -> None:
     arguments = context.arguments
     page = await context.store.list_runs(
         status=arguments.status or None,
-        updated_before=_time(arguments.updated_before, context.now, "--updated-before"),
-        updated_after=_time(arguments.updated_after, context.now, "--updated-after"),
+        updated_before=parse_time(arguments.updated_before, context.now, "--updated-before"),
+        updated_after=parse_time(arguments.updated_after, context.now, "--updated-after"),
         limit=arguments.limit,
         cursor=arguments.cursor,
     )
@@ -118,12 +91,12 @@ async def _list(context: _Context) -> None:
         context.print("", f"More runs: add --cursor {page.cursor}")
 
 
-async def _show(context: _Context) -> None:
+async def _show(context: CommandContext) -> None:
     arguments, store = context.arguments, context.store
     summary = await store.get_run(arguments.run_id)
     loaded = await store.load(arguments.run_id)
     if summary is None or loaded is None:
-        raise _not_found(arguments.run_id)
+        raise not_found(arguments.run_id)
     state = loaded.state
     if arguments.json:
         context.json({"summary": summary_data(summary), "state": state.to_dict()})
@@ -192,125 +165,7 @@ def _ago(delta: timedelta) -> str:
     return f"{age(delta)} ago"
 
 
-async def _approve(context: _Context) -> None:
-    arguments = context.arguments
-    by = _by(arguments)
-    edited: object = None
-    if arguments.input is not None:
-        try:
-            edited = parse_json(arguments.input)
-        except ValueError as error:
-            raise Exit(
-                ExitCode.USAGE,
-                f"--input is not JSON ({error}); give the tool's input as a JSON object, "
-                "for example --input '{\"amount\": 100}'.",
-            ) from None
-        if not isinstance(edited, dict):  # null too, which would approve the call unedited
-            raise Exit(
-                ExitCode.USAGE,
-                f"--input is {_JSON_KINDS.get(type(edited), 'a number')}, not a JSON object: give the tool's "
-                "whole input as an object (--input '{\"amount\": 100}'), or leave --input out to approve the "
-                "call as it is.",
-            )
-        edited = cast("dict[str, object]", edited)
-    await _decide(
-        context,
-        "approved",
-        lambda: context.store.approve_call(arguments.run_id, arguments.call_id, input=edited, by=by),
-    )
-
-
-_JSON_KINDS: dict[type, str] = {type(None): "null", bool: "true or false", str: "a string", list: "a list"}
-
-
-async def _deny(context: _Context) -> None:
-    arguments = context.arguments
-    by = _by(arguments)
-    if arguments.reason is not None:  # the rule every denial keeps, before the run is read
-        try:
-            check_reason(arguments.call_id, arguments.reason)
-        except ApprovalError as error:
-            raise Exit(ExitCode.USAGE, str(error)) from None
-    await _decide(
-        context,
-        "denied",
-        lambda: context.store.deny_call(arguments.run_id, arguments.call_id, arguments.reason, by=by),
-    )
-
-
-async def _answer(context: _Context) -> None:
-    arguments = context.arguments
-    by = _by(arguments)
-    result: object = arguments.result
-    if arguments.json_result:
-        try:
-            result = parse_json(arguments.result)
-        except ValueError as error:
-            raise Exit(
-                ExitCode.USAGE, f"the result is not JSON ({error}); drop --json-result to send it as text."
-            ) from None
-    await _decide(
-        context,
-        "answered",
-        lambda: context.store.answer_call(
-            arguments.run_id, arguments.call_id, result, is_error=arguments.error, by=by
-        ),
-    )
-
-
-async def _decide(context: _Context, what: str, decide: Callable[[], Awaitable[CallRecord]]) -> None:
-    arguments, store = context.arguments, context.store
-    loaded = await store.load(arguments.run_id)
-    if loaded is None:
-        raise _not_found(arguments.run_id)
-    record = loaded.state.calls.get(arguments.call_id)
-    if record is None or (record.decision is None and record.call not in waiting_calls(loaded.state)):
-        waiting = [call.id for call in waiting_calls(loaded.state)]
-        raise Exit(
-            ExitCode.NOT_FOUND,
-            f"the run {arguments.run_id!r} has no call {arguments.call_id!r} that waits for a decision; "
-            + (f"the calls that wait are {waiting!r}." if waiting else "none of its calls waits for one."),
-        )
-    try:
-        record = await decide()
-    except ApprovalError as error:
-        raise Exit(await _refused(context), str(error)) from None
-    if arguments.json:
-        context.json(record_data(record))
-        return
-    context.print(
-        f"{what.capitalize()} {record.call.id} ({record.call.name}) of run {arguments.run_id}"
-        + (f" by {record.decided_by}" if record.decided_by else "")
-        + f" at {record.decided_at}.",
-        _after_decision(await context.store.get_run(arguments.run_id)),
-    )
-
-
-def _after_decision(summary: RunSummary | None) -> str:
-    if summary is not None and summary.status is RunStatus.AWAITING:
-        return f"The run still waits for {plural(len(summary.waiting), 'call')} to be decided."
-    return (
-        "The run is ready: it goes on when a resumer takes it up (toolrunner resume), when the app resumes it "
-        "(ToolRunner.resume), or when a runner that holds it is iterated again."
-    )
-
-
-async def _refused(context: _Context) -> ExitCode:
-    """The exit status of a decision the store refused, by its cause, as the run now stands: the call
-    was decided (or the run moved on) since it was read, or else the decision itself cannot be taken
-    (a reason or a result that cannot be sent), and the call still waits."""
-    arguments = context.arguments
-    loaded = await context.store.load(arguments.run_id)
-    if loaded is None:
-        return ExitCode.NOT_FOUND
-    record = loaded.state.calls.get(arguments.call_id)
-    still_waits = any(call.id == arguments.call_id for call in waiting_calls(loaded.state))
-    if record is None or record.decision is not None or not still_waits:
-        return ExitCode.CONFLICT
-    return ExitCode.USAGE
-
-
-async def _delete(context: _Context) -> None:
+async def _delete(context: CommandContext) -> None:
     missing: list[str] = []
     deleted: list[str] = []
     for run_id in context.arguments.run_ids:  # every one checked before the first is deleted
@@ -328,9 +183,9 @@ async def _delete(context: _Context) -> None:
         )
 
 
-async def _prune(context: _Context) -> None:
+async def _prune(context: CommandContext) -> None:
     arguments, store = context.arguments, context.store
-    before = _time(arguments.older_than, context.now, "--older-than")
+    before = parse_time(arguments.older_than, context.now, "--older-than")
     assert before is not None
     statuses = arguments.status or None
     # Without --status, the runs that wait for a person are kept (PRUNE_KEEPS); say which.
@@ -392,12 +247,12 @@ async def _all_runs(
         cursor = page.cursor
 
 
-_COMMANDS: dict[str, Callable[[_Context], Awaitable[None]]] = {
+_COMMANDS: dict[str, Callable[[CommandContext], Awaitable[None]]] = {
     "list": _list,
     "show": _show,
-    "approve": _approve,
-    "deny": _deny,
-    "answer": _answer,
+    "approve": approve,
+    "deny": deny,
+    "answer": answer,
     "delete": _delete,
     "prune": _prune,
 }
@@ -458,61 +313,3 @@ def _resume(arguments: argparse.Namespace, url: str, err: TextIO) -> None:
         close = getattr(store, "close", None)
         if callable(close):
             close()
-
-
-def _not_found(run_id: str) -> Exit:
-    return Exit(
-        ExitCode.NOT_FOUND, f"no run named {run_id!r} in the store; list them with `toolrunner runs list`."
-    )
-
-
-def _by(arguments: argparse.Namespace) -> str | None:
-    """Who decides: ``--by``, else the user's name; checked by the rule every decision shares
-    (``_core.ids.check_by``) before anything is read or decided."""
-    if arguments.by is not None:
-        try:
-            return check_by(arguments.by, "--by ")
-        except ApprovalError as error:
-            raise Exit(ExitCode.USAGE, str(error)) from None
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no user name to be had (a container without a passwd entry)
-        return None
-    try:
-        return check_by(user)
-    except ApprovalError:
-        raise Exit(
-            ExitCode.USAGE,
-            f"your user name {user!r} cannot be recorded as who decided (see `--help`); give one with --by NAME.",
-        ) from None
-
-
-_DURATION = re.compile(r"(\d+)\s*([smhdw])")
-_UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400, "w": 604_800}
-
-
-def _time(text: str | None, now: datetime, option: str) -> datetime | None:
-    """A time given as a duration before now (``30d``, ``12h``, ``1w2d``) or ISO 8601 (UTC if no zone)."""
-    if text is None:
-        return None
-    text = text.strip()
-    if text and _DURATION.sub("", text).strip() == "":
-        try:
-            return now - timedelta(seconds=sum(int(n) * _UNITS[unit] for n, unit in _DURATION.findall(text)))
-        except (OverflowError, ValueError):  # more days than a timedelta holds, before the year 1, or
-            # a number of more digits than int() reads
-            raise Exit(
-                ExitCode.USAGE,
-                f"{option} {text!r} reaches back before the year 1; give a shorter duration (30d, 52w) or a "
-                "time (2025-06-01).",
-            ) from None
-    try:
-        moment_ = datetime.fromisoformat(text)
-    except ValueError:
-        raise Exit(
-            ExitCode.USAGE,
-            f"{option} {text!r} is neither a duration (30d, 12h, 45m) nor a time "
-            "(2025-06-01 or 2025-06-01T12:00:00+02:00).",
-        ) from None
-    # Checked here as the store checks it, before anything is read or deleted.
-    return check_time(moment_ if moment_.tzinfo is not None else moment_.replace(tzinfo=UTC), option)

@@ -21,14 +21,6 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, TypeAlias, cast
 
 from anthropic import NotGiven, Omit, Timeout
-from anthropic.lib.tools import (
-    BetaAsyncBuiltinFunctionTool,
-    BetaAsyncFunctionTool,
-    BetaAsyncRunnableToolset,
-    BetaBuiltinFunctionTool,
-    BetaFunctionTool,
-    BetaRunnableToolset,
-)
 from anthropic.types import (
     AnthropicBetaParam,
     CacheControlEphemeralParam,
@@ -69,6 +61,7 @@ from .._core.usage import DEFAULT_PRICES, Price, find_price
 from .._stores.protocol import Checkpointer
 from .._tools.approvals import ApproveCallback
 from .._tools.results import DEFAULT_ADAPTER, ToolResultAdapter
+from .._tools.sdk import SdkObject
 from .._tools.tool import Tool
 from .._tools.toolsets import RunnableTool, Toolset
 from .._tracing.trace import Tracing
@@ -84,19 +77,7 @@ __all__ = [
     "read_options",
 ]
 
-ToolLike: TypeAlias = (
-    Tool
-    | Callable[..., Any]
-    | Mapping[str, Any]
-    | Toolset
-    | RunnableTool
-    | BetaFunctionTool[Any]
-    | BetaAsyncFunctionTool[Any]
-    | BetaBuiltinFunctionTool
-    | BetaAsyncBuiltinFunctionTool
-    | BetaRunnableToolset
-    | BetaAsyncRunnableToolset
-)
+ToolLike: TypeAlias = Tool | Callable[..., Any] | Mapping[str, Any] | Toolset | RunnableTool | SdkObject
 """What ``tools=[...]`` takes: ``@tool`` tools, plain functions, raw definitions, ``Toolset`` objects,
 and the SDK's tools and toolsets."""
 
@@ -248,84 +229,27 @@ def read_options(
     """
     given = {name: value for name, value in arguments.items() if name in _NAMES}
     params = {name: value for name, value in arguments.items() if name not in _NAMES}
-    for name in ("max_iterations", "max_total_tokens", "max_concurrency"):
-        _check_positive_int(name, given.get(name))
-    tool_timeout = given.get("tool_timeout")
-    if tool_timeout is not None and (
-        isinstance(tool_timeout, bool) or not isinstance(tool_timeout, int | float) or not tool_timeout > 0
-    ):
-        raise ParamsError(f"tool_timeout must be a positive number of seconds or None, not {tool_timeout!r}.")
-    adapter = given.get("result_adapter", DEFAULT_ADAPTER)
-    if not all(
-        callable(getattr(adapter, name, None)) for name in ("to_content", "error_content", "needs_thread")
-    ):
-        raise ParamsError(
-            f"result_adapter must be a ToolResultAdapter (or a subclass of it), not {type(adapter).__name__!r}."
-        )
+    tool_timeout = _numbers(given)
+    adapter = _result_adapter(given.get("result_adapter", DEFAULT_ADAPTER))
     on_limit = given.get("on_limit", "stop")
     if on_limit not in ("stop", "final_answer"):
         raise ParamsError(f"on_limit must be 'stop' or 'final_answer', not {on_limit!r}.")
-    thread = given.get("thread")
-    if thread is not None and thread is not False:
-        raise ParamsError(
-            f"thread={thread!r} asks for a server-held thread, which toolrunner does not use: it sends the whole "
-            "history with every request, as the SDK's runner does with thread=False. Leave thread out."
-        )
-    eager = bool(given.get("run_tools_eagerly", False))
-    if stream and not is_async:
-        raise ParamsError(
-            "ToolRunner(stream=True) needs an anthropic.AsyncAnthropic client; with anthropic.Anthropic, "
-            "use SyncToolRunner(..., stream=True)."
-        )
-    if eager and not stream:
-        raise ParamsError("run_tools_eagerly=True needs stream=True: tools start while the reply streams.")
-    on_event = cast("Callable[[RunnerEvent], None] | None", given.get("on_event"))
-    if on_event is not None and not callable(on_event):
-        raise ParamsError(
-            f"on_event must be a function of a RunnerEvent or None, not {type(on_event).__name__!r}."
-        )
-    checkpointer = given.get("checkpointer")
-    if checkpointer is not None and not isinstance(checkpointer, Checkpointer):
-        raise ParamsError(
-            f"checkpointer must be a Checkpointer (SQLiteCheckpointer, MemoryCheckpointer, or an object with "
-            f"async save() and load()), not {type(checkpointer).__name__!r}."
-        )
-    run_id = given.get("run_id")
-    if run_id is not None:
-        check_run_id(run_id)
-    if checkpointer is not None and run_id is None:
-        run_id = uuid.uuid4().hex
-    approve = cast("ApproveCallback | None", given.get("approve"))
-    if approve is not None and not callable(approve):
-        raise ParamsError(
-            f"approve must be a function of a ToolCall or None, not {type(approve).__name__!r}."
-        )
+    _refuse_thread(given.get("thread"))
+    eager = _eager(given, stream=stream, is_async=is_async)
+    on_event = cast("Callable[[RunnerEvent], None] | None", _function(given, "on_event", "a RunnerEvent"))
+    checkpointer, run_id = _saving(given)
+    approve = cast("ApproveCallback | None", _function(given, "approve", "a ToolCall"))
     tracing = given.get("tracing")
     if tracing is not None and not isinstance(tracing, Tracing):
         raise ParamsError(f"tracing must be a Tracing(...) or None, not {type(tracing).__name__!r}.")
-    max_cost = None if given.get("max_cost") is None else dollars(given["max_cost"])
-    prices = given.get("prices")
-    model = params.get("model")
-    if (
-        max_cost is not None
-        and isinstance(model, str)
-        and find_price(prices or DEFAULT_PRICES, model) is None
-    ):
-        raise ParamsError(
-            f"max_cost needs a price for model {model!r}, and the price table has none; pass prices={{model: Price(...)}}."
-        )
+    limits = _limits(given, params.get("model"), on_limit)
     control = _compaction_control(given.get("compaction_control"))
     policy = cache_policy(given.get("cache"))
     options = Options(
         tools=given.get("tools", ()),
         stream=stream,
         run_tools_eagerly=eager,
-        limits=Limits(
-            max_iterations=given.get("max_iterations"),
-            max_total_tokens=given.get("max_total_tokens"),
-            max_cost=max_cost,
-            on_limit=on_limit,
-        ),
+        limits=limits,
         max_concurrency=given.get("max_concurrency"),
         tool_timeout=tool_timeout,
         result_adapter=adapter,
@@ -339,6 +263,95 @@ def read_options(
         tracing=tracing,
     )
     return options, params
+
+
+def _numbers(given: Mapping[str, Any]) -> float | None:
+    """Check the options that are counts, and return ``tool_timeout``."""
+    for name in ("max_iterations", "max_total_tokens", "max_concurrency"):
+        _check_positive_int(name, given.get(name))
+    tool_timeout = given.get("tool_timeout")
+    if tool_timeout is not None and (
+        isinstance(tool_timeout, bool) or not isinstance(tool_timeout, int | float) or not tool_timeout > 0
+    ):
+        raise ParamsError(f"tool_timeout must be a positive number of seconds or None, not {tool_timeout!r}.")
+    return tool_timeout
+
+
+def _result_adapter(adapter: object) -> ToolResultAdapter:
+    if not all(
+        callable(getattr(adapter, name, None)) for name in ("to_content", "error_content", "needs_thread")
+    ):
+        raise ParamsError(
+            f"result_adapter must be a ToolResultAdapter (or a subclass of it), not {type(adapter).__name__!r}."
+        )
+    return cast(ToolResultAdapter, adapter)
+
+
+def _refuse_thread(thread: object) -> None:
+    if thread is not None and thread is not False:
+        raise ParamsError(
+            f"thread={thread!r} asks for a server-held thread, which toolrunner does not use: it sends the whole "
+            "history with every request, as the SDK's runner does with thread=False. Leave thread out."
+        )
+
+
+def _eager(given: Mapping[str, Any], *, stream: bool, is_async: bool) -> bool:
+    """``run_tools_eagerly``, checked with ``stream`` against the client."""
+    eager = bool(given.get("run_tools_eagerly", False))
+    if stream and not is_async:
+        raise ParamsError(
+            "ToolRunner(stream=True) needs an anthropic.AsyncAnthropic client; with anthropic.Anthropic, "
+            "use SyncToolRunner(..., stream=True)."
+        )
+    if eager and not stream:
+        raise ParamsError("run_tools_eagerly=True needs stream=True: tools start while the reply streams.")
+    return eager
+
+
+def _function(given: Mapping[str, Any], name: str, argument: str) -> object:
+    """The option ``name``: a function of ``argument``, or None."""
+    function = given.get(name)
+    if function is not None and not callable(function):
+        raise ParamsError(
+            f"{name} must be a function of {argument} or None, not {type(function).__name__!r}."
+        )
+    return function
+
+
+def _saving(given: Mapping[str, Any]) -> tuple[Checkpointer | None, str | None]:
+    """The checkpointer and the run's id: made if the runner saves and none was given."""
+    checkpointer = given.get("checkpointer")
+    if checkpointer is not None and not isinstance(checkpointer, Checkpointer):
+        raise ParamsError(
+            f"checkpointer must be a Checkpointer (SQLiteCheckpointer, MemoryCheckpointer, or an object with "
+            f"async save() and load()), not {type(checkpointer).__name__!r}."
+        )
+    run_id = given.get("run_id")
+    if run_id is not None:
+        check_run_id(run_id)
+    if checkpointer is not None and run_id is None:
+        run_id = uuid.uuid4().hex
+    return checkpointer, run_id
+
+
+def _limits(given: Mapping[str, Any], model: object, on_limit: Any) -> Limits:
+    """The run's limits; ``max_cost`` needs a price for the model."""
+    max_cost = None if given.get("max_cost") is None else dollars(given["max_cost"])
+    prices = given.get("prices")
+    if (
+        max_cost is not None
+        and isinstance(model, str)
+        and find_price(prices or DEFAULT_PRICES, model) is None
+    ):
+        raise ParamsError(
+            f"max_cost needs a price for model {model!r}, and the price table has none; pass prices={{model: Price(...)}}."
+        )
+    return Limits(
+        max_iterations=given.get("max_iterations"),
+        max_total_tokens=given.get("max_total_tokens"),
+        max_cost=max_cost,
+        on_limit=on_limit,
+    )
 
 
 def _compaction_control(value: object) -> CompactionControl | None:

@@ -1,9 +1,11 @@
 """Where tools come from, and running one: ``tool`` (``@tool``: ``Tool``, ``ToolContext``),
-``schema`` and ``docstrings`` (a tool's input and its description), ``toolsets`` (the seam:
-``RunnableTool``, ``Toolset``), ``sdk`` (the SDK's tools and toolsets adapted to it),
-``mcp_results`` (an MCP call's result as a tool's value), ``results`` (the result adapter: what a
-tool returns, as tool_result content), ``execution`` (one call run: its input checked, its time
-limit, its errors as results), ``approvals`` (gates and the checks of a decision's input).
+``callables`` (what ``@tool`` reads from a callable), ``inputs`` (the model's input checked),
+``definition`` (the ``definition=`` fields), ``schema`` and ``docstrings`` (a tool's input and its
+description), ``toolsets`` (the seam: ``RunnableTool``, ``Toolset``), ``sdk`` (the SDK's tools and
+toolsets adapted to it), ``mcp_results`` (an MCP call's result as a tool's value), ``results`` (the
+result adapter: what a tool returns, as tool_result content), ``execution`` (one call run: its input
+checked, its time limit, its errors as results), ``approvals`` (gates and the checks of a decision's
+input).
 
 It may import ``_core`` and ``_tracing``.
 """

@@ -19,8 +19,9 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Generator, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TypeAlias
 
 import pydantic
 from anthropic.lib.tools import (
@@ -35,12 +36,14 @@ from anthropic.tools import BetaToolsetCallContext
 from anthropic.types.beta import BetaToolUseBlock
 
 from .._core.errors import ToolInputError
-from .tool import JSON_TYPES, ApprovalGate, ToolContext
+from .inputs import JSON_TYPES
+from .tool import ApprovalGate, ToolContext
 
 __all__ = [
     "SDK_OBJECTS",
     "SDK_TOOLS",
     "SDK_TOOLSETS",
+    "SdkObject",
     "SdkTool",
     "SdkToolsetTool",
     "close_sdk_object",
@@ -55,6 +58,15 @@ SDK_TOOLSETS = (BetaRunnableToolset, BetaAsyncRunnableToolset)
 """The SDK's runnable toolsets (one ``tools[]`` entry for a whole family of member tools)."""
 SDK_OBJECTS = (*SDK_TOOLS, *SDK_TOOLSETS)
 """The SDK's tools and toolsets: what may have cleanup hooks."""
+SdkObject: TypeAlias = (
+    BetaFunctionTool[Any]
+    | BetaAsyncFunctionTool[Any]
+    | BetaBuiltinFunctionTool
+    | BetaAsyncBuiltinFunctionTool
+    | BetaRunnableToolset
+    | BetaAsyncRunnableToolset
+)
+"""The type of ``SDK_OBJECTS``' instances."""
 
 
 def input_object(name: str, raw: object) -> dict[str, Any]:
@@ -81,7 +93,30 @@ def input_object(name: str, raw: object) -> dict[str, Any]:
     )
 
 
-class SdkTool:
+class _SdkRunnable:
+    """What ``SdkTool`` and ``SdkToolsetTool`` share: the SDK object's definition, sent as the SDK
+    sends it (``to_dict()``, read once), and its input, given to it as a dict it checks itself."""
+
+    timeout: float | None = None
+    idempotent = False
+    requires_approval: ApprovalGate = False
+
+    def __init__(self, name: str, sdk_object: Any, is_async: bool, function: Callable[..., Any]) -> None:
+        self.name = name
+        self._param: Mapping[str, Any] = sdk_object.to_dict()
+        self.is_async = is_async
+        self.function = function
+
+    def to_param(self) -> Mapping[str, Any]:
+        """The definition (or the toolset's ``tools[]`` entry) as the SDK sends it."""
+        return self._param
+
+    def parse_input(self, raw: object) -> dict[str, Any]:
+        """``{"input": the model's input}``: the SDK object checks it itself when called."""
+        return {"input": input_object(self.name, raw)}
+
+
+class SdkTool(_SdkRunnable):
     """An SDK function tool or built-in tool as a ``RunnableTool``.
 
     The tools the SDK makes itself keep state between calls (the memory tool's files, the agent
@@ -94,53 +129,29 @@ class SdkTool:
         tool: The SDK's tool object.
     """
 
-    timeout: float | None = None
-    idempotent = False
-    requires_approval: ApprovalGate = False
-
     def __init__(self, tool: Any) -> None:
         self.tool = tool
-        self.name: str = tool.name
+        is_async = isinstance(tool, BetaAsyncFunctionTool | BetaAsyncBuiltinFunctionTool)
+        super().__init__(tool.name, tool, is_async, self._call_async if is_async else self._call_sync)
         self.sequential: bool = _made_by_sdk(tool)
         self.start_early: bool = not self.sequential
-        self._param: Mapping[str, Any] = tool.to_dict()
-        self.is_async = isinstance(tool, BetaAsyncFunctionTool | BetaAsyncBuiltinFunctionTool)
-        self.function: Callable[..., Any] = self._call_async if self.is_async else self._call_sync
-
-    def to_param(self) -> Mapping[str, Any]:
-        """The definition as the SDK sends it (``to_dict()``, read once)."""
-        return self._param
-
-    def parse_input(self, raw: object) -> dict[str, Any]:
-        """``{"input": the model's input}``: the SDK tool checks it itself when called."""
-        return {"input": input_object(self.name, raw)}
 
     def call_kwargs(self, arguments: dict[str, Any], context: ToolContext) -> dict[str, Any]:
         return arguments
 
     def _call_sync(self, input: dict[str, Any]) -> object:
-        try:
+        with _input_errors(self.name):
             return _listed(self.tool.call(input))
-        except ValueError as error:
-            problem = _input_error(self.name, error)
-            if problem is None:
-                raise
-            raise problem from error
 
     async def _call_async(self, input: dict[str, Any]) -> object:
-        try:
+        with _input_errors(self.name):
             return _listed(await self.tool.call(input))
-        except ValueError as error:
-            problem = _input_error(self.name, error)
-            if problem is None:
-                raise
-            raise problem from error
 
     def __repr__(self) -> str:
         return f"SdkTool({self.tool!r})"
 
 
-class SdkToolsetTool:
+class SdkToolsetTool(_SdkRunnable):
     """An SDK runnable toolset as one ``RunnableTool`` that answers every member call of its family.
 
     Members run one at a time, in the model's order (``sequential``), never while the reply still
@@ -150,25 +161,15 @@ class SdkToolsetTool:
     """
 
     sequential = True
-    timeout: float | None = None
     start_early = False
-    idempotent = False
-    requires_approval: ApprovalGate = False
 
     def __init__(self, toolset: Any) -> None:
         self.toolset = toolset
         self.toolset_name: str = toolset.toolset_name
-        self.name = self.toolset_name
-        self._param: Mapping[str, Any] = toolset.to_dict()
-        self.is_async = isinstance(toolset, BetaAsyncRunnableToolset)
-        self.function: Callable[..., Any] = self._call_async if self.is_async else self._call_sync
-
-    def to_param(self) -> Mapping[str, Any]:
-        """The toolset's ``tools[]`` entry as the SDK sends it."""
-        return self._param
-
-    def parse_input(self, raw: object) -> dict[str, Any]:
-        return {"input": input_object(self.name, raw)}
+        is_async = isinstance(toolset, BetaAsyncRunnableToolset)
+        super().__init__(
+            self.toolset_name, toolset, is_async, self._call_async if is_async else self._call_sync
+        )
 
     def call_kwargs(self, arguments: dict[str, Any], context: ToolContext) -> dict[str, Any]:
         call = context.call
@@ -211,6 +212,18 @@ def _made_by_sdk(tool: object) -> bool:
 def _listed(value: object) -> object:
     """An iterator of content blocks (the SDK allows any iterable) as a list the adapter takes."""
     return list(value) if isinstance(value, Iterator) else value  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+
+
+@contextmanager
+def _input_errors(name: str) -> Generator[None]:
+    """An SDK tool's call, its input's validation error raised as a ``ToolInputError``."""
+    try:
+        yield
+    except ValueError as error:
+        problem = _input_error(name, error)
+        if problem is None:
+            raise
+        raise problem from error
 
 
 def _input_error(name: str, error: ValueError) -> ToolInputError | None:

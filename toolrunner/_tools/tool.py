@@ -14,44 +14,40 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
-import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeAlias, cast, get_args, overload
 
 import pydantic
 from anthropic.types import ToolParam
-from anthropic.types.beta import BetaToolParam
 from pydantic import BaseModel
 from typing_extensions import ParamSpec, TypeVar
 
 from .._core.errors import ToolDefinitionError, ToolInputError
 from .._core.types import RunnerView, ToolCall
+from .callables import (
+    bound_keywords,
+    callee,
+    check_approval,
+    check_description,
+    check_name,
+    check_timeout,
+    default_name,
+    docstrings,
+    refuse_generator,
+)
+from .definition import check_param, definition_fields
 from .docstrings import parse_docstrings
+from .inputs import input_mapping, validation_message
 from .schema import input_model_param, json_schema, read_parameters, signature_model
 
-__all__ = ["DEFINITION_FIELDS", "ApprovalGate", "Tool", "ToolContext", "as_tool", "tool"]
+__all__ = ["ApprovalGate", "Tool", "ToolContext", "as_tool", "tool"]
 
 ApprovalGate: TypeAlias = bool | Callable[[ToolCall], bool | Awaitable[bool]]
 """Whether a tool's calls wait for a decision: always, never, or a function of the call."""
 
 P = ParamSpec("P", default=...)
 R = TypeVar("R", default=Any)
-
-# What the Messages API accepts as a tool name.
-_NAME = re.compile(r"[a-zA-Z0-9_-]{1,128}")
-JSON_TYPES: dict[type, str] = {
-    list: "array",
-    str: "string",
-    int: "number",
-    float: "number",
-    bool: "boolean",
-    type(None): "null",
-}
-# Validation messages list at most this many errors, and values up to this many characters.
-_MAX_ERRORS = 20
-_MAX_VALUE_CHARS = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +114,21 @@ class Tool(Generic[P, R]):
     ) -> None:
         if isinstance(function, Tool):
             function = function.function  # re-decorating: start from the source
+        arg_docs = self._describe(function, name, description)
+        self.sequential = sequential
+        self.timeout = check_timeout(self.name, timeout)
+        self.start_early = start_early
+        self.idempotent = idempotent
+        check_approval(self.name, requires_approval)
+        self.requires_approval = requires_approval
+        self._read_signature(function, input_model, arg_docs)
+        self._param = self._definition(definition)
+
+    def _describe(
+        self, function: Callable[P, R], name: str | None, description: str | None
+    ) -> dict[str, str]:
+        """The function, its name and its description; whether it is async. Returns the docstring's
+        descriptions of the arguments."""
         if not callable(function):
             raise ToolDefinitionError(
                 f"{function!r} is not callable; @tool needs a function, a functools.partial or an object "
@@ -127,30 +138,25 @@ class Tool(Generic[P, R]):
         functools.update_wrapper(
             self, function, updated=("__dict__",) if inspect.isfunction(function) else ()
         )
-        self.name = _check_name(name if name is not None else _default_name(function))
+        self.name = check_name(name if name is not None else default_name(function))
         # Partials and callable objects have no __name__ for update_wrapper to copy.
         self.__dict__.setdefault("__name__", self.name)
         self.__dict__.setdefault("__qualname__", self.name)
-        callee = _callee(function)
-        summary, arg_docs = parse_docstrings(_docstrings(function, callee))
-        self.description = _check_description(self.name, description, summary)
+        called = callee(function)
+        summary, arg_docs = parse_docstrings(docstrings(function, called))
+        self.description = check_description(self.name, description, summary)
         self.function = function
-        _refuse_generator(self.name, callee)
-        self.is_async = inspect.iscoroutinefunction(callee)
-        self.sequential = sequential
-        self.timeout = _check_timeout(self.name, timeout)
-        self.start_early = start_early
-        self.idempotent = idempotent
-        if not isinstance(requires_approval, bool) and not callable(requires_approval):
-            raise ToolDefinitionError(
-                f"requires_approval of tool {self.name!r} must be a bool or a function of the ToolCall, not "
-                f"{type(requires_approval).__name__!r}."
-            )
-        self.requires_approval = requires_approval
+        refuse_generator(self.name, called)
+        self.is_async = inspect.iscoroutinefunction(called)
+        return arg_docs
 
+    def _read_signature(
+        self, function: Callable[P, R], input_model: type[BaseModel] | None, arg_docs: dict[str, str]
+    ) -> None:
+        """The context parameter, the input model and the input schema, from the signature."""
         # What a partial binds by keyword stays in the signature, with its value as default: it must
         # neither reach the schema (it may be a secret) nor be accepted from the model.
-        bound = _bound_keywords(function)
+        bound = bound_keywords(function)
         parameters = [p for p in read_parameters(self.name, function) if p.name not in bound]
         self._context_param = _context_param(self.name, parameters)
         inputs = [p for p in parameters if p.name != self._context_param]
@@ -165,15 +171,17 @@ class Tool(Generic[P, R]):
             self._model_param = None
             self._model, self._fields, self._always = signature_model(self.name, inputs, arg_docs)
         self.input_schema = json_schema(self.name, self._model)
+
+    def _definition(self, definition: Mapping[str, Any] | None) -> ToolParam:
         param: dict[str, object] = {
             "name": self.name,
             "description": self.description,
             "input_schema": self.input_schema,
         }
         if definition is not None:
-            param.update(_definition(self.name, definition, self._model))
-            _check_param(self.name, param)
-        self._param = cast("ToolParam", param)
+            param.update(definition_fields(self.name, definition, self._model))
+            check_param(self.name, param)
+        return cast("ToolParam", param)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.function(*args, **kwargs)
@@ -207,11 +215,11 @@ class Tool(Generic[P, R]):
             ToolInputError: The input is not an object or does not match the schema; the message is
                 written for the model.
         """
-        data = self._input_object(raw)
+        data = input_mapping(self.name, raw)
         try:
             validated = self._model.model_validate(data)
         except pydantic.ValidationError as error:
-            raise ToolInputError(self._validation_message(error)) from None
+            raise ToolInputError(validation_message(self.name, error)) from None
         if self._model_param is not None:
             return {self._model_param: validated}
         given, always = validated.model_fields_set, self._always
@@ -227,39 +235,6 @@ class Tool(Generic[P, R]):
         if self._context_param is None:
             return dict(arguments)
         return {**arguments, self._context_param: context}
-
-    def _input_object(self, raw: object) -> Mapping[str, Any]:
-        if isinstance(raw, Mapping):
-            return cast("Mapping[str, Any]", raw)
-        what = f"a {type(raw).__name__}"
-        if isinstance(raw, str):
-            try:
-                decoded: object = json.loads(raw)
-            except ValueError:
-                what = "a str that is not valid JSON"
-            else:
-                if isinstance(decoded, dict):
-                    return cast("dict[str, Any]", decoded)
-                what = f"a str holding a JSON {JSON_TYPES.get(type(decoded), type(decoded).__name__)}"
-        raise ToolInputError(
-            f"The input for tool {self.name!r} must be a JSON object matching its input_schema, but it was "
-            f"{what}: {_short_repr(raw)}. Call {self.name} again with an object as its input."
-        )
-
-    def _validation_message(self, error: pydantic.ValidationError) -> str:
-        errors = error.errors(include_url=False)
-        count = f"{len(errors)} error" if len(errors) == 1 else f"{len(errors)} errors"
-        lines = [f"The input for tool {self.name!r} is invalid ({count}):"]
-        for item in errors[:_MAX_ERRORS]:
-            line = f"- {_path(item['loc'])}: {item['msg']}"
-            # For a missing field, pydantic's "input" is the enclosing object: not worth repeating.
-            if item["type"] != "missing":
-                line += f" (received {_short_repr(item['input'])})"
-            lines.append(line)
-        if len(errors) > _MAX_ERRORS:
-            lines.append(f"- ... and {len(errors) - _MAX_ERRORS} more")
-        lines.append(f"Call {self.name} again with corrected input.")
-        return "\n".join(lines)
 
 
 @overload
@@ -368,165 +343,7 @@ def as_tool(obj: object) -> Tool:
     return Tool(obj)
 
 
-# Definition fields -----------------------------------------------------------------------------
-
-# Set by @tool itself, from its options, the signature and the docstring.
-_OWNED_FIELDS = {
-    "name": "pass name=... to @tool",
-    "description": "pass description=... to @tool",
-    "input_schema": "it comes from the signature, or from input_model=...",
-}
-
-
-def _definition(name: str, definition: object, model: type[BaseModel]) -> dict[str, object]:
-    """The ``definition`` fields, their names checked; ``input_examples`` checked against the tool's
-    own input model, and made a list (it may be any iterable)."""
-    if not isinstance(definition, Mapping):
-        raise ToolDefinitionError(
-            f"The definition {definition!r} of tool {name!r} is not a dict; pass the extra fields of the "
-            'tool definition as one, such as definition={"strict": True}.'
-        )
-    fields = {str(key): value for key, value in cast("Mapping[object, object]", definition).items()}
-    for key in fields:
-        if key in _OWNED_FIELDS:
-            raise ToolDefinitionError(
-                f"The definition field {key!r} of tool {name!r} is set by @tool; {_OWNED_FIELDS[key]}."
-            )
-        if key not in DEFINITION_FIELDS:
-            raise ToolDefinitionError(
-                f"The definition field {key!r} of tool {name!r} is not a field of a custom tool in the "
-                f"installed anthropic SDK; the fields are: {', '.join(sorted(DEFINITION_FIELDS))}."
-            )
-    if "input_examples" in fields:
-        examples = list(cast("Iterable[object]", fields["input_examples"]))
-        for index, example in enumerate(examples):
-            try:
-                model.model_validate(example)
-            except pydantic.ValidationError as error:
-                problems = "; ".join(
-                    f"{_path(item['loc'])}: {item['msg']}" for item in error.errors(include_url=False)
-                )
-                raise ToolDefinitionError(
-                    f"The input example {index} of tool {name!r} does not match its input_schema "
-                    f"({problems}); correct it or leave it out."
-                ) from None
-        fields["input_examples"] = examples
-    return fields
-
-
-def _check_param(name: str, param: dict[str, object]) -> None:
-    """Check a definition's values against the SDK's type for it, so a wrong one fails here rather
-    than in every request."""
-    sdk_type = ToolParam if param.keys() <= _fields_of(ToolParam) else BetaToolParam
-    try:
-        _adapter(sdk_type).validate_python(param, strict=True)
-    except pydantic.ValidationError as error:
-        item = error.errors(include_url=False)[0]
-        raise ToolDefinitionError(
-            f"The definition field {_path(item['loc'])!r} of tool {name!r} is invalid: {item['msg']} "
-            f"(received {_short_repr(item['input'])}); give it a value of the type the SDK's "
-            f"{sdk_type.__name__} declares for it."
-        ) from None
-
-
-def _fields_of(typed_dict: Any) -> frozenset[str]:
-    return frozenset(typed_dict.__required_keys__ | typed_dict.__optional_keys__)
-
-
-@functools.cache
-def _adapter(sdk_type: Any) -> pydantic.TypeAdapter[Any]:
-    return pydantic.TypeAdapter(sdk_type)
-
-
-DEFINITION_FIELDS: frozenset[str] = (_fields_of(ToolParam) | _fields_of(BetaToolParam)) - _OWNED_FIELDS.keys()
-"""The fields ``definition=`` may set: those the installed SDK's ``ToolParam`` and ``BetaToolParam``
-declare, less the three ``@tool`` owns. Read from the SDK, so a field a newer SDK adds is known."""
-
-
-# Signature -------------------------------------------------------------------------------------
-
-
-def _unwrap_partial(function: object) -> object:
-    while isinstance(function, functools.partial):
-        function = function.func
-    return function
-
-
-def _bound_keywords(function: object) -> frozenset[str]:
-    """The names that a ``functools.partial``, or a chain of them, binds by keyword.
-
-    Arguments bound by position are already gone from the partial's signature.
-    """
-    names: set[str] = set()
-    while isinstance(function, functools.partial):
-        partial = cast("functools.partial[object]", function)
-        names.update(partial.keywords)
-        function = partial.func
-    return frozenset(names)
-
-
-def _default_name(function: object) -> str:
-    source = _unwrap_partial(function)
-    return str(getattr(source, "__name__", type(source).__name__))
-
-
-def _check_name(name: str) -> str:
-    if not isinstance(name, str) or not _NAME.fullmatch(name):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ToolDefinitionError(
-            f"The tool name {name!r} is invalid: the API accepts 1 to 128 letters, digits, '_' and '-'; "
-            "pass name=... to @tool."
-        )
-    return name
-
-
-def _check_description(name: str, description: str | None, summary: str) -> str:
-    text = (description if description is not None else summary).strip()
-    if not text:
-        raise ToolDefinitionError(
-            f"The tool {name!r} has no description; write a docstring that says what it does, or pass "
-            "description=... to @tool. The model reads it to decide when to call the tool."
-        )
-    return text
-
-
-def _check_timeout(name: str, timeout: float | None) -> float | None:
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ToolDefinitionError(
-            f"The timeout {timeout!r} of tool {name!r} is invalid; pass a positive number of seconds, "
-            "or None for no limit."
-        )
-    return float(timeout)
-
-
-def _callee(function: object) -> object:
-    """What runs when ``function`` is called: the function under any partials, or, for a callable
-    object, its class's ``__call__``."""
-    function = _unwrap_partial(function)
-    if inspect.isroutine(function) or inspect.isclass(function):
-        return function
-    return type(function).__call__
-
-
-def _docstrings(function: object, callee: object) -> list[object]:
-    """The docstrings that describe ``function``, most preferred first."""
-    source = _unwrap_partial(function)
-    if callee is source:
-        return [getattr(source, "__doc__", None)]
-    # A callable object: __call__ says what calling it does; the class docstring fills in the rest.
-    return [getattr(callee, "__doc__", None), getattr(source, "__doc__", None)]
-
-
-def _refuse_generator(name: str, callee: object) -> None:
-    # Refused here, not at the first call: an async generator cannot be awaited, and a sync one's
-    # items would only reach the model as whatever pydantic's JSON encoder makes of them.
-    if inspect.isasyncgenfunction(callee) or inspect.isgeneratorfunction(callee):
-        kind = "an async generator" if inspect.isasyncgenfunction(callee) else "a generator"
-        raise ToolDefinitionError(
-            f"The tool {name!r} is {kind} function; a tool returns its result once: collect what it "
-            "yields into a list and return the list."
-        )
+# The context parameter -------------------------------------------------------------------------
 
 
 def _context_param(name: str, parameters: list[inspect.Parameter]) -> str | None:
@@ -546,13 +363,3 @@ def _context_param(name: str, parameters: list[inspect.Parameter]) -> str | None
 
 def _mentions_context(annotation: object) -> bool:
     return annotation is ToolContext or any(_mentions_context(arg) for arg in get_args(annotation))
-
-
-def _path(loc: tuple[int | str, ...]) -> str:
-    """Where in the input a validation error is, as ``items.0.quantity``."""
-    return ".".join(str(part) for part in loc) or "(input)"
-
-
-def _short_repr(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."

@@ -22,14 +22,16 @@ from .._ops.render import (
     VIA,
     Part,
     age,
+    going_on,
     journal,
     messages,
+    plural,
     printable,
     result_text,
     shortened,
     tool_description,
 )
-from .._stores.runs import RunSummary, waiting_calls
+from .._stores.runs import RunStatus, RunSummary, waiting_calls
 
 __all__ = [
     "Field",
@@ -45,6 +47,7 @@ __all__ = [
     "code_spans",
     "decided_moment",
     "editor_text",
+    "outcome",
     "shown_record",
     "shown_run",
     "when",
@@ -314,3 +317,14 @@ def shown_record(record: CallRecord) -> ShownRecord:
         result=result,
         error=error,
     )
+
+
+def outcome(summary: RunSummary, now: datetime) -> str:
+    """How a run ended, or where it stands: its failure, its end reason, its waiting calls."""
+    if summary.failure is not None:
+        return f"failed: {summary.failure.get('type')}: {summary.failure.get('message')}"
+    if summary.status is RunStatus.FINISHED:
+        return f"ended: {summary.end_reason}"
+    if summary.status is RunStatus.AWAITING:
+        return f"{plural(len(summary.waiting), 'call')} waiting"
+    return going_on(summary, now)

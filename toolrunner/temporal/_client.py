@@ -17,9 +17,10 @@ from .._core.errors import CheckpointError, ParamsError, RunEndedError
 from .._core.ids import check_by, check_reason
 from .._core.messages import message_param
 from .._core.state import RunState, message_data, plain_data
+from .._core.transitions import Limits
 from .._core.types import Reply, ToolCall
 from .._runner.options import ToolLike, read_options
-from .._runner.params import TRANSPORT, check_params, index_tools
+from .._runner.params import TRANSPORT, ToolIndex, check_params, index_tools
 from ._controls import check_settable
 from ._data import (
     ActivityOptions,
@@ -176,10 +177,8 @@ class RunHandle:
         ``messages``, at the same point as ``push_messages()``.
 
         Raises:
-            temporalio.client.WorkflowUpdateFailedError: The history would be one the service
-                rejects, or lose results of calls that ran; its cause says why, and nothing changed.
-            RunEndedError: The run ended (also: before the next point where it could be steered).
-            CheckpointError: No run has that name.
+            temporalio.client.WorkflowUpdateFailedError, RunEndedError, CheckpointError: As
+                ``push_messages()`` raises them.
         """
         await self._update(
             "set_messages", ToolRunnerWorkflow.set_messages, MessagesInput(_messages(messages))
@@ -332,28 +331,8 @@ def run_input(
     Raises:
         ParamsError: An option or param has a value it cannot take, or belongs on the workers.
     """
-    for name, reason in _WORKER_OPTIONS.items():
-        if name in options:
-            raise ParamsError(f"{name}= cannot be given to a Temporal run: {reason}.")
-    for name in TRANSPORT:
-        if name in options:
-            raise ParamsError(
-                f"{name}= cannot be given to a Temporal run: it would be written into the run's workflow history "
-                "(headers may hold secrets); set it on the workers' client instead, for example "
-                "anthropic.AsyncAnthropic(default_headers={...}, timeout=...) given to create_worker()."
-            )
-    if (
-        not isinstance(continue_as_new_events, int)
-        or isinstance(continue_as_new_events, bool)
-        or continue_as_new_events < 100
-    ):
-        raise ParamsError(
-            f"continue_as_new_events must be an int of 100 or more, not {continue_as_new_events!r}."
-        )
-    if approval_timeout is not None and (
-        not isinstance(approval_timeout, timedelta) or approval_timeout <= timedelta(0)
-    ):
-        raise ParamsError(f"approval_timeout must be a positive timedelta or None, not {approval_timeout!r}.")
+    _refuse_worker_options(options)
+    _check_run_options(continue_as_new_events, approval_timeout)
     checked, params = read_options({**options, "tools": tools}, stream=False, is_async=True)
     params["tools"] = checked.tools
     check_params(params)
@@ -366,25 +345,10 @@ def run_input(
         )
     messages = params.pop("messages")
     state = RunState(params=params, tools=index.saved, messages=tuple(messages))
-    limits = checked.limits
     return RunInput(
         state=state.to_dict(),
-        tools=[
-            ToolSpec(
-                name=name,
-                idempotent=tool.idempotent,
-                sequential=tool.sequential,
-                timeout=tool.timeout,
-                gated=tool.requires_approval is not False,
-            )
-            for name, tool in (*index.runnable.items(), *index.families.items())
-        ],
-        limits={
-            "max_iterations": limits.max_iterations,
-            "max_total_tokens": limits.max_total_tokens,
-            "max_cost": None if limits.max_cost is None else str(limits.max_cost),
-            "on_limit": limits.on_limit,
-        },
+        tools=_tool_specs(index),
+        limits=_limits_data(checked.limits),
         max_concurrency=checked.max_concurrency,
         tool_timeout=checked.tool_timeout,
         activities=(activity_options or ActivityOptions()).to_data(),
@@ -394,6 +358,59 @@ def run_input(
         tracing=None if tracing is None else {"content": tracing.content, "agent_name": tracing.agent_name},
         continue_as_new_events=continue_as_new_events,
     )
+
+
+def _refuse_worker_options(options: Mapping[str, Any]) -> None:
+    """Refuse the options that belong on the workers, and the transport params."""
+    for name, reason in _WORKER_OPTIONS.items():
+        if name in options:
+            raise ParamsError(f"{name}= cannot be given to a Temporal run: {reason}.")
+    for name in TRANSPORT:
+        if name in options:
+            raise ParamsError(
+                f"{name}= cannot be given to a Temporal run: it would be written into the run's workflow history "
+                "(headers may hold secrets); set it on the workers' client instead, for example "
+                "anthropic.AsyncAnthropic(default_headers={...}, timeout=...) given to create_worker()."
+            )
+
+
+def _check_run_options(continue_as_new_events: object, approval_timeout: object) -> None:
+    """Check the options only a run on Temporal has."""
+    if (
+        not isinstance(continue_as_new_events, int)
+        or isinstance(continue_as_new_events, bool)
+        or continue_as_new_events < 100
+    ):
+        raise ParamsError(
+            f"continue_as_new_events must be an int of 100 or more, not {continue_as_new_events!r}."
+        )
+    if approval_timeout is not None and (
+        not isinstance(approval_timeout, timedelta) or approval_timeout <= timedelta(0)
+    ):
+        raise ParamsError(f"approval_timeout must be a positive timedelta or None, not {approval_timeout!r}.")
+
+
+def _tool_specs(index: ToolIndex) -> list[ToolSpec]:
+    """The flags of the run's tools (and toolset families) that the workflow reads."""
+    return [
+        ToolSpec(
+            name=name,
+            idempotent=tool.idempotent,
+            sequential=tool.sequential,
+            timeout=tool.timeout,
+            gated=tool.requires_approval is not False,
+        )
+        for name, tool in (*index.runnable.items(), *index.families.items())
+    ]
+
+
+def _limits_data(limits: Limits) -> dict[str, Any]:
+    return {
+        "max_iterations": limits.max_iterations,
+        "max_total_tokens": limits.max_total_tokens,
+        "max_cost": None if limits.max_cost is None else str(limits.max_cost),
+        "on_limit": limits.on_limit,
+    }
 
 
 async def start_run(

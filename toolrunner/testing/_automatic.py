@@ -140,32 +140,61 @@ def _definitions(schema: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _example(schema: Mapping[str, Any], defs: Mapping[str, Any], depth: int) -> Any:
+    given = _given_value(schema)
+    if given is not _NO_VALUE:
+        return given
+    if depth > _MAX_DEPTH:
+        return None
+    resolved = _resolved(schema, defs)
+    if resolved is not None:
+        return _example(resolved, defs, depth + 1)
+    return _typed_example(schema, _kind(schema), defs, depth)
+
+
+_NO_VALUE: Any = object()
+
+
+def _given_value(schema: Mapping[str, Any]) -> Any:
+    """The value the schema names itself (its default, const, or first enum value), or ``_NO_VALUE``."""
     if "default" in schema:
         return schema["default"]
     if "const" in schema:
         return schema["const"]
     if schema.get("enum"):
         return schema["enum"][0]
-    if depth > _MAX_DEPTH:
-        return None
+    return _NO_VALUE
+
+
+def _resolved(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The schema a ``$ref``, ``anyOf``/``oneOf`` (its first option that is not null) or ``allOf``
+    (its parts merged) stands for; None if it has none of them."""
     ref = schema.get("$ref")
     if isinstance(ref, str):
         target = defs.get(ref.rsplit("/", 1)[-1], {})
-        return _example({**target, **{k: v for k, v in schema.items() if k != "$ref"}}, defs, depth + 1)
+        return {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
     for key in ("anyOf", "oneOf"):
         options = cast(list[Mapping[str, Any]], schema.get(key) or [])
         if options:
-            chosen = next((option for option in options if option.get("type") != "null"), options[0])
-            return _example(chosen, defs, depth + 1)
+            return next((option for option in options if option.get("type") != "null"), options[0])
     if schema.get("allOf"):
         merged: dict[str, Any] = {}
         for part in cast(list[Mapping[str, Any]], schema["allOf"]):
             merged.update(part)
-        return _example(merged, defs, depth + 1)
+        return merged
+    return None
+
+
+def _kind(schema: Mapping[str, Any]) -> Any:
+    """The schema's type; of a list of types, the first that is not null."""
     kind = schema.get("type")
     if isinstance(kind, list):
         kinds = [k for k in cast(list[str], kind) if k != "null"]
         kind = kinds[0] if kinds else "null"
+    return kind
+
+
+def _typed_example(schema: Mapping[str, Any], kind: Any, defs: Mapping[str, Any], depth: int) -> Any:
+    """The simplest value of type ``kind`` that the schema's bounds allow."""
     if kind == "object" or (kind is None and "properties" in schema):
         properties = cast(Mapping[str, Mapping[str, Any]], schema.get("properties", {}))
         return {name: _example(sub, defs, depth + 1) for name, sub in properties.items()}

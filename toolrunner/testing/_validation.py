@@ -40,63 +40,79 @@ _MUST_PRECEDE = "role 'system' must precede an 'assistant' message or end the ar
 
 def find_invalid_request(body: Mapping[str, Any]) -> str | None:
     """The service's error message for the first problem found in a Messages request body, or None."""
-    for name in ("model", "max_tokens", "messages"):
-        if name not in body:
-            return f"{name}: Field required"
-    messages = body["messages"]
-    if not isinstance(messages, list):
-        return "messages: Input should be a valid list"
-    messages = cast(list[Any], messages)
-    if not messages:
-        return "messages: at least one message is required"
-    checked: list[dict[str, Any]] = []
+    problem = _find_malformed_body(body)
+    if problem is not None:
+        return problem
+    messages = cast(list[Any], body["messages"])
     turns: list[tuple[str, list[Any]]] = []
     known_tools = _declared_tool_names(body.get("tools"))
     last = _last_conversation_index(messages)
     for index, message in enumerate(messages):
-        if not isinstance(message, dict):
-            return f"messages.{index}: Input should be a valid dictionary"
-        message = cast(dict[str, Any], message)
-        role = message.get("role")
-        if role not in _ROLES:
-            # pydantic's wording for a literal; the service's own for this case is not recorded.
-            return f"messages.{index}.role: Input should be 'user', 'assistant' or 'system'"
-        checked.append(message)
-        if role == "system":
-            problem = _find_invalid_system_message(index, message, known_tools)
-            if problem is not None:
-                return problem
-            if not (turns and turns[-1][0] == "system"):
-                turns.append(("system", []))
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            blocks: list[Any] = [{"type": "text", "text": content}] if content else []
-        elif isinstance(content, list):
-            blocks = cast(list[Any], content)
-        else:
-            return f"messages.{index}.content: Input should be a valid list"
-        # Lenient where the service's rule is not known: a trailing system message does not stop
-        # the assistant message before it from being "the final assistant message".
-        if not blocks and not (index == last and role == "assistant"):
-            return f"messages.{index}: all messages must have non-empty content except for the optional final assistant message"
-        if _has_empty_text(blocks):
-            return "messages: text content blocks must be non-empty"
-        problem = _find_invalid_tool_use_id(index, blocks)
-        if problem is not None:
-            return problem
-        known_tools |= _compacted_tool_definitions(blocks)
-        if turns and turns[-1][0] == role:
-            turns[-1][1].extend(blocks)
-        else:
-            turns.append((role, list(blocks)))
-    problem = _find_misplaced_system_section(checked)
+        read = _read_message(index, message, index == last, known_tools)
+        if isinstance(read, str):
+            return read
+        role, blocks = read
+        if role != "system":
+            known_tools |= _compacted_tool_definitions(blocks)
+        _add_to_turns(turns, role, blocks)
+    # Every message is a dict with a role by now.
+    problem = _find_misplaced_system_section(cast(list[dict[str, Any]], messages))
     if problem is not None:
         return problem
     conversation = [turn for turn in turns if turn[0] != "system"]
     if not conversation or (conversation[0][0] != "user" and not _starts_with_compaction(conversation[0])):
         return 'messages: first message must use the "user" role'
     return _find_unpaired_tool_blocks(turns) or find_invalid_breakpoints(body)
+
+
+def _find_malformed_body(body: Mapping[str, Any]) -> str | None:
+    """A required field missing, or ``messages`` not a list of at least one message."""
+    for name in ("model", "max_tokens", "messages"):
+        if name not in body:
+            return f"{name}: Field required"
+    messages = body["messages"]
+    if not isinstance(messages, list):
+        return "messages: Input should be a valid list"
+    if not messages:
+        return "messages: at least one message is required"
+    return None
+
+
+def _read_message(
+    index: int, message: object, is_last: bool, known_tools: set[str]
+) -> tuple[str, list[Any]] | str:
+    """A message's role and content blocks (none for a system message), or the problem with it."""
+    if not isinstance(message, dict):
+        return f"messages.{index}: Input should be a valid dictionary"
+    message = cast(dict[str, Any], message)
+    role = message.get("role")
+    if role not in _ROLES:
+        # pydantic's wording for a literal; the service's own for this case is not recorded.
+        return f"messages.{index}.role: Input should be 'user', 'assistant' or 'system'"
+    if role == "system":
+        return _find_invalid_system_message(index, message, known_tools) or ("system", [])
+    content = message.get("content")
+    if isinstance(content, str):
+        blocks: list[Any] = [{"type": "text", "text": content}] if content else []
+    elif isinstance(content, list):
+        blocks = cast(list[Any], content)
+    else:
+        return f"messages.{index}.content: Input should be a valid list"
+    # Lenient where the service's rule is not known: a trailing system message does not stop
+    # the assistant message before it from being "the final assistant message".
+    if not blocks and not (is_last and role == "assistant"):
+        return f"messages.{index}: all messages must have non-empty content except for the optional final assistant message"
+    if _has_empty_text(blocks):
+        return "messages: text content blocks must be non-empty"
+    return _find_invalid_tool_use_id(index, blocks) or (str(role), blocks)
+
+
+def _add_to_turns(turns: list[tuple[str, list[Any]]], role: str, blocks: list[Any]) -> None:
+    """Consecutive messages of one role make one turn; a run of system messages, one section."""
+    if turns and turns[-1][0] == role:
+        turns[-1][1].extend(blocks)
+    else:
+        turns.append((role, list(blocks)))
 
 
 def _has_empty_text(blocks: list[Any]) -> bool:
