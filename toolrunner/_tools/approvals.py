@@ -7,7 +7,7 @@ approve (perhaps with an edited input, checked like the model's), deny with a re
 with a result computed elsewhere. A runner made with ``approve=callback`` asks the callback
 instead. When and in which order this happens is the core's (``RunCore``: the ``Gate`` and ``Ask``
 effects, and ``decide``); the decisions themselves are pure transitions
-(``_core.transitions.call_decided``). What is here is code the core cannot run: a tool's gate, the
+(``_core.approval.call_decided``). What is here is code the core cannot run: a tool's gate, the
 callback, a tool's input check, the result adapter.
 
 Fail closed: a gate or a callback that raises denies the call, with a message that says why.
