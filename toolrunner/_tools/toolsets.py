@@ -34,6 +34,7 @@ from typing import Any, Protocol, Self, cast, runtime_checkable
 
 import anyio
 
+from .._core.types import ToolFlags
 from .sdk import SDK_OBJECTS, close_sdk_object
 from .tool import ApprovalGate, ToolContext
 
@@ -41,26 +42,22 @@ __all__ = ["RunnableTool", "Toolset"]
 
 
 @runtime_checkable
-class RunnableTool(Protocol):
+class RunnableTool(ToolFlags, Protocol):
     """What the runner needs of a tool: ``Tool`` (``@tool``) is one; so are the adapted SDK tools.
 
     The runner calls ``parse_input`` with the model's input (an ``is_error`` result with the
     message of a ``ToolInputError`` it raises), then ``function(**call_kwargs(arguments, context))``,
     awaited when ``is_async``, otherwise in a worker thread; the value goes through the result
     adapter. A ``ToolError`` (toolrunner's or the SDK's) raised by ``function`` becomes an
-    ``is_error`` result with its content.
+    ``is_error`` result with its content. The flags that decide when its calls may run
+    (``sequential``, ``start_early``, ``idempotent``, ``requires_approval``) are the core's
+    ``ToolFlags``, with the gate typed.
     """
 
     @property
     def name(self) -> str: ...
     @property
-    def sequential(self) -> bool: ...
-    @property
     def timeout(self) -> float | None: ...
-    @property
-    def start_early(self) -> bool: ...
-    @property
-    def idempotent(self) -> bool: ...
     @property
     def requires_approval(self) -> ApprovalGate: ...
     @property
