@@ -167,7 +167,7 @@ class RunnerControls:
         """
         self._check_history_may_change("push_messages")
         params = [message_param(message, index) for index, message in enumerate(messages)]
-        self._core.push(params)
+        self._core.push_messages(params)
 
     def set_messages_params(
         self, params: Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any]]
@@ -286,7 +286,7 @@ class RunnerControls:
             "params": params,
             "tools": self._index.saved,
         }
-        self._core.install(changes, steer=steer)
+        self._core.apply_params(changes, steer=steer)
         self._transport = transport
 
     def _index_tools(self, tools: object) -> None:

@@ -30,15 +30,14 @@ from .._core.effects import (
     Ask,
     AwaitDecisions,
     Decisions,
-    Derive,
     DropStream,
     Effect,
-    Ended,
     EndStream,
     Execute,
     Gate,
+    LoopStopped,
     OpenStream,
-    Prepare,
+    OpenTools,
     Program,
     ReadDecisions,
     ReadStream,
@@ -46,6 +45,7 @@ from .._core.effects import (
     RunCalls,
     Save,
     Send,
+    StateDerived,
     Summarize,
 )
 from .._core.errors import CheckpointError, ParamsError, ToolRunnerError
@@ -223,8 +223,8 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._index = ToolIndex(tools=[], wire=[], runnable={}, unrunnable=frozenset())
         self._performers: dict[type[Any], Callable[[Any], Any]] = {
             Save: self._do_save,
-            Derive: self._do_derive,
-            Prepare: self._do_prepare,
+            StateDerived: self._do_derive,
+            OpenTools: self._do_prepare,
             Send: self._do_send,
             Summarize: self._do_summarize,
             OpenStream: self._do_open_stream,
@@ -237,7 +237,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             Execute: self._do_execute,
             ReadDecisions: self._do_read_decisions,
             AwaitDecisions: self._do_await_decisions,
-            Ended: self._do_ended,
+            LoopStopped: self._do_ended,
         }
         self._init_extensions(from_sync_code=from_sync_code)
         return params
@@ -333,11 +333,11 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         else:
             await saver.save(effect.state)
 
-    async def _do_derive(self, effect: Derive) -> None:
+    async def _do_derive(self, effect: StateDerived) -> None:
         if self._saver is not None:
             self._saver.derived(effect.before, self._core.state)
 
-    async def _do_prepare(self, effect: Prepare) -> None:
+    async def _do_prepare(self, effect: OpenTools) -> None:
         index = self._index
         if index.sdk_objects or index.toolsets:
             await self._open_tools()
@@ -445,7 +445,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
     async def _do_await_decisions(self, effect: AwaitDecisions) -> Decisions:
         return Decisions.PAUSED  # the loop pauses; it goes on when iterated again
 
-    async def _do_ended(self, effect: Ended) -> None:
+    async def _do_ended(self, effect: LoopStopped) -> None:
         await self._at_end()
 
     # -- helpers ----------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """What clients ask of a run on Temporal, the workflow's side: steering, decisions, ``close``,
 the queries; and the events the workflow hands the workers' ``on_event``.
 
-``CoreRun`` (``_driver.py``) inherits ``RunControls``, as ``ToolRunner`` inherits its controls.
-Everything here changes the run through its core (``RunCore``): steering with ``push`` and
-``install`` at the loop body's point, decisions with ``decide``, checked first by the lifecycle's
+``WorkflowDriver`` (``_driver.py``) inherits ``RunControls``, as ``ToolRunner`` inherits its controls.
+Everything here changes the run through its core (``RunCore``): steering with ``push_messages`` and
+``apply_params`` at the loop body's point, decisions with ``decide``, checked first by the lifecycle's
 own rules so that a refused update changes nothing.
 
 Steering (``push_messages``, ``set_messages``, ``set_params``) has ``ToolRunner``'s loop-body
@@ -81,7 +81,7 @@ class Steering:
 
 
 class RunControls:
-    """The clients' side of ``CoreRun`` (see the module docstring)."""
+    """The clients' side of ``WorkflowDriver`` (see the module docstring)."""
 
     if TYPE_CHECKING:  # what the driver provides
         _core: RunCore[RunnableTool]
@@ -158,10 +158,10 @@ class RunControls:
             return
         params = [message_param(message, index) for index, message in enumerate(request.messages)]
         if request.method == "push_messages":
-            core.push(params)  # checks the history it makes, as a ToolRunner's push does
+            core.push_messages(params)  # checks the history it makes, as a ToolRunner's push_messages does
         else:
             core.check_steered(params)
-            core.install({"messages": tuple(params)}, steer=True)
+            core.apply_params({"messages": tuple(params)}, steer=True)
 
     def _set_params(self, changes: dict[str, Any]) -> None:
         """``set_params``: what a loop body's ``set_messages_params()`` does with the current params
@@ -171,12 +171,12 @@ class RunControls:
         params = self._new_params(changes)
         given = changes.get("messages")
         if given is None:
-            core.install({"params": params}, steer=False)
-            core.push(())  # steered: the history stands, without the reply the body held
+            core.apply_params({"params": params}, steer=False)
+            core.push_messages(())  # steered: the history stands, without the reply the body held
             return
         history = [message_param(message, index) for index, message in enumerate(cast("list[Any]", given))]
         core.check_steered(history)
-        core.install({"messages": tuple(history), "params": params}, steer=True)
+        core.apply_params({"messages": tuple(history), "params": params}, steer=True)
 
     def _new_params(self, changes: object) -> dict[str, Any]:
         """The run's params with ``changes`` made (``None`` removes a param), checked as ``ToolRunner``

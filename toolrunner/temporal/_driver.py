@@ -1,14 +1,14 @@
 """The workflow's driver of the run's orchestration: ``RunCore``'s effects, performed on Temporal.
 
-``CoreRun`` is to a workflow what ``ToolRunner`` is to a process: a driver of ``RunCore``
+``WorkflowDriver`` is to a workflow what ``ToolRunner`` is to a process: a driver of ``RunCore``
 (``toolrunner._core.run``), which decides what happens and in which order. This module only performs
 each effect the core asks for:
 
 ===================  ===================================================================
 effect               on Temporal
 ===================  ===================================================================
-``Save``, ``Derive``  nothing: the workflow's history is the save
-``Prepare``          nothing (the workers hold the tools); the run may continue as new here
+``Save``, ``StateDerived``  nothing: the workflow's history is the save
+``OpenTools``          nothing (the workers hold the tools); the run may continue as new here
 ``Send``             the ``toolrunner.request`` activity (which also gates the reply's calls)
 ``Summarize``        the ``toolrunner.summarize`` activity
 ``Gate``             what the request activity found; ``toolrunner.gate`` for calls no request
@@ -21,7 +21,7 @@ effect               on Temporal
 ``AwaitDecisions``   the workflow waits (holding no worker) for decisions, steering or ``close``:
                      ``PAUSED``, and it iterates again; or ``TIMED_OUT`` once ``approval_timeout``
                      passed, and the core denies the calls still waiting
-``Ended``            nothing (the workers hold the tools)
+``LoopStopped``            nothing (the workers hold the tools)
 ===================  ===================================================================
 
 The loop body is the workflow's own: after each reply is handed over (the point where a
@@ -57,23 +57,23 @@ with workflow.unsafe.imports_passed_through():
         Ask,
         AwaitDecisions,
         Decisions,
-        Derive,
         DropStream,
         Effect,
-        Ended,
         EndStream,
         Execute,
         Gate,
         Gated,
+        LoopStopped,
         Lost,
         OpenStream,
-        Prepare,
+        OpenTools,
         Program,
         ReadDecisions,
         ReadStream,
         RunCalls,
         Save,
         Send,
+        StateDerived,
         Summarize,
     )
     from .._core.errors import ToolRunnerError
@@ -111,14 +111,14 @@ with workflow.unsafe.imports_passed_through():
     from ._spec_tools import SpecTools
     from ._tracing import RunSpans
 
-__all__ = ["CoreRun"]
+__all__ = ["WorkflowDriver"]
 
 T = TypeVar("T")
 
 _MARGIN = timedelta(minutes=1)  # a tool's own timeout answers before its activity's
 
 
-class CoreRun(RunControls):
+class WorkflowDriver(RunControls):
     """One run (or one segment of it) on Temporal: a ``RunCore`` and the performers of its effects.
     ``ToolRunnerWorkflow`` hands it its signal, queries and updates."""
 
@@ -176,8 +176,8 @@ class CoreRun(RunControls):
         self._paused = False  # the run waits for decisions
         self._performers: dict[type[Any], Callable[[Any], Awaitable[Any]]] = {
             Save: self._nothing,
-            Derive: self._nothing,
-            Prepare: self._prepare,
+            StateDerived: self._nothing,
+            OpenTools: self._prepare,
             Send: self._send,
             Summarize: self._summarize,
             OpenStream: self._never,
@@ -190,7 +190,7 @@ class CoreRun(RunControls):
             Execute: self._execute,
             ReadDecisions: self._no_decisions,
             AwaitDecisions: self._await_decisions,
-            Ended: self._nothing,
+            LoopStopped: self._nothing,
         }
 
     @property
@@ -251,7 +251,7 @@ class CoreRun(RunControls):
     async def _never(self, effect: Effect) -> NoReturn:
         raise AssertionError(f"a Temporal run has no streams and no approve callback: {effect!r}")
 
-    async def _prepare(self, effect: Prepare) -> None:
+    async def _prepare(self, effect: OpenTools) -> None:
         if may_cut(self._input, self._core, steering=bool(self._steering)):
             await self._continue_as_new()
 
