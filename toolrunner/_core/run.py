@@ -6,9 +6,10 @@ handed to the loop body. It does no I/O and awaits nothing: its programs are gen
 effects (``_core.effects``) and get their outcomes back, as h11's connection yields events. Every
 driver performs the same effects, so a feature is written here once:
 
-- ``ToolRunner`` (``_runner/runner.py``, and ``SyncToolRunner`` through it) performs them in the caller's
-  task, with its store, its tools and the loop body;
-- the Temporal workflow (``temporal/_workflow.py``) performs them as activities and updates.
+- ``ToolRunner`` (``_runner/runner.py``, its ``Performer``; ``SyncToolRunner`` through it) performs
+  them in the caller's task, with its store, its tools and the loop body;
+- the Temporal workflow (``temporal/_driver.py``'s ``WorkflowDriver``) performs them as activities
+  and updates.
 
 One iteration (``RunCore.iteration``)::
 
