@@ -63,7 +63,7 @@ def test_no_module_is_over_the_house_rule() -> None:
 
 def test_the_map_names_every_module_where_it_lives() -> None:
     parts = map_parts((ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8"))
-    missing = []
+    missing: list[str] = []
     for path in modules():
         folder = path.relative_to(PACKAGE).parts[0] if path.parent != PACKAGE else ""
         if f"`{path.name}`" not in parts[folder] and f"`{path.relative_to(PACKAGE)}`" not in parts[folder]:

@@ -118,18 +118,18 @@ def test_a_call_undecided_when_the_time_runs_out_is_denied_and_the_turn_goes_on(
     # One iteration: the wait, then the approved call runs (no ReadDecisions: the driver held the
     # run, no pause came between), the turn ends, and the next request goes.
     assert driver.effects == [
-        "Prepare",
+        "OpenTools",
         "AwaitDecisions",
-        "Prepare",
+        "OpenTools",
         "RunCalls",
         "Save",
         "Execute",
         "Save",
-        "Derive",
-        "Prepare",
+        "StateDerived",
+        "OpenTools",
         "Save",
         "Send",
-        "Prepare",
+        "OpenTools",
         "Save",
     ]
     late = driver.journal["late"]

@@ -160,7 +160,7 @@ def test_elided_requests_count_toward_max_iterations() -> None:
 def test_a_new_history_stands_whole() -> None:
     core = core_of(RunState(params={"model": MODEL, "max_tokens": 10}, messages=history()))
     core.elide(4, 0)
-    core.install({"messages": (USER,)}, steer=True)
+    core.apply_params({"messages": (USER,)}, steer=True)
 
     assert core.elided == Elided()
     assert core.removed() == frozenset()

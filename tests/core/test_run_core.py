@@ -21,18 +21,18 @@ from toolrunner._core.effects import (
     Ask,
     AwaitDecisions,
     Decisions,
-    Derive,
     Effect,
-    Ended,
     Execute,
     Gate,
     Gated,
-    Prepare,
+    LoopStopped,
+    OpenTools,
     Program,
     ReadDecisions,
     RunCalls,
     Save,
     Send,
+    StateDerived,
 )
 from toolrunner._core.reasons import DENIED
 from toolrunner._core.results import tool_result_block
@@ -136,7 +136,7 @@ class Scripted:
             calls = " ".join(f"{id}={record.status.value}" for id, record in sorted(state.calls.items()))
             self.saved.append(f"{state.phase.value} {calls}".strip())
             return None
-        assert isinstance(effect, Derive | Prepare | Ended), effect
+        assert isinstance(effect, StateDerived | OpenTools | LoopStopped), effect
         return None
 
     @staticmethod
@@ -208,7 +208,7 @@ def test_a_reply_without_tool_calls_ends_the_run() -> None:
     assert core.state.finished
     assert core.state.end_reason == "model"
     assert history(core) == [USER, {"role": "assistant", "content": [text("Sunny.")]}]
-    assert performer.effects == ["Prepare", "Save", "Send", "Prepare", "Save", "Save", "Ended"]
+    assert performer.effects == ["OpenTools", "Save", "Send", "OpenTools", "Save", "Save", "LoopStopped"]
 
 
 def test_a_reply_with_two_tool_calls_gets_both_results_appended_in_order() -> None:
@@ -228,7 +228,7 @@ def test_a_reply_with_two_tool_calls_gets_both_results_appended_in_order() -> No
     assert performer.effects[4:14] == [
         "Gate(a,b)",
         "Save",
-        "Prepare",
+        "OpenTools",
         "RunCalls(a,b)",
         "Save(starting=a)",
         "Execute(a)",
@@ -305,7 +305,7 @@ def test_a_call_the_approval_gate_denies_gets_the_denial_and_never_runs() -> Non
     assert performer.effects[4:12] == [
         "Gate(p,w)",
         "Save",
-        "Prepare",
+        "OpenTools",
         "Ask(p)",
         "RunCalls(w)",
         "Save(starting=w)",
@@ -326,25 +326,25 @@ def test_a_save_is_issued_at_each_step_when_there_is_a_store() -> None:
     # A save before each request, after each reply, as each call starts and finishes, after the
     # turn, and at the end: what each would write, by phase and call journal.
     assert with_store.effects == [
-        "Prepare",
+        "OpenTools",
         "Save",
         "Send",
-        "Prepare",
+        "OpenTools",
         "Gate(a)",
         "Save",
-        "Prepare",
+        "OpenTools",
         "RunCalls(a)",
         "Save(starting=a)",
         "Execute(a)",
         "Save",
-        "Derive",
-        "Prepare",
+        "StateDerived",
+        "OpenTools",
         "Save",
         "Send",
-        "Prepare",
+        "OpenTools",
         "Save",
         "Save",
-        "Ended",
+        "LoopStopped",
     ]
     assert with_store.saved == [
         "ready",

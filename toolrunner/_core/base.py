@@ -3,8 +3,9 @@
 ``RunCore`` (``_core.run``) is one class built in a single chain, each link a concern, each in its
 own module, each reading only what is below it::
 
-    CoreBase      (base)       the fields; the state made current and reported (``set``, ``emit``);
-                               the tools as the history leaves them; a save's state (``saveable``)
+    CoreBase      (base)       the fields; the state made current (``make_current``) and reported
+                               (``emit``); the tools as the history leaves them; a save's state
+                               (``saveable``)
     WindowCore    (window)     what a driver elides of the history, and compaction's requests
     DecisionsCore (decisions)  gates, ``approve=``, decisions through the store, their audit
     TurnCore      (turn)       a reply taken, and its turn finished: its calls settled and run
@@ -140,7 +141,7 @@ class CoreBase(Generic[ToolT]):
 
     # -- the state ------------------------------------------------------------------------------
 
-    def set(self, state: RunState) -> None:
+    def make_current(self, state: RunState) -> None:
         """Make ``state`` current; the one place the state changes, and where the end is reported."""
         ended = state.finished and not self.state.finished
         self.state = state

@@ -55,7 +55,7 @@ class DecisionsCore(WindowCore[ToolT]):
         cleared = {call.id: call for call in fresh if call.id not in held}
         # Kept for the calls of this turn only (``calls`` are the turn's pending calls).
         self._cleared = {call.id: call for call in calls if self._cleared.get(call.id) == call} | cleared
-        self.set(calls_gated(self.state, gated.waiting, gated.denied, tools=gated.tools))
+        self.make_current(calls_gated(self.state, gated.waiting, gated.denied, tools=gated.tools))
         for call in gated.waiting:
             self.emit(ApprovalRequested(call=call))
         if gated.denied:
@@ -95,7 +95,7 @@ class DecisionsCore(WindowCore[ToolT]):
         """Decide a call (``approval.call_decided``). A driver whose decisions may come from
         several threads at once (``SyncToolRunner``) makes them one at a time: of two decisions on
         one call, the second is then refused (``ApprovalError``)."""
-        self.set(call_decided(self.state, tool_use_id, decision, **details))
+        self.make_current(call_decided(self.state, tool_use_id, decision, **details))
         self._decided(decided_event(self.state.decisions[-1]))
 
     def _decided(self, event: ApprovalDecided) -> None:
@@ -140,11 +140,11 @@ class DecisionsCore(WindowCore[ToolT]):
         while True:
             decided: Mapping[str, CallRecord] = yield ReadDecisions(tuple(calls))
             self._adopt(decided)
-            self.set(turn_resumed(self.state))
+            self.make_current(turn_resumed(self.state))
             try:
                 yield self._save_effect()
             except DecidedMeanwhileError:
-                self.set(turn_paused(self.state))
+                self.make_current(turn_paused(self.state))
                 continue
             break
         for call in calls:
@@ -167,7 +167,7 @@ class DecisionsCore(WindowCore[ToolT]):
         pending = pending_calls(self.state)
         for tool_use_id, theirs in decided.items():
             if theirs.call not in pending:
-                self.set(decision_kept(self.state, theirs))
+                self.make_current(decision_kept(self.state, theirs))
                 self._decided(decided_event(self.state.decisions[-1]))
                 continue
             mine = self.state.calls.get(tool_use_id)
@@ -177,7 +177,7 @@ class DecisionsCore(WindowCore[ToolT]):
                     f"{theirs.decided_at or 'an unknown time'} through the store, so this runner's decision "
                     f"({mine.decision}) is dropped"
                 )
-            self.set(call_adopted(self.state, theirs))
+            self.make_current(call_adopted(self.state, theirs))
             self._reported.add(tool_use_id)
             self._decided(decided_event(self.state.decisions[-1]))
         if overruled:

@@ -11,8 +11,8 @@ The effects, with the outcome each expects:
 effect                        outcome
 ============================  ================================================================
 ``Save``                      ``None``: the state is saved (or there is no store)
-``Derive``                    ``None``: the state follows from ``before`` (no write needed)
-``Prepare``                   ``None``: the tools are open and their lists read again
+``StateDerived``              ``None``: the state follows from ``before`` (no write needed)
+``OpenTools``                 ``None``: the tools are open and their lists read again
 ``Send``                      the reply to ``request`` (the core checks it)
 ``Summarize``                 the reply to the summary request of ``state.messages[:point]``
 ``OpenStream``                the stream the loop body gets (the driver keeps reading it)
@@ -27,7 +27,7 @@ effect                        outcome
 ``ReadDecisions``             the decisions taken elsewhere (through the run's store) since the
                               driver last saved, by tool_use id; empty if none (or no store)
 ``AwaitDecisions``            ``PAUSED``, or ``TIMED_OUT`` from a driver that waited too long
-``Ended``                     ``None``: the loop stopped (its tools may close)
+``LoopStopped``               ``None``: the loop stopped (its tools may close)
 ============================  ================================================================
 
 A driver must hold one of the run's concurrency slots (``max_concurrency``) for the whole of a
@@ -55,17 +55,16 @@ __all__ = [
     "Ask",
     "AwaitDecisions",
     "Decisions",
-    "Derive",
     "DropStream",
     "Effect",
     "EndStream",
-    "Ended",
     "Execute",
     "Gate",
     "Gated",
+    "LoopStopped",
     "Lost",
     "OpenStream",
-    "Prepare",
+    "OpenTools",
     "Program",
     "ReadDecisions",
     "ReadStream",
@@ -73,6 +72,7 @@ __all__ = [
     "RunCalls",
     "Save",
     "Send",
+    "StateDerived",
     "Summarize",
 ]
 
@@ -96,7 +96,7 @@ class Save:
 
 
 @dataclass(frozen=True, slots=True)
-class Derive:
+class StateDerived:
     """The current state follows from ``before`` by a pure step (a finished turn's append, from a
     journal that holds every result): if the store holds ``before``, resuming from it reaches the
     current state again, so it counts as saved; the next save writes what it added."""
@@ -105,7 +105,7 @@ class Derive:
 
 
 @dataclass(frozen=True, slots=True)
-class Prepare:
+class OpenTools:
     """Tools are about to be needed (a request is built, calls are gated or run): open the tools that
     are not open, and read again the tool lists that changed."""
 
@@ -249,14 +249,14 @@ class AwaitDecisions:
 
 
 @dataclass(frozen=True, slots=True)
-class Ended:
+class LoopStopped:
     """The loop stopped (ended, or paused): a runner that was not entered closes its tools."""
 
 
 Effect: TypeAlias = (
     Save
-    | Derive
-    | Prepare
+    | StateDerived
+    | OpenTools
     | Send
     | Summarize
     | OpenStream
@@ -269,7 +269,7 @@ Effect: TypeAlias = (
     | Execute
     | ReadDecisions
     | AwaitDecisions
-    | Ended
+    | LoopStopped
 )
 
 Program: TypeAlias = Generator[Effect, Any, T]

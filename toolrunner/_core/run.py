@@ -6,9 +6,10 @@ handed to the loop body. It does no I/O and awaits nothing: its programs are gen
 effects (``_core.effects``) and get their outcomes back, as h11's connection yields events. Every
 driver performs the same effects, so a feature is written here once:
 
-- ``ToolRunner`` (``_runner/runner.py``, and ``SyncToolRunner`` through it) performs them in the caller's
-  task, with its store, its tools and the loop body;
-- the Temporal workflow (``temporal/_workflow.py``) performs them as activities and updates.
+- ``ToolRunner`` (``_runner/runner.py``, its ``Performer``; ``SyncToolRunner`` through it) performs
+  them in the caller's task, with its store, its tools and the loop body;
+- the Temporal workflow (``temporal/_driver.py``'s ``WorkflowDriver``) performs them as activities
+  and updates.
 
 One iteration (``RunCore.iteration``)::
 
@@ -36,7 +37,7 @@ from typing import Any, TypeVar
 
 from .base import Elided, Tools, ToolT
 from .decisions import decided_event as decided_event
-from .effects import DropStream, Ended, OpenStream, Prepare, Program, Request, Send
+from .effects import DropStream, LoopStopped, OpenStream, OpenTools, Program, Request, Send
 from .errors import ApprovalError, ToolRunnerError, message_of
 from .message_checks import check_history
 from .reasons import (
@@ -79,37 +80,37 @@ class RunCore(TurnCore[ToolT]):
                 return (yield from self._hand_over())
             # A body that reads streams cannot be handed a complete reply (a run saved by a runner
             # that did not stream, resumed by one that does): its turn goes on as if handed over.
-            self.set(delivered(self.state))
+            self.make_current(delivered(self.state))
         if self.state.phase in (Phase.STREAMING, Phase.WITH_BODY, Phase.AWAITING):
             yield from self._finish_turn()
         if self.state.phase is Phase.READY:
-            self.set(ready_to_send(self.state, self._limits()))
+            self.make_current(ready_to_send(self.state, self._limits()))
         if self.closing:
             self._close_now()
         if self.state.finished:
             yield from self._save()
-            yield Ended()
+            yield LoopStopped()
             return None
         item = yield from self._send()
         if self.closing:  # closed while the request was out: keep the reply, run nothing
             yield DropStream()
             self._close_now()
             yield from self._save()
-            yield Ended()
+            yield LoopStopped()
             return None
         return item
 
     def change_tools(self, blocks: Sequence[Mapping[str, Any]]) -> None:
         """Tool changes (``tool_addition``/``tool_removal`` blocks: ``addition``, ``removal``) to
         send with the next request (``add_tools``, ``remove_tools``); the driver runs the tools."""
-        self.set(tools_changed(self.state, blocks))
+        self.make_current(tools_changed(self.state, blocks))
 
     def _close_now(self) -> None:
         self.closing = False
-        self.set(closed(self.state))
+        self.make_current(closed(self.state))
 
     def _send(self) -> Program[Any]:
-        yield Prepare()
+        yield OpenTools()
         self._before_send()
         state = self.state
         check_history(state.messages, self.checked)
@@ -119,7 +120,7 @@ class RunCore(TurnCore[ToolT]):
         if self.stream:
             self._held = set()  # a new reply: none of its calls is held yet
             stream = yield OpenStream(request)
-            self.set(stream_opened(self.state))
+            self.make_current(stream_opened(self.state))
             return stream
         reply = yield Send(request)
         self._accept(reply)
@@ -128,10 +129,10 @@ class RunCore(TurnCore[ToolT]):
     def _hand_over(self) -> Program[Reply]:
         """A complete reply (``RECEIVED``): its calls that need a decision wait, it is saved, and
         the body gets it. If the save fails, the next iteration saves and hands it over again."""
-        yield Prepare()  # after a resume, the tools (a toolset's) may not be open yet
+        yield OpenTools()  # after a resume, the tools (a toolset's) may not be open yet
         yield from self._gate(pending_calls(self.state))
         yield from self._save()
-        self.set(delivered(self.state))
+        self.make_current(delivered(self.state))
         assert self.state.reply is not None
         return self.state.reply
 
@@ -143,7 +144,7 @@ class RunCore(TurnCore[ToolT]):
     def abandon_stream(self) -> Program[None]:
         """Drop the stream the body holds, and what it started early; the request is sent again."""
         yield DropStream()
-        self.set(stream_abandoned(self.state))
+        self.make_current(stream_abandoned(self.state))
 
     # -- steps and saves ------------------------------------------------------------------------
 
@@ -152,12 +153,12 @@ class RunCore(TurnCore[ToolT]):
         (``failure``) and saved (shielded, best effort), for whoever lists the runs; a later step
         that succeeds clears it. Every driver runs its programs through this."""
         if self.state.failure is not None:
-            self.set(self.state.replace(failure=None))
+            self.make_current(self.state.replace(failure=None))
         self.stepping += 1
         try:
             return (yield from program)
         except Exception as error:
-            self.set(
+            self.make_current(
                 self.state.replace(
                     failure={"type": type(error).__name__, "message": message_of(error)[:2000]}
                 )
@@ -197,7 +198,7 @@ class RunCore(TurnCore[ToolT]):
                     "waiting calls first (approve, deny or answer), iterate to append the results, then steer."
                 )
 
-    def push(self, messages: Sequence[Any]) -> None:
+    def push_messages(self, messages: Sequence[Any]) -> None:
         """Append messages (each one read by ``message_param``) to the history: the body steered.
 
         Raises:
@@ -211,7 +212,7 @@ class RunCore(TurnCore[ToolT]):
         self.check_steered(new, start)
         self.checked = start
         self._reopening()
-        self.set(steered(self.state, messages=new))
+        self.make_current(steered(self.state, messages=new))
 
     @staticmethod
     def check_steered(history: Sequence[Any], start: int = 0) -> None:
@@ -219,16 +220,17 @@ class RunCore(TurnCore[ToolT]):
         came next (``check_history(..., open_end=True)``)."""
         check_history(history, start, open_end=True)
 
-    def install(self, changes: Mapping[str, Any], *, steer: bool) -> None:
-        """Make new params, history and tools current (already checked: a history the body made
-        with ``check_steered``); from the body, it steered."""
+    def apply_params(self, changes: Mapping[str, Any], *, steer: bool) -> None:
+        """Make the request's new ``params``, ``messages`` (the history) and ``tools`` current, those
+        ``changes`` holds (already checked: a history the body made with ``check_steered``); with
+        ``steer``, the loop body changed them (``steered``: the reply it holds is not appended)."""
         if steer:
             self._reopening()
             self._history_replaced()
             self.checked = 0
-            self.set(steered(self.state, **changes))
+            self.make_current(steered(self.state, **changes))
         else:
-            self.set(self.state.replace(**changes))
+            self.make_current(self.state.replace(**changes))
 
     def close(self) -> None:
         """End the loop (``closed``): now, or, while a step is under way (from a callback or
@@ -237,4 +239,4 @@ class RunCore(TurnCore[ToolT]):
         if self.stepping:
             self.closing = True
         else:
-            self.set(closed(self.state))
+            self.make_current(closed(self.state))

@@ -19,14 +19,14 @@ from .effects import (
     LOST,
     AwaitDecisions,
     Decisions,
-    Derive,
     DropStream,
     EndStream,
     Execute,
-    Prepare,
+    OpenTools,
     Program,
     ReadStream,
     RunCalls,
+    StateDerived,
 )
 from .events import MessageFinished, TextDelta, ToolCallFinished, ToolCallStarted
 from .message_checks import check_reply
@@ -57,7 +57,7 @@ class TurnCore(DecisionsCore[ToolT]):
     def _accept(self, reply: Reply, *, streamed: bool = False) -> None:
         """Take a complete reply: it is the latest, its usage counts, listeners hear of it."""
         check_reply(reply)
-        self.set(reply_received(self.state, reply, self.usage_of(reply)))
+        self.make_current(reply_received(self.state, reply, self.usage_of(reply)))
         if self.listening:
             if not streamed:  # a streamed reply's text was reported as it arrived
                 for index, block in enumerate(reply.content):
@@ -75,15 +75,15 @@ class TurnCore(DecisionsCore[ToolT]):
                 check_reply(reply)
         except BaseException:
             yield DropStream()
-            self.set(stream_abandoned(self.state))
+            self.make_current(stream_abandoned(self.state))
             raise
         if reply is None:  # the body read the stream and got its error already: send again
             yield DropStream()
-            self.set(stream_abandoned(self.state))
+            self.make_current(stream_abandoned(self.state))
             return
         self._accept(reply, streamed=True)
         dropped = yield EndStream(keep=step_for(reply.stop_reason) is StopReasonStep.RUN_TOOLS)
-        self.set(calls_dropped(self.state, dropped))
+        self.make_current(calls_dropped(self.state, dropped))
         yield from self._gate(pending_calls(self.state))
         yield from self._save()
 
@@ -106,11 +106,11 @@ class TurnCore(DecisionsCore[ToolT]):
         message: ToolResultMessage | None = {"role": "user", "content": results} if results else None
         before = self.state
         finished = turn_finished(turn_resumed(before), message)
-        self.set(self._turn_ended(finished))
+        self.make_current(self._turn_ended(finished))
         self._decided_since_pause = []
         self._reported = set()
         if self.state is finished and finished.phase is Phase.READY:
-            yield Derive(before)  # written with the next save that has news
+            yield StateDerived(before)  # written with the next save that has news
         if not before.steered and self.state.messages is finished.messages:
             # A reply and the results of all its calls, as the runner appends them, are valid as
             # made: the next check starts after them. A reply appended without results may hold
@@ -127,18 +127,18 @@ class TurnCore(DecisionsCore[ToolT]):
             results = yield from self.settle(calls)
             if results is not None:
                 return results
-            self.set(turn_paused(self.state))
+            self.make_current(turn_paused(self.state))
             outcome = yield AwaitDecisions(awaiting(self.state, calls))
             if outcome is Decisions.PAUSED or self.closing:
                 return None
             self._deny_undecided(calls)
-            self.set(turn_resumed(self.state))
+            self.make_current(turn_resumed(self.state))
 
     def settle(self, calls: Sequence[ToolCall]) -> Program[list[ToolResultBlockParam] | None]:
         """Find the calls that wait, let the ``approve=`` callback decide them, run what may run
         (those that need no decision, and those approved, also while this runs); then all the
         results in order, or ``None`` while calls still wait."""
-        yield Prepare()  # the calls' tools are open (a resumed run's toolsets, say)
+        yield OpenTools()  # the calls' tools are open (a resumed run's toolsets, say)
         if self.state.phase is Phase.AWAITING:  # after a pause: decisions may have come through the store
             yield from self._read_decisions(calls)
         yield from self._gate(calls)
@@ -199,7 +199,7 @@ class TurnCore(DecisionsCore[ToolT]):
         and if that save fails or is cancelled, the start is undone: the tool never began, so the
         call did not start, and a crash must not report it interrupted."""
         previous = record_of(self.state, call)
-        self.set(call_started(self.state, call))
+        self.make_current(call_started(self.state, call))
         self._starting[call.id] = previous
         try:
             yield from self._save(starting=call.id)
@@ -235,11 +235,13 @@ class TurnCore(DecisionsCore[ToolT]):
         tool = self.tool_of(call)
         if tool is not None and tool.idempotent:
             return
-        self.set(call_finished(self.state, call, interrupted(call)))
+        self.make_current(call_finished(self.state, call, interrupted(call)))
 
     def _answer(self, call: ToolCall, block: ToolResultBlockParam) -> Program[None]:
         """Answer a call that is not run with ``block``, journaled like a call that ran."""
-        self.set(call_started(self.state, call))  # nothing runs, so nothing to save before the result
+        self.make_current(
+            call_started(self.state, call)
+        )  # nothing runs, so nothing to save before the result
         if self.listening:
             self.emit(ToolCallStarted(call=call, early=False))
         self._finished(call, block, 0.0)
@@ -256,10 +258,10 @@ class TurnCore(DecisionsCore[ToolT]):
             del calls[call.id]
         else:
             calls[call.id] = previous
-        self.set(self.state.replace(calls=calls))
+        self.make_current(self.state.replace(calls=calls))
 
     def _finished(self, call: ToolCall, block: ToolResultBlockParam, seconds: float) -> None:
-        self.set(call_finished(self.state, call, block))
+        self.make_current(call_finished(self.state, call, block))
         if self.listening:
             self.emit(ToolCallFinished(call=call, duration=seconds, is_error=bool(block.get("is_error"))))
 

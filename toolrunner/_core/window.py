@@ -97,7 +97,7 @@ class WindowCore(CoreBase[ToolT]):
         # (a user's) were made on the whole, and the window is checked from its second on.
         self.checked = max(self.checked - messages, 1 if self.elided.messages else 0)
         self._folded = None
-        self.set(
+        self.make_current(
             state.replace(
                 messages=state.messages[messages:],
                 usage=state.usage[requests:],
@@ -158,7 +158,7 @@ class WindowCore(CoreBase[ToolT]):
             ) != "assistant":  # a resumed turn stays last
                 system = pending_message(state.tool_changes)
                 state = state.replace(messages=(*messages, system), tool_changes=())
-                self.set(state)
+                self.make_current(state)
         if self.pending_compaction is None:
             return
         paused = state.reply is not None and step_for(state.reply.stop_reason) is StopReasonStep.RESUME
@@ -223,9 +223,9 @@ class WindowCore(CoreBase[ToolT]):
         state = self.state
         if summary is None:
             log(WARNING, "The summary request gave no text; keeping the conversation as it is.")
-            self.set(summary_counted(state, None, usage))
+            self.make_current(summary_counted(state, None, usage))
             return
-        self.set(summary_counted(state, summarized_history(state.messages, point, summary), usage))
+        self.make_current(summary_counted(state, summarized_history(state.messages, point, summary), usage))
         self._keep_removals(state, self.state)
         self._history_replaced()
         log(  # as the SDK's line: the new token usage is the summary's output

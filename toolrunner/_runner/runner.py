@@ -1,82 +1,56 @@
-"""The async driver: ``ToolRunner`` performs the effects of the run's orchestration (``_core.run``).
+"""The async driver: ``ToolRunner``, made of parts, each an object with the dependencies it needs.
 
-What to do next, and in which order, is ``RunCore``'s: its programs yield effects (send this
-request, save, run these calls, execute this tool, wait for decisions) and this module performs
-each one with the runner's client, store, tools and task group, in the caller's task, and sends
-the outcome back (``_drive``). One iteration (``__anext__``) drives ``RunCore.iteration`` and
-hands its result to the loop body.
+What to do next, and in which order, is ``RunCore``'s (``_core.run``): its programs yield effects
+(send this request, save, run these calls, execute this tool, wait for decisions). The runner makes
+the core and its parts, and its public methods delegate to them:
 
-What lives here and not in the state cannot be saved: the client, the tools, open streams, the
-calls running now, and the guard that one task advances the runner at a time.
+- ``Performer`` (``performer.py``) performs the effects, in the caller's task, with the runner's
+  client, store, tools and task group; one iteration (``__anext__``) is one step it drives;
+- ``LoopBody`` (``body.py``): what the loop body asks: the params, steering, tool results, decisions;
+- ``RunnerTools`` (``sdk_features.py``): the tools' index and lifetime, and tool changes mid-run.
+
+What lives in the parts and not in the state cannot be saved: the client, the tools, open streams,
+the calls running now, and the guard that one task advances the runner at a time.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
-import time
-from collections.abc import AsyncIterator, Callable, Generator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Any, Generic, Literal, Self, TypeVar, cast, overload
+from typing import Any, Generic, Literal, NoReturn, Self, cast, overload
 
 import anthropic
 import anyio
-import anyio.abc
 from typing_extensions import TypeVar as DefaultTypeVar, Unpack
 
-from .._core.compaction import compaction_request, summary_request
-from .._core.drive import drive
-from .._core.effects import (
-    Ask,
-    AwaitDecisions,
-    Decisions,
-    Derive,
-    DropStream,
-    Effect,
-    Ended,
-    EndStream,
-    Execute,
-    Gate,
-    OpenStream,
-    Prepare,
-    Program,
-    ReadDecisions,
-    ReadStream,
-    Request,
-    RunCalls,
-    Save,
-    Send,
-    Summarize,
-)
-from .._core.errors import CheckpointError, ParamsError, ToolRunnerError
+from .._core.errors import CheckpointError, ParamsError
 from .._core.events import RunnerEvent
 from .._core.run import RunCore
-from .._core.state import CallRecord, RunState
+from .._core.state import Phase, RunState
 from .._core.tool_changes import added_definitions, pending_message
-from .._core.transitions import request_params
-from .._core.types import Reply, ReplyStream, ToolCall
-from .._core.usage import DEFAULT_PRICES, request_usage
-from .._tools.approvals import ask, gate
-from .._tools.execution import ExecutionOptions, execute
+from .._core.types import EndReason, Reply, ReplyStream, ToolCall, ToolResultMessage
+from .._core.usage import DEFAULT_PRICES, UsageTracker, request_usage
+from .._tools.execution import ExecutionOptions
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool
 from .._tracing.trace import start_trace
-from .body import RunnerControls
+from .body import LoopBody
+from .events import run_with_events
 from .options import ResumeArguments, RunnerArguments, read_options
-from .params import TRANSPORT, ToolIndex, resolve_tools
-from .requests import Client, send_request
-from .running_calls import RunningCalls, raise_single
+from .params import TRANSPORT, resolve_tools
+from .performer import Performer
+from .requests import Client
+from .running_calls import raise_single
 from .saver import Saver
-from .sdk_features import RunnerExtensions
-from .streaming import StreamWatch
+from .sdk_features import RunnerTools
 
 __all__ = ["ToolRunner"]
 
 ItemT = DefaultTypeVar("ItemT", default=Reply)
-T = TypeVar("T")
 
 
-class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
+class ToolRunner(Generic[ItemT]):
     """Runs Claude's tool-use loop: sends requests, yields replies, runs the requested tools.
 
     Args:
@@ -113,7 +87,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
     ) -> None:
         """Make a new run (``__init__``; ``SyncToolRunner`` with ``from_sync_code``)."""
         params = self._configure(client, stream, options, from_sync_code=from_sync_code)
-        self._install({**params, "tools": self._options.tools}, steer=False)
+        self._body.apply_params({**params, "tools": self._options.tools}, steer=False)
 
     @overload
     @classmethod
@@ -159,7 +133,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             raise ParamsError("resume needs the checkpointer=... and the run_id=... of the saved run.")
         runner = cls.__new__(cls)
         params = runner._configure(client, stream, options, from_sync_code=from_sync_code)
-        runner._transport = {name: params.pop(name) for name in TRANSPORT if name in params}
+        runner._performer.transport = {name: params.pop(name) for name in TRANSPORT if name in params}
         if params:
             raise ParamsError(
                 f"resume takes the request params from the saved run, so {sorted(params)!r} cannot be given; "
@@ -173,20 +147,21 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         saved = loaded.state
         added = added_definitions((*saved.messages, pending_message(saved.tool_changes)))
         tools, extra = resolve_tools(saved.tools, runner._options.tools, run_id, added=added)
-        runner._tool_changes.update(extra)  # run, but not sent in the tools param: as add_tools() left them
+        runner._tools.changes.update(extra)  # run, but not sent in the tools param: as add_tools() left them
         runner._core.load(saved)  # what the fold of tool changes reads, and may_run_again
-        runner._index_tools(tools)
-        runner._saver = Saver(checkpointer, run_id, loaded=loaded)
+        runner._tools.index_tools(tools)
+        runner._performer.saver = Saver(checkpointer, run_id, loaded=loaded)
         runner._core.resume()
         return runner
 
     def _configure(
         self, client: Client, stream: bool, options: Mapping[str, Any], *, from_sync_code: bool
     ) -> dict[str, Any]:
-        """Everything but the state; returns the request params among ``options``. A runner a
-        ``SyncToolRunner`` drives (``from_sync_code``) runs each step in a task of its own unless
-        entered, and with ``stream`` yields the SDK's sync streams, which the body reads in its own
-        thread (``read_options`` refuses ``stream=True`` with a sync client everywhere else)."""
+        """Everything but the state: the core and the parts; returns the request params among
+        ``options``. A runner a ``SyncToolRunner`` drives (``from_sync_code``) runs each step in a
+        task of its own unless entered, and with ``stream`` yields the SDK's sync streams, which the
+        body reads in its own thread (``read_options`` refuses ``stream=True`` with a sync client
+        everywhere else)."""
         if not isinstance(client, anthropic.AsyncAnthropic | anthropic.Anthropic):
             raise ParamsError(
                 f"client must be an anthropic.AsyncAnthropic or anthropic.Anthropic, not {type(client).__name__!r}; "
@@ -195,76 +170,56 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         self._options, params = read_options(
             options, stream=stream, is_async=from_sync_code or isinstance(client, anthropic.AsyncAnthropic)
         )
-        self._transport: dict[str, Any] = {}
-        self._client = client
-        self._prices = DEFAULT_PRICES if self._options.prices is None else self._options.prices
+        prices = DEFAULT_PRICES if self._options.prices is None else self._options.prices
         checkpointer, run_id = self._options.checkpointer, self._options.run_id
-        self._saver = None if checkpointer is None or run_id is None else Saver(checkpointer, run_id)
-        self._execution = ExecutionOptions(tools={}, adapter=self._options.result_adapter)
-        self._limiter: anyio.CapacityLimiter | None = None
-        self._deciding = threading.RLock()  # decisions may come from several threads (a sync runner's)
+        saver = None if checkpointer is None or run_id is None else Saver(checkpointer, run_id)
+        execution = ExecutionOptions(tools={}, adapter=self._options.result_adapter)
         self._core: RunCore[RunnableTool] = RunCore(
             RunState(params={}, run_id=run_id),
-            tools=self._execution,
-            usage_of=lambda reply: request_usage(reply, self._prices),
+            tools=execution,
+            usage_of=lambda reply: request_usage(reply, prices),
             limits=self._options.limits,
             stream=self._options.stream,
-            durable=self._saver is not None,
+            durable=saver is not None,
             asks=self._options.approve is not None,
             compaction_control=self._options.compaction_control,
             ended=lambda state: self._trace.ended(state),
         )
         self._core.listener = self._options.on_event
         self._trace = start_trace(self._options.tracing, client, lambda: self._core.state)
-        self._running = RunningCalls()
-        self._open: StreamWatch | None = None  # the stream of the reply being received
-        self._advancing = False  # inside __anext__
-        self._task_group: anyio.abc.TaskGroup | None = None
-        self._index = ToolIndex(tools=[], wire=[], runnable={}, unrunnable=frozenset())
-        self._performers: dict[type[Any], Callable[[Any], Any]] = {
-            Save: self._do_save,
-            Derive: self._do_derive,
-            Prepare: self._do_prepare,
-            Send: self._do_send,
-            Summarize: self._do_summarize,
-            OpenStream: self._do_open_stream,
-            ReadStream: self._do_read_stream,
-            EndStream: self._do_end_stream,
-            DropStream: self._do_drop_stream,
-            Gate: self._do_gate,
-            Ask: self._do_ask,
-            RunCalls: self._do_run_calls,
-            Execute: self._do_execute,
-            ReadDecisions: self._do_read_decisions,
-            AwaitDecisions: self._do_await_decisions,
-            Ended: self._do_ended,
-        }
-        self._init_extensions(from_sync_code=from_sync_code)
+        self._tools = RunnerTools(self._core, self._options, execution, steps_in_new_tasks=from_sync_code)
+        self._performer = Performer(
+            self._core, self._options, client, self._tools, self._trace, saver, self._tool_context
+        )
+        self._body = LoopBody(self._core, self._options, self._tools, self._performer, prices)
         return params
+
+    def _tool_context(self, call: ToolCall) -> ToolContext:
+        return ToolContext(call=call, runner=self)
 
     async def __aenter__(self) -> Self:
         """Enter the runner: its toolsets open; tools started early (``run_tools_eagerly``) run in its
         task group."""
-        self._entered = True
+        self._tools.entered = True
         try:
             # Before the task group, so that they close after it: what a toolset's open() enters (an
             # MCP session's task group) must be exited innermost first, in this task.
-            await self._open_tools()
+            await self._tools.open()
         except BaseException:
-            self._entered = False
+            self._tools.entered = False
             await self.aclose()
             raise
         group = anyio.create_task_group()
         await group.__aenter__()
-        self._task_group = group
+        self._performer.task_group = group
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        """Leave the runner (see ``_leave``). An exception of the block passes through as itself:
+        """Leave the runner (see ``Performer.leave``). An exception of the block passes through as itself:
         the runner's task group holds only the calls started early, and is not told of it."""
-        group, self._task_group = self._task_group, None
+        group, self._performer.task_group = self._performer.task_group, None
         assert group is not None, "__aexit__ without __aenter__"
         # A cancellation must reach the task group's scope (it may be its own); an error of the
         # block is not the group's, and would come out of it wrapped in an ExceptionGroup.
@@ -272,7 +227,7 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             (exc_type, exc, tb) if exc is not None and not isinstance(exc, Exception) else (None, None, None)
         )
         try:
-            await self._leave(failed=exc is not None)
+            await self._performer.leave(failed=exc is not None)
         finally:
             group.cancel_scope.cancel()  # tools started early whose results nobody asked for
             try:
@@ -280,8 +235,8 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
             except BaseExceptionGroup as error:
                 raise_single(error)
             finally:
-                self._entered = False
-                await self._close_tools()
+                self._tools.entered = False
+                await self._tools.close()
         return None
 
     # -- iteration --------------------------------------------------------------------------------
@@ -290,172 +245,260 @@ class ToolRunner(RunnerControls, RunnerExtensions, Generic[ItemT]):
         return self
 
     async def __anext__(self) -> ItemT:
-        with self._advance(), self._trace.iteration():
-            item = await self._step(self._core.iteration())
+        with self._performer.advance(), self._trace.iteration():
+            item = await self._performer.step(self._core.iteration())
         if item is None:
             raise StopAsyncIteration
         return cast(ItemT, item)
 
-    async def _step(self, program: Program[T]) -> T:
-        """Drive ``program`` as a step of the run (``RunCore.step``: a failure is recorded and saved)."""
-        return await self._drive(self._core.step(program))
+    # -- the run's state -----------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def _advance(self) -> Generator[None]:
-        if self._advancing:
-            raise ToolRunnerError(
-                "this runner is already advancing in another task; iterate a runner from one task at a time."
-            )
-        self._advancing = True
-        try:
-            yield
-        finally:
-            self._advancing = False
+    @property
+    def state(self) -> RunState:
+        """The run's state: one immutable value, serialisable with ``to_json()``."""
+        return self._core.state
 
-    async def _drive(self, program: Program[T]) -> T:
-        """Perform the effects ``program`` yields (``drive``, the core's one trampoline)."""
-        return await drive(program, self._perform, core=self._core)
+    @property
+    def params(self) -> Mapping[str, Any]:
+        """The params of the next request (read-only); ``params["messages"]`` is the history.
 
-    async def _perform(self, effect: Effect) -> Any:
-        return await self._performers[type(effect)](effect)
+        Change them with ``push_messages()`` and ``set_messages_params()``.
+        """
+        return self._body.params()
 
-    # -- the effects ------------------------------------------------------------------------------
+    @property
+    def messages(self) -> Sequence[Any]:
+        """The history (a copy: change it with ``push_messages()`` and ``set_messages_params()``)."""
+        return list(self._core.state.messages)
 
-    async def _do_save(self, effect: Save) -> None:
-        saver = self._saver
-        if saver is None:
-            return
-        if effect.history_replaced:
-            saver.history_replaced()
-        if effect.shielded:
-            with anyio.CancelScope(shield=True):
-                await saver.save(effect.state)
-        else:
-            await saver.save(effect.state)
+    @property
+    def last_message(self) -> Reply | None:
+        """The latest complete reply, or ``None`` before the first."""
+        return self._core.state.reply
 
-    async def _do_derive(self, effect: Derive) -> None:
-        if self._saver is not None:
-            self._saver.derived(effect.before, self._core.state)
+    @property
+    def requests_sent(self) -> int:
+        """How many requests got a reply."""
+        return self._core.state.requests_sent
 
-    async def _do_prepare(self, effect: Prepare) -> None:
-        index = self._index
-        if index.sdk_objects or index.toolsets:
-            await self._open_tools()
+    @property
+    def usage(self) -> UsageTracker:
+        """Token usage per request and in total, and the cost when the model has a price."""
+        return self._body.usage()
 
-    def _kwargs(self, request: Request) -> dict[str, Any]:
-        kwargs = request_params(request.state, self._index.wire, self._options.cache)
-        if request.compaction is not None:
-            kwargs = compaction_request(kwargs, request.compaction)
-        if self._transport:
-            kwargs |= self._transport
-        return kwargs
+    @property
+    def finished(self) -> bool:
+        """Whether the loop has ended, or is paused for decisions (steering opens it again)."""
+        return self._core.state.finished
 
-    async def _do_send(self, effect: Send) -> Reply:
-        kwargs = self._kwargs(effect.request)
-        self._trace.sending()
-        return cast(Reply, await send_request(self._client, kwargs))
+    @property
+    def end_reason(self) -> EndReason | None:
+        """Why the loop ended (``"model"``, ``"max_iterations"``, ``"token_budget"``,
+        ``"cost_budget"``, ``"closed"``), or paused (``"awaiting_approval"``); ``None`` while it
+        goes on."""
+        return self._core.state.end_reason
 
-    async def _do_summarize(self, effect: Summarize) -> Reply:
-        self._trace.sending()
-        state = effect.state
-        kwargs = summary_request(state.params, state.messages[: effect.point], effect.control)
-        return cast(Reply, await send_request(self._client, {**kwargs, **self._transport}))
+    # -- tools ---------------------------------------------------------------------------------------
 
-    async def _do_open_stream(self, effect: OpenStream) -> ReplyStream:
-        if self._options.run_tools_eagerly and self._task_group is None:
-            raise ToolRunnerError(
-                "run_tools_eagerly=True runs tools in the runner's task group: enter the runner first, "
-                "with `async with ToolRunner(...) as runner:`."
-            )
-        kwargs = self._kwargs(effect.request)
-        self._streamed = []
-        self._trace.sending()
-        self._open = cast(
-            StreamWatch,
-            await send_request(
-                self._client,
-                kwargs,
-                stream=True,
-                emit=self._core.listener,
-                on_tool_use=self._start_early if self._options.run_tools_eagerly else None,
-            ),
+    async def generate_tool_response(self) -> ToolResultMessage | None:
+        """The user message holding the tool_result blocks for the pending tool calls, or ``None``.
+
+        The pending calls are those of the reply the loop body holds (unless the body changed
+        the history), or else of the last message of the history. Results are computed once per
+        tool_use id and shared by concurrent callers; the history is never changed. With
+        ``stream=True`` it first reads the rest of the reply's stream.
+
+        Raises:
+            ApprovalError: Calls wait for a decision (the others ran); decide them first.
+            ToolRunnerError: Called from a tool for the turn that runs it (it would wait for itself).
+        """
+        return await self._body.tool_response()
+
+    # -- steering ------------------------------------------------------------------------------------
+
+    def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None:
+        """Append messages to the history: MessageParam dicts or SDK ``Message`` objects.
+
+        From the loop body, this means the runner will not append the yielded reply itself. After
+        the loop ended, it opens the loop again: the next iteration sends a request.
+        """
+        self._body.push_messages(*messages)
+
+    def set_messages_params(
+        self, params: Mapping[str, Any] | Callable[[dict[str, Any]], Mapping[str, Any]]
+    ) -> None:
+        """Replace the request params, or map them with ``fn(params) -> params``.
+
+        ``fn`` gets a shallow copy of the current params. From the loop body, this means the
+        runner will not append the yielded reply itself: the new history stands. After the loop
+        ended, it opens the loop again.
+        """
+        self._body.set_messages_params(params)
+
+    # -- decisions -----------------------------------------------------------------------------------
+
+    @property
+    def pending_approvals(self) -> list[ToolCall]:
+        """The calls of the current turn that wait for a decision, in tool_use order."""
+        return self._core.waiting()
+
+    def approve(self, tool_use_id: str, *, input: object = None, by: str | None = None) -> None:
+        """Approve a call that waits; with ``input`` it runs with that input (checked like the
+        model's, and JSON data); ``by`` says who decided, kept with the call.
+
+        Raises:
+            ApprovalError: No call waits with that id, or it was decided already (by another thread,
+                say), or ``input`` is not JSON data. ToolInputError: ``input`` does not fit the tool.
+        """
+        self._body.approve(tool_use_id, input=input, by=by)
+
+    def deny(self, tool_use_id: str, reason: str, *, by: str | None = None) -> None:
+        """Deny a call that waits (or has not started): the model reads ``reason`` as its error result."""
+        self._body.deny(tool_use_id, reason, by=by)
+
+    def answer(
+        self, tool_use_id: str, result: object, *, is_error: bool = False, by: str | None = None
+    ) -> None:
+        """Answer a call that waits (or has not started) with a result computed elsewhere, as a
+        tool's return value (or a ``ToolError``) would be.
+
+        Raises:
+            ApprovalError: No call can be answered with that id, or ``result`` cannot be a tool result.
+        """
+        self._body.answer(tool_use_id, result, is_error=is_error, by=by)
+
+    # -- the SDK runner's features -------------------------------------------------------------------
+
+    def append_messages(self, *messages: Mapping[str, Any] | Reply) -> None:
+        """The SDK runner's name for ``push_messages()``."""
+        self.push_messages(*messages)
+
+    async def generate_tool_call_response(self) -> ToolResultMessage | None:
+        """The SDK runner's name for ``generate_tool_response()``."""
+        return await self.generate_tool_response()
+
+    def defer_tool_call(self, tool_use: object) -> None:
+        """Hold a call of the reply streaming now, as the SDK's runner does: with
+        ``run_tools_eagerly=True`` it does not start while the reply streams, and runs with the rest
+        of the turn, when the loop body asks for the next reply or calls ``generate_tool_response()``
+        (decide on it meanwhile, or answer it yourself with ``answer()``). The reply's other calls still
+        start early. It does nothing without ``run_tools_eagerly``, for a call that started already,
+        or for an id the reply does not have.
+
+        Args:
+            tool_use: The call's ``tool_use`` block (a stream event's ``content_block``), or its id.
+
+        Raises:
+            ParamsError: ``tool_use`` is neither a ``tool_use`` block nor an id.
+        """
+        self._tools.defer(tool_use)
+
+    @property
+    def deferred_tool_calls(self) -> list[ToolCall]:
+        """The calls of the current reply that ``defer_tool_call()`` holds and that have not run, in
+        the model's order, once their blocks finished streaming (read it when done with the stream).
+        Empty without ``run_tools_eagerly``."""
+        return self._tools.deferred(self._performer.streamed)
+
+    def add_tools(self, *tools: object) -> None:
+        """Give the model more tools without changing the ``tools`` param (which would miss the
+        prompt cache), as the SDK's runner does.
+
+        The definitions go to the model in ``tool_addition`` blocks of a ``role: "system"``
+        message sent with the next request (the service needs the ``inline-tools-2026-09-15``
+        beta). A tool runs at once, in place of any tool of the same name, even for a call of the
+        reply being handled; a raw definition (a server tool) is never run, and stops a tool of
+        its name from running.
+
+        Raises:
+            ParamsError: A toolset was given: a runner's toolsets are its ``tools=[...]``.
+        """
+        self._tools.add(*tools)
+
+    def remove_tools(self, *tools: object) -> None:
+        """Take tools away from the model without changing the ``tools`` param, as the SDK's runner
+        does: they stop running at once (a call to one is answered like a call to an unknown
+        tool), and the model is told in ``tool_removal`` blocks sent with the next request.
+
+        Args:
+            *tools: The tools, or their names.
+
+        Raises:
+            ParamsError: A name that is not a tool of this runner, or a toolset.
+        """
+        self._tools.remove(*tools)
+
+    def compact_before_next_turn(self, compaction: Mapping[str, Any] | None = None) -> None:
+        """Compact the conversation before the model's next turn, as the SDK's runner does.
+
+        Once the current turn is finished (its tools ran), the next request is a compaction
+        request (the ``compaction`` param; pass ``betas=["compact-2026-09-04"]``): the reply, with
+        ``stop_reason == "compaction"``, is yielded like any other, and replaces the history it
+        summarizes; then the loop goes on. After the loop's last turn, the compaction is the last
+        request. Calling it again before then replaces the pending config.
+
+        Args:
+            compaction: The compaction config; ``{"type": "summarize"}`` by default.
+
+        Raises:
+            ParamsError: ``context_management`` has a compaction edit, which the service does not
+                take together with a compaction block.
+        """
+        self._core.compact_next(compaction)
+
+    # -- ending -----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """End the loop now. A complete reply that the body holds is appended if the body left
+        the history unchanged, but its tool calls are not run. An unread stream is dropped (use
+        ``async with`` or ``aclose()`` to close it at once). Idempotent.
+
+        Called from another task while the runner is busy, it lets the step under way finish
+        whole (a request's reply is appended, without running its tools; a turn's tools finish and
+        their results are appended), then ends the loop.
+        """
+        self._core.close()
+
+    async def aclose(self) -> None:
+        """``close()``, and also close an unread stream and cancel tools started early."""
+        await self._performer.close()
+
+    async def until_done(self) -> Reply:
+        """Run the loop to its end and return the final reply; resumes a loop left by ``break``.
+
+        Raises:
+            AwaitingApprovalError: The loop paused: calls wait for a decision (``error.calls``).
+                Decide them, then call ``until_done()`` again.
+        """
+        async for _ in self:
+            pass
+        return self._body.final_reply()
+
+    def __iter__(self) -> NoReturn:
+        raise TypeError(
+            "ToolRunner is an async iterator: use `async for message in runner` inside a coroutine, or "
+            "SyncToolRunner with an anthropic.Anthropic client for a plain `for` loop."
         )
-        return self._open.stream
 
-    async def _do_read_stream(self, effect: ReadStream) -> Reply | None:
-        watch = self._open
-        assert watch is not None, "ReadStream without an open stream"
-        if watch.error is not None:  # the body read the stream and got its error already
-            return None
-        return await watch.final_message()
+    # -- events ----------------------------------------------------------------------------------
 
-    async def _do_end_stream(self, effect: EndStream) -> list[str]:
-        watch, self._open = self._open, None
-        assert watch is not None, "EndStream without an open stream"
-        await watch.close()
-        return await self._running.settle_early(watch.tool_use_ids, keep=effect.keep)
+    @asynccontextmanager
+    async def events(self) -> AsyncGenerator[AsyncIterator[RunnerEvent]]:
+        """Run the loop in the background and receive its events as they happen::
 
-    async def _do_drop_stream(self, effect: DropStream) -> None:
-        with anyio.CancelScope(shield=True):
-            watch, self._open = self._open, None
-            if watch is None:
-                return
-            await watch.close()
-            await self._running.settle_early(watch.tool_use_ids, keep=False)
+            async with runner.events() as events:
+                async for event in events:
+                    ...
 
-    async def _do_gate(self, effect: Gate) -> Any:
-        return await gate(effect.calls, self._core.tool_of)
+        The iteration ends after ``LoopFinished``, or when the loop fails; the loop's error is then
+        raised as the block exits. Leaving the block early cancels the loop (it can be resumed
+        like after ``break``). Opened on a paused run, it first gives the decisions taken since the
+        pause (``ApprovalDecided``), which the run now takes up.
+        """
+        backlog = self._core.decided_since_pause() if self._core.state.phase is Phase.AWAITING else []
+        async with run_with_events(self._drain, self._body.listen, backlog) as events:
+            yield events
 
-    async def _do_ask(self, effect: Ask) -> object:
-        callback = self._options.approve
-        assert callback is not None
-        return await ask(callback, effect.call)
-
-    async def _do_run_calls(self, effect: RunCalls) -> None:
-        await self._running.run(
-            effect.calls, lambda call: self._core.state.result_of(call) is not None, self._run_call
-        )
-
-    async def _run_call(self, call: ToolCall, *, early: bool = False) -> None:
-        """One call's program, holding a concurrency slot from before the call is journaled."""
-        if self._limiter is None:
-            await self._drive(self._core.call(call, early=early))
-            return
-        async with self._limiter:
-            await self._drive(self._core.call(call, early=early))
-
-    async def _do_execute(self, effect: Execute) -> tuple[Any, float]:
-        started = time.perf_counter()
-        block = await execute(
-            effect.call,
-            effect.input,
-            self._execution,
-            self._context,
-            self._trace.tool_call,
-            removed=effect.removed,
-        )
-        return block, time.perf_counter() - started
-
-    def _context(self, call: ToolCall) -> ToolContext:
-        return ToolContext(call=call, runner=self)
-
-    async def _do_read_decisions(self, effect: ReadDecisions) -> Mapping[str, CallRecord]:
-        return {} if self._saver is None else await self._saver.decisions()
-
-    async def _do_await_decisions(self, effect: AwaitDecisions) -> Decisions:
-        return Decisions.PAUSED  # the loop pauses; it goes on when iterated again
-
-    async def _do_ended(self, effect: Ended) -> None:
-        await self._at_end()
-
-    # -- helpers ----------------------------------------------------------------------------------
-
-    def _start_early(self, call: ToolCall) -> None:
-        """A client tool_use block of the streaming reply is complete: start it, if it may start."""
-        assert self._task_group is not None
-        self._streamed.append(call)
-        if self._core.may_start_early(call):
-            self._running.start_early(call, self._task_group, lambda call: self._run_call(call, early=True))
-
-    def _report(self, event: RunnerEvent) -> None:
-        self._core.emit(event)
+    async def _drain(self) -> None:
+        async for _ in self:
+            pass

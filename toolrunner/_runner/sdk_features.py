@@ -1,12 +1,12 @@
-"""What ``ToolRunner`` does beyond the core loop, in the SDK runner's terms: its tools' lifetime,
-tool changes in the middle of a run, compaction, and the SDK's method names.
+"""The runner's tools (``RunnerTools``, a part of ``ToolRunner``): their index, their lifetime, and
+the tool changes made in the middle of a run, in the SDK runner's terms.
 
-``ToolRunner`` inherits ``RunnerExtensions``. What the core decides (when pending tool changes are
-sent, when a compaction request is made and what it replaces) is in ``_core``; what is here is the
-code it cannot hold: the tools themselves, and their lifetime:
+What the core decides (when pending tool changes are sent, which tools a change removed, whether a
+call may start early) is in ``_core``; what is here is the code it cannot hold: the tools
+themselves, and their lifetime:
 
-- ``_open_tools``: entering the runner, and before each request (toolsets given since are opened);
-- ``_close_tools``: leaving the runner, or, when it was not entered, when the loop ends.
+- ``open``: entering the runner, and before tools are needed (toolsets given since are opened);
+- ``close``: leaving the runner, or, when it was not entered, when the loop ends (``at_end``).
 
 Who owns what: a runner opens the ``Toolset`` objects it is given that are not open, and closes
 those it opened; it runs the cleanup of the SDK tools and toolsets given to it directly. A
@@ -17,77 +17,87 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import anyio
 
 from .._core.errors import ParamsError, ToolRunnerError
+from .._core.run import RunCore
 from .._core.tool_changes import addition, last_changes, pending_message, removal
-from .._core.types import Reply, ToolCall, ToolResultMessage
+from .._core.types import ToolCall
+from .._tools.execution import ExecutionOptions
 from .._tools.sdk import SDK_TOOLSETS, close_sdk_object
-from .._tools.toolsets import Toolset
-from .params import runnable_of
+from .._tools.toolsets import RunnableTool, Toolset
+from .options import Options
+from .params import ToolIndex, index_tools, runnable_of
 
-if TYPE_CHECKING:
-    from .._core.run import RunCore
-    from .._tools.toolsets import RunnableTool
-    from .options import Options
-    from .params import ToolIndex
-
-__all__ = ["RunnerExtensions"]
+__all__ = ["RunnerTools"]
 
 logger = logging.getLogger("toolrunner")
 
 
-class RunnerExtensions:
-    """The SDK-runner parts of ``ToolRunner`` (see the module docstring)."""
+class RunnerTools:
+    """The runner's tools (see the module docstring): made by ``ToolRunner``, which hands the core
+    their flags (``execution``, the core's ``tools``) and delegates ``add_tools()``,
+    ``remove_tools()`` and ``defer_tool_call()`` here.
 
-    if TYPE_CHECKING:  # what the driver provides
-        _core: RunCore[RunnableTool]
-        _index: ToolIndex
-        _options: Options
+    Args:
+        core: The run's core: it reads the tools' flags, and records the tool changes.
+        options: The runner's options.
+        execution: How calls run before any tool is indexed (the core's first ``tools``).
+        steps_in_new_tasks: Driven by a ``SyncToolRunner``: each step runs in a task of its own
+            unless the runner is entered.
+    """
 
-        def _index_tools(self, tools: object) -> None: ...
-        def push_messages(self, *messages: Mapping[str, Any] | Reply) -> None: ...
-        async def generate_tool_response(self) -> ToolResultMessage | None: ...
-
-    def _init_extensions(self, *, from_sync_code: bool) -> None:
-        self._tool_changes: dict[str, object] = {}
+    def __init__(
+        self,
+        core: RunCore[RunnableTool],
+        options: Options,
+        execution: ExecutionOptions,
+        *,
+        steps_in_new_tasks: bool,
+    ) -> None:
+        self._core = core
+        self._options = options
+        self.index = ToolIndex(tools=[], wire=[], runnable={}, unrunnable=frozenset())
+        self.execution = execution
+        """How calls run: the indexed tools, their time limit, the result adapter."""
+        self.limiter: anyio.CapacityLimiter | None = None
+        """``max_concurrency``'s slots, once the tools are indexed."""
+        self.changes: dict[str, object] = {}
         """Tools added (the tool, or a raw definition) or removed (None) by name: ``add_tools()``. What
         is code lives here (the SDK runner's ``_tool_overrides``); the blocks that say which tools are
         available are data: in the history, and the pending ones in ``RunState.tool_changes``."""
+        self.entered = False
+        """Inside ``async with runner``: the tools stay open until it is left."""
         self._opened: list[Toolset] = []  # the toolsets this runner opened, in order
-        self._entered = False  # inside `async with runner`
         self._sdk_closed: set[int] = set()  # SDK tools and toolsets whose cleanup this runner ran
-        self._steps_in_new_tasks = from_sync_code
-        """Driven by a ``SyncToolRunner``: each step runs in a task of its own unless entered."""
-        self._streamed: list[ToolCall] = []
-        """The client calls whose blocks finished streaming in the current reply, in order."""
+        self._steps_in_new_tasks = steps_in_new_tasks
 
-    # -- the SDK's names ----------------------------------------------------------------------
+    def index_tools(self, tools: object) -> None:
+        """Index ``tools`` (the ``tools`` param) with the changes made since, and hand the core the
+        flags of what runs now."""
+        self.index = index = index_tools(tools, self.changes)
+        limit = self._options.max_concurrency
+        if limit and self.limiter is None:
+            self.limiter = anyio.CapacityLimiter(limit)
+        self.execution = ExecutionOptions(
+            tools=index.runnable,
+            adapter=self._options.result_adapter,
+            timeout=self._options.tool_timeout,
+            unrunnable=index.unrunnable,
+            gated=any(
+                tool.requires_approval is not False
+                for tool in (*index.runnable.values(), *index.families.values())
+            ),
+            families=index.families,
+        )
+        self._core.tools = self.execution
 
-    def append_messages(self, *messages: Mapping[str, Any] | Reply) -> None:
-        """The SDK runner's name for ``push_messages()``."""
-        self.push_messages(*messages)
+    # -- the SDK's deferred calls -----------------------------------------------------------------
 
-    async def generate_tool_call_response(self) -> ToolResultMessage | None:
-        """The SDK runner's name for ``generate_tool_response()``."""
-        return await self.generate_tool_response()
-
-    def defer_tool_call(self, tool_use: object) -> None:
-        """Hold a call of the reply streaming now, as the SDK's runner does: with
-        ``run_tools_eagerly=True`` it does not start while the reply streams, and runs with the rest
-        of the turn, when the loop body asks for the next reply or calls ``generate_tool_response()``
-        (decide on it meanwhile, or answer it yourself with ``answer()``). The reply's other calls still
-        start early. It does nothing without ``run_tools_eagerly``, for a call that started already,
-        or for an id the reply does not have.
-
-        Args:
-            tool_use: The call's ``tool_use`` block (a stream event's ``content_block``), or its id.
-
-        Raises:
-            ParamsError: ``tool_use`` is neither a ``tool_use`` block nor an id.
-        """
+    def defer(self, tool_use: object) -> None:
+        """``ToolRunner.defer_tool_call``."""
         tool_use_id = tool_use if isinstance(tool_use, str) else getattr(tool_use, "id", None)
         if not isinstance(tool_use_id, str):
             raise ParamsError(
@@ -96,28 +106,14 @@ class RunnerExtensions:
         if self._options.run_tools_eagerly:
             self._core.hold(tool_use_id)
 
-    @property
-    def deferred_tool_calls(self) -> list[ToolCall]:
-        """The calls of the current reply that ``defer_tool_call()`` holds and that have not run, in
-        the model's order, once their blocks finished streaming (read it when done with the stream).
-        Empty without ``run_tools_eagerly``."""
-        return self._core.held(self._streamed) if self._options.run_tools_eagerly else []
+    def deferred(self, streamed: list[ToolCall]) -> list[ToolCall]:
+        """``ToolRunner.deferred_tool_calls``, of the calls ``streamed`` so far."""
+        return self._core.held(streamed) if self._options.run_tools_eagerly else []
 
     # -- tool changes ---------------------------------------------------------------------------
 
-    def add_tools(self, *tools: object) -> None:
-        """Give the model more tools without changing the ``tools`` param (which would miss the
-        prompt cache), as the SDK's runner does.
-
-        The definitions go to the model in ``tool_addition`` blocks of a ``role: "system"``
-        message sent with the next request (the service needs the ``inline-tools-2026-09-15``
-        beta). A tool runs at once, in place of any tool of the same name, even for a call of the
-        reply being handled; a raw definition (a server tool) is never run, and stops a tool of
-        its name from running.
-
-        Raises:
-            ParamsError: A toolset was given: a runner's toolsets are its ``tools=[...]``.
-        """
+    def add(self, *tools: object) -> None:
+        """``ToolRunner.add_tools``."""
         blocks: list[dict[str, Any]] = []
         for tool in tools:
             if isinstance(tool, (Toolset, *SDK_TOOLSETS)):
@@ -129,28 +125,19 @@ class RunnerExtensions:
                 definition = dict(cast("Mapping[str, Any]", tool))
                 name = definition.get("name")
                 if isinstance(name, str):
-                    self._tool_changes[name] = definition
+                    self.changes[name] = definition
             else:
                 runnable = runnable_of(tool)
                 definition = dict(runnable.to_param())
-                self._tool_changes[runnable.name] = tool
+                self.changes[runnable.name] = tool
             blocks.append(addition(definition))
         self._core.change_tools(blocks)
-        self._index_tools(self._index.tools)
+        self.index_tools(self.index.tools)
 
-    def remove_tools(self, *tools: object) -> None:
-        """Take tools away from the model without changing the ``tools`` param, as the SDK's runner
-        does: they stop running at once (a call to one is answered like a call to an unknown
-        tool), and the model is told in ``tool_removal`` blocks sent with the next request.
-
-        Args:
-            *tools: The tools, or their names.
-
-        Raises:
-            ParamsError: A name that is not a tool of this runner, or a toolset.
-        """
+    def remove(self, *tools: object) -> None:
+        """``ToolRunner.remove_tools``."""
         names: list[str] = []
-        index = self._index
+        index = self.index
         for tool in tools:
             if isinstance(tool, (Toolset, *SDK_TOOLSETS)):
                 raise ParamsError(
@@ -160,7 +147,7 @@ class RunnerExtensions:
             known = (
                 name in index.runnable
                 or name in index.unrunnable
-                or name in self._tool_changes
+                or name in self.changes
                 or name in self._history_additions()
             )
             if not known:
@@ -171,9 +158,9 @@ class RunnerExtensions:
                 )
             names.append(name)
         for name in names:
-            self._tool_changes[name] = None
+            self.changes[name] = None
         self._core.change_tools([removal(name) for name in names])
-        self._index_tools(self._index.tools)
+        self.index_tools(self.index.tools)
 
     def _history_additions(self) -> set[str]:
         """The names the history's tool_addition blocks (and the pending ones) made available."""
@@ -181,31 +168,11 @@ class RunnerExtensions:
         changes = last_changes((*state.messages, pending_message(state.tool_changes)))
         return {name for name, added in changes.items() if added}
 
-    # -- compaction -----------------------------------------------------------------------------
+    # -- lifetime -------------------------------------------------------------------------------
 
-    def compact_before_next_turn(self, compaction: Mapping[str, Any] | None = None) -> None:
-        """Compact the conversation before the model's next turn, as the SDK's runner does.
-
-        Once the current turn is finished (its tools ran), the next request is a compaction
-        request (the ``compaction`` param; pass ``betas=["compact-2026-09-04"]``): the reply, with
-        ``stop_reason == "compaction"``, is yielded like any other, and replaces the history it
-        summarizes; then the loop goes on. After the loop's last turn, the compaction is the last
-        request. Calling it again before then replaces the pending config.
-
-        Args:
-            compaction: The compaction config; ``{"type": "summarize"}`` by default.
-
-        Raises:
-            ParamsError: ``context_management`` has a compaction edit, which the service does not
-                take together with a compaction block.
-        """
-        self._core.compact_next(compaction)
-
-    # -- hooks ------------------------------------------------------------------------------------
-
-    async def _open_tools(self) -> None:
+    async def open(self) -> None:
         """Open the toolsets that are not open; refuse SDK tools this runner closed already."""
-        for obj in self._index.sdk_objects:
+        for obj in self.index.sdk_objects:
             if id(obj) in self._sdk_closed or getattr(obj, "_toolset_closed", False):
                 raise ToolRunnerError(
                     f"the SDK tool or toolset {obj!r} is closed (a runner runs the cleanup of the SDK tools it is given "
@@ -214,8 +181,8 @@ class RunnerExtensions:
                     "give them in a toolrunner.Toolset that you open yourself (`async with Toolset([...]) as tools:`) "
                     "to share them."
                 )
-        for toolset in self._index.toolsets:
-            if self._steps_in_new_tasks and not self._entered and not toolset.is_open:
+        for toolset in self.index.toolsets:
+            if self._steps_in_new_tasks and not self.entered and not toolset.is_open:
                 raise ToolRunnerError(
                     f"the toolset {toolset.name!r} must be opened and closed in one task, and a SyncToolRunner "
                     "runs each step in a new one unless it is entered: use `with SyncToolRunner(...) as runner:` "
@@ -223,10 +190,10 @@ class RunnerExtensions:
                 )
             if toolset not in self._opened and await toolset.acquire(self):
                 self._opened.append(toolset)
-        if self._index.toolsets and self._index.stale():  # what they list now they are open
-            self._index_tools(self._index.tools)
+        if self.index.toolsets and self.index.stale():  # what they list now they are open
+            self.index_tools(self.index.tools)
 
-    async def _close_tools(self) -> None:
+    async def close(self) -> None:
         """Close the toolsets this runner opened and run the cleanup of its SDK tools, last first.
 
         A toolset's ``close()`` runs in no cancel scope of the runner's, so that it can exit what its
@@ -238,14 +205,14 @@ class RunnerExtensions:
             await _release(opened, self)
         finally:
             with anyio.CancelScope(shield=True):
-                for obj in reversed(self._index.sdk_objects):
+                for obj in reversed(self.index.sdk_objects):
                     if id(obj) not in self._sdk_closed and await close_sdk_object(obj):
                         self._sdk_closed.add(id(obj))
 
-    async def _at_end(self) -> None:
+    async def at_end(self) -> None:
         """The loop ended: without ``async with``, that is when the tools close."""
-        if not self._entered:
-            await self._close_tools()
+        if not self.entered:
+            await self.close()
 
 
 async def _release(toolsets: list[Toolset], holder: object) -> None:

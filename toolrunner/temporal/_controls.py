@@ -1,10 +1,9 @@
-"""What clients ask of a run on Temporal, the workflow's side: steering, decisions, ``close``,
-the queries; and the events the workflow hands the workers' ``on_event``.
-
-``CoreRun`` (``_driver.py``) inherits ``RunControls``, as ``ToolRunner`` inherits its controls.
-Everything here changes the run through its core (``RunCore``): steering with ``push`` and
-``install`` at the loop body's point, decisions with ``decide``, checked first by the lifecycle's
-own rules so that a refused update changes nothing.
+"""What clients ask of a run on Temporal, the workflow's side (``ClientControls``, a part of
+``WorkflowDriver``, as ``LoopBody`` is of a ``ToolRunner``): steering, decisions, ``close``, the
+queries, and the pause that waits for them. Everything here changes the run through its core
+(``RunCore``): steering with ``push_messages`` and ``apply_params`` at the loop body's point,
+decisions with ``decide``, checked first by the lifecycle's own rules so that a refused update
+changes nothing.
 
 Steering (``push_messages``, ``set_messages``, ``set_params``) has ``ToolRunner``'s loop-body
 semantics: it is queued, and applied at the next point where a loop body could steer, once the
@@ -15,55 +14,34 @@ applied, or fails if the run ended first or the history it makes would be refuse
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, NoReturn, cast
+from typing import Any, NoReturn, cast
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from anthropic.types import ToolResultBlockParam
 
     from .._core.approval import call_decided
+    from .._core.effects import Decisions
     from .._core.errors import ParamsError, ToolRunnerError
-    from .._core.events import (
-        ApprovalDecided,
-        ApprovalRequested,
-        MessageFinished,
-        RunnerEvent,
-        TextDelta,
-        ToolCallFinished,
-        ToolCallStarted,
-    )
     from .._core.ids import check_by, check_reason
     from .._core.messages import message_param
     from .._core.results import tool_result_block
+    from .._core.run import RunCore
     from .._core.state import Phase, decided_at
     from .._core.types import Decision
     from .._runner.params import TRANSPORT, check_params
-    from ._data import (
-        ActivityOptions,
-        Answer,
-        Approval,
-        DecisionInput,
-        Denial,
-        EventsInput,
-    )
-    from ._event_data import call_data, event_data
-    from ._names import DECISION_ACTIVITY, EVENTS_ACTIVITY, RUN_ENDED
-
-if TYPE_CHECKING:
-    from .._core.run import RunCore
     from .._tools.toolsets import RunnableTool
+    from ._data import ActivityOptions, Answer, Approval, DecisionInput, Denial
+    from ._event_data import call_data
+    from ._forwarding import EventForwarder
+    from ._names import DECISION_ACTIVITY, RUN_ENDED
 
-__all__ = ["RunControls", "Steering", "check_settable"]
-
-_WITNESSED = (TextDelta, MessageFinished, ApprovalRequested)
-"""Events the request activity reports on its worker (the reply, its text, its gates)."""
+__all__ = ["ClientControls", "Steering", "check_settable"]
 
 
 @dataclasses.dataclass(eq=False)
@@ -80,19 +58,38 @@ class Steering:
     error: ApplicationError | None = None
 
 
-class RunControls:
-    """The clients' side of ``CoreRun`` (see the module docstring)."""
+class ClientControls:
+    """The clients' side of a ``WorkflowDriver`` (see the module docstring), whose signal, queries
+    and updates delegate here.
 
-    if TYPE_CHECKING:  # what the driver provides
-        _core: RunCore[RunnableTool]
-        _run_id: str
-        _options: ActivityOptions
-        _steering: list[Steering]
-        _paused: bool
-        _heard: list[RunnerEvent]
-        _outbox: list[RunnerEvent]
-        _executed: set[str]
-        _forwarding: asyncio.Lock
+    Args:
+        core: The run's core.
+        run_id: The run's id.
+        options: How the run's activities are started (a decision's activity).
+        events: Where the events of a decision go (the workers' ``on_event``).
+        approval_timeout: How long a pause waits for decisions at most (``None``: for ever).
+    """
+
+    def __init__(
+        self,
+        core: RunCore[RunnableTool],
+        run_id: str,
+        options: ActivityOptions,
+        events: EventForwarder,
+        approval_timeout: timedelta | None,
+    ) -> None:
+        self._core = core
+        self._approval_timeout = approval_timeout
+        self._run_id = run_id
+        self._options = options
+        self._events = events
+        self._steering: list[Steering] = []
+        self._paused = False  # the run waits for decisions
+
+    @property
+    def steering(self) -> bool:
+        """Whether steering is queued (for the next point where the loop body could steer)."""
+        return bool(self._steering)
 
     # -- steering ---------------------------------------------------------------------------------
 
@@ -132,12 +129,12 @@ class RunControls:
         request = Steering(method, messages, compaction, params)
         self._steering.append(request)
         if self._paused:
-            self._apply_steering()
+            self.apply_steering()
         await workflow.wait_condition(lambda: request.done)
         if request.error is not None:
             raise request.error
 
-    def _apply_steering(self) -> None:
+    def apply_steering(self) -> None:
         """The loop body's point: apply the queued steering, in order."""
         queued, self._steering = self._steering, []
         for request in queued:
@@ -158,10 +155,10 @@ class RunControls:
             return
         params = [message_param(message, index) for index, message in enumerate(request.messages)]
         if request.method == "push_messages":
-            core.push(params)  # checks the history it makes, as a ToolRunner's push does
+            core.push_messages(params)  # checks the history it makes, as a ToolRunner's push_messages does
         else:
             core.check_steered(params)
-            core.install({"messages": tuple(params)}, steer=True)
+            core.apply_params({"messages": tuple(params)}, steer=True)
 
     def _set_params(self, changes: dict[str, Any]) -> None:
         """``set_params``: what a loop body's ``set_messages_params()`` does with the current params
@@ -171,12 +168,12 @@ class RunControls:
         params = self._new_params(changes)
         given = changes.get("messages")
         if given is None:
-            core.install({"params": params}, steer=False)
-            core.push(())  # steered: the history stands, without the reply the body held
+            core.apply_params({"params": params}, steer=False)
+            core.push_messages(())  # steered: the history stands, without the reply the body held
             return
         history = [message_param(message, index) for index, message in enumerate(cast("list[Any]", given))]
         core.check_steered(history)
-        core.install({"messages": tuple(history), "params": params}, steer=True)
+        core.apply_params({"messages": tuple(history), "params": params}, steer=True)
 
     def _new_params(self, changes: object) -> dict[str, Any]:
         """The run's params with ``changes`` made (``None`` removes a param), checked as ``ToolRunner``
@@ -200,7 +197,7 @@ class RunControls:
         del checked["messages"]
         return checked
 
-    def _drop_steering(self) -> None:
+    def drop_steering(self) -> None:
         """The run ended: steering still queued can never apply."""
         queued, self._steering = self._steering, []
         for request in queued:
@@ -222,6 +219,25 @@ class RunControls:
                 "go on.",
                 RUN_ENDED,
             )
+
+    async def pause(self) -> Decisions:
+        """``AwaitDecisions``: the run is paused: clients decide, steer or close it (steering queued
+        while the turn ran applies now). Wait, holding no worker, until no call waits (decided, or
+        steered away) or the run is closed: ``PAUSED``, and the driver iterates again, as a
+        ``ToolRunner``'s caller would; or until ``approval_timeout`` passes: ``TIMED_OUT``, and the
+        core denies the calls still waiting."""
+        core = self._core
+        self._paused = True
+        try:
+            self.apply_steering()
+            await workflow.wait_condition(
+                lambda: core.closing or not core.waiting(), timeout=self._approval_timeout
+            )
+        except TimeoutError:
+            return Decisions.TIMED_OUT
+        finally:
+            self._paused = False
+        return Decisions.PAUSED
 
     # -- decisions, close, queries ------------------------------------------------------------------
 
@@ -268,8 +284,8 @@ class RunControls:
             self._core.decide(tool_use_id, decision, at=decided_at(workflow.now()), **details)
         except ToolRunnerError as error:  # decided meanwhile (while a worker checked the input)
             raise ApplicationError(str(error), type=type(error).__name__) from None
-        self._sort(gated=False)
-        await self._forward()
+        self._events.sort(gated=False)
+        await self._events.forward()
 
     async def _decision_activity(
         self, tool_use_id: str, kind: str, value: Any, is_error: bool = False
@@ -304,43 +320,6 @@ class RunControls:
 
     def pending_approvals(self) -> list[dict[str, Any]]:
         return [call_data(call) for call in self._core.waiting()]
-
-    # -- events -----------------------------------------------------------------------------------
-
-    def _sort(self, *, gated: bool) -> None:
-        """Keep, of the events heard, those no activity reports on its worker: not the reply and
-        its text, nor the gates' verdicts (``gated``: the events of the step that took them), nor
-        the start and end of a call an activity ran."""
-        heard = self._heard[:]
-        self._heard.clear()  # the core's listener appends to this very list
-        for event in heard:
-            if isinstance(event, _WITNESSED):
-                continue
-            if gated and isinstance(event, ApprovalDecided):
-                continue
-            if isinstance(event, ToolCallStarted | ToolCallFinished) and event.call.id in self._executed:
-                continue
-            self._outbox.append(event)
-
-    async def _forward(self) -> None:
-        """Hand the events kept to the workers' ``on_event``, in order (a local activity)."""
-        if not self._outbox:
-            return
-        async with self._forwarding:
-            events, self._outbox = self._outbox, []
-            if not events:
-                return
-            try:
-                await workflow.execute_local_activity(
-                    EVENTS_ACTIVITY,
-                    EventsInput(self._run_id, [event_data(event) for event in events]),
-                    start_to_close_timeout=timedelta(seconds=30),
-                    retry_policy=RetryPolicy(maximum_attempts=3),
-                )
-            except ActivityError as error:  # events are reports: losing them must not fail the run
-                workflow.logger.warning(
-                    "Events of run %r were not delivered: %s", self._run_id, error.cause or error
-                )
 
 
 _DECIDING: dict[Decision, str] = {"approved": "approve", "denied": "deny", "answered": "answer"}

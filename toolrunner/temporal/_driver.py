@@ -1,28 +1,31 @@
 """The workflow's driver of the run's orchestration: ``RunCore``'s effects, performed on Temporal.
 
-``CoreRun`` is to a workflow what ``ToolRunner`` is to a process: a driver of ``RunCore``
+``WorkflowDriver`` is to a workflow what ``ToolRunner`` is to a process: a driver of ``RunCore``
 (``toolrunner._core.run``), which decides what happens and in which order. This module only performs
-each effect the core asks for:
+each effect the core asks for, with its parts: ``RunRequests`` (``_requests.py``: the request,
+summary and gate activities), ``ClientControls`` (``_controls.py``: what clients ask, and the
+pause) and ``EventForwarder`` (``_forwarding.py``: the events the workers' ``on_event`` gets):
 
-===================  ===================================================================
-effect               on Temporal
-===================  ===================================================================
-``Save``, ``Derive``  nothing: the workflow's history is the save
-``Prepare``          nothing (the workers hold the tools); the run may continue as new here
-``Send``             the ``toolrunner.request`` activity (which also gates the reply's calls)
-``Summarize``        the ``toolrunner.summarize`` activity
-``Gate``             what the request activity found; ``toolrunner.gate`` for calls no request
-                     gated (those of a history a client set)
-``RunCalls``         each call's program (``RunCore.call``) at once, ``max_concurrency`` at a time
-``Execute``          the ``toolrunner.tool`` activity; a call whose activity Temporal gave up
-                     on is answered "interrupted"
-``ReadDecisions``    none taken elsewhere (decisions come as updates); the core then claims the
-                     turn with a ``Save``, which is nothing here, as for a ``ToolRunner``
-``AwaitDecisions``   the workflow waits (holding no worker) for decisions, steering or ``close``:
-                     ``PAUSED``, and it iterates again; or ``TIMED_OUT`` once ``approval_timeout``
-                     passed, and the core denies the calls still waiting
-``Ended``            nothing (the workers hold the tools)
-===================  ===================================================================
+====================  ==================================================================
+effect                on Temporal
+====================  ==================================================================
+``Save``,             nothing: the workflow's history is the save
+``StateDerived``
+``OpenTools``         nothing (the workers hold the tools); the run may continue as new here
+``Send``              the ``toolrunner.request`` activity (which also gates the reply's calls)
+``Summarize``         the ``toolrunner.summarize`` activity
+``Gate``              what the request activity found; ``toolrunner.gate`` for calls no request
+                      gated (those of a history a client set)
+``RunCalls``          each call's program (``RunCore.call``) at once, ``max_concurrency`` at a time
+``Execute``           the ``toolrunner.tool`` activity; a call whose activity Temporal gave up
+                      on is answered "interrupted"
+``ReadDecisions``     none taken elsewhere (decisions come as updates); the core then claims the
+                      turn with a ``Save``, which is nothing here, as for a ``ToolRunner``
+``AwaitDecisions``    the workflow waits (holding no worker) for decisions, steering or ``close``:
+                      ``PAUSED``, and it iterates again; or ``TIMED_OUT`` once ``approval_timeout``
+                      passed, and the core denies the calls still waiting
+``LoopStopped``       nothing (the workers hold the tools)
+====================  ==================================================================
 
 The loop body is the workflow's own: after each reply is handed over (the point where a
 ``ToolRunner``'s loop body runs), it applies the steering clients queued with updates; on a paused
@@ -47,7 +50,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from anthropic.types import Message, ToolResultBlockParam
+    from anthropic.types import ToolResultBlockParam
     from anthropic.types.beta import BetaMessage
 
     from .._core.compaction import CompactionControl
@@ -57,83 +60,67 @@ with workflow.unsafe.imports_passed_through():
         Ask,
         AwaitDecisions,
         Decisions,
-        Derive,
         DropStream,
         Effect,
-        Ended,
         EndStream,
         Execute,
         Gate,
-        Gated,
+        LoopStopped,
         Lost,
         OpenStream,
-        Prepare,
+        OpenTools,
         Program,
         ReadDecisions,
         ReadStream,
         RunCalls,
         Save,
         Send,
+        StateDerived,
         Summarize,
     )
     from .._core.errors import ToolRunnerError
-    from .._core.events import RunnerEvent
-    from .._core.messages import client_tool_calls
     from .._core.run import RunCore
-    from .._core.state import Phase, RunState, read_request_usage, usage_data
+    from .._core.state import Phase, RunState, usage_data
     from .._core.transitions import Limits
     from .._core.types import Reply, ToolCall
     from .._core.usage import RequestUsage
     from .._tools.toolsets import RunnableTool
-    from ._controls import RunControls, Steering
-    from ._data import (
-        ActivityOptions,
-        GateInput,
-        GateOutput,
-        RequestInput,
-        RequestOutput,
-        RunInput,
-        RunResult,
-        SummaryInput,
-        SummaryOutput,
-        ToolInput,
-        ToolSpec,
-    )
-    from ._event_data import call_data
+    from ._controls import ClientControls
+    from ._data import ActivityOptions, Answer, Approval, Denial, RunInput, RunResult, ToolInput, ToolSpec
+    from ._forwarding import EventForwarder
     from ._names import (
-        GATE_ACTIVITY,
-        REQUEST_ACTIVITY,
-        SUMMARY_ACTIVITY,
         TOOL_ACTIVITY,
         TOOL_NOT_REGISTERED,
     )
+    from ._requests import RunRequests
     from ._segments import cut, go_on, may_cut
     from ._spec_tools import SpecTools
     from ._tracing import RunSpans
 
-__all__ = ["CoreRun"]
+__all__ = ["WorkflowDriver"]
 
 T = TypeVar("T")
 
 _MARGIN = timedelta(minutes=1)  # a tool's own timeout answers before its activity's
 
 
-class CoreRun(RunControls):
+class WorkflowDriver:
     """One run (or one segment of it) on Temporal: a ``RunCore`` and the performers of its effects.
-    ``ToolRunnerWorkflow`` hands it its signal, queries and updates."""
+    ``ToolRunnerWorkflow`` hands it its signal, queries and updates, which go to its
+    ``ClientControls``; its requests are ``RunRequests``'s, its events ``EventForwarder``'s."""
 
     def __init__(self, run: RunInput) -> None:
         self._input = run
-        self._run_id = workflow.info().workflow_id
-        self._options = ActivityOptions.from_data(run.activities)
+        self._run_id = run_id = workflow.info().workflow_id
+        self._options = options = ActivityOptions.from_data(run.activities)
         self._specs: dict[str, ToolSpec] = {spec.name: spec for spec in run.tools}
         self._limiter = asyncio.Semaphore(run.max_concurrency) if run.max_concurrency else None
         self._approval_timeout = (
             None if run.approval_timeout is None else timedelta(seconds=run.approval_timeout)
         )
-        self._heard: list[RunnerEvent] = []  # events the core emitted since the last look
+        self._events = events = EventForwarder(run_id)
         max_cost = run.limits.get("max_cost")
-        state = RunState.from_dict(run.state).replace(run_id=self._run_id)
+        state = RunState.from_dict(run.state).replace(run_id=run_id)
         self._core = core = RunCore(
             state,
             tools=SpecTools(self._specs, state.tools),
@@ -148,55 +135,89 @@ class CoreRun(RunControls):
             compaction_control=cast("CompactionControl | None", run.compaction_control),
             ended=lambda state: self._spans.ended(state),
         )
-        core.listener = self._heard.append
+        core.listener = events.heard.append
         if self._approval_timeout is not None:
             core.timed_out(_duration(self._approval_timeout))
-        # What the store holds: the history node of the last request, how many of the state's
-        # messages it holds, and what that request was sent with (for the next one's delta).
-        self._node: str | None = None
-        self._sent = 0
-        self._epoch = 0  # the core's history_epoch when that node was written
-        self._sent_params: Mapping[str, Any] | None = None
-        self._sent_tools: tuple[Any, ...] | None = None
-        self._sent_messages: tuple[Any, ...] = ()
-        self._segment = 1
         self._spans = RunSpans(run.tracing)
+        self._requests = RunRequests(core, run, run_id, options, self._specs, self._spans)
+        self._controls = ClientControls(core, run_id, options, events, self._approval_timeout)
+        self._segment = 1
         segment = run.segment
         if segment is not None:
-            self._node, self._sent, self._segment = segment.history, segment.sent, segment.number + 1
-            self._sent_messages = state.messages  # the node holds the first ``sent`` of them
+            self._segment = segment.number + 1
             self._spans.traced = go_on(core, segment)
-        self._reply_usage: tuple[Reply, RequestUsage] | None = None
-        self._verdicts: dict[str, tuple[ToolCall, str, str | None]] = {}  # the last reply's gates
-        self._definitions: dict[str, dict[str, Any]] = {}
-        self._outbox: list[RunnerEvent] = []  # events to hand the workers' on_event
-        self._forwarding = asyncio.Lock()
-        self._executed: set[str] = set()  # calls whose tool an activity ran (it reports them)
-        self._steering: list[Steering] = []
-        self._paused = False  # the run waits for decisions
+        requests = self._requests
         self._performers: dict[type[Any], Callable[[Any], Awaitable[Any]]] = {
             Save: self._nothing,
-            Derive: self._nothing,
-            Prepare: self._prepare,
-            Send: self._send,
-            Summarize: self._summarize,
+            StateDerived: self._nothing,
+            OpenTools: self._open_tools,
+            Send: requests.send,
+            Summarize: requests.summarize,
             OpenStream: self._never,
             ReadStream: self._never,
             EndStream: self._never,
             DropStream: self._nothing,
-            Gate: self._gate,
+            Gate: requests.gate,
             Ask: self._never,
             RunCalls: self._run_calls,
             Execute: self._execute,
             ReadDecisions: self._no_decisions,
             AwaitDecisions: self._await_decisions,
-            Ended: self._nothing,
+            LoopStopped: self._nothing,
         }
+
+    def _usage_of(self, reply: Reply) -> RequestUsage:
+        return self._requests.usage_of(reply)  # made after the core, which it reads
 
     @property
     def core(self) -> RunCore[RunnableTool]:
         """The run's orchestration (its state: ``core.state``)."""
         return self._core
+
+    # -- from clients (``ClientControls``) ------------------------------------------------------------
+
+    def check_steering(self, method: str, messages: object) -> None:
+        """Refuse (before anything is recorded) steering that could never apply."""
+        self._controls.check_steering(method, messages)
+
+    async def steer(
+        self,
+        method: str,
+        messages: list[Any],
+        compaction: dict[str, Any] | None = None,
+        *,
+        params: dict[str, Any] | None = None,
+    ) -> None:
+        """Steer at the next point where the loop body could; return once it is applied."""
+        await self._controls.steer(method, messages, compaction, params=params)
+
+    def check_approve(self, approval: Approval) -> None:
+        self._controls.check_approve(approval)
+
+    def check_deny(self, denial: Denial) -> None:
+        self._controls.check_deny(denial)
+
+    def check_answer(self, answer: Answer) -> None:
+        self._controls.check_answer(answer)
+
+    async def approve(self, approval: Approval) -> None:
+        await self._controls.approve(approval)
+
+    async def deny(self, denial: Denial) -> None:
+        await self._controls.deny(denial)
+
+    async def answer(self, answer: Answer) -> None:
+        await self._controls.answer(answer)
+
+    def close(self) -> None:
+        """``ToolRunner.close()``: while a step is under way it finishes whole, then the loop ends."""
+        self._controls.close()
+
+    def state(self) -> dict[str, Any]:
+        return self._controls.state()
+
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        return self._controls.pending_approvals()
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -207,13 +228,13 @@ class CoreRun(RunControls):
         while True:
             item = await self._advance(core.iteration())
             if item is not None:  # a reply handed over: the loop body's turn
-                self._apply_steering()
+                self._controls.apply_steering()
                 continue
             if core.state.phase is Phase.AWAITING:  # the pause is over (``_await_decisions``)
                 continue
             break
-        self._drop_steering()
-        await self._forward()
+        self._controls.drop_steering()
+        await self._events.forward()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return self._result()
 
@@ -227,20 +248,20 @@ class CoreRun(RunControls):
     async def _drive(self, program: Program[T]) -> T:
         """Perform the effects ``program`` yields (``drive``, the core's one trampoline); the events
         heard on the way are sorted, and forwarded to the workers, before each effect and at the end."""
-        gated = False
+        events, gated = self._events, False
 
         async def perform(effect: Effect) -> Any:
             nonlocal gated
             if isinstance(effect, Execute):
-                self._executed.add(effect.call.id)
-            self._sort(gated=gated)
-            await self._forward()
+                events.executed.add(effect.call.id)
+            events.sort(gated=gated)
+            await events.forward()
             gated = isinstance(effect, Gate)
             return await self._performers[type(effect)](effect)
 
         value = await drive(program, perform, core=self._core)
-        self._sort(gated=gated)
-        await self._forward()
+        events.sort(gated=gated)
+        await events.forward()
         return value
 
     # -- the effects ------------------------------------------------------------------------------
@@ -251,13 +272,13 @@ class CoreRun(RunControls):
     async def _never(self, effect: Effect) -> NoReturn:
         raise AssertionError(f"a Temporal run has no streams and no approve callback: {effect!r}")
 
-    async def _prepare(self, effect: Prepare) -> None:
-        if may_cut(self._input, self._core, steering=bool(self._steering)):
+    async def _open_tools(self, effect: OpenTools) -> None:
+        if may_cut(self._input, self._core, steering=self._controls.steering):
             await self._continue_as_new()
 
     async def _continue_as_new(self) -> NoReturn:
         """Go on in a new segment (``_segments``): its input carries a window of the history."""
-        node, sent = self._delta(self._core.state)
+        node, sent = self._requests.delta(self._core.state)
         segment = cut(
             self._core,
             node=node,
@@ -266,7 +287,7 @@ class CoreRun(RunControls):
             traced=self._spans.traced,
             number=self._segment,
         )
-        await self._forward()
+        await self._events.forward()
         workflow.continue_as_new(
             dataclasses.replace(
                 self._input,
@@ -274,131 +295,6 @@ class CoreRun(RunControls):
                 tools=list(self._specs.values()),
                 segment=segment,
             )
-        )
-
-    def _delta(self, state: RunState) -> tuple[str | None, int]:
-        """The history node to build on, and how many of ``state``'s messages it holds: the last
-        request's, unless the history changed since in more than what was appended (a history
-        that replaced it, a summary: a new chain of nodes)."""
-        core = self._core
-        sent, messages = self._sent, state.messages
-        appended = core.history_epoch == self._epoch or (
-            len(messages) >= sent and messages[:sent] == self._sent_messages[:sent]
-        )
-        if self._node is None or not appended:
-            if core.elided.messages:  # a history that replaced the whole one elides nothing
-                raise ApplicationError(
-                    "the run's history was replaced in part; this is a bug.", non_retryable=True
-                )
-            return None, 0
-        return self._node, self._sent
-
-    async def _send(self, effect: Send) -> Reply:
-        request = effect.request
-        state = request.state
-        base, sent = self._delta(state)
-        params = dict(state.params) if base is None or state.params != self._sent_params else None
-        tools = list(state.tools) if base is None or state.tools != self._sent_tools else None
-        removed = self._core.removed()
-        output: RequestOutput = await workflow.execute_activity(
-            REQUEST_ACTIVITY,
-            RequestInput(
-                run_id=self._run_id,
-                base=base,
-                params=params,
-                tools=tools,
-                messages=list(state.messages[sent:]),
-                final_answer=state.final_answer,
-                cache=self._input.cache,
-                compaction=None if request.compaction is None else dict(request.compaction),
-                removed=sorted(removed) if removed else None,
-            ),
-            result_type=RequestOutput,
-            start_to_close_timeout=self._options.request_start_to_close,
-            heartbeat_timeout=self._options.heartbeat_timeout,
-            retry_policy=self._options.request_retry,
-            task_queue=self._options.task_queue,
-            summary=str(state.params.get("model", "")),
-        )
-        self._node, self._sent, self._epoch = output.history, len(state.messages), self._core.history_epoch
-        self._sent_messages = state.messages
-        self._sent_params, self._sent_tools = state.params, state.tools
-        self._spans.sent(state)
-        reply = _read_reply(output.reply, beta=output.beta)
-        self._reply_usage = (reply, read_request_usage(output.usage))
-        self._verdicts = {}
-        for call in client_tool_calls(reply):
-            if call.id in output.gated:
-                self._verdicts[call.id] = (call, "wait", None)
-            elif call.id in output.denied:
-                self._verdicts[call.id] = (call, "deny", output.denied[call.id])
-            else:
-                self._verdicts[call.id] = (call, "clear", None)
-        self._definitions = output.definitions
-        for spec in output.specs:
-            self._specs[spec.name] = spec
-        return reply
-
-    def _usage_of(self, reply: Reply) -> RequestUsage:
-        """The usage of the reply an activity just gave (computed there, at the workers' prices)."""
-        given = self._reply_usage
-        assert given is not None, "the usage of a reply no activity gave"
-        assert given[0] is reply, "the usage of a reply no activity gave"
-        return given[1]
-
-    async def _summarize(self, effect: Summarize) -> Reply:
-        state = effect.state
-        base, sent = self._delta(state)
-        output: SummaryOutput = await workflow.execute_activity(
-            SUMMARY_ACTIVITY,
-            SummaryInput(
-                run_id=self._run_id,
-                base=base,
-                params=dict(state.params),
-                messages=list(state.messages[sent:]),
-                point=(0 if base is None else self._core.elided.messages) + effect.point,
-                control=dict(effect.control),
-            ),
-            result_type=SummaryOutput,
-            start_to_close_timeout=self._options.request_start_to_close,
-            heartbeat_timeout=self._options.heartbeat_timeout,
-            retry_policy=self._options.request_retry,
-            task_queue=self._options.task_queue,
-            summary=f"summary {effect.control.get('model', state.params.get('model', ''))}",
-        )
-        reply = _read_reply(output.reply, beta=output.beta)
-        self._reply_usage = (reply, read_request_usage(output.usage))
-        return reply
-
-    async def _gate(self, effect: Gate) -> Gated:
-        calls = effect.calls
-        verdicts = self._verdicts
-        if all((verdict := verdicts.get(call.id)) is not None and verdict[0] == call for call in calls):
-            return Gated(
-                waiting=[call for call in calls if verdicts[call.id][1] == "wait"],
-                denied=[
-                    (call, cast(str, verdicts[call.id][2]))
-                    for call in calls
-                    if verdicts[call.id][1] == "deny"
-                ],
-                tools={call.id: self._definitions[call.id] for call in calls if call.id in self._definitions},
-            )
-        removed = self._core.removed()
-        output: GateOutput = await workflow.execute_activity(
-            GATE_ACTIVITY,
-            GateInput(
-                run_id=self._run_id, calls=[call_data(call) for call in calls], removed=sorted(removed)
-            ),
-            result_type=GateOutput,
-            start_to_close_timeout=self._options.tool_start_to_close,
-            retry_policy=self._options.tool_retry,
-            task_queue=self._options.task_queue,
-            summary=f"gate {len(calls)} call(s)",
-        )
-        return Gated(
-            waiting=[call for call in calls if call.id in output.gated],
-            denied=[(call, output.denied[call.id]) for call in calls if call.id in output.denied],
-            tools=output.definitions,
         )
 
     async def _run_calls(self, effect: RunCalls) -> None:
@@ -476,23 +372,8 @@ class CoreRun(RunControls):
         return {}
 
     async def _await_decisions(self, effect: AwaitDecisions) -> Decisions:
-        """The run is paused: clients decide, steer or close it (steering queued while the turn
-        ran applies now). Wait, holding no worker, until no call waits (decided, or steered away)
-        or the run is closed: ``PAUSED``, and ``run`` iterates again, as a ``ToolRunner``'s caller
-        would; or until ``approval_timeout`` passes: ``TIMED_OUT``, and the core denies the calls
-        still waiting."""
-        core = self._core
-        self._paused = True
-        try:
-            self._apply_steering()
-            await workflow.wait_condition(
-                lambda: core.closing or not core.waiting(), timeout=self._approval_timeout
-            )
-        except TimeoutError:
-            return Decisions.TIMED_OUT
-        finally:
-            self._paused = False
-        return Decisions.PAUSED
+        """The run is paused: wait for the clients (``ClientControls.pause``)."""
+        return await self._controls.pause()
 
     # -- the end ------------------------------------------------------------------------------------
 
@@ -501,7 +382,7 @@ class CoreRun(RunControls):
         state = core.state
         assert state.end_reason is not None
         reply = state.reply
-        base, sent = self._delta(state)
+        base, sent = self._requests.delta(state)
         return RunResult(
             run_id=self._run_id,
             end_reason=state.end_reason,
@@ -515,10 +396,6 @@ class CoreRun(RunControls):
             usage=usage_data(state.total),
             cost=None if state.cost is None else str(state.cost),
         )
-
-
-def _read_reply(data: dict[str, Any], *, beta: bool) -> Reply:
-    return (BetaMessage if beta else Message).model_validate(data)
 
 
 def _duration(span: timedelta) -> str:

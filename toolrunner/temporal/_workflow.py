@@ -1,7 +1,7 @@
 """The workflow: toolrunner's run on Temporal, ``ToolRunnerWorkflow``.
 
 A run started by this toolrunner is driven by the run's orchestration, ``RunCore``
-(``toolrunner._core.run``), as a ``ToolRunner`` is: ``_driver.CoreRun`` performs its effects as
+(``toolrunner._core.run``), as a ``ToolRunner`` is: ``_driver.WorkflowDriver`` performs its effects as
 activities, local activities and waits. A run started by an earlier toolrunner (whose history has
 no ``effects-core`` marker) goes on in the body it started with, frozen in ``_legacy``, so that
 its history replays. This class is the workflow's face: its signal, queries and updates, handed
@@ -21,7 +21,7 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ._data import Answer, Approval, CompactInput, Denial, MessagesInput, ParamsInput, RunInput, RunResult
-    from ._driver import CoreRun
+    from ._driver import WorkflowDriver
     from ._legacy import LegacyRun, data as legacy
     from ._names import (
         ANSWER_UPDATE,
@@ -49,7 +49,9 @@ class ToolRunnerWorkflow:
 
     @workflow.init
     def __init__(self, run: RunInput) -> None:
-        self._run: CoreRun | _Legacy = CoreRun(run) if workflow.patched(EFFECTS_CORE) else _Legacy(run)
+        self._run: WorkflowDriver | _Legacy = (
+            WorkflowDriver(run) if workflow.patched(EFFECTS_CORE) else _Legacy(run)
+        )
 
     @workflow.run
     async def run(self, run: RunInput) -> RunResult:
@@ -145,7 +147,7 @@ class ToolRunnerWorkflow:
     def _check_set(self, new: MessagesInput) -> None:
         self._core("set_messages").check_steering("set_messages", new.messages)
 
-    def _core(self, method: str) -> CoreRun:
+    def _core(self, method: str) -> WorkflowDriver:
         run = self._run
         if isinstance(run, _Legacy):
             raise ApplicationError(
@@ -158,7 +160,7 @@ class ToolRunnerWorkflow:
 
 
 class _Legacy:
-    """The frozen body (``_legacy.LegacyRun``) behind the face ``CoreRun`` shows. The body has its own
+    """The frozen body (``_legacy.LegacyRun``) behind the face ``WorkflowDriver`` shows. The body has its own
     classes, copies of the wire's: what it takes and gives goes through the payload converter, as
     JSON, the form history holds (``_wire``)."""
 

@@ -1,0 +1,307 @@
+"""The effects of the run's orchestration, performed in the caller's task (``Performer``, a part of
+``ToolRunner``).
+
+``RunCore``'s programs yield effects (send this request, save, run these calls, execute this tool,
+wait for decisions); ``Performer.drive`` performs each one with the runner's client, store, tools
+and task group, and sends the outcome back (``_core.drive``, the one trampoline). ``step`` drives a
+program as a step of the run, and ``advance`` guards that one task advances the runner at a time.
+
+What lives here and not in the state cannot be saved: the client, open streams, the calls running
+now, and the transport params sent with each request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Generator, Mapping
+from typing import Any, TypeVar, cast
+
+import anyio
+import anyio.abc
+
+from .._core.compaction import compaction_request, summary_request
+from .._core.drive import drive
+from .._core.effects import (
+    Ask,
+    AwaitDecisions,
+    Decisions,
+    DropStream,
+    Effect,
+    EndStream,
+    Execute,
+    Gate,
+    LoopStopped,
+    OpenStream,
+    OpenTools,
+    Program,
+    ReadDecisions,
+    ReadStream,
+    Request,
+    RunCalls,
+    Save,
+    Send,
+    StateDerived,
+    Summarize,
+)
+from .._core.errors import ToolRunnerError
+from .._core.run import RunCore
+from .._core.state import CallRecord, Phase
+from .._core.transitions import request_params
+from .._core.types import Reply, ReplyStream, ToolCall
+from .._tools.approvals import ask, gate
+from .._tools.execution import execute
+from .._tools.tool import ToolContext
+from .._tools.toolsets import RunnableTool
+from .._tracing.trace import RunTrace
+from .options import Options
+from .requests import Client, send_request
+from .running_calls import RunningCalls
+from .saver import Saver
+from .sdk_features import RunnerTools
+from .streaming import StreamWatch
+
+__all__ = ["Performer"]
+
+T = TypeVar("T")
+
+
+class Performer:
+    """Performs the core's effects for one ``ToolRunner`` (see the module docstring).
+
+    Args:
+        core: The run's core, whose programs it drives.
+        options: The runner's options.
+        client: The client requests go through.
+        tools: The runner's tools (what runs, and their lifetime).
+        trace: The run's trace.
+        saver: The runner's side of saving, if the run has a store.
+        context: The ``ToolContext`` a call's tool gets (it names the runner).
+    """
+
+    def __init__(
+        self,
+        core: RunCore[RunnableTool],
+        options: Options,
+        client: Client,
+        tools: RunnerTools,
+        trace: RunTrace,
+        saver: Saver | None,
+        context: Callable[[ToolCall], ToolContext],
+    ) -> None:
+        self._core = core
+        self._options = options
+        self._client = client
+        self._tools = tools
+        self._trace = trace
+        self.saver = saver
+        self._context = context
+        self.transport: dict[str, Any] = {}
+        """The transport params (headers, query, timeout) sent with each request, never saved."""
+        self.task_group: anyio.abc.TaskGroup | None = None
+        """The entered runner's task group, where tools started early run."""
+        self.streamed: list[ToolCall] = []
+        """The client calls whose blocks finished streaming in the current reply, in order."""
+        self.advancing = False
+        """Inside ``__anext__``: steering now would change the history under the turn."""
+        self._running = RunningCalls()
+        self._open: StreamWatch | None = None  # the stream of the reply being received
+        self._performers: dict[type[Any], Callable[[Any], Any]] = {
+            Save: self._save,
+            StateDerived: self._state_derived,
+            OpenTools: self._open_tools,
+            Send: self._send,
+            Summarize: self._summarize,
+            OpenStream: self._open_stream,
+            ReadStream: self._read_stream,
+            EndStream: self._end_stream,
+            DropStream: self._drop_stream,
+            Gate: self._gate,
+            Ask: self._ask,
+            RunCalls: self._run_calls,
+            Execute: self._execute,
+            ReadDecisions: self._read_decisions,
+            AwaitDecisions: self._await_decisions,
+            LoopStopped: self._loop_stopped,
+        }
+
+    # -- driving --------------------------------------------------------------------------------
+
+    async def drive(self, program: Program[T]) -> T:
+        """Perform the effects ``program`` yields (``drive``, the core's one trampoline)."""
+        return await drive(program, self._perform, core=self._core)
+
+    async def step(self, program: Program[T]) -> T:
+        """Drive ``program`` as a step of the run (``RunCore.step``: a failure is recorded and saved)."""
+        return await drive(self._core.step(program), self._perform, core=self._core)
+
+    @contextlib.contextmanager
+    def advance(self) -> Generator[None]:
+        """One task advances the runner at a time."""
+        if self.advancing:
+            raise ToolRunnerError(
+                "this runner is already advancing in another task; iterate a runner from one task at a time."
+            )
+        self.advancing = True
+        try:
+            yield
+        finally:
+            self.advancing = False
+
+    async def close(self) -> None:
+        """``ToolRunner.aclose``: the loop ends; an unread stream is closed, tools started early are
+        cancelled, the state is saved, and the tools close unless the runner is entered."""
+        self._core.close()
+        with anyio.CancelScope(shield=True):
+            await self.drive(self._core.abandon_stream())
+            await self.drive(self._core.save())
+        await self._tools.at_end()  # not shielded: a toolset's close() must be the innermost scope
+
+    async def leave(self, *, failed: bool) -> None:
+        """Leaving ``async with`` (or ``with``): the loop ends (``close``), unless the run waits
+        for a decision, which may come days later, or the block is left by an exception (a crash, a
+        shutdown's cancellation): then the run stays as the last step saved it, to be resumed or
+        iterated again; only an unread stream is dropped."""
+        if failed or self._core.state.phase is Phase.AWAITING:
+            with anyio.CancelScope(shield=True):
+                await self.drive(self._core.abandon_stream())
+            await self._tools.at_end()  # the tools close (in ``async with``, its exit closes them)
+            return
+        await self.close()
+
+    async def _perform(self, effect: Effect) -> Any:
+        return await self._performers[type(effect)](effect)
+
+    # -- the effects ------------------------------------------------------------------------------
+
+    async def _save(self, effect: Save) -> None:
+        saver = self.saver
+        if saver is None:
+            return
+        if effect.history_replaced:
+            saver.history_replaced()
+        if effect.shielded:
+            with anyio.CancelScope(shield=True):
+                await saver.save(effect.state)
+        else:
+            await saver.save(effect.state)
+
+    async def _state_derived(self, effect: StateDerived) -> None:
+        if self.saver is not None:
+            self.saver.derived(effect.before, self._core.state)
+
+    async def _open_tools(self, effect: OpenTools) -> None:
+        index = self._tools.index
+        if index.sdk_objects or index.toolsets:
+            await self._tools.open()
+
+    def _kwargs(self, request: Request) -> dict[str, Any]:
+        kwargs = request_params(request.state, self._tools.index.wire, self._options.cache)
+        if request.compaction is not None:
+            kwargs = compaction_request(kwargs, request.compaction)
+        if self.transport:
+            kwargs |= self.transport
+        return kwargs
+
+    async def _send(self, effect: Send) -> Reply:
+        kwargs = self._kwargs(effect.request)
+        self._trace.sending()
+        return cast(Reply, await send_request(self._client, kwargs))
+
+    async def _summarize(self, effect: Summarize) -> Reply:
+        self._trace.sending()
+        state = effect.state
+        kwargs = summary_request(state.params, state.messages[: effect.point], effect.control)
+        return cast(Reply, await send_request(self._client, {**kwargs, **self.transport}))
+
+    async def _open_stream(self, effect: OpenStream) -> ReplyStream:
+        if self._options.run_tools_eagerly and self.task_group is None:
+            raise ToolRunnerError(
+                "run_tools_eagerly=True runs tools in the runner's task group: enter the runner first, "
+                "with `async with ToolRunner(...) as runner:`."
+            )
+        kwargs = self._kwargs(effect.request)
+        self.streamed = []
+        self._trace.sending()
+        self._open = cast(
+            StreamWatch,
+            await send_request(
+                self._client,
+                kwargs,
+                stream=True,
+                emit=self._core.listener,
+                on_tool_use=self._start_early if self._options.run_tools_eagerly else None,
+            ),
+        )
+        return self._open.stream
+
+    async def _read_stream(self, effect: ReadStream) -> Reply | None:
+        watch = self._open
+        assert watch is not None, "ReadStream without an open stream"
+        if watch.error is not None:  # the body read the stream and got its error already
+            return None
+        return await watch.final_message()
+
+    async def _end_stream(self, effect: EndStream) -> list[str]:
+        watch, self._open = self._open, None
+        assert watch is not None, "EndStream without an open stream"
+        await watch.close()
+        return await self._running.settle_early(watch.tool_use_ids, keep=effect.keep)
+
+    async def _drop_stream(self, effect: DropStream) -> None:
+        with anyio.CancelScope(shield=True):
+            watch, self._open = self._open, None
+            if watch is None:
+                return
+            await watch.close()
+            await self._running.settle_early(watch.tool_use_ids, keep=False)
+
+    async def _gate(self, effect: Gate) -> Any:
+        return await gate(effect.calls, self._core.tool_of)
+
+    async def _ask(self, effect: Ask) -> object:
+        callback = self._options.approve
+        assert callback is not None
+        return await ask(callback, effect.call)
+
+    async def _run_calls(self, effect: RunCalls) -> None:
+        await self._running.run(
+            effect.calls, lambda call: self._core.state.result_of(call) is not None, self._run_call
+        )
+
+    async def _run_call(self, call: ToolCall, *, early: bool = False) -> None:
+        """One call's program, holding a concurrency slot from before the call is journaled."""
+        limiter = self._tools.limiter
+        if limiter is None:
+            await self.drive(self._core.call(call, early=early))
+            return
+        async with limiter:
+            await self.drive(self._core.call(call, early=early))
+
+    async def _execute(self, effect: Execute) -> tuple[Any, float]:
+        started = time.perf_counter()
+        block = await execute(
+            effect.call,
+            effect.input,
+            self._tools.execution,
+            self._context,
+            self._trace.tool_call,
+            removed=effect.removed,
+        )
+        return block, time.perf_counter() - started
+
+    async def _read_decisions(self, effect: ReadDecisions) -> Mapping[str, CallRecord]:
+        return {} if self.saver is None else await self.saver.decisions()
+
+    async def _await_decisions(self, effect: AwaitDecisions) -> Decisions:
+        return Decisions.PAUSED  # the loop pauses; it goes on when iterated again
+
+    async def _loop_stopped(self, effect: LoopStopped) -> None:
+        await self._tools.at_end()
+
+    def _start_early(self, call: ToolCall) -> None:
+        """A client tool_use block of the streaming reply is complete: start it, if it may start."""
+        assert self.task_group is not None
+        self.streamed.append(call)
+        if self._core.may_start_early(call):
+            self._running.start_early(call, self.task_group, lambda call: self._run_call(call, early=True))

@@ -1,0 +1,218 @@
+"""The run's requests on Temporal (``RunRequests``, a part of the workflow's driver): the request,
+summary and gate activities, and what the payload store holds of the history they sent.
+
+Each request activity builds on the history node of the last one (``delta``): it carries only the
+messages appended since, and the params and tools only when they changed. The request activity
+also evaluates the gates of the reply's calls, whose verdicts ``gate`` hands the core without
+another activity; the usage of a reply is computed on the worker, at its prices (``usage_of``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from anthropic.types import Message
+    from anthropic.types.beta import BetaMessage
+
+    from .._core.effects import Gate, Gated, Send, Summarize
+    from .._core.messages import client_tool_calls
+    from .._core.run import RunCore
+    from .._core.state import RunState, read_request_usage
+    from .._core.types import Reply, ToolCall
+    from .._core.usage import RequestUsage
+    from .._tools.toolsets import RunnableTool
+    from ._data import (
+        ActivityOptions,
+        GateInput,
+        GateOutput,
+        RequestInput,
+        RequestOutput,
+        RunInput,
+        SummaryInput,
+        SummaryOutput,
+        ToolSpec,
+    )
+    from ._event_data import call_data
+    from ._names import GATE_ACTIVITY, REQUEST_ACTIVITY, SUMMARY_ACTIVITY
+    from ._tracing import RunSpans
+
+__all__ = ["RunRequests", "read_reply"]
+
+
+class RunRequests:
+    """The performers of ``Send``, ``Summarize`` and ``Gate`` on Temporal (see the module docstring).
+
+    Args:
+        core: The run's core.
+        run: The segment's input (a run that continued as new starts from its history node).
+        run_id: The run's id.
+        options: How the activities are started.
+        specs: The tools' flags by name, which a request's reply adds to (a toolset's new tools).
+        spans: The run's tracing.
+    """
+
+    def __init__(
+        self,
+        core: RunCore[RunnableTool],
+        run: RunInput,
+        run_id: str,
+        options: ActivityOptions,
+        specs: dict[str, ToolSpec],
+        spans: RunSpans,
+    ) -> None:
+        self._core = core
+        self._input = run
+        self._run_id = run_id
+        self._options = options
+        self._specs = specs
+        self._spans = spans
+        # What the store holds: the history node of the last request, how many of the state's
+        # messages it holds, and what that request was sent with (for the next one's delta).
+        self._node: str | None = None
+        self._sent = 0
+        self._epoch = 0  # the core's history_epoch when that node was written
+        self._sent_params: Mapping[str, Any] | None = None
+        self._sent_tools: tuple[Any, ...] | None = None
+        self._sent_messages: tuple[Any, ...] = ()
+        segment = run.segment
+        if segment is not None:
+            self._node, self._sent = segment.history, segment.sent
+            self._sent_messages = core.state.messages  # the node holds the first ``sent`` of them
+        self._reply_usage: tuple[Reply, RequestUsage] | None = None
+        self._verdicts: dict[str, tuple[ToolCall, str, str | None]] = {}  # the last reply's gates
+        self._definitions: dict[str, dict[str, Any]] = {}
+
+    def delta(self, state: RunState) -> tuple[str | None, int]:
+        """The history node to build on, and how many of ``state``'s messages it holds: the last
+        request's, unless the history changed since in more than what was appended (a history
+        that replaced it, a summary: a new chain of nodes)."""
+        core = self._core
+        sent, messages = self._sent, state.messages
+        appended = core.history_epoch == self._epoch or (
+            len(messages) >= sent and messages[:sent] == self._sent_messages[:sent]
+        )
+        if self._node is None or not appended:
+            if core.elided.messages:  # a history that replaced the whole one elides nothing
+                raise ApplicationError(
+                    "the run's history was replaced in part; this is a bug.", non_retryable=True
+                )
+            return None, 0
+        return self._node, self._sent
+
+    async def send(self, effect: Send) -> Reply:
+        request = effect.request
+        state = request.state
+        base, sent = self.delta(state)
+        params = dict(state.params) if base is None or state.params != self._sent_params else None
+        tools = list(state.tools) if base is None or state.tools != self._sent_tools else None
+        removed = self._core.removed()
+        output: RequestOutput = await workflow.execute_activity(
+            REQUEST_ACTIVITY,
+            RequestInput(
+                run_id=self._run_id,
+                base=base,
+                params=params,
+                tools=tools,
+                messages=list(state.messages[sent:]),
+                final_answer=state.final_answer,
+                cache=self._input.cache,
+                compaction=None if request.compaction is None else dict(request.compaction),
+                removed=sorted(removed) if removed else None,
+            ),
+            result_type=RequestOutput,
+            start_to_close_timeout=self._options.request_start_to_close,
+            heartbeat_timeout=self._options.heartbeat_timeout,
+            retry_policy=self._options.request_retry,
+            task_queue=self._options.task_queue,
+            summary=str(state.params.get("model", "")),
+        )
+        self._node, self._sent, self._epoch = output.history, len(state.messages), self._core.history_epoch
+        self._sent_messages = state.messages
+        self._sent_params, self._sent_tools = state.params, state.tools
+        self._spans.sent(state)
+        reply = read_reply(output.reply, beta=output.beta)
+        self._reply_usage = (reply, read_request_usage(output.usage))
+        self._verdicts = {}
+        for call in client_tool_calls(reply):
+            if call.id in output.gated:
+                self._verdicts[call.id] = (call, "wait", None)
+            elif call.id in output.denied:
+                self._verdicts[call.id] = (call, "deny", output.denied[call.id])
+            else:
+                self._verdicts[call.id] = (call, "clear", None)
+        self._definitions = output.definitions
+        for spec in output.specs:
+            self._specs[spec.name] = spec
+        return reply
+
+    def usage_of(self, reply: Reply) -> RequestUsage:
+        """The usage of the reply an activity just gave (computed there, at the workers' prices)."""
+        given = self._reply_usage
+        assert given is not None, "the usage of a reply no activity gave"
+        assert given[0] is reply, "the usage of a reply no activity gave"
+        return given[1]
+
+    async def summarize(self, effect: Summarize) -> Reply:
+        state = effect.state
+        base, sent = self.delta(state)
+        output: SummaryOutput = await workflow.execute_activity(
+            SUMMARY_ACTIVITY,
+            SummaryInput(
+                run_id=self._run_id,
+                base=base,
+                params=dict(state.params),
+                messages=list(state.messages[sent:]),
+                point=(0 if base is None else self._core.elided.messages) + effect.point,
+                control=dict(effect.control),
+            ),
+            result_type=SummaryOutput,
+            start_to_close_timeout=self._options.request_start_to_close,
+            heartbeat_timeout=self._options.heartbeat_timeout,
+            retry_policy=self._options.request_retry,
+            task_queue=self._options.task_queue,
+            summary=f"summary {effect.control.get('model', state.params.get('model', ''))}",
+        )
+        reply = read_reply(output.reply, beta=output.beta)
+        self._reply_usage = (reply, read_request_usage(output.usage))
+        return reply
+
+    async def gate(self, effect: Gate) -> Gated:
+        calls = effect.calls
+        verdicts = self._verdicts
+        if all((verdict := verdicts.get(call.id)) is not None and verdict[0] == call for call in calls):
+            return Gated(
+                waiting=[call for call in calls if verdicts[call.id][1] == "wait"],
+                denied=[
+                    (call, cast(str, verdicts[call.id][2]))
+                    for call in calls
+                    if verdicts[call.id][1] == "deny"
+                ],
+                tools={call.id: self._definitions[call.id] for call in calls if call.id in self._definitions},
+            )
+        removed = self._core.removed()
+        output: GateOutput = await workflow.execute_activity(
+            GATE_ACTIVITY,
+            GateInput(
+                run_id=self._run_id, calls=[call_data(call) for call in calls], removed=sorted(removed)
+            ),
+            result_type=GateOutput,
+            start_to_close_timeout=self._options.tool_start_to_close,
+            retry_policy=self._options.tool_retry,
+            task_queue=self._options.task_queue,
+            summary=f"gate {len(calls)} call(s)",
+        )
+        return Gated(
+            waiting=[call for call in calls if call.id in output.gated],
+            denied=[(call, output.denied[call.id]) for call in calls if call.id in output.denied],
+            tools=output.definitions,
+        )
+
+
+def read_reply(data: dict[str, Any], *, beta: bool) -> Reply:
+    """A reply as an activity gave it."""
+    return (BetaMessage if beta else Message).model_validate(data)
