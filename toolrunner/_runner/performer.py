@@ -56,7 +56,7 @@ from .._tools.toolsets import RunnableTool
 from .._tracing.trace import RunTrace
 from .options import Options
 from .requests import Client, send_request
-from .running_calls import RunningCalls
+from .running_calls import RunningCalls, raise_single
 from .saver import Saver
 from .sdk_features import RunnerTools
 from .streaming import StreamWatch
@@ -156,6 +156,44 @@ class Performer:
             await self.drive(self._core.abandon_stream())
             await self.drive(self._core.save())
         await self._tools.at_end()  # not shielded: a toolset's close() must be the innermost scope
+
+    async def enter(self) -> None:
+        """``async with``'s entry: the toolsets open, then the task group of the calls started early."""
+        self._tools.entered = True
+        try:
+            # Before the task group, so that they close after it: what a toolset's open() enters (an
+            # MCP session's task group) must be exited innermost first, in this task.
+            await self._tools.open()
+        except BaseException:
+            self._tools.entered = False
+            await self.close()
+            raise
+        group = anyio.create_task_group()
+        await group.__aenter__()
+        self.task_group = group
+
+    async def exit(self, exc: BaseException | None) -> None:
+        """``async with``'s exit: ``leave``, then the task group ends and the toolsets close."""
+        group, self.task_group = self.task_group, None
+        assert group is not None, "__aexit__ without __aenter__"
+        # A cancellation must reach the task group's scope (it may be its own); an error of the
+        # block is not the group's, and would come out of it wrapped in an ExceptionGroup.
+        passed = (
+            (type(exc), exc, exc.__traceback__)
+            if exc is not None and not isinstance(exc, Exception)
+            else (None, None, None)
+        )
+        try:
+            await self.leave(failed=exc is not None)
+        finally:
+            group.cancel_scope.cancel()  # tools started early whose results nobody asked for
+            try:
+                await group.__aexit__(*passed)
+            except BaseExceptionGroup as error:
+                raise_single(error)
+            finally:
+                self._tools.entered = False
+                await self._tools.close()
 
     async def leave(self, *, failed: bool) -> None:
         """Leaving ``async with`` (or ``with``): the loop ends (``close``), unless the run waits

@@ -21,7 +21,6 @@ from types import TracebackType
 from typing import Any, Generic, Literal, NoReturn, Self, cast, overload
 
 import anthropic
-import anyio
 from typing_extensions import TypeVar as DefaultTypeVar, Unpack
 
 from .._core.errors import CheckpointError, ParamsError
@@ -41,7 +40,6 @@ from .options import ResumeArguments, RunnerArguments, read_options
 from .params import TRANSPORT, resolve_tools
 from .performer import Performer
 from .requests import Client
-from .running_calls import raise_single
 from .saver import Saver
 from .sdk_features import RunnerTools
 
@@ -200,18 +198,7 @@ class ToolRunner(Generic[ItemT]):
     async def __aenter__(self) -> Self:
         """Enter the runner: its toolsets open; tools started early (``run_tools_eagerly``) run in its
         task group."""
-        self._tools.entered = True
-        try:
-            # Before the task group, so that they close after it: what a toolset's open() enters (an
-            # MCP session's task group) must be exited innermost first, in this task.
-            await self._tools.open()
-        except BaseException:
-            self._tools.entered = False
-            await self.aclose()
-            raise
-        group = anyio.create_task_group()
-        await group.__aenter__()
-        self._performer.task_group = group
+        await self._performer.enter()
         return self
 
     async def __aexit__(
@@ -219,24 +206,7 @@ class ToolRunner(Generic[ItemT]):
     ) -> bool | None:
         """Leave the runner (see ``Performer.leave``). An exception of the block passes through as itself:
         the runner's task group holds only the calls started early, and is not told of it."""
-        group, self._performer.task_group = self._performer.task_group, None
-        assert group is not None, "__aexit__ without __aenter__"
-        # A cancellation must reach the task group's scope (it may be its own); an error of the
-        # block is not the group's, and would come out of it wrapped in an ExceptionGroup.
-        passed = (
-            (exc_type, exc, tb) if exc is not None and not isinstance(exc, Exception) else (None, None, None)
-        )
-        try:
-            await self._performer.leave(failed=exc is not None)
-        finally:
-            group.cancel_scope.cancel()  # tools started early whose results nobody asked for
-            try:
-                await group.__aexit__(*passed)
-            except BaseExceptionGroup as error:
-                raise_single(error)
-            finally:
-                self._tools.entered = False
-                await self._tools.close()
+        await self._performer.exit(exc)
         return None
 
     # -- iteration --------------------------------------------------------------------------------
