@@ -15,6 +15,7 @@ through ``resumed``). After every step the invariants of ``_core/state.py`` and 
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Decimal
 from typing import Any
 
@@ -22,13 +23,14 @@ from anthropic.types import Message
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from toolrunner import CallStatus, Phase, RunState
+from toolrunner import CallRecord, CallStatus, Phase, RunState
 from toolrunner._core.approval import awaiting, call_decided, calls_gated, turn_paused, turn_resumed
 from toolrunner._core.message_checks import check_history
 from toolrunner._core.messages import client_tool_calls, reply_param
 from toolrunner._core.results import tool_result_block
 from toolrunner._core.transitions import (
     Limits,
+    _with_status,  # pyright: ignore[reportPrivateUsage]
     call_finished,
     call_started,
     closed,
@@ -43,6 +45,7 @@ from toolrunner._core.transitions import (
     stream_opened,
     turn_finished,
 )
+from toolrunner._core.types import ToolCall
 from toolrunner._core.usage import RequestUsage, Usage
 
 USER = {"role": "user", "content": "Go."}
@@ -275,4 +278,28 @@ def test_a_decision_stays_with_its_call_however_often_it_is_started_again() -> N
         CallStatus.FINISHED,
         {"n": 50},
         "2026-11-26T09:00:00Z",
+    )
+
+
+def test_starting_and_finishing_a_call_keep_every_other_field_of_its_record() -> None:
+    # call_started and call_finished build the record anew field by field (``_with_status``, a
+    # call of every turn): every field of CallRecord must be carried over, as dataclasses.replace does.
+    record = CallRecord(
+        ToolCall(id="t1", name="act", input={"n": 1}),
+        CallStatus.APPROVED,
+        None,
+        approved_input={"n": 2},
+        decision="approved",
+        decided_by="ada",
+        decided_at="2026-11-26T09:00:00Z",
+        tool={"name": "act"},
+    )
+    for field in dataclasses.fields(CallRecord):
+        assert getattr(record, field.name) is not None or field.name == "result", field.name
+    block = tool_result_block("t1", "done")
+    assert _with_status(record, CallStatus.FINISHED, block) == dataclasses.replace(
+        record, status=CallStatus.FINISHED, result=block
+    )
+    assert _with_status(record, CallStatus.STARTED, None) == dataclasses.replace(
+        record, status=CallStatus.STARTED, result=None
     )

@@ -130,7 +130,8 @@ class RunCore(TurnCore[ToolT]):
         """A complete reply (``RECEIVED``): its calls that need a decision wait, it is saved, and
         the body gets it. If the save fails, the next iteration saves and hands it over again."""
         yield OpenTools()  # after a resume, the tools (a toolset's) may not be open yet
-        yield from self._gate(pending_calls(self.state))
+        if self.tools.gated:  # else no call waits: the reply's calls are not read for nothing
+            yield from self._gate(pending_calls(self.state))
         yield from self._save()
         self.make_current(delivered(self.state))
         assert self.state.reply is not None

@@ -84,7 +84,8 @@ class TurnCore(DecisionsCore[ToolT]):
         self._accept(reply, streamed=True)
         dropped = yield EndStream(keep=step_for(reply.stop_reason) is StopReasonStep.RUN_TOOLS)
         self.make_current(calls_dropped(self.state, dropped))
-        yield from self._gate(pending_calls(self.state))
+        if self.tools.gated:  # else no call waits: the reply's calls are not read for nothing
+            yield from self._gate(pending_calls(self.state))
         yield from self._save()
 
     # -- the turn -----------------------------------------------------------------------------------

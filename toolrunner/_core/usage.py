@@ -141,17 +141,22 @@ class Price:
     def cost(self, usage: SDKUsage) -> Decimal:
         """The cost of one request with this ``usage`` (an SDK ``Usage`` or :class:`Usage`)."""
         counts = usage if isinstance(usage, Usage) else Usage.of(usage)
-        if self.long_prompt is not None and counts.prompt_tokens > (self.long_prompt_threshold or 0):
-            return self.long_prompt.cost(usage)
-        write_1h = min(_cache_write_1h(usage), counts.cache_creation_input_tokens)
-        micros = (
-            counts.input_tokens * self.input
-            + counts.output_tokens * self.output
-            + counts.cache_read_input_tokens * self.cache_read
-            + (counts.cache_creation_input_tokens - write_1h) * self.cache_write
-            + write_1h * self.cache_write_1h
-        )
-        return micros / _MILLION
+        return _priced(self, counts, _cache_write_1h(usage))
+
+
+def _priced(price: Price, counts: Usage, written_1h: int) -> Decimal:
+    """``price.cost`` of the counts already read, and the tokens written to the 1-hour cache."""
+    if price.long_prompt is not None and counts.prompt_tokens > (price.long_prompt_threshold or 0):
+        return _priced(price.long_prompt, counts, written_1h)
+    write_1h = min(written_1h, counts.cache_creation_input_tokens)
+    micros = (
+        counts.input_tokens * price.input
+        + counts.output_tokens * price.output
+        + counts.cache_read_input_tokens * price.cache_read
+        + (counts.cache_creation_input_tokens - write_1h) * price.cache_write
+        + write_1h * price.cache_write_1h
+    )
+    return micros / _MILLION
 
 
 class SDKUsage(Protocol):
@@ -209,7 +214,7 @@ def request_usage(message: SDKMessage, prices: Mapping[str, Price]) -> RequestUs
     price = find_price(prices, message.model)
     if price is None:
         return RequestUsage(message.model, counts, None)
-    cost = price.cost(message.usage)
+    cost = _priced(price, counts, _cache_write_1h(message.usage))  # the counts read once
     return RequestUsage(message.model, counts, cost, price.uncached_cost(counts) - cost)
 
 
