@@ -59,3 +59,32 @@ def test_quick_run_prints_every_row() -> None:
                 "the server's",
             )
         )
+
+
+def test_before_after_compares_two_packages() -> None:
+    """``benchmarks/before_after.py`` measures the commit's package and this tree's, each in its own
+    processes (it exits non-zero when a child imported another ``toolrunner`` than it was given)."""
+    env = {key: value for key, value in os.environ.items() if key != "ANTHROPIC_API_KEY"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-W",
+            "error",
+            str(ROOT / "benchmarks" / "before_after.py"),
+            "--base",
+            "HEAD",
+            "--quick",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    rows = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines() if line.strip()}
+    for side in ("before", "after"):
+        hand, runner, ratio = rows[side]
+        assert [hand[-2:], runner[-2:], ratio[-1:]] == ["µs", "µs", "x"], done.stdout
+    assert "after/before, toolrunner's ratio to the hand loop:" in done.stdout

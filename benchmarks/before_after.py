@@ -1,0 +1,114 @@
+"""The runner's CPU per request before and after a change, in one run: this tree's ``toolrunner``
+against the one of another commit, each against the plain-dict hand loop.
+
+    python benchmarks/before_after.py --base d1704b3        # 7 interleaved rounds (a few minutes)
+    python benchmarks/before_after.py --base HEAD --quick   # tiny sizes, seconds: the smoke test
+
+It is measurement 4 of ``durability.py`` (100 runs at once in one process on one client, no store,
+process CPU time per request), with the package taken from two places: the commit's
+``toolrunner/`` (``git archive``, into a temporary folder) and this tree's. Each contender runs in a
+fresh process, rounds interleave and their order rotates, and every ratio is taken per round
+against the hand loop of the same round and the same package, so that a machine that slows down
+during the run moves both sides alike. It prints a table and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from io import BytesIO
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTENDERS = ("hand", "toolrunner")
+
+
+def export(revision: str, into: Path) -> Path:
+    """The ``toolrunner/`` package of ``revision``, written below ``into``; the folder to put on
+    ``PYTHONPATH``."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", revision, "toolrunner"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def child(contender: str, quick: bool) -> None:
+    """One contender, once, in this process: print its CPU seconds per request as JSON."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import durability  # the benchmark's own loops, with the package PYTHONPATH gives
+
+    config = durability.QUICK if quick else durability.FULL
+    with tempfile.TemporaryDirectory() as name:
+        result = durability.run_at_once(config, contender, Path(name) / "unused.db", None)
+    import toolrunner
+
+    print(json.dumps({"cpu": result.cpu, "package": str(Path(toolrunner.__file__).parent)}))
+
+
+def measure(package: Path, contender: str, quick: bool) -> float:
+    environment = {**os.environ, "PYTHONPATH": str(package)}
+    command = [sys.executable, __file__, "--child", contender, *(["--quick"] if quick else [])]
+    output = subprocess.run(command, check=True, capture_output=True, text=True, env=environment).stdout
+    answer = json.loads(output.strip().splitlines()[-1])
+    where = Path(answer["package"]).parent
+    if where != package:  # the child must have run the package it was given, not an installed one
+        raise SystemExit(f"before_after: the child imported toolrunner from {where}, not {package}")
+    return float(answer["cpu"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--base", help="the commit to compare with (a revision git knows)")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes that run in seconds")
+    parser.add_argument("--child", choices=CONTENDERS, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.quick)
+        return
+    if not args.base:
+        parser.error("--base is required: the commit to compare this tree with (e.g. --base HEAD~3)")
+    rounds = 1 if args.quick else args.rounds
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as name:
+        packages = {"before": export(args.base, Path(name)), "after": ROOT}
+        runs = [(side, contender) for side in packages for contender in CONTENDERS]
+        cpu: dict[tuple[str, str], list[float]] = {run: [] for run in runs}
+        for number in range(rounds):
+            shift = number % len(runs)
+            for side, contender in runs[shift:] + runs[:shift]:
+                cpu[side, contender].append(measure(packages[side], contender, args.quick))
+            print(f"round {number + 1} of {rounds} done", file=sys.stderr)
+    print(
+        f"CPU per request, {'quick sizes' if args.quick else '100 runs at once x 20 turns'}, no store; "
+        f"before = {args.base}, after = this tree; load average {os.getloadavg()}"
+    )
+    print(f"{'':8} {'hand loop':>12} {'toolrunner':>12} {'ratio':>8}")
+    ratios: dict[str, list[float]] = {}
+    for side in packages:
+        hand, runner = cpu[side, "hand"], cpu[side, "toolrunner"]
+        ratios[side] = [mine / base for mine, base in zip(runner, hand, strict=True)]
+        print(
+            f"{side:8} {statistics.median(hand) * 1e6:>10.0f}µs {statistics.median(runner) * 1e6:>10.0f}µs "
+            f"{statistics.median(ratios[side]):>7.3f}x"
+        )
+    change = [after / before for after, before in zip(ratios["after"], ratios["before"], strict=True)]
+    print(
+        f"after/before, toolrunner's ratio to the hand loop: {statistics.median(change):.3f}x "
+        f"(medians of per-round ratios over {rounds} rounds; took {time.perf_counter() - start:.0f} s)"
+    )
+
+
+if __name__ == "__main__":
+    main()
