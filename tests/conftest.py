@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.counted_tools import fresh_runs as fresh_runs
 from tests.support.postgres_server import postgres_server as postgres_server, postgres_url as postgres_url
 from tests.support.stores import store_fixture as store_fixture
 

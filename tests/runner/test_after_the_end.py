@@ -4,32 +4,13 @@ follow-up pushed after the end, new params, and a token budget that counts the w
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pytest
 
+from tests.support.counted_tools import look_numbered as look
 from tests.support.helpers import make_runner, roles
-from toolrunner import (
-    tool,
-)
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
-pytestmark = pytest.mark.anyio
-
-runs: Counter[str] = Counter()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counts() -> None:
-    runs.clear()
-
-
-@tool
-async def look(q: str) -> str:
-    """Look something up."""
-    runs[q] += 1
-    return f"found {q} (run {runs[q]})"
-
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("fresh_runs")]
 
 # -- 10. a follow-up after the end ----------------------------------------------------------------------
 

@@ -14,11 +14,11 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.support.helpers import MODEL, USER, make_runner, results_of
+from tests.support.counted_tools import runs
+from tests.support.helpers import MODEL, USER, FailOnce, make_runner, results_of
 from toolrunner import (
     ApprovalDecided,
     ApprovalError,
-    Checkpoint,
     MemoryCheckpointer,
     RunnerEvent,
     SyncToolRunner,
@@ -28,30 +28,7 @@ from toolrunner import (
 )
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
-pytestmark = pytest.mark.anyio
-
-runs: Counter[str] = Counter()
-
-
-@pytest.fixture(autouse=True)
-def _fresh() -> None:
-    runs.clear()
-
-
-class FailOnce(MemoryCheckpointer):
-    """A store whose save number ``fail_at`` (from 0) raises once, as a full disk would."""
-
-    def __init__(self, fail_at: int) -> None:
-        super().__init__()
-        self.fail_at = fail_at
-        self.attempts = 0
-
-    async def save(self, checkpoint: Checkpoint) -> None:
-        attempt, self.attempts = self.attempts, self.attempts + 1
-        if attempt == self.fail_at:
-            raise OSError(28, "No space left on device")
-        await super().save(checkpoint)
-
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("fresh_runs")]
 
 refund_started = threading.Event()
 

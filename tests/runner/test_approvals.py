@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from tests.support._hypothesis_profiles import property_settings
+from tests.support.counted_tools import look_keyed as look, runs
 from tests.support.helpers import MODEL, USER, make_runner, results_of, roles
 from toolrunner import (
     STATE_VERSION,
@@ -38,21 +39,7 @@ from toolrunner import (
 from toolrunner._stores.protocol import Checkpoint
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
-pytestmark = pytest.mark.anyio
-
-runs: Counter[str] = Counter()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counts() -> None:
-    runs.clear()
-
-
-@tool
-async def look(q: str) -> str:
-    """Look something up."""
-    runs[f"look {q}"] += 1
-    return f"found {q}"
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("fresh_runs")]
 
 
 @tool

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.support.counted_tools import look_plain as look, runs
 from tests.support.helpers import MODEL, USER, make_runner, plain, results_of, roles
 from toolrunner import (
     STATE_VERSION,
@@ -34,21 +35,7 @@ from toolrunner._core.transitions import delivered
 from toolrunner._stores.protocol import Checkpoint
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
-pytestmark = pytest.mark.anyio
-
-runs: Counter[str] = Counter()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counts() -> None:
-    runs.clear()
-
-
-@tool
-async def look(q: str) -> str:
-    """Look something up."""
-    runs[q] += 1
-    return f"found {q}"
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("fresh_runs")]
 
 
 @tool(idempotent=True)

@@ -4,11 +4,10 @@ save's.
 
 from __future__ import annotations
 
-from collections import Counter
-
 import anthropic
 import pytest
 
+from tests.support.counted_tools import look_keyed as look
 from tests.support.helpers import MODEL, USER, make_runner
 from toolrunner import (
     Checkpoint,
@@ -16,26 +15,10 @@ from toolrunner import (
     MemoryCheckpointer,
     SyncToolRunner,
     ToolRunner,
-    tool,
 )
 from toolrunner.testing import FakeMessagesAPI, fault, text_reply, tool_call, tool_reply
 
-pytestmark = pytest.mark.anyio
-
-runs: Counter[str] = Counter()
-
-
-@pytest.fixture(autouse=True)
-def _fresh() -> None:
-    runs.clear()
-
-
-@tool
-async def look(q: str) -> str:
-    """Look something up."""
-    runs[f"look {q}"] += 1
-    return f"found {q}"
-
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("fresh_runs")]
 
 # -- errors pass through `async with` as themselves -------------------------------------------------
 

@@ -5,13 +5,13 @@ runner inside an event loop), a misspelled option, histories holding NaN.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import anthropic
 import anyio
 import pytest
 
+from tests.support.counted_tools import look_numbered as look
 from tests.support.helpers import MODEL, USER, make_runner
 from toolrunner import (
     HistoryError,
@@ -19,26 +19,10 @@ from toolrunner import (
     SyncToolRunner,
     ToolRunner,
     ToolRunnerError,
-    tool,
 )
 from toolrunner.testing import FakeMessagesAPI, text_reply
 
-pytestmark = pytest.mark.anyio
-
-runs: Counter[str] = Counter()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counts() -> None:
-    runs.clear()
-
-
-@tool
-async def look(q: str) -> str:
-    """Look something up."""
-    runs[q] += 1
-    return f"found {q} (run {runs[q]})"
-
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("fresh_runs")]
 
 # -- 12. params that cannot be sent ------------------------------------------------------------------------
 

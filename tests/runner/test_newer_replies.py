@@ -16,7 +16,6 @@ cannot script (a field of the message, events of a stream) to the fake's answers
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,26 +25,12 @@ import anthropic
 import httpx2
 import pytest
 
+from tests.support.counted_tools import look_plain as look, runs
 from tests.support.helpers import MODEL, USER, plain, roles
-from toolrunner import Checkpointer, MemoryCheckpointer, SQLiteCheckpointer, ToolRunner, tool
+from toolrunner import Checkpointer, MemoryCheckpointer, SQLiteCheckpointer, ToolRunner
 from toolrunner.testing import FakeMessagesAPI, ScriptedReply, message_reply
 
-pytestmark = pytest.mark.anyio
-
-runs: Counter[str] = Counter()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counts() -> None:
-    runs.clear()
-
-
-@tool
-async def look(q: str) -> str:
-    """Look something up."""
-    runs[q] += 1
-    return f"found {q}"
-
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("fresh_runs")]
 
 # -- what the newer service sends ------------------------------------------------------------------
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import Counter
 from typing import Any
 
 import pytest
 
+from tests.support.counted_tools import look_numbered as look, runs
 from tests.support.helpers import MODEL, USER, make_runner, plain, results_of, roles, sent_messages
 from toolrunner import (
     HistoryError,
@@ -22,21 +22,7 @@ from toolrunner import (
 )
 from toolrunner.testing import FakeMessagesAPI, message_reply, text_reply, tool_call, tool_reply
 
-pytestmark = pytest.mark.anyio
-
-runs: Counter[str] = Counter()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counts() -> None:
-    runs.clear()
-
-
-@tool
-async def look(q: str) -> str:
-    """Look something up."""
-    runs[q] += 1
-    return f"found {q} (run {runs[q]})"
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("fresh_runs")]
 
 
 def encodable(fake: FakeMessagesAPI) -> None:

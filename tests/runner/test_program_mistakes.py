@@ -15,6 +15,7 @@ import anthropic
 import anyio
 import pytest
 
+from tests.support.helpers import MODEL, TEA_USER, build, results
 from tests.support.reliability_helpers import pairing_problems, plain
 from toolrunner import (
     HistoryError,
@@ -26,29 +27,6 @@ from toolrunner import (
     tool,
 )
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
-
-MODEL = "claude-sonnet-4-6"
-USER = {"role": "user", "content": "Ship the tea."}
-
-
-@tool
-async def ping() -> str:
-    """Answer pong."""
-    return "pong"
-
-
-def build(fake: FakeMessagesAPI | None = None, **overrides: Any) -> ToolRunner:
-    options: dict[str, Any] = {"model": MODEL, "max_tokens": 64, "messages": [USER], "tools": [ping]}
-    options.update(overrides)
-    return ToolRunner((fake or FakeMessagesAPI()).async_client(), **options)
-
-
-def results(runner: ToolRunner, index: int = 2) -> list[tuple[str, Any, bool]]:
-    return [
-        (block["tool_use_id"], block.get("content"), bool(block.get("is_error")))
-        for block in plain(runner.messages[index])["content"]
-    ]
-
 
 # -- constructor arguments -------------------------------------------------------------------------------
 
@@ -94,7 +72,11 @@ def test_invalid_numbers_and_params_are_refused_with_what_to_pass(
             HistoryError,
             "message 0 has role None; a message's role is 'user', 'assistant' or 'system'",
         ),
-        ({"messages": [USER, "and more"]}, HistoryError, "message 1 is a 'str'; a message is a dict like"),
+        (
+            {"messages": [TEA_USER, "and more"]},
+            HistoryError,
+            "message 1 is a 'str'; a message is a dict like",
+        ),
         ({"messages": [{"role": "user"}]}, HistoryError, "message 0 has content of type 'NoneType'"),
     ],
 )
@@ -161,7 +143,7 @@ async def test_a_pushed_tool_use_as_the_last_message_is_answered_not_refused() -
     ("messages", "match"),
     [
         (("hello",), "message 0 is a 'str'; a message is a dict like"),
-        (([USER, USER],), "message 0 is a 'list'; a message is a dict like"),
+        (([TEA_USER, TEA_USER],), "message 0 is a 'list'; a message is a dict like"),
         ((None,), "message 0 is a 'NoneType'"),
         (
             ({"role": "model", "content": "Be brief."},),
@@ -169,7 +151,7 @@ async def test_a_pushed_tool_use_as_the_last_message_is_answered_not_refused() -
         ),
         (({"role": "user"},), "message 0 has content of type 'NoneType'; content is a string or a list"),
         (({"role": "user", "content": {"type": "text", "text": "hi"}},), "content of type 'dict'"),
-        ((USER, {"content": "no role"}), "message 1 has role None"),
+        ((TEA_USER, {"content": "no role"}), "message 1 has role None"),
     ],
     ids=["string", "list not unpacked", "None", "unknown role", "no content", "content a block", "no role"],
 )
@@ -179,7 +161,7 @@ def test_push_messages_refuses_wrong_shapes_and_appends_nothing(
     runner = build()
     with pytest.raises(HistoryError, match=match):
         runner.push_messages(*messages)
-    assert plain(runner.messages) == [USER]
+    assert plain(runner.messages) == [TEA_USER]
 
 
 # -- set_messages_params -----------------------------------------------------------------------------------
@@ -235,7 +217,7 @@ def test_an_error_inside_the_function_given_to_set_messages_params_propagates_un
 
     with pytest.raises(KeyError, match="system"):
         runner.set_messages_params(broken)
-    assert plain(runner.messages) == [USER]
+    assert plain(runner.messages) == [TEA_USER]
 
 
 @pytest.mark.anyio
@@ -254,7 +236,7 @@ async def test_after_a_refused_change_the_loop_goes_on_as_before() -> None:
 
 def test_a_sync_client_error_names_the_async_runner() -> None:
     with pytest.raises(ParamsError, match=r"not 'module'; create one with anthropic\.AsyncAnthropic\(\)"):
-        ToolRunner(anthropic, model=MODEL, max_tokens=1, messages=[USER])  # type: ignore[arg-type]
+        ToolRunner(anthropic, model=MODEL, max_tokens=1, messages=[TEA_USER])  # type: ignore[arg-type]
 
 
 # -- histories the service would reject, made by the program ---------------------------------------------

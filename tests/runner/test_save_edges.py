@@ -10,7 +10,8 @@ from collections import Counter
 import anyio
 import pytest
 
-from tests.support.helpers import make_runner, results_of
+from tests.support.counted_tools import look_keyed as look, runs
+from tests.support.helpers import FailOnce, make_runner, results_of
 from toolrunner import (
     Checkpoint,
     CheckpointError,
@@ -20,39 +21,9 @@ from toolrunner import (
 )
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
-pytestmark = pytest.mark.anyio
-
-runs: Counter[str] = Counter()
-
-
-@pytest.fixture(autouse=True)
-def _fresh() -> None:
-    runs.clear()
-
-
-class FailOnce(MemoryCheckpointer):
-    """A store whose save number ``fail_at`` (from 0) raises once, as a full disk would."""
-
-    def __init__(self, fail_at: int) -> None:
-        super().__init__()
-        self.fail_at = fail_at
-        self.attempts = 0
-
-    async def save(self, checkpoint: Checkpoint) -> None:
-        attempt, self.attempts = self.attempts, self.attempts + 1
-        if attempt == self.fail_at:
-            raise OSError(28, "No space left on device")
-        await super().save(checkpoint)
-
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("fresh_runs")]
 
 # -- saves ----------------------------------------------------------------------------------------
-
-
-@tool
-async def look(q: str) -> str:
-    """Look something up."""
-    runs[f"look {q}"] += 1
-    return f"found {q}"
 
 
 async def test_a_reply_whose_save_fails_is_handed_to_the_body_before_its_tools_run() -> None:

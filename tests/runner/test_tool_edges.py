@@ -13,6 +13,7 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
+from tests.support.counted_tools import look_keyed as look, runs
 from tests.support.helpers import MODEL, USER, make_runner, plain, results_of
 from toolrunner import (
     Checkpoint,
@@ -26,22 +27,7 @@ from toolrunner import (
 from toolrunner.mcp import MCPToolset
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
-pytestmark = pytest.mark.anyio
-
-runs: Counter[str] = Counter()
-
-
-@pytest.fixture(autouse=True)
-def _fresh() -> None:
-    runs.clear()
-
-
-@tool
-async def look(q: str) -> str:
-    """Look something up."""
-    runs[f"look {q}"] += 1
-    return f"found {q}"
-
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("fresh_runs")]
 
 # -- tools ---------------------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """Small helpers shared by the runner tests, and the one way they build a runner on the fake
-Messages API (``make_runner``, ``make_sync_runner``)."""
+Messages API (``make_runner``, ``make_sync_runner``); the mistakes tests' own runner (``build``, with
+``ping`` and ``TEA_USER``); a store that fails one save (``FailOnce``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from toolrunner import SyncToolRunner, ToolRunner
+from toolrunner import Checkpoint, MemoryCheckpointer, SyncToolRunner, ToolRunner, tool
 from toolrunner.testing import FakeMessagesAPI
 
 MODEL = "claude-sonnet-4-6"  # claude-sonnet-4-5 warns: deprecated in this SDK
@@ -63,6 +64,54 @@ def results_of(message: Any) -> list[tuple[str, Any, bool]]:
         if block["type"] == "tool_result"
     ]
 
+
+# -- the mistakes tests' runner (tests/runner/test_program_mistakes.py, tests/tools/test_tool_failures.py)
+
+TEA_USER = {"role": "user", "content": "Ship the tea."}
+
+
+@tool
+async def ping() -> str:
+    """Answer pong."""
+    return "pong"
+
+
+def build(fake: FakeMessagesAPI | None = None, **overrides: Any) -> ToolRunner:
+    """A ``ToolRunner`` on ``fake``'s async client with ``MODEL``, ``max_tokens=64``, ``[TEA_USER]`` and
+    the ``ping`` tool; ``overrides`` replace any of these or add options."""
+    options: dict[str, Any] = {"model": MODEL, "max_tokens": 64, "messages": [TEA_USER], "tools": [ping]}
+    options.update(overrides)
+    return ToolRunner((fake or FakeMessagesAPI()).async_client(), **options)
+
+
+def results(runner: ToolRunner, index: int = 2) -> list[tuple[str, Any, bool]]:
+    """(tool_use_id, content, is_error) of every block of ``runner.messages[index]``; unlike
+    ``results_of``, it does not skip blocks that are not tool_result."""
+    return [
+        (block["tool_use_id"], block.get("content"), bool(block.get("is_error")))
+        for block in plain(runner.messages[index])["content"]
+    ]
+
+
+# -- stores -----------------------------------------------------------------------------------------
+
+
+class FailOnce(MemoryCheckpointer):
+    """A store whose save number ``fail_at`` (from 0) raises once, as a full disk would."""
+
+    def __init__(self, fail_at: int) -> None:
+        super().__init__()
+        self.fail_at = fail_at
+        self.attempts = 0
+
+    async def save(self, checkpoint: Checkpoint) -> None:
+        attempt, self.attempts = self.attempts, self.attempts + 1
+        if attempt == self.fail_at:
+            raise OSError(28, "No space left on device")
+        await super().save(checkpoint)
+
+
+# -- recorded exchanges -------------------------------------------------------------------------------
 
 RECORDED = Path(__file__).parents[1] / "fixtures" / "recorded" / "python-sdk" / "tool_runner"
 

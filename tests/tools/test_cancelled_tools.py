@@ -6,33 +6,16 @@ replies").
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 
 import anyio
 import pytest
 
+from tests.support.counted_tools import look_numbered as look, runs
 from tests.support.helpers import make_runner, results_of, roles, sent_messages
-from toolrunner import (
-    tool,
-)
+from toolrunner import tool
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
-pytestmark = pytest.mark.anyio
-
-runs: Counter[str] = Counter()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_counts() -> None:
-    runs.clear()
-
-
-@tool
-async def look(q: str) -> str:
-    """Look something up."""
-    runs[q] += 1
-    return f"found {q} (run {runs[q]})"
-
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("fresh_runs")]
 
 # -- 1. a tool cancelled from inside ----------------------------------------------------------------
 

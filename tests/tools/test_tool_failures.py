@@ -15,35 +15,14 @@ import anyio
 import pytest
 from pydantic import BaseModel
 
+from tests.support.helpers import TEA_USER, build, results
 from tests.support.reliability_helpers import plain, quiet_tool_failures
 from toolrunner import (
-    ToolRunner,
     tool,
 )
 from toolrunner.testing import FakeMessagesAPI, message_reply, text_reply, tool_call, tool_reply
 
-MODEL = "claude-sonnet-4-6"
-USER = {"role": "user", "content": "Ship the tea."}
 GUARD = 10
-
-
-@tool
-async def ping() -> str:
-    """Answer pong."""
-    return "pong"
-
-
-def build(fake: FakeMessagesAPI | None = None, **overrides: Any) -> ToolRunner:
-    options: dict[str, Any] = {"model": MODEL, "max_tokens": 64, "messages": [USER], "tools": [ping]}
-    options.update(overrides)
-    return ToolRunner((fake or FakeMessagesAPI()).async_client(), **options)
-
-
-def results(runner: ToolRunner, index: int = 2) -> list[tuple[str, Any, bool]]:
-    return [
-        (block["tool_use_id"], block.get("content"), bool(block.get("is_error")))
-        for block in plain(runner.messages[index])["content"]
-    ]
 
 
 # -- what tools return ----------------------------------------------------------------------------------
@@ -161,7 +140,7 @@ async def test_keyboard_interrupt_from_an_async_tool_propagates_as_itself_and_th
     runner = build(fake, tools=[interrupted])
     with pytest.raises(KeyboardInterrupt):
         await runner.until_done()
-    assert plain(runner.messages) == [USER]
+    assert plain(runner.messages) == [TEA_USER]
     assert runner.requests_sent == 1
 
 
@@ -180,7 +159,7 @@ async def test_system_exit_from_a_sync_tool_propagates_and_the_runner_resumes() 
     runner = build(fake, tools=[maybe_exit])
     with pytest.raises(SystemExit):
         await runner.until_done()
-    assert plain(runner.messages) == [USER]
+    assert plain(runner.messages) == [TEA_USER]
     await runner.until_done()
     assert results(runner) == [("x", "stayed", False)]
 
