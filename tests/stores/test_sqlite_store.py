@@ -375,3 +375,38 @@ def test_listing_the_waiting_runs_reads_the_status_index(tmp_path: Path) -> None
     details = " ".join(str(row[-1]) for row in plan)
     assert "toolrunner_runs_by_status" in details
     assert "TEMP B-TREE" not in details  # read in order from the index, not sorted
+
+
+class _StaleFirstListing(sqlite3.Connection):
+    """A connection whose first listing of the tables is as it was before another connection made
+    toolrunner's tables: what two stores opening one new file at once can see, between the two
+    reads of ``sqlite_master`` that the check of an unclaimed file makes."""
+
+    listings = 0
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:
+        if sql == "SELECT name FROM sqlite_master WHERE type='table'":
+            type(self).listings += 1
+            if type(self).listings == 1:
+                return super().execute("SELECT name FROM sqlite_master WHERE 0")
+        return super().execute(sql, parameters)
+
+
+def test_tables_another_store_made_meanwhile_are_not_another_programs(tmp_path: Path) -> None:
+    """Found by CI: several runners opening one new file at once. One store's tables, made between
+    another's two reads of the file's schema, were taken for another program's database."""
+    from toolrunner._stores.sqlite_schema import set_up
+
+    path = tmp_path / "runs.db"
+    made = sqlite3.connect(path, isolation_level=None)
+    set_up(made, str(path), synchronous="NORMAL", timeout=5)  # the other store: its tables, committed
+    made.close()
+    _StaleFirstListing.listings = 0
+    stale = sqlite3.connect(path, isolation_level=None, factory=_StaleFirstListing)
+    try:
+        set_up(stale, str(path), synchronous="NORMAL", timeout=5)
+        assert _StaleFirstListing.listings >= 2  # the stale listing was read, then a true one
+        tables = {row[0] for row in stale.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert {"toolrunner_runs", "toolrunner_messages", "toolrunner_usage"} <= tables
+    finally:
+        stale.close()
