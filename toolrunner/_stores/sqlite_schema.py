@@ -126,7 +126,7 @@ def _check_unclaimed(connection: sqlite3.Connection, place: str) -> None:
         "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name"
     ).fetchall()
     if any(kind == "table" and name in _COLUMNS for kind, name in objects):
-        # Another connection made toolrunner's tables since ``_schema`` listed the tables (each
+        # Another connection made toolrunner's tables since the caller listed the tables (each
         # read outside a transaction sees the file as it is then): its own, not another program's.
         # The caller reads the schema again, and checks those tables, before it writes.
         return
