@@ -100,7 +100,7 @@ class WaitingDriver:
 def test_a_call_undecided_when_the_time_runs_out_is_denied_and_the_turn_goes_on() -> None:
     core = RunCore(
         RunState(params={"model": MODEL, "max_tokens": 10}, messages=({"role": "user", "content": "Go."},)),
-        tools=ExecutionOptions(tools=TOOLS, adapter=DEFAULT_ADAPTER, gated=True),
+        tools=ExecutionOptions(tools=TOOLS, adapter=DEFAULT_ADAPTER, gated=True, opens=True),
         usage_of=lambda _: RequestUsage(model=MODEL, usage=Usage(10, 5), cost=None),
         limits=Limits(),
         durable=True,

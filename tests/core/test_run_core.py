@@ -162,10 +162,14 @@ def run(program: Program[Any], performer: Scripted) -> Any:
     raise AssertionError("drive suspended, but the scripted performer never awaits")
 
 
-def core_of(*, durable: bool = False, asks: bool = False, max_iterations: int | None = None) -> RunCore[Any]:
+def core_of(
+    *, durable: bool = True, opens: bool = True, asks: bool = False, max_iterations: int | None = None
+) -> RunCore[Any]:
+    """A core with a store (``durable``) and tools to open (``opens``) unless told otherwise: then
+    every effect the core can yield is in the sequences the tests read."""
     return RunCore(
         RunState(params={"model": MODEL, "max_tokens": 64}, messages=(USER,)),
-        tools=ExecutionOptions(tools=TOOLS, adapter=DEFAULT_ADAPTER, gated=True),
+        tools=ExecutionOptions(tools=TOOLS, adapter=DEFAULT_ADAPTER, gated=True, opens=opens),
         usage_of=lambda _: RequestUsage(model=MODEL, usage=Usage(10, 5), cost=None),
         limits=Limits(max_iterations=max_iterations),
         durable=durable,
@@ -314,13 +318,13 @@ def test_a_call_the_approval_gate_denies_gets_the_denial_and_never_runs() -> Non
     ]
 
 
-def test_a_save_is_issued_at_each_step_when_there_is_a_store() -> None:
+def test_a_save_is_issued_at_each_step_when_there_is_a_store_and_none_without() -> None:
     script = [reply(0, use("a", "weather", city="Paris")), reply(1, text("Sunny."))]
     behaviours: dict[str, Callable[[Any], str]] = {"weather": lambda input: "sunny"}
-    stored = core_of(durable=True)
+    stored = core_of()
     with_store = Scripted(stored, script, behaviours)
     until_done(stored, with_store)
-    plain_core = core_of()
+    plain_core = core_of(durable=False, opens=False)
     without = Scripted(plain_core, script, behaviours)
     until_done(plain_core, without)
     # A save before each request, after each reply, as each call starts and finishes, after the
@@ -356,3 +360,7 @@ def test_a_save_is_issued_at_each_step_when_there_is_a_store() -> None:
         "done",
     ]
     assert history(stored) == history(plain_core)
+    # Without a store there is nothing to save, and with nothing to open no tool is opened: a turn
+    # is its request, its gate and its call.
+    assert without.effects == ["Send", "Gate(a)", "RunCalls(a)", "Execute(a)", "Send", "LoopStopped"]
+    assert without.saved == []

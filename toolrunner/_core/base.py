@@ -48,6 +48,12 @@ class Tools(Protocol[ToolT_co]):
         """Whether any tool may need approval (if none does, no call is ever gated)."""
         ...
 
+    @property
+    def opens(self) -> bool:
+        """Whether the driver has something to do before tools run (open a toolset, say): ``OpenTools``
+        is yielded only then."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Elided:

@@ -190,7 +190,10 @@ class DecisionsCore(WindowCore[ToolT]):
         """Save. A save refused because decisions were taken through the store since the last one
         (the run was paused there, and the loop body steered or closed it before going on) takes
         them over (``_adopt``) and saves again: a decision through the store is never lost, and
-        never stops the run."""
+        never stops the run. A run without a store (not ``durable``) has nothing to save: no
+        ``Save`` is yielded, and none of its steps waits on one."""
+        if not self.durable:
+            return
         while True:
             try:
                 yield self._save_effect(starting)

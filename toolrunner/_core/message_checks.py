@@ -53,7 +53,7 @@ def check_reply(reply: object) -> None:
             f"the service answered with something that is not a message ({preview(reply)}); nothing was "
             "appended, and iterating the runner again sends the same request again."
         )
-    ids = [call.id for call in client_tool_calls(reply)]
+    ids = [block.id for block in reply.content if block.type == "tool_use"]
     duplicate = _duplicate(ids)
     malformed = _malformed_id(ids)
     if duplicate is not None or malformed is not None:

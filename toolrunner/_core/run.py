@@ -110,7 +110,8 @@ class RunCore(TurnCore[ToolT]):
         self.make_current(closed(self.state))
 
     def _send(self) -> Program[Any]:
-        yield OpenTools()
+        if self.tools.opens:
+            yield OpenTools()
         self._before_send()
         state = self.state
         check_history(state.messages, self.checked)
@@ -129,7 +130,8 @@ class RunCore(TurnCore[ToolT]):
     def _hand_over(self) -> Program[Reply]:
         """A complete reply (``RECEIVED``): its calls that need a decision wait, it is saved, and
         the body gets it. If the save fails, the next iteration saves and hands it over again."""
-        yield OpenTools()  # after a resume, the tools (a toolset's) may not be open yet
+        if self.tools.opens:  # after a resume, the tools (a toolset's) may not be open yet
+            yield OpenTools()
         if self.tools.gated:  # else no call waits: the reply's calls are not read for nothing
             yield from self._gate(pending_calls(self.state))
         yield from self._save()
@@ -164,8 +166,9 @@ class RunCore(TurnCore[ToolT]):
                     failure={"type": type(error).__name__, "message": message_of(error)[:2000]}
                 )
             )
-            with contextlib.suppress(Exception):  # the step's own error is the one to raise
-                yield self._save_effect(shielded=True)
+            if self.durable:
+                with contextlib.suppress(Exception):  # the step's own error is the one to raise
+                    yield self._save_effect(shielded=True)
             raise
         finally:
             self.stepping -= 1

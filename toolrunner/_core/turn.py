@@ -110,7 +110,7 @@ class TurnCore(DecisionsCore[ToolT]):
         self.make_current(self._turn_ended(finished))
         self._decided_since_pause = []
         self._reported = set()
-        if self.state is finished and finished.phase is Phase.READY:
+        if self.durable and self.state is finished and finished.phase is Phase.READY:
             yield StateDerived(before)  # written with the next save that has news
         if not before.steered and self.state.messages is finished.messages:
             # A reply and the results of all its calls, as the runner appends them, are valid as
@@ -139,7 +139,8 @@ class TurnCore(DecisionsCore[ToolT]):
         """Find the calls that wait, let the ``approve=`` callback decide them, run what may run
         (those that need no decision, and those approved, also while this runs); then all the
         results in order, or ``None`` while calls still wait."""
-        yield OpenTools()  # the calls' tools are open (a resumed run's toolsets, say)
+        if self.tools.opens:  # the calls' tools are open (a resumed run's toolsets, say)
+            yield OpenTools()
         if self.state.phase is Phase.AWAITING:  # after a pause: decisions may have come through the store
             yield from self._read_decisions(calls)
         yield from self._gate(calls)

@@ -229,9 +229,7 @@ class Performer:
             self.saver.derived(effect.before, self._core.state)
 
     async def _open_tools(self, effect: OpenTools) -> None:
-        index = self._tools.index
-        if index.sdk_objects or index.toolsets:
-            await self._tools.open()
+        await self._tools.open()
 
     def _kwargs(self, request: Request) -> dict[str, Any]:
         kwargs = request_params(request.state, self._tools.index.wire, self._options.cache)

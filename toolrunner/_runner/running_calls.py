@@ -5,8 +5,8 @@ The order of a call's effects (journal, save, run, journal, save) is the core's
 now, so that a second caller waits for the first instead of running a call twice, and the cancel
 scopes of calls started while their reply streams. Invariants, for every tool_use id:
 
-- while a call runs, ``running`` maps its id to an event that is set when it stops, whoever runs
-  it; a call that was cancelled stops without a result, and the next caller runs it;
+- while a call runs, ``running`` maps its id to a ``Stopped`` that is set when it stops, whoever
+  runs it; a call that was cancelled stops without a result, and the next caller runs it;
 - a call with a result is never run again (the core asks the journal first).
 """
 
@@ -17,18 +17,43 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from .._core.errors import ToolRunnerError
 from .._core.types import ToolCall
 
-__all__ = ["RunningCalls", "raise_single"]
+__all__ = ["RunningCalls", "Stopped", "raise_single"]
+
+
+class Stopped:
+    """Set when a call stops, whoever runs it. Its ``anyio.Event`` is made only when another caller
+    waits for it: nearly always nobody does, and a turn need not pay for one."""
+
+    __slots__ = ("_event", "_is_set")
+
+    def __init__(self) -> None:
+        self._event: anyio.Event | None = None
+        self._is_set = False
+
+    def set(self) -> None:
+        self._is_set = True
+        if self._event is not None:
+            self._event.set()
+
+    async def wait(self) -> None:
+        if self._is_set:
+            await anyio.lowlevel.checkpoint()  # as waiting on a set event does
+            return
+        if self._event is None:
+            self._event = anyio.Event()
+        await self._event.wait()
 
 
 class RunningCalls:
     """The calls one runner is running, shared by every caller of that runner."""
 
     def __init__(self) -> None:
-        self.running: dict[str, anyio.Event] = {}
+        self.running: dict[str, Stopped] = {}
         self._early: dict[str, anyio.CancelScope] = {}
 
     async def run(
@@ -44,7 +69,7 @@ class RunningCalls:
         """
         mine = [call for call in calls if call.id not in self.running and not finished(call)]
         if mine:
-            done = anyio.Event()
+            done = Stopped()
             for call in mine:
                 self.running[call.id] = done
             try:
@@ -74,7 +99,7 @@ class RunningCalls:
         """Start ``call`` in ``group`` now (a reply still streams), unless it runs already."""
         if call.id in self.running:
             return
-        done = self.running[call.id] = anyio.Event()
+        done = self.running[call.id] = Stopped()
         scope = self._early[call.id] = anyio.CancelScope()
 
         async def run_early() -> None:

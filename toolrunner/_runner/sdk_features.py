@@ -91,6 +91,7 @@ class RunnerTools:
                 for tool in (*index.runnable.values(), *index.families.values())
             ),
             families=index.families,
+            opens=bool(index.sdk_objects or index.toolsets),
         )
         self._core.tools = self.execution
 

@@ -69,6 +69,9 @@ class ExecutionOptions:
     """The tools that answer the member calls of a toolset family, by ``toolset_name``."""
     gated: bool = False
     """Whether any of the tools may need approval (if none does, no call is ever gated)."""
+    opens: bool = False
+    """Whether some tools must be opened before they run (toolsets, the SDK's tools): the core yields
+    ``OpenTools`` only then."""
     removed: frozenset[str] = frozenset()
     """Names the history's tool changes removed (``_core.tool_changes``): a call to one is answered like a
     call to an unknown tool."""

@@ -99,3 +99,8 @@ class SpecTools:
         """Whether a call may need a decision: a tool's gate says so, or a toolset's tools are not
         all known yet (the request activity evaluates the gates either way)."""
         return self._toolsets or any(spec.gated for spec in self._specs.values())
+
+    @property
+    def opens(self) -> bool:
+        """Always: the workflow may continue as new where the tools would be opened (``OpenTools``)."""
+        return True
