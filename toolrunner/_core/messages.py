@@ -45,7 +45,7 @@ def field(item: object, name: str) -> Any:
     """Read ``name`` from a dict or from an SDK model; ``None`` when absent."""
     # The exact type first: nearly every item is a plain dict, and an ABC check costs more.
     if type(item) is dict or isinstance(item, Mapping):
-        return cast("Mapping[str, Any]", item).get(name)
+        return item.get(name)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType, reportAttributeAccessIssue]
     return getattr(item, name, None)
 
 

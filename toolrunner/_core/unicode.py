@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 __all__ = ["sendable", "sendable_text", "store_json"]
 
@@ -51,22 +51,23 @@ def store_json(value: object) -> str:
 
 def _is_sendable(value: object) -> bool:
     # One loop over a stack, with ASCII strings (nearly all) checked inline: this runs on every reply
-    # and every result, where a call per string would cost more than the check.
-    stack = [value]
+    # and every result, where a call per string would cost more than the check (``Any`` items, so
+    # that no ``cast`` call is made per item).
+    stack: list[Any] = [value]
     while stack:
-        value = stack.pop()
-        if type(value) is str:
-            if not value.isascii() and not _is_sendable_text(value):
+        item: Any = stack.pop()
+        if type(item) is str:
+            if not item.isascii() and not _is_sendable_text(item):
                 return False
-        elif isinstance(value, dict):
-            for key, item in cast("dict[object, object]", value).items():
-                if type(key) is not str or not key.isascii():
+        elif isinstance(item, dict):
+            for key, inner in item.items():  # pyright: ignore[reportUnknownVariableType]
+                if type(key) is not str or not key.isascii():  # pyright: ignore[reportUnknownArgumentType]
                     stack.append(key)
-                if type(item) is not str or not item.isascii():
-                    stack.append(item)
-        elif isinstance(value, list | tuple):
-            stack.extend(cast("Sequence[object]", value))
-        elif isinstance(value, str) and not _is_sendable_text(value):  # a str subclass
+                if type(inner) is not str or not inner.isascii():  # pyright: ignore[reportUnknownArgumentType]
+                    stack.append(inner)
+        elif isinstance(item, list | tuple):
+            stack.extend(item)  # pyright: ignore[reportUnknownArgumentType]
+        elif isinstance(item, str) and not _is_sendable_text(item):  # a str subclass
             return False
     return True
 
