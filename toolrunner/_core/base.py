@@ -23,6 +23,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from .compaction import CompactionControl
 from .effects import Save
 from .events import LoopFinished, RunnerEvent
+from .output import OutputFormat
 from .state import CallRecord, Phase, RunState
 from .tool_changes import last_changes, pending_message, removed_by
 from .transitions import Limits, may_start_early, pending_calls, resumed
@@ -138,6 +139,8 @@ class CoreBase(Generic[ToolT]):
         self._removed: frozenset[str] = frozenset()
         self.elided: Elided = Elided()
         """What the state leaves out of the history (``elide``); nothing unless a driver elides."""
+        self.output: OutputFormat | None = None
+        """The typed final answer (``output_format=``, ``_core.output``), if the run has one."""
 
     # -- the state ------------------------------------------------------------------------------
 
