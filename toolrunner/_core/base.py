@@ -81,6 +81,7 @@ class CoreBase(Generic[ToolT]):
         asks: Whether the run has an ``approve=`` callback (``Ask`` effects).
         compaction_control: Client-side compaction, if on.
         ended: Told of the state each time the loop ends or pauses.
+        output: The typed final answer (``output_format=``), if the run has one.
     """
 
     def __init__(
@@ -95,6 +96,7 @@ class CoreBase(Generic[ToolT]):
         asks: bool = False,
         compaction_control: CompactionControl | None = None,
         ended: Callable[[RunState], None] | None = None,
+        output: OutputFormat | None = None,
     ) -> None:
         self.state = state
         self.tools = tools
@@ -139,7 +141,7 @@ class CoreBase(Generic[ToolT]):
         self._removed: frozenset[str] = frozenset()
         self.elided: Elided = Elided()
         """What the state leaves out of the history (``elide``); nothing unless a driver elides."""
-        self.output: OutputFormat | None = None
+        self.output = output
         """The typed final answer (``output_format=``, ``_core.output``), if the run has one."""
 
     # -- the state ------------------------------------------------------------------------------

@@ -185,9 +185,9 @@ class ToolRunner(Generic[ItemT]):
             asks=self._options.approve is not None,
             compaction_control=self._options.compaction_control,
             ended=lambda state: self._trace.ended(state),
+            output=output,
         )
         self._core.listener = self._options.on_event
-        self._core.output = output
         self._trace = start_trace(self._options.tracing, client, lambda: self._core.state)
         self._tools = RunnerTools(self._core, self._options, execution, steps_in_new_tasks=from_sync_code)
         self._performer = Performer(
