@@ -127,11 +127,12 @@ def test_sync_streaming_with_run_tools_eagerly_is_refused_with_a_true_reason() -
         )
 
 
-def test_output_format_is_refused_with_the_reason_and_what_to_pass_instead() -> None:
+def test_output_format_is_a_runner_option_not_a_param_of_set_messages_params() -> None:
     class Answer(pydantic.BaseModel):
         text: str
 
-    with pytest.raises(
-        ParamsError, match=r"output_format is an option of the SDK's parse\(\).*output_config="
-    ):
-        SyncToolRunner(script().client(), model=MODEL, max_tokens=100, messages=[USER], output_format=Answer)  # pyright: ignore[reportCallIssue] - refused as a type too
+    runner = SyncToolRunner(
+        script().client(), model=MODEL, max_tokens=100, messages=[USER], output_format=Answer
+    )
+    with pytest.raises(ParamsError, match=r"output_format is a runner option.*ToolRunner\(\.\.\.\)"):
+        runner.set_messages_params(lambda params: {**params, "output_format": Answer})

@@ -10,7 +10,8 @@ for all of them, and can be tested without any of them.
 - the transitions: ``transitions`` (pure functions of a state), ``approval`` (those of calls that
   wait for decisions), ``stop_reasons`` (what a reply's stop reason asks for), ``tool_changes``,
   ``compaction``, ``caching``, ``usage``, ``messages``, ``message_checks``, ``history`` and
-  ``history_import`` (histories: read, checked, converted), ``results`` (a tool_result block), ``result_blocks``, ``unicode``, ``ids``;
+  ``history_import`` (histories: read, checked, converted), ``results`` (a tool_result block), ``result_blocks``, ``unicode``, ``ids``,
+  ``output`` (typed final answers: the schema sent, an answer judged);
 - the order of effects: ``effects`` (what a program asks of its driver), ``run`` (``RunCore``, the
   programs: one iteration, requests, steps and saves, steering), built in one chain of classes over
   ``base`` (its fields, the state made current, the tools), ``window`` (the history's window,

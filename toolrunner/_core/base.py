@@ -23,6 +23,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from .compaction import CompactionControl
 from .effects import Save
 from .events import LoopFinished, RunnerEvent
+from .output import OutputFormat
 from .state import CallRecord, Phase, RunState
 from .tool_changes import last_changes, pending_message, removed_by
 from .transitions import Limits, may_start_early, pending_calls, resumed
@@ -86,6 +87,7 @@ class CoreBase(Generic[ToolT]):
         asks: Whether the run has an ``approve=`` callback (``Ask`` effects).
         compaction_control: Client-side compaction, if on.
         ended: Told of the state each time the loop ends or pauses.
+        output: The typed final answer (``output_format=``), if the run has one.
     """
 
     def __init__(
@@ -100,6 +102,7 @@ class CoreBase(Generic[ToolT]):
         asks: bool = False,
         compaction_control: CompactionControl | None = None,
         ended: Callable[[RunState], None] | None = None,
+        output: OutputFormat | None = None,
     ) -> None:
         self.state = state
         self.tools = tools
@@ -144,6 +147,8 @@ class CoreBase(Generic[ToolT]):
         self._removed: frozenset[str] = frozenset()
         self.elided: Elided = Elided()
         """What the state leaves out of the history (``elide``); nothing unless a driver elides."""
+        self.output = output
+        """The typed final answer (``output_format=``, ``_core.output``), if the run has one."""
 
     # -- the state ------------------------------------------------------------------------------
 

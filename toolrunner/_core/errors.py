@@ -10,6 +10,7 @@ Exceptions that user code raises on purpose are kept apart from failures of the 
         ├── ResultTooLargeError      (also ValueError) a tool's result is over the adapter's limits
         ├── ParamsError              (also ValueError) runner arguments or params that cannot be sent
         ├── MalformedReplyError      a reply the history must not take (nothing is appended)
+        ├── OutputValidationError    (also ValueError) a final answer that never fit ``output_format=``
         ├── StateError               (also ValueError) a saved state that cannot be loaded or saved
         ├── CheckpointError          a run that cannot be saved or resumed (a store that fails, no such run, ...)
         │   ├── CheckpointConflictError  another runner or decider saved the run since it was loaded
@@ -39,6 +40,7 @@ __all__ = [
     "DecidedMeanwhileError",
     "HistoryError",
     "MalformedReplyError",
+    "OutputValidationError",
     "ParamsError",
     "ResultTooLargeError",
     "RunEndedError",
@@ -99,6 +101,22 @@ class MalformedReplyError(ToolRunnerError):
 
     Nothing is run or appended; iterating the runner again sends the same request again.
     """
+
+
+class OutputValidationError(ToolRunnerError, ValueError):
+    """The model's final answer did not fit the runner's ``output_format=``, and the retries
+    (``output_retries=``, each one the answer's errors sent back to the model) were used up. The
+    run ended: the answer is the last message of its history.
+
+    Attributes:
+        answer: The last answer (the reply message, with ``parsed_output`` None).
+        errors: What was wrong with it, one line each, as the model read them.
+    """
+
+    def __init__(self, message: str, answer: object, errors: Iterable[str]) -> None:
+        super().__init__(message)
+        self.answer: Any = answer
+        self.errors: list[str] = list(errors)
 
 
 class ApprovalError(ToolRunnerError, ValueError):

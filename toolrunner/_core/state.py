@@ -43,6 +43,7 @@ __all__ = [
     "CallStatus",
     "Decision",
     "DecisionRecord",
+    "OutputRecord",
     "Phase",
     "RunState",
     "decided_at",
@@ -160,6 +161,21 @@ class DecisionRecord:
     via: DecisionSource | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class OutputRecord:
+    """Where a run with a typed final answer (``output_format=``) stands (``_core.output``).
+
+    Attributes:
+        schema: The fingerprint of the answer's JSON schema, as sent in ``output_config.format``:
+            a run is resumed only with an ``output_format`` of the same schema.
+        retries: How many times the answer under way was sent back to the model because it did
+            not fit (``output_retries=`` bounds it); 0 once an answer fits, or the run gave up.
+    """
+
+    schema: str
+    retries: int = 0
+
+
 @dataclass(frozen=True, kw_only=True)  # no slots: ``replace`` copies the instance's dict at once
 class RunState:
     """A run's state: a value that can be saved, loaded and resumed (see docs/durability.md).
@@ -188,6 +204,8 @@ class RunState:
             step raised one (a service error, a refused save); ``None`` once a step succeeds.
         decisions: Every decision taken on the run's calls, in the order they were taken
             (``DecisionRecord``): who, when, how, with which input; kept for the life of the run.
+        output: For a run with a typed final answer (``output_format=``), its schema's fingerprint
+            and the retries of the answer under way (``OutputRecord``); ``None`` otherwise.
     """
 
     params: Mapping[str, Any]
@@ -207,6 +225,7 @@ class RunState:
     tool_changes: tuple[Mapping[str, Any], ...] = ()
     failure: Mapping[str, str] | None = None
     decisions: tuple[DecisionRecord, ...] = ()
+    output: OutputRecord | None = None
 
     @property
     def requests_sent(self) -> int:

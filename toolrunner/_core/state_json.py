@@ -22,6 +22,7 @@ from .state import (
     CallRecord,
     CallStatus,
     DecisionRecord,
+    OutputRecord,
     Phase,
     RunState,
     message_data,
@@ -57,6 +58,8 @@ def state_data(state: RunState, *, history: bool = True) -> dict[str, Any]:
         "failure": None if state.failure is None else dict(state.failure),
         "decisions": [_decision_data(record) for record in state.decisions],
     }
+    if state.output is not None:  # written only for a typed answer: other states are as before
+        data["output"] = {"schema": state.output.schema, "retries": state.output.retries}
     if history:
         data["messages"] = [message_data(message, index) for index, message in enumerate(state.messages)]
         data["usage"] = [request_usage_data(request) for request in state.usage]
@@ -139,6 +142,7 @@ def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]
     requests = tuple(read_request_usage(item) for item in usage)
     records = [_read_record(item) for item in data["calls"]]
     cost = data["cost"]
+    output = data.get("output")
     return RunState(
         params=dict(data["params"]),
         tools=tuple(data["tools"]),
@@ -157,6 +161,7 @@ def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]
         tool_changes=tuple(dict(block) for block in data["tool_changes"]),
         failure=None if data["failure"] is None else dict(data["failure"]),
         decisions=tuple(_read_decision(item) for item in data["decisions"]),
+        output=None if output is None else OutputRecord(schema=output["schema"], retries=output["retries"]),
     )
 
 

@@ -246,6 +246,12 @@ class _Failure(TypedDict):
 
 
 @with_config(_CONFIG)
+class _Output(TypedDict):
+    schema: str
+    retries: _Count
+
+
+@with_config(_CONFIG)
 class _State(TypedDict):
     version: int
     run_id: str | None
@@ -263,6 +269,8 @@ class _State(TypedDict):
     tool_changes: list[dict[str, Any]]
     failure: _Failure | None
     decisions: list[_Decision]
+    output: NotRequired[_Output | None]
+    """Written only for a run with a typed answer (``output_format=``), so older states have none."""
 
 
 _FIELDS = frozenset(
@@ -271,7 +279,7 @@ _FIELDS = frozenset(
     for name in schema.__required_keys__ | schema.__optional_keys__
 ) | frozenset(
     name
-    for schema in (_Message, _Block, _RequestUsage, _Failure)
+    for schema in (_Message, _Block, _RequestUsage, _Failure, _Output)
     for name in schema.__required_keys__ | schema.__optional_keys__
 )
 """Every field name of the schema: the other names in an error's location are pydantic's labels of

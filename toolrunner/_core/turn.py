@@ -30,6 +30,7 @@ from .effects import (
 )
 from .events import MessageFinished, TextDelta, ToolCallFinished, ToolCallStarted
 from .message_checks import check_reply
+from .output import answer_judged
 from .plan import CallPlan, not_executed
 from .state import CallStatus, Phase
 from .stop_reasons import StopReasonStep, step_for
@@ -57,6 +58,8 @@ class TurnCore(DecisionsCore[ToolT]):
     def _accept(self, reply: Reply, *, streamed: bool = False) -> None:
         """Take a complete reply: it is the latest, its usage counts, listeners hear of it."""
         check_reply(reply)
+        if self.output is not None:  # a typed answer: the reply as the SDK's runner yields it
+            reply = self.output.parse(reply)
         self.make_current(reply_received(self.state, reply, self.usage_of(reply)))
         if self.listening:
             if not streamed:  # a streamed reply's text was reported as it arrived
@@ -107,6 +110,9 @@ class TurnCore(DecisionsCore[ToolT]):
         message: ToolResultMessage | None = {"role": "user", "content": results} if results else None
         before = self.state
         finished = turn_finished(turn_resumed(before), message)
+        rejected = None
+        if self.output is not None and message is None:  # a final answer: does it fit? (_core.output)
+            finished, rejected = answer_judged(finished, self.output)
         self.make_current(self._turn_ended(finished))
         self._decided_since_pause = []
         self._reported = set()
@@ -118,6 +124,9 @@ class TurnCore(DecisionsCore[ToolT]):
             # calls its stop reason kept from running: the check starts at it.
             self.checked = len(finished.messages) - (message is None)
         yield from self._after_turn()
+        if rejected is not None:  # no retries left: the run ended with that answer, saved
+            yield from self._save()
+            raise rejected
 
     def _settle_turn(self, calls: Sequence[ToolCall]) -> Program[list[ToolResultBlockParam] | None]:
         """Settle the turn's calls; while calls wait, the loop pauses (``PAUSED``: the next

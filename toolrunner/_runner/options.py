@@ -56,6 +56,7 @@ from .._core.compaction import CompactionControl
 from .._core.errors import ParamsError
 from .._core.events import RunnerEvent
 from .._core.ids import check_run_id
+from .._core.output import DEFAULT_OUTPUT_RETRIES, OutputFormat, output_format_of
 from .._core.transitions import Limits
 from .._core.usage import DEFAULT_PRICES, Price, find_price
 from .._stores.protocol import Checkpointer
@@ -127,6 +128,13 @@ class RunnerOptions(TypedDict, total=False):
     breakpoints in a request, the caller's own counted first (see docs/caching.md)."""
     tracing: Tracing | None
     """Trace the runner with OpenTelemetry (see docs/observability.md); ``None``: no tracing."""
+    output_format: type[Any] | None
+    """The type of the final answer, as the SDK's runner takes it (a pydantic model; a TypedDict or
+    a dataclass): its JSON schema goes in ``output_config.format``, and each reply carries
+    ``parsed_output`` (see docs/typed-output.md)."""
+    output_retries: int
+    """How many times a final answer that does not fit ``output_format`` is sent back to the model
+    with its validation errors before ``OutputValidationError`` is raised (default 1)."""
     thread: Literal[False] | None
     """The SDK runner's option: toolrunner always sends the whole history, which is what
     ``thread=False`` asks; server-held threads are not supported."""
@@ -214,6 +222,7 @@ class Options:
     compaction_control: CompactionControl | None = None
     cache: Caching | None = None
     tracing: Tracing | None = None
+    output: OutputFormat | None = None
 
 
 _NAMES = frozenset(RunnerOptions.__annotations__)
@@ -245,6 +254,7 @@ def read_options(
     limits = _limits(given, params.get("model"), on_limit)
     control = _compaction_control(given.get("compaction_control"))
     policy = cache_policy(given.get("cache"))
+    output = _output(given, params)
     options = Options(
         tools=given.get("tools", ()),
         stream=stream,
@@ -261,8 +271,23 @@ def read_options(
         compaction_control=control,
         cache=None if policy is None else Caching(policy),
         tracing=tracing,
+        output=output,
     )
     return options, params
+
+
+def _output(given: Mapping[str, Any], params: Mapping[str, Any]) -> OutputFormat | None:
+    """``output_format`` and ``output_retries``, checked (``_core.output``)."""
+    output_type = given.get("output_format")
+    retries = given.get("output_retries", DEFAULT_OUTPUT_RETRIES)
+    if output_type is None:
+        if "output_retries" in given:
+            raise ParamsError(
+                "output_retries says how often an answer that does not fit output_format is sent back to the "
+                "model: pass output_format=... with it."
+            )
+        return None
+    return output_format_of(output_type, retries, params)
 
 
 def _numbers(given: Mapping[str, Any]) -> float | None:

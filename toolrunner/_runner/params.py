@@ -338,11 +338,11 @@ def resolve_tools(
 
 _PARSE_ONLY = {
     "output_format": (
-        " output_format is an option of the SDK's parse(), which toolrunner does not call: pass "
-        "output_config={'format': {'type': 'json_schema', 'schema': ...}} and validate the reply's text yourself."
+        " output_format is a runner option, not a request param: pass it to ToolRunner(...), SyncToolRunner(...) "
+        "or resume(...); it stays the same for the whole run."
     )
 }
-"""What the SDK's runner takes but sends through ``parse()``, not ``create``: why it is refused."""
+"""What the SDK's runner takes in its params but a runner takes as an option: where it goes instead."""
 
 
 @cache

@@ -233,6 +233,8 @@ class Performer:
 
     def _kwargs(self, request: Request) -> dict[str, Any]:
         kwargs = request_params(request.state, self._tools.index.wire, self._options.cache)
+        if self._core.output is not None:  # the typed answer's schema, as the SDK's runner sends it
+            kwargs = self._core.output.request(kwargs)
         if request.compaction is not None:
             kwargs = compaction_request(kwargs, request.compaction)
         if self.transport:
@@ -269,6 +271,8 @@ class Performer:
                 on_tool_use=self._start_early if self._options.run_tools_eagerly else None,
             ),
         )
+        if self._core.output is not None:  # the final message gets its parsed_output, as the SDK's stream
+            self._open.on_final = self._core.output.annotate
         return self._open.stream
 
     async def _read_stream(self, effect: ReadStream) -> Reply | None:

@@ -25,6 +25,7 @@ from typing_extensions import TypeVar as DefaultTypeVar, Unpack
 
 from .._core.errors import CheckpointError, ParamsError
 from .._core.events import RunnerEvent
+from .._core.output import output_resumed
 from .._core.run import RunCore
 from .._core.state import Phase, RunState
 from .._core.tool_changes import added_definitions, pending_message
@@ -146,6 +147,7 @@ class ToolRunner(Generic[ItemT]):
         added = added_definitions((*saved.messages, pending_message(saved.tool_changes)))
         tools, extra = resolve_tools(saved.tools, runner._options.tools, run_id, added=added)
         runner._tools.changes.update(extra)  # run, but not sent in the tools param: as add_tools() left them
+        saved = output_resumed(saved, runner._options.output)  # the same schema, its reply parsed again
         runner._core.load(saved)  # what the fold of tool changes reads, and may_run_again
         runner._tools.index_tools(tools)
         runner._performer.saver = Saver(checkpointer, run_id, loaded=loaded)
@@ -172,8 +174,9 @@ class ToolRunner(Generic[ItemT]):
         checkpointer, run_id = self._options.checkpointer, self._options.run_id
         saver = None if checkpointer is None or run_id is None else Saver(checkpointer, run_id)
         execution = ExecutionOptions(tools={}, adapter=self._options.result_adapter)
+        output = self._options.output
         self._core: RunCore[RunnableTool] = RunCore(
-            RunState(params={}, run_id=run_id),
+            RunState(params={}, run_id=run_id, output=None if output is None else output.record()),
             tools=execution,
             usage_of=lambda reply: request_usage(reply, prices),
             limits=self._options.limits,
@@ -182,6 +185,7 @@ class ToolRunner(Generic[ItemT]):
             asks=self._options.approve is not None,
             compaction_control=self._options.compaction_control,
             ended=lambda state: self._trace.ended(state),
+            output=output,
         )
         self._core.listener = self._options.on_event
         self._trace = start_trace(self._options.tracing, client, lambda: self._core.state)

@@ -47,6 +47,9 @@ class StreamWatch:
         self.complete = False
         """Whether ``message_stop`` arrived."""
         self._manager: StreamManager | SyncStreamManager | None = manager
+        self.on_final: Callable[[Any], None] | None = None
+        """Given the stream's final message when ``message_stop`` arrives (a typed answer's
+        ``parsed_output`` is set on it then, as the SDK's stream sets it: ``_core.output``)."""
 
     async def final_message(self) -> Message | BetaMessage:
         """The reply, reading what is left of the stream; raises what broke the stream."""
@@ -95,6 +98,8 @@ class StreamWatch:
                     )
         elif event.type == "message_stop":
             self.complete = True
+            if self.on_final is not None:
+                self.on_final(self.stream.current_message_snapshot)
 
     async def close(self) -> None:
         """Close the response (idempotent)."""
