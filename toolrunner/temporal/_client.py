@@ -8,7 +8,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal, TypeVar, cast
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
@@ -16,7 +22,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from .._core.errors import CheckpointError, ParamsError, RunEndedError
 from .._core.ids import check_by, check_reason
 from .._core.messages import message_param
-from .._core.state import RunState, message_data, plain_data
+from .._core.state import OutputRecord, RunState, message_data, plain_data
 from .._core.transitions import Limits
 from .._core.types import Reply, ToolCall
 from .._runner.options import ToolLike, read_options
@@ -36,6 +42,7 @@ from ._data import (
 )
 from ._event_data import read_call
 from ._names import RUN_ENDED
+from ._output import output_error, run_output
 from ._workflow import ToolRunnerWorkflow
 
 __all__ = ["RunHandle", "get_run", "run_input", "start_run"]
@@ -88,9 +95,17 @@ class RunHandle:
         """Wait for the run to end; how it ended.
 
         Raises:
+            OutputValidationError: The run's final answer never fit its ``output_format`` (the
+                run failed with it; ``error.answer`` is the last reply, large blocks as stubs).
             CheckpointError: No run has that name.
         """
-        return await self._call("result", self.workflow.result)
+        try:
+            return await self._call("result", self.workflow.result)
+        except WorkflowFailureError as error:
+            rejected = output_error(error)
+            if rejected is None:
+                raise
+            raise rejected from error
 
     async def state(self) -> RunState:
         """The run's state now (large blocks as stubs); after it ended, as it ended.
@@ -333,7 +348,9 @@ def run_input(
     """
     _refuse_worker_options(options)
     _check_run_options(continue_as_new_events, approval_timeout)
+    output_format, output_retries = options.pop("output_format", None), options.pop("output_retries", None)
     checked, params = read_options({**options, "tools": tools}, stream=False, is_async=True)
+    output = run_output(output_format, output_retries, params)
     params["tools"] = checked.tools
     check_params(params)
     index = index_tools(params.pop("tools"))
@@ -344,7 +361,13 @@ def run_input(
             "give the provider to create_worker(tracer_provider=...) and to Temporal's TracingInterceptor."
         )
     messages = params.pop("messages")
-    state = RunState(params=params, tools=index.saved, messages=tuple(messages))
+    schema = None if output is None else output["schema"]
+    state = RunState(
+        params=params,
+        tools=index.saved,
+        messages=tuple(messages),
+        output=None if schema is None else OutputRecord(schema),  # as ToolRunner's state has it
+    )
     return RunInput(
         state=state.to_dict(),
         tools=_tool_specs(index),
@@ -357,6 +380,7 @@ def run_input(
         compaction_control=None if checked.compaction_control is None else dict(checked.compaction_control),
         tracing=None if tracing is None else {"content": tracing.content, "agent_name": tracing.agent_name},
         continue_as_new_events=continue_as_new_events,
+        output=output,
     )
 
 
@@ -423,6 +447,8 @@ async def start_run(
     approval_timeout: timedelta | None = None,
     id_reuse: Literal["refuse", "after_failure", "allow"] = "refuse",
     continue_as_new_events: int = 10_000,
+    output_format: str | type[Any] | None = None,
+    output_retries: int | None = None,
     **options: Any,
 ) -> RunHandle:
     """Start a run on Temporal: the options and params of ``ToolRunner(...)``, and where to run.
@@ -439,6 +465,13 @@ async def start_run(
             one that failed, or always.
         continue_as_new_events: The run continues as new (a new segment of its workflow, with a
             window of the latest messages) once a segment's history holds this many events.
+        output_format: The type of the final answer, by reference: the name it is registered
+            under on the workers (``create_worker(output_types=...)``), or the type itself (sent
+            by its ``__name__``, and its schema checked against the workers'). The requests send
+            its schema as ``ToolRunner(output_format=...)`` sends it, and the result carries the
+            validated answer (``RunResult.output``). See docs/temporal.md.
+        output_retries: How many times an answer that does not fit is sent back to the model
+            (default 1), as ``ToolRunner``'s.
         **options: Request params (``model``, ``max_tokens``, ``messages``, ...) and the runner
             options ``max_iterations``, ``max_total_tokens``, ``max_cost``, ``on_limit``,
             ``max_concurrency``, ``tool_timeout``, ``cache``, ``compaction_control`` and
@@ -458,6 +491,8 @@ async def start_run(
         activity_options=activity_options,
         approval_timeout=approval_timeout,
         continue_as_new_events=continue_as_new_events,
+        output_format=output_format,
+        output_retries=output_retries,
         **options,
     )
     try:

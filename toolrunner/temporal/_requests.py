@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from ._event_data import call_data
     from ._names import GATE_ACTIVITY, REQUEST_ACTIVITY, SUMMARY_ACTIVITY
+    from ._output import RemoteOutput
     from ._tracing import RunSpans
 
 __all__ = ["RunRequests", "read_reply"]
@@ -54,6 +55,8 @@ class RunRequests:
         options: How the activities are started.
         specs: The tools' flags by name, which a request's reply adds to (a toolset's new tools).
         spans: The run's tracing.
+        output: The run's output type (``_output``), if it has one: each request names it, and
+            its reply's answer, judged on the worker, is handed to it.
     """
 
     def __init__(
@@ -64,6 +67,7 @@ class RunRequests:
         options: ActivityOptions,
         specs: dict[str, ToolSpec],
         spans: RunSpans,
+        output: RemoteOutput | None = None,
     ) -> None:
         self._core = core
         self._input = run
@@ -71,6 +75,7 @@ class RunRequests:
         self._options = options
         self._specs = specs
         self._spans = spans
+        self._output = output
         # What the store holds: the history node of the last request, how many of the state's
         # messages it holds, and what that request was sent with (for the next one's delta).
         self._node: str | None = None
@@ -123,6 +128,7 @@ class RunRequests:
                 cache=self._input.cache,
                 compaction=None if request.compaction is None else dict(request.compaction),
                 removed=sorted(removed) if removed else None,
+                output=None if self._output is None else self._output.data(),
             ),
             result_type=RequestOutput,
             start_to_close_timeout=self._options.request_start_to_close,
@@ -137,6 +143,14 @@ class RunRequests:
         self._spans.sent(state)
         reply = read_reply(output.reply, beta=output.beta)
         self._reply_usage = (reply, read_request_usage(output.usage))
+        if self._output is not None:
+            if output.output is None:
+                raise ApplicationError(
+                    "the request activity did not parse the reply with the run's output type: a worker of an "
+                    "earlier toolrunner took it; deploy this toolrunner to every worker of the task queue.",
+                    non_retryable=True,
+                )
+            self._output.took(reply, output.output)
         self._verdicts = {}
         for call in client_tool_calls(reply):
             if call.id in output.gated:
