@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from anthropic.types import Message
@@ -38,7 +38,7 @@ with workflow.unsafe.imports_passed_through():
         ToolSpec,
     )
     from ._event_data import call_data
-    from ._names import GATE_ACTIVITY, REQUEST_ACTIVITY, SUMMARY_ACTIVITY
+    from ._names import GATE_ACTIVITY, OUTPUT_NOT_REGISTERED, REQUEST_ACTIVITY, SUMMARY_ACTIVITY
     from ._output import RemoteOutput
     from ._tracing import RunSpans
 
@@ -116,7 +116,7 @@ class RunRequests:
         params = dict(state.params) if base is None or state.params != self._sent_params else None
         tools = list(state.tools) if base is None or state.tools != self._sent_tools else None
         removed = self._core.removed()
-        output: RequestOutput = await workflow.execute_activity(
+        output: RequestOutput = await self._request(
             REQUEST_ACTIVITY,
             RequestInput(
                 run_id=self._run_id,
@@ -163,6 +163,19 @@ class RunRequests:
         for spec in output.specs:
             self._specs[spec.name] = spec
         return reply
+
+    async def _request(self, activity: str, input: RequestInput, **options: Any) -> RequestOutput:
+        """The request activity; a run whose output type its worker does not have fails, with that
+        worker's error (as a run whose tool is not on the workers does)."""
+        try:
+            return await workflow.execute_activity(activity, input, **options)
+        except ActivityError as error:
+            cause = error.cause
+            if isinstance(cause, ApplicationError) and cause.type == OUTPUT_NOT_REGISTERED:
+                raise ApplicationError(
+                    cause.message, type=OUTPUT_NOT_REGISTERED, non_retryable=True
+                ) from None
+            raise
 
     def usage_of(self, reply: Reply) -> RequestUsage:
         """The usage of the reply an activity just gave (computed there, at the workers' prices)."""
