@@ -13,6 +13,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 
 from tests.temporal.temporal_helpers import run_plainly, start, worker
+from tests.temporal.test_temporal_segments import segment_input, segments
 from toolrunner import OutputValidationError, ParamsError, ToolRunner, tool
 from toolrunner.temporal import MemoryPayloadStore, create_worker
 from toolrunner.testing import FakeMessagesAPI, ScriptEntry, text_reply, tool_call, tool_reply
@@ -129,6 +130,42 @@ async def test_an_answer_that_never_fits_fails_the_run_with_output_validation_er
     assert isinstance(raised.value.__cause__, WorkflowFailureError)
 
 
+async def test_a_run_in_segments_keeps_its_output_type_and_its_retries(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    script: list[ScriptEntry] = [
+        *(tool_reply(tool_call("weather", {"city": f"city {turn}"})) for turn in range(12)),
+        text_reply(WRONG),
+        text_reply(PARIS),
+    ]
+    plain_fake = FakeMessagesAPI(script)
+    runner = await run_plainly(plain_fake, tools=[weather], output_format=Weather)
+
+    fake = FakeMessagesAPI(script)
+    async with worker(
+        temporal_env, fake, MemoryPayloadStore(), tools=[weather], output_types=[Weather]
+    ) as queue:
+        handle = await start(
+            temporal_env.client,
+            queue,
+            run_id="typed-segments",
+            tools=[weather],
+            output_format="Weather",
+            continue_as_new_events=100,
+        )
+        result = await handle.result()
+        histories = await segments(temporal_env, handle)
+
+    assert len(histories) >= 2
+    assert segment_input(histories[-1])["output"] == {
+        "name": "Weather",
+        "retries": 1,
+        "schema": runner.state.output and runner.state.output.schema,
+    }
+    assert [request.body for request in fake.requests] == [request.body for request in plain_fake.requests]
+    assert result.output_as(Weather) == parsed(runner) == Weather(city="Paris", celsius=21)
+
+
 def failure_message(failure: WorkflowFailureError) -> str:
     cause = failure.cause  # the run's own failure, as for a tool that is not on the workers
     assert isinstance(cause, ApplicationError)
@@ -196,6 +233,7 @@ async def test_create_worker_refuses_output_types_it_cannot_name_or_describe(
     temporal_env: WorkflowEnvironment,
 ) -> None:
     fake = FakeMessagesAPI([])
+    types: Any
     for types, message in [
         ([NoSchema], "no JSON schema"),
         ({"": Weather}, "needs a name"),

@@ -168,7 +168,8 @@ class RunRequests:
         """The request activity; a run whose output type its worker does not have fails, with that
         worker's error (as a run whose tool is not on the workers does)."""
         try:
-            return await workflow.execute_activity(activity, input, **options)
+            output: RequestOutput = await workflow.execute_activity(activity, input, **options)
+            return output
         except ActivityError as error:
             cause = error.cause
             if isinstance(cause, ApplicationError) and cause.type == OUTPUT_NOT_REGISTERED:
