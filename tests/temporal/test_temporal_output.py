@@ -14,7 +14,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.temporal.temporal_helpers import run_plainly, start, worker
 from tests.temporal.test_temporal_segments import segment_input, segments
-from toolrunner import OutputValidationError, ParamsError, ToolRunner, tool
+from toolrunner import MessageFinished, OutputValidationError, ParamsError, RunnerEvent, ToolRunner, tool
 from toolrunner.temporal import MemoryPayloadStore, create_worker
 from toolrunner.testing import FakeMessagesAPI, ScriptEntry, text_reply, tool_call, tool_reply
 
@@ -54,10 +54,21 @@ async def test_a_typed_run_sends_what_a_tool_runner_sends_and_its_result_carries
     plain_fake = FakeMessagesAPI(with_tools())
     runner = await run_plainly(plain_fake, tools=[weather], output_format=Weather)
 
-    fake = FakeMessagesAPI(with_tools())
+    fake, heard = FakeMessagesAPI(with_tools()), list[RunnerEvent]()
+
+    def listener(run_id: str, event: RunnerEvent) -> None:
+        heard.append(event)
+
     types: Any = {"forecast": Weather} if by == "mapping" else [Weather]
     given: Any = {"name": "Weather", "type": Weather, "mapping": "forecast"}[by]
-    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=[weather], output_types=types) as queue:
+    async with worker(
+        temporal_env,
+        fake,
+        MemoryPayloadStore(),
+        tools=[weather],
+        output_types=types,
+        on_event=listener,
+    ) as queue:
         handle = await start(
             temporal_env.client, queue, run_id=f"typed-{by}", tools=[weather], output_format=given
         )
@@ -70,6 +81,8 @@ async def test_a_typed_run_sends_what_a_tool_runner_sends_and_its_result_carries
     assert result.output == {"city": "Paris", "celsius": 21} == parsed(runner).model_dump()
     assert result.output_as(Weather) == Weather(city="Paris", celsius=21) == parsed(runner)
     assert (result.end_reason, result.requests) == ("model", 2)
+    finished = [cast(Any, event.message) for event in heard if isinstance(event, MessageFinished)]
+    assert [message.parsed_output for message in finished] == [None, parsed(runner)]  # as ToolRunner's
     if by == "type":  # the client knew the schema: the state records it from the start, as ToolRunner's
         assert state.output == runner.state.output
 

@@ -249,8 +249,8 @@ class Activities:
             kwargs = compaction_request(kwargs, input.compaction)
         reply = await heartbeating(self._send(input.run_id, kwargs))
         _check(reply)
-        answer = None if output is None else answer_data(output, reply)
-        self._emit(input.run_id, MessageFinished(message=reply))
+        parsed, answer = (reply, None) if output is None else answer_data(output, reply)
+        self._emit(input.run_id, MessageFinished(message=parsed))  # with parsed_output, as ToolRunner's
         calls = pending_calls(RunState(params={}, phase=Phase.WITH_BODY, reply=reply))
         gated = await self._gate(input.run_id, calls, input.removed or ())
         return RequestOutput(

@@ -130,14 +130,14 @@ class WorkerOutputs:
         return found
 
 
-def answer_data(output: OutputFormat, reply: Reply) -> dict[str, Any]:
-    """What the workflow needs of a reply parsed with ``output`` (``OutputFormat.parse``, as
-    ``ToolRunner`` parses it): the schema's fingerprint, the answer's errors, and its
+def answer_data(output: OutputFormat, reply: Reply) -> tuple[Reply, dict[str, Any]]:
+    """``reply`` parsed with ``output`` (``OutputFormat.parse``, as ``ToolRunner`` parses it), and
+    what the workflow needs of it: the schema's fingerprint, the answer's errors, and its
     ``parsed_output`` as JSON data (``None`` when there is none)."""
     parsed = output.parse(reply)
     errors = output.errors(parsed)
     value = getattr(parsed, "parsed_output", None)
-    return {
+    return parsed, {
         "schema": output.fingerprint,
         "errors": list(errors),
         "value": None
