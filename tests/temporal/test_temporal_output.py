@@ -14,7 +14,15 @@ from temporalio.testing import WorkflowEnvironment
 
 from tests.temporal.temporal_helpers import run_plainly, start, worker
 from tests.temporal.test_temporal_segments import segment_input, segments
-from toolrunner import MessageFinished, OutputValidationError, ParamsError, RunnerEvent, ToolRunner, tool
+from toolrunner import (
+    LoopFinished,
+    MessageFinished,
+    OutputValidationError,
+    ParamsError,
+    RunnerEvent,
+    ToolRunner,
+    tool,
+)
 from toolrunner.temporal import MemoryPayloadStore, create_worker
 from toolrunner.testing import FakeMessagesAPI, ScriptEntry, text_reply, tool_call, tool_reply
 
@@ -128,8 +136,14 @@ async def test_an_answer_that_never_fits_fails_the_run_with_output_validation_er
     with pytest.raises(OutputValidationError) as plain:
         await runner.until_done()
 
-    fake = FakeMessagesAPI(script)
-    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=[], output_types=[Weather]) as queue:
+    fake, heard = FakeMessagesAPI(script), list[RunnerEvent]()
+
+    def listener(run_id: str, event: RunnerEvent) -> None:
+        heard.append(event)
+
+    async with worker(
+        temporal_env, fake, MemoryPayloadStore(), tools=[], output_types=[Weather], on_event=listener
+    ) as queue:
         handle = await start(
             temporal_env.client, queue, run_id="typed-gave-up", tools=[], output_format=Weather
         )
@@ -141,6 +155,8 @@ async def test_an_answer_that_never_fits_fails_the_run_with_output_validation_er
     assert str(raised.value) == str(plain.value)
     assert raised.value.answer.content == plain.value.answer.content
     assert isinstance(raised.value.__cause__, WorkflowFailureError)
+    [ended] = [event for event in heard if isinstance(event, LoopFinished)]  # the loop's end, forwarded
+    assert ended.reason == "model"
 
 
 async def test_a_run_in_segments_keeps_its_output_type_and_its_retries(

@@ -250,6 +250,11 @@ class WorkflowDriver:
         try:
             return await self._drive(self._core.step(program))
         except OutputValidationError as error:  # the answer never fit: RunHandle.result() raises it
+            events = (
+                self._events
+            )  # the end of the loop, heard on the way, as a ToolRunner's listener hears it
+            events.sort(gated=False)
+            await events.forward()
             raise rejected(error) from None
         except ToolRunnerError as error:
             raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from None
