@@ -4,6 +4,7 @@ the workers by name, the same requests and the same parsed answer as a ``ToolRun
 
 from __future__ import annotations
 
+import json
 from typing import Any, cast
 
 import pydantic
@@ -193,6 +194,26 @@ async def test_a_run_in_segments_keeps_its_output_type_and_its_retries(
     }
     assert [request.body for request in fake.requests] == [request.body for request in plain_fake.requests]
     assert result.output_as(Weather) == parsed(runner) == Weather(city="Paris", celsius=21)
+
+
+async def test_a_large_answer_travels_by_reference_as_large_blocks_do(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    class Report(pydantic.BaseModel):
+        text: str
+
+    long = "sunny " * 500
+    fake, store = FakeMessagesAPI([text_reply(json.dumps({"text": long}))]), MemoryPayloadStore()
+    async with worker(temporal_env, fake, store, tools=[], output_types=[Report]) as queue:
+        handle = await start(temporal_env.client, queue, run_id="typed-large", tools=[], output_format=Report)
+        result = await handle.result()
+        history = await handle.workflow.fetch_history()
+
+    assert set(result.output) == {"toolrunner_ref"}
+    assert await result.final_output(store) == {"text": long}
+    with pytest.raises(ValueError, match="final_output"):
+        result.output_as(Report)
+    assert all(long not in str(event) for event in history.events)  # neither the block nor the answer
 
 
 def failure_message(failure: WorkflowFailureError) -> str:

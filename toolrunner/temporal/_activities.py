@@ -250,6 +250,8 @@ class Activities:
         reply = await heartbeating(self._send(input.run_id, kwargs))
         _check(reply)
         parsed, answer = (reply, None) if output is None else answer_data(output, reply)
+        if answer is not None:  # a large answer travels by reference, as a large block does
+            answer["value"] = await self.payloads.stash_value(answer["value"])
         self._emit(input.run_id, MessageFinished(message=parsed))  # with parsed_output, as ToolRunner's
         calls = pending_calls(RunState(params={}, phase=Phase.WITH_BODY, reply=reply))
         gated = await self._gate(input.run_id, calls, input.removed or ())

@@ -20,7 +20,7 @@ from temporalio.common import RetryPolicy
 
 from .._core.types import Reply
 from .._core.usage import Usage
-from ._payloads import Payloads, PayloadStore
+from ._payloads import Payloads, PayloadStore, is_stub
 
 __all__ = [
     "ActivityOptions",
@@ -414,7 +414,9 @@ class RunResult:
         output: For a run started with ``output_format=``, the final reply's answer, validated on
             a worker by the output type, as JSON data (``output_as(Type)`` gives it as ``Type``);
             ``None`` when the run has no output type, or its last reply no answer that fits (a
-            limit ended the run on a tool turn, say).
+            limit ended the run on a tool turn, say). An answer whose JSON is longer than the
+            workers' ``inline_limit`` is a stub here, as large blocks are: ``final_output(store)``
+            gives it whole.
     """
 
     run_id: str
@@ -434,10 +436,21 @@ class RunResult:
 
         Raises:
             pydantic.ValidationError: ``output`` does not fit ``output_type``.
+            ValueError: ``output`` is a stub (``final_output(store)`` reads it).
         """
         if self.output is None:
             return None
+        if is_stub(self.output):
+            raise ValueError(
+                "the run's answer is larger than the workers' inline_limit, so the result holds a reference to it in "
+                "the payload store; read it with await result.final_output(store), and validate that: "
+                "pydantic.TypeAdapter(YourType).validate_python(...)."
+            )
         return pydantic.TypeAdapter(output_type).validate_python(self.output)
+
+    async def final_output(self, store: PayloadStore) -> Any:
+        """``output``, whole: read back from ``store`` if it is a stub (a large answer)."""
+        return await Payloads(store).load_value(self.output)
 
     @property
     def message(self) -> Reply | None:
