@@ -4,13 +4,15 @@ The type is code, so it lives on the workers, registered by name (``create_worke
 a run names it (``start_run(output_format="Weather")``, or the type itself, which the client then
 checks too). Each part does what ``ToolRunner`` does with ``_core.output``'s ``OutputFormat``:
 
-- the request activity (``answer_data``'s caller) merges the type's schema into ``output_config``
+- the request activity merges the type's schema into ``output_config``
   with ``OutputFormat.request`` and parses the reply with ``OutputFormat.parse``, on the worker;
-  what it found (the errors, the answer as JSON data) goes back to the workflow with the reply;
+  what it found (the errors, the answer as JSON data, a large one by reference) goes back to the
+  workflow with the reply;
 - the workflow's core judges the final answer with ``_core.output.answer_judged`` (the retries,
   the message that sends the errors back, ``OutputValidationError``) through ``RemoteOutput``: an
   ``OutputFormat`` whose parse is the activity's, recorded in history, so a replay decides the same
-  even if a worker's type changed since.
+  even if a worker's type changed since. A run that gives up fails with ``rejected``'s error,
+  which ``RunHandle.result()`` raises as ``OutputValidationError`` (``output_error``).
 """
 
 from __future__ import annotations
@@ -33,12 +35,9 @@ from temporalio.exceptions import ApplicationError
 from .._core.errors import OutputValidationError, ParamsError
 from .._core.output import DEFAULT_OUTPUT_RETRIES, OutputFormat, output_format_of
 from .._core.types import Reply
-from ._names import OUTPUT_NOT_REGISTERED
+from ._names import OUTPUT_NOT_REGISTERED, OUTPUT_REJECTED
 
 __all__ = ["RemoteOutput", "WorkerOutputs", "answer_data", "output_error", "rejected", "run_output"]
-
-OUTPUT_REJECTED = "OutputValidationError"
-"""The error type of a run that ended as its answer never fit its output type."""
 
 
 def run_output(output_format: object, retries: object, params: Mapping[str, Any]) -> dict[str, Any] | None:
