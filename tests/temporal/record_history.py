@@ -1,11 +1,12 @@
 """Record the workflow history that ``test_temporal_replay.py`` replays.
 
-    python -m tests.temporal.record_history            # core_history.json
+    python -m tests.temporal.record_history            # core_history.json, output_history.json
     python -m tests.temporal.record_history --timeout  # and timeout_history.json (do not)
     python -m tests.temporal.record_history --all      # and the legacy histories (do not)
 
 writes ``tests/temporal/fixtures/run_history.json``, ``approval_history.json``,
-``family_history.json``, ``core_history.json`` and ``timeout_history.json``. Record it again only on purpose: the committed
+``family_history.json``, ``core_history.json``, ``timeout_history.json`` and ``output_history.json``
+(a typed answer, sent back once). Record it again only on purpose: the committed
 history is what runs started by an older toolrunner left behind, and the replay test checks that
 today's workflow code still makes the same decisions for it. A change that breaks the replay
 breaks every run in flight; guard it with ``workflow.patched()`` instead of recording anew.
@@ -23,6 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pydantic
 from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 
@@ -42,6 +44,8 @@ CORE_FIXTURE = FIXTURES / "core_history.json"
 CORE_RUN_ID = "recorded-core"
 TIMEOUT_FIXTURE = FIXTURES / "timeout_history.json"
 TIMEOUT_RUN_ID = "recorded-timeout"
+OUTPUT_FIXTURE = FIXTURES / "output_history.json"
+OUTPUT_RUN_ID = "recorded-output"
 TASK_QUEUE = "recorded"
 
 
@@ -299,11 +303,48 @@ async def record_timeout(env: WorkflowEnvironment) -> tuple[RunResult, WorkflowH
         return result, await run.workflow.fetch_history()
 
 
+class Weather(pydantic.BaseModel):
+    city: str
+    celsius: int
+
+
+async def record_output(env: WorkflowEnvironment) -> tuple[RunResult, WorkflowHistory]:
+    """A run with a typed answer (``output_format="Weather"``): a call, an answer that does not fit
+    (sent back), then one that does; its result and history."""
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(tool_call("weather", {"city": "Paris"})),
+            text_reply('{"city": "Paris", "celsius": "warm"}'),
+            text_reply('{"city": "Paris", "celsius": 21}'),
+        ]
+    )
+    async with create_worker(
+        env.client,
+        task_queue=TASK_QUEUE,
+        tools=TOOLS,
+        output_types=[Weather],
+        anthropic_client=fake.async_client(),
+        store=MemoryPayloadStore(),
+    ):
+        run = await start_run(
+            env.client,
+            run_id=OUTPUT_RUN_ID,
+            task_queue=TASK_QUEUE,
+            tools=TOOLS,
+            model="claude-sonnet-4-6",
+            max_tokens=1024,
+            messages=[{"role": "user", "content": "Weather in Paris?"}],
+            output_format="Weather",
+        )
+        result = await run.result()
+        return result, await run.workflow.fetch_history()
+
+
 async def main() -> None:
     from toolrunner.temporal import start_test_environment
 
     async with await start_test_environment() as env:
-        recorders = [(record_core, CORE_FIXTURE)]
+        recorders = [(record_core, CORE_FIXTURE), (record_output, OUTPUT_FIXTURE)]
         if "--timeout" in sys.argv:  # recorded before the approval timeout was the core's: never again
             recorders.append((record_timeout, TIMEOUT_FIXTURE))
         if "--all" in sys.argv:  # the legacy histories: never again, but on purpose

@@ -2,7 +2,7 @@
 started by an earlier toolrunner (the committed histories) go on after an upgrade: those recorded
 before the workflow drove the run's core through the legacy body (no ``effects-core`` marker),
 those recorded since through the core's driver (one of them, a run whose approval timed out, when
-the workflow still denied the undecided calls itself).
+the workflow still denied the undecided calls itself; one, a run with a typed answer sent back once).
 
 The legacy body's histories: three recorded before the core (``record_history.py``), and six of
 ``record_legacy.py`` (close, deny and answer, an approval timeout, ``final_answer``,
@@ -30,6 +30,8 @@ from tests.temporal.record_history import (
     FAMILY_FIXTURE,
     FAMILY_RUN_ID,
     FIXTURE,
+    OUTPUT_FIXTURE,
+    OUTPUT_RUN_ID,
     RUN_ID,
     TIMEOUT_FIXTURE,
     TIMEOUT_RUN_ID,
@@ -37,6 +39,7 @@ from tests.temporal.record_history import (
     record_approval,
     record_core,
     record_family,
+    record_output,
     record_timeout,
 )
 from tests.temporal.record_legacy import RECORDERS as LEGACY_RECORDERS
@@ -60,7 +63,7 @@ LEGACY = [
     *((run_id, path) for _, run_id, path in LEGACY_RECORDERS),
 ]
 """The histories of runs on the legacy body: no ``effects-core`` marker."""
-CORE = [(CORE_RUN_ID, CORE_FIXTURE), (TIMEOUT_RUN_ID, TIMEOUT_FIXTURE)]
+CORE = [(CORE_RUN_ID, CORE_FIXTURE), (TIMEOUT_RUN_ID, TIMEOUT_FIXTURE), (OUTPUT_RUN_ID, OUTPUT_FIXTURE)]
 """The histories recorded by the core's driver."""
 
 
@@ -102,7 +105,7 @@ async def test_the_committed_histories_replay(run_id: str, path: Path) -> None:
 
 
 async def test_histories_recorded_now_replay(temporal_env: WorkflowEnvironment) -> None:
-    for recorder in (record, record_approval, record_family, record_core, record_timeout):
+    for recorder in (record, record_approval, record_family, record_core, record_timeout, record_output):
         result, history = await recorder(temporal_env)
         assert result.end_reason == "model"
         replay = await replayer().replay_workflow(history)
@@ -161,3 +164,9 @@ async def test_a_replay_that_does_not_match_the_history_fails(run_id: str, path:
     )
     with pytest.raises(NondeterminismError):
         await replayer().replay_workflow(history)
+
+
+def test_the_typed_answer_is_in_the_recorded_result() -> None:
+    history = load(OUTPUT_RUN_ID, OUTPUT_FIXTURE)
+    assert result_of(history)["output"] == {"city": "Paris", "celsius": 21}
+    assert commands(history).count("activity toolrunner.request") == 3  # the answer sent back once

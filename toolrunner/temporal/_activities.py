@@ -79,6 +79,7 @@ from ._names import (
     SUMMARY_ACTIVITY,
     TOOL_ACTIVITY,
 )
+from ._output import WorkerOutputs, answer_data
 from ._payloads import Payloads, PayloadStore
 
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ class Activities:
             they arrive).
         on_event: Called with the run id and each event, on the worker.
         tracer_provider: Where the ``execute_tool`` spans of traced runs go; the global one when ``None``.
+        output_types: The output types of the runs, by name (``start_run(output_format=...)``).
     """
 
     def __init__(
@@ -121,6 +123,7 @@ class Activities:
         stream: bool = False,
         on_event: EventListener | None = None,
         tracer_provider: TracerProvider | None = None,
+        output_types: WorkerOutputs | None = None,
     ) -> None:
         if not isinstance(client, anthropic.AsyncAnthropic):
             raise ToolRunnerError(
@@ -143,6 +146,7 @@ class Activities:
         self.stream = stream
         self.on_event = on_event
         self.tracer_provider = tracer_provider
+        self.outputs = WorkerOutputs(()) if output_types is None else output_types
 
     def all(self) -> list[Callable[..., Any]]:
         """The activities, to register on a worker."""
@@ -238,11 +242,17 @@ class Activities:
         wire = [definition for entry in history.tools for definition in self._definitions(entry)]
         cache = None if input.cache is None else Caching(CachePolicy(**input.cache))
         kwargs = request_params(state, wire, cache)
+        output = None if input.output is None else self.outputs.find(input.output)
+        if output is not None:  # the type's schema, as ToolRunner sends it (_core.output)
+            kwargs = output.request(kwargs)
         if input.compaction is not None:
             kwargs = compaction_request(kwargs, input.compaction)
         reply = await heartbeating(self._send(input.run_id, kwargs))
         _check(reply)
-        self._emit(input.run_id, MessageFinished(message=reply))
+        parsed, answer = (reply, None) if output is None else answer_data(output, reply)
+        if answer is not None:  # a large answer travels by reference, as a large block does
+            answer["value"] = await self.payloads.stash_value(answer["value"])
+        self._emit(input.run_id, MessageFinished(message=parsed))  # with parsed_output, as ToolRunner's
         calls = pending_calls(RunState(params={}, phase=Phase.WITH_BODY, reply=reply))
         gated = await self._gate(input.run_id, calls, input.removed or ())
         return RequestOutput(
@@ -254,6 +264,7 @@ class Activities:
             denied=gated.denied,
             definitions=gated.definitions,
             specs=self._specs_of(calls),
+            output=answer,
         )
 
     async def _gate(self, run_id: str, calls: Iterable[ToolCall], removed: Iterable[str]) -> GateOutput:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, Literal, TypeVar, cast
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+)
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
@@ -17,10 +22,8 @@ from .._core.errors import CheckpointError, ParamsError, RunEndedError
 from .._core.ids import check_by, check_reason
 from .._core.messages import message_param
 from .._core.state import RunState, message_data, plain_data
-from .._core.transitions import Limits
 from .._core.types import Reply, ToolCall
-from .._runner.options import ToolLike, read_options
-from .._runner.params import TRANSPORT, ToolIndex, check_params, index_tools
+from .._runner.options import ToolLike
 from ._controls import check_settable
 from ._data import (
     ActivityOptions,
@@ -30,28 +33,17 @@ from ._data import (
     Denial,
     MessagesInput,
     ParamsInput,
-    RunInput,
     RunResult,
-    ToolSpec,
 )
 from ._event_data import read_call
 from ._names import RUN_ENDED
+from ._output import output_error
+from ._run_input import run_input
 from ._workflow import ToolRunnerWorkflow
 
 __all__ = ["RunHandle", "get_run", "run_input", "start_run"]
 
 T = TypeVar("T")
-
-_WORKER_OPTIONS = {
-    "stream": "the workers stream (create_worker(stream=True)), and no loop body reads a stream",
-    "run_tools_eagerly": "tools run in their own activities once the reply is complete",
-    "result_adapter": "it is code: pass it to create_worker(result_adapter=...)",
-    "prices": "they are the workers': pass them to create_worker(prices=...)",
-    "on_event": "events happen on the workers: pass it to create_worker(on_event=...)",
-    "checkpointer": "Temporal keeps the run, and the workers' store its large data",
-    "run_id": "the run's name is the run_id argument of start_run",
-    "approve": "decisions come from clients: handle.approve(), deny() or answer()",
-}
 
 _REUSE = {
     "refuse": WorkflowIDReusePolicy.REJECT_DUPLICATE,
@@ -88,9 +80,17 @@ class RunHandle:
         """Wait for the run to end; how it ended.
 
         Raises:
+            OutputValidationError: The run's final answer never fit its ``output_format`` (the
+                run failed with it; ``error.answer`` is the last reply, large blocks as stubs).
             CheckpointError: No run has that name.
         """
-        return await self._call("result", self.workflow.result)
+        try:
+            return await self._call("result", self.workflow.result)
+        except WorkflowFailureError as error:
+            rejected = output_error(error)
+            if rejected is None:
+                raise
+            raise rejected from error
 
     async def state(self) -> RunState:
         """The run's state now (large blocks as stubs); after it ended, as it ended.
@@ -317,102 +317,6 @@ def _messages(messages: Sequence[object]) -> list[Any]:
     return [message_data(message_param(message, index), index) for index, message in enumerate(messages)]
 
 
-def run_input(
-    *,
-    tools: Iterable[ToolLike | Mapping[str, Any]] = (),
-    activity_options: ActivityOptions | None = None,
-    approval_timeout: timedelta | None = None,
-    continue_as_new_events: int = 10_000,
-    **options: Any,
-) -> RunInput:
-    """The workflow's input for a new run: the options and request params are checked as
-    ``ToolRunner(...)`` checks them.
-
-    Raises:
-        ParamsError: An option or param has a value it cannot take, or belongs on the workers.
-    """
-    _refuse_worker_options(options)
-    _check_run_options(continue_as_new_events, approval_timeout)
-    checked, params = read_options({**options, "tools": tools}, stream=False, is_async=True)
-    params["tools"] = checked.tools
-    check_params(params)
-    index = index_tools(params.pop("tools"))
-    tracing = checked.tracing
-    if tracing is not None and tracing.tracer_provider is not None:
-        raise ParamsError(
-            "Tracing(tracer_provider=...) cannot be given to a Temporal run: its spans are made on the workers; "
-            "give the provider to create_worker(tracer_provider=...) and to Temporal's TracingInterceptor."
-        )
-    messages = params.pop("messages")
-    state = RunState(params=params, tools=index.saved, messages=tuple(messages))
-    return RunInput(
-        state=state.to_dict(),
-        tools=_tool_specs(index),
-        limits=_limits_data(checked.limits),
-        max_concurrency=checked.max_concurrency,
-        tool_timeout=checked.tool_timeout,
-        activities=(activity_options or ActivityOptions()).to_data(),
-        approval_timeout=None if approval_timeout is None else approval_timeout.total_seconds(),
-        cache=None if checked.cache is None else dataclasses.asdict(checked.cache.policy),
-        compaction_control=None if checked.compaction_control is None else dict(checked.compaction_control),
-        tracing=None if tracing is None else {"content": tracing.content, "agent_name": tracing.agent_name},
-        continue_as_new_events=continue_as_new_events,
-    )
-
-
-def _refuse_worker_options(options: Mapping[str, Any]) -> None:
-    """Refuse the options that belong on the workers, and the transport params."""
-    for name, reason in _WORKER_OPTIONS.items():
-        if name in options:
-            raise ParamsError(f"{name}= cannot be given to a Temporal run: {reason}.")
-    for name in TRANSPORT:
-        if name in options:
-            raise ParamsError(
-                f"{name}= cannot be given to a Temporal run: it would be written into the run's workflow history "
-                "(headers may hold secrets); set it on the workers' client instead, for example "
-                "anthropic.AsyncAnthropic(default_headers={...}, timeout=...) given to create_worker()."
-            )
-
-
-def _check_run_options(continue_as_new_events: object, approval_timeout: object) -> None:
-    """Check the options only a run on Temporal has."""
-    if (
-        not isinstance(continue_as_new_events, int)
-        or isinstance(continue_as_new_events, bool)
-        or continue_as_new_events < 100
-    ):
-        raise ParamsError(
-            f"continue_as_new_events must be an int of 100 or more, not {continue_as_new_events!r}."
-        )
-    if approval_timeout is not None and (
-        not isinstance(approval_timeout, timedelta) or approval_timeout <= timedelta(0)
-    ):
-        raise ParamsError(f"approval_timeout must be a positive timedelta or None, not {approval_timeout!r}.")
-
-
-def _tool_specs(index: ToolIndex) -> list[ToolSpec]:
-    """The flags of the run's tools (and toolset families) that the workflow reads."""
-    return [
-        ToolSpec(
-            name=name,
-            idempotent=tool.idempotent,
-            sequential=tool.sequential,
-            timeout=tool.timeout,
-            gated=tool.requires_approval is not False,
-        )
-        for name, tool in (*index.runnable.items(), *index.families.items())
-    ]
-
-
-def _limits_data(limits: Limits) -> dict[str, Any]:
-    return {
-        "max_iterations": limits.max_iterations,
-        "max_total_tokens": limits.max_total_tokens,
-        "max_cost": None if limits.max_cost is None else str(limits.max_cost),
-        "on_limit": limits.on_limit,
-    }
-
-
 async def start_run(
     client: Client,
     *,
@@ -423,6 +327,8 @@ async def start_run(
     approval_timeout: timedelta | None = None,
     id_reuse: Literal["refuse", "after_failure", "allow"] = "refuse",
     continue_as_new_events: int = 10_000,
+    output_format: str | type[Any] | None = None,
+    output_retries: int | None = None,
     **options: Any,
 ) -> RunHandle:
     """Start a run on Temporal: the options and params of ``ToolRunner(...)``, and where to run.
@@ -439,6 +345,13 @@ async def start_run(
             one that failed, or always.
         continue_as_new_events: The run continues as new (a new segment of its workflow, with a
             window of the latest messages) once a segment's history holds this many events.
+        output_format: The type of the final answer, by reference: the name it is registered
+            under on the workers (``create_worker(output_types=...)``), or the type itself (sent
+            by its ``__name__``, and its schema checked against the workers'). The requests send
+            its schema as ``ToolRunner(output_format=...)`` sends it, and the result carries the
+            validated answer (``RunResult.output``). See docs/temporal.md.
+        output_retries: How many times an answer that does not fit is sent back to the model
+            (default 1), as ``ToolRunner``'s.
         **options: Request params (``model``, ``max_tokens``, ``messages``, ...) and the runner
             options ``max_iterations``, ``max_total_tokens``, ``max_cost``, ``on_limit``,
             ``max_concurrency``, ``tool_timeout``, ``cache``, ``compaction_control`` and
@@ -458,6 +371,8 @@ async def start_run(
         activity_options=activity_options,
         approval_timeout=approval_timeout,
         continue_as_new_events=continue_as_new_events,
+        output_format=output_format,
+        output_retries=output_retries,
         **options,
     )
     try:

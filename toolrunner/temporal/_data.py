@@ -11,15 +11,16 @@ These values are what workflow history holds; large data is kept out of them (se
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
+import pydantic
 from anthropic.types import Message
 from anthropic.types.beta import BetaMessage
 from temporalio.common import RetryPolicy
 
 from .._core.types import Reply
 from .._core.usage import Usage
-from ._payloads import Payloads, PayloadStore
+from ._payloads import Payloads, PayloadStore, is_stub
 
 __all__ = [
     "ActivityOptions",
@@ -45,6 +46,8 @@ __all__ = [
     "retry_data",
     "retry_policy",
 ]
+
+T = TypeVar("T")
 
 
 def _default_request_retry() -> RetryPolicy:
@@ -197,6 +200,10 @@ class RunInput:
     """The run continues as new once a segment's history holds this many events."""
     segment: Segment | None = None
     """What the segment before left, when the run continued as new (``None``: a new run)."""
+    output: dict[str, Any] | None = None
+    """The typed final answer (``start_run(output_format=...)``): ``{"name", "retries", "schema"}``,
+    the output type's name on the workers, ``output_retries``, and its schema's fingerprint once
+    known (``_output``)."""
 
 
 @dataclass
@@ -219,6 +226,8 @@ class RequestInput:
     """Make it a compaction request with this config (``compact_before_next_turn``)."""
     removed: list[str] | None = None
     """Tools the run's tool changes removed: their calls are not gated (they run no tool)."""
+    output: dict[str, Any] | None = None
+    """The run's output type: ``{"name", "schema"}`` (its schema is sent in ``output_config``)."""
 
 
 @dataclass
@@ -241,6 +250,9 @@ class RequestOutput:
     specs: list[ToolSpec] = field(default_factory=list[ToolSpec])
     """The flags of the tools the reply calls that a ``Toolset`` offers (the run's other tools
     are in its input)."""
+    output: dict[str, Any] | None = None
+    """For a run with an output type, the reply parsed with it: ``{"schema", "errors", "value"}``
+    (``_output.answer_data``)."""
 
 
 @dataclass
@@ -399,6 +411,12 @@ class RunResult:
         requests: How many requests got a reply.
         usage: The token counts, summed over the requests.
         cost: The cost in US dollars as a decimal string, or ``None`` when a model had no price.
+        output: For a run started with ``output_format=``, the final reply's answer, validated on
+            a worker by the output type, as JSON data (``output_as(Type)`` gives it as ``Type``);
+            ``None`` when the run has no output type, or its last reply no answer that fits (a
+            limit ended the run on a tool turn, say). An answer whose JSON is longer than the
+            workers' ``inline_limit`` is a stub here, as large blocks are: ``final_output(store)``
+            gives it whole.
     """
 
     run_id: str
@@ -410,6 +428,29 @@ class RunResult:
     requests: int
     usage: dict[str, int]
     cost: str | None
+    output: Any = None
+
+    def output_as(self, output_type: type[T]) -> T | None:
+        """``output`` as ``output_type`` (the type the workers registered, as the client has it:
+        validated by pydantic from the JSON data); ``None`` when ``output`` is.
+
+        Raises:
+            pydantic.ValidationError: ``output`` does not fit ``output_type``.
+            ValueError: ``output`` is a stub (``final_output(store)`` reads it).
+        """
+        if self.output is None:
+            return None
+        if is_stub(self.output):
+            raise ValueError(
+                "the run's answer is larger than the workers' inline_limit, so the result holds a reference to it in "
+                "the payload store; read it with await result.final_output(store), and validate that: "
+                "pydantic.TypeAdapter(YourType).validate_python(...)."
+            )
+        return pydantic.TypeAdapter(output_type).validate_python(self.output)
+
+    async def final_output(self, store: PayloadStore) -> Any:
+        """``output``, whole: read back from ``store`` if it is a stub (a large answer)."""
+        return await Payloads(store).load_value(self.output)
 
     @property
     def message(self) -> Reply | None:

@@ -78,7 +78,7 @@ with workflow.unsafe.imports_passed_through():
         StateDerived,
         Summarize,
     )
-    from .._core.errors import ToolRunnerError
+    from .._core.errors import OutputValidationError, ToolRunnerError
     from .._core.run import RunCore
     from .._core.state import Phase, RunState, usage_data
     from .._core.transitions import Limits
@@ -92,6 +92,7 @@ with workflow.unsafe.imports_passed_through():
         TOOL_ACTIVITY,
         TOOL_NOT_REGISTERED,
     )
+    from ._output import RemoteOutput, rejected
     from ._requests import RunRequests
     from ._segments import cut, go_on, may_cut
     from ._spec_tools import SpecTools
@@ -121,6 +122,8 @@ class WorkflowDriver:
         self._events = events = EventForwarder(run_id)
         max_cost = run.limits.get("max_cost")
         state = RunState.from_dict(run.state).replace(run_id=run_id)
+        output: RemoteOutput | None = None if run.output is None else RemoteOutput.of(run.output)
+        self._output = output
         self._core = core = RunCore(
             state,
             tools=SpecTools(self._specs, state.tools),
@@ -133,13 +136,14 @@ class WorkflowDriver:
             ),
             durable=True,
             compaction_control=cast("CompactionControl | None", run.compaction_control),
-            ended=lambda state: self._spans.ended(state),
+            ended=self._ended,
+            output=output,
         )
         core.listener = events.heard.append
         if self._approval_timeout is not None:
             core.timed_out(_duration(self._approval_timeout))
         self._spans = RunSpans(run.tracing)
-        self._requests = RunRequests(core, run, run_id, options, self._specs, self._spans)
+        self._requests = RunRequests(core, run, run_id, options, self._specs, self._spans, output)
         self._controls = ClientControls(core, run_id, options, events, self._approval_timeout)
         self._segment = 1
         segment = run.segment
@@ -165,6 +169,9 @@ class WorkflowDriver:
             AwaitDecisions: self._await_decisions,
             LoopStopped: self._nothing,
         }
+
+    def _ended(self, state: RunState) -> None:
+        self._spans.ended(state)  # made after the core
 
     def _usage_of(self, reply: Reply) -> RequestUsage:
         return self._requests.usage_of(reply)  # made after the core, which it reads
@@ -242,6 +249,13 @@ class WorkflowDriver:
         """Drive one program; an error of the run (a history the service would reject) fails it."""
         try:
             return await self._drive(self._core.step(program))
+        except OutputValidationError as error:  # the answer never fit: RunHandle.result() raises it
+            events = (
+                self._events
+            )  # the end of the loop, heard on the way, as a ToolRunner's listener hears it
+            events.sort(gated=False)
+            await events.forward()
+            raise rejected(error) from None
         except ToolRunnerError as error:
             raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from None
 
@@ -294,6 +308,7 @@ class WorkflowDriver:
                 state=self._core.state.to_dict(),
                 tools=list(self._specs.values()),
                 segment=segment,
+                output=None if self._output is None else self._output.data(),
             )
         )
 
@@ -395,6 +410,7 @@ class WorkflowDriver:
             requests=state.requests_sent + core.elided.requests,
             usage=usage_data(state.total),
             cost=None if state.cost is None else str(state.cost),
+            output=None if self._output is None else self._output.value(reply),
         )
 
 

@@ -13,6 +13,8 @@ __all__ = [
     "EFFECTS_CORE",
     "EVENTS_ACTIVITY",
     "GATE_ACTIVITY",
+    "OUTPUT_NOT_REGISTERED",
+    "OUTPUT_REJECTED",
     "PARAMS_UPDATE",
     "PENDING_QUERY",
     "PUSH_UPDATE",
@@ -67,6 +69,12 @@ RUN_ENDED = "RunEndedError"
 ``RunEndedError`` for it, as for an update that finds the workflow closed."""
 TOOL_NOT_REGISTERED = "ToolNotRegistered"
 """The error type of an activity asked to run a tool its worker does not have."""
+OUTPUT_NOT_REGISTERED = "OutputTypeNotRegistered"
+"""The error type of a run whose output type (``start_run(output_format=...)``) its worker does not
+have, or has with another schema."""
+OUTPUT_REJECTED = "OutputValidationError"
+"""The error type of a run that failed as its answer never fit its output type (its details: the
+errors, the answer); ``RunHandle.result()`` raises ``OutputValidationError`` for it."""
 EFFECTS_CORE = "effects-core"
 """The patch under which the workflow drives the run's orchestration (``RunCore``); runs started
 before it take the legacy body, frozen in ``_legacy/``, so their histories replay."""

@@ -194,6 +194,20 @@ class Payloads:
         data["content"] = content
         return data
 
+    async def stash_value(self, value: Any) -> Any:
+        """JSON data (a typed answer) as workflow history carries it: itself, or a stub
+        ``{"toolrunner_ref": key}`` when its JSON is longer than the limit."""
+        data = _encode(value)
+        if value is None or len(data) <= self.inline_limit:
+            return value
+        key = await self._put(data)
+        self._remember(("block", key), value)
+        return {REF: key}
+
+    async def load_value(self, value: Any) -> Any:
+        """``stash_value``'s data, whole."""
+        return await self._load(value[REF]) if is_stub(value) else value
+
     async def resolve(self, messages: Sequence[Any]) -> list[Any]:
         """The messages with every stub replaced by the block it stands for."""
         return [await self._resolve_message(message) for message in messages]

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from anthropic.types import Message
@@ -38,7 +38,8 @@ with workflow.unsafe.imports_passed_through():
         ToolSpec,
     )
     from ._event_data import call_data
-    from ._names import GATE_ACTIVITY, REQUEST_ACTIVITY, SUMMARY_ACTIVITY
+    from ._names import GATE_ACTIVITY, OUTPUT_NOT_REGISTERED, REQUEST_ACTIVITY, SUMMARY_ACTIVITY
+    from ._output import RemoteOutput
     from ._tracing import RunSpans
 
 __all__ = ["RunRequests", "read_reply"]
@@ -54,6 +55,8 @@ class RunRequests:
         options: How the activities are started.
         specs: The tools' flags by name, which a request's reply adds to (a toolset's new tools).
         spans: The run's tracing.
+        output: The run's output type (``_output``), if it has one: each request names it, and
+            its reply's answer, judged on the worker, is handed to it.
     """
 
     def __init__(
@@ -64,6 +67,7 @@ class RunRequests:
         options: ActivityOptions,
         specs: dict[str, ToolSpec],
         spans: RunSpans,
+        output: RemoteOutput | None = None,
     ) -> None:
         self._core = core
         self._input = run
@@ -71,6 +75,7 @@ class RunRequests:
         self._options = options
         self._specs = specs
         self._spans = spans
+        self._output = output
         # What the store holds: the history node of the last request, how many of the state's
         # messages it holds, and what that request was sent with (for the next one's delta).
         self._node: str | None = None
@@ -111,7 +116,7 @@ class RunRequests:
         params = dict(state.params) if base is None or state.params != self._sent_params else None
         tools = list(state.tools) if base is None or state.tools != self._sent_tools else None
         removed = self._core.removed()
-        output: RequestOutput = await workflow.execute_activity(
+        output: RequestOutput = await self._request(
             REQUEST_ACTIVITY,
             RequestInput(
                 run_id=self._run_id,
@@ -123,6 +128,7 @@ class RunRequests:
                 cache=self._input.cache,
                 compaction=None if request.compaction is None else dict(request.compaction),
                 removed=sorted(removed) if removed else None,
+                output=None if self._output is None else self._output.data(),
             ),
             result_type=RequestOutput,
             start_to_close_timeout=self._options.request_start_to_close,
@@ -137,6 +143,14 @@ class RunRequests:
         self._spans.sent(state)
         reply = read_reply(output.reply, beta=output.beta)
         self._reply_usage = (reply, read_request_usage(output.usage))
+        if self._output is not None:
+            if output.output is None:
+                raise ApplicationError(
+                    "the request activity did not parse the reply with the run's output type: a worker of an "
+                    "earlier toolrunner took it; deploy this toolrunner to every worker of the task queue.",
+                    non_retryable=True,
+                )
+            self._output.took(reply, output.output)
         self._verdicts = {}
         for call in client_tool_calls(reply):
             if call.id in output.gated:
@@ -149,6 +163,20 @@ class RunRequests:
         for spec in output.specs:
             self._specs[spec.name] = spec
         return reply
+
+    async def _request(self, activity: str, input: RequestInput, **options: Any) -> RequestOutput:
+        """The request activity; a run whose output type its worker does not have fails, with that
+        worker's error (as a run whose tool is not on the workers does)."""
+        try:
+            output: RequestOutput = await workflow.execute_activity(activity, input, **options)
+            return output
+        except ActivityError as error:
+            cause = error.cause
+            if isinstance(cause, ApplicationError) and cause.type == OUTPUT_NOT_REGISTERED:
+                raise ApplicationError(
+                    cause.message, type=OUTPUT_NOT_REGISTERED, non_retryable=True
+                ) from None
+            raise
 
     def usage_of(self, reply: Reply) -> RequestUsage:
         """The usage of the reply an activity just gave (computed there, at the workers' prices)."""

@@ -15,6 +15,7 @@ from .._core.usage import Price
 from .._runner.options import ToolLike
 from .._tools.results import DEFAULT_ADAPTER, ToolResultAdapter
 from ._activities import Activities, EventListener
+from ._output import WorkerOutputs
 from ._payloads import PayloadStore
 from ._workflow import ToolRunnerWorkflow
 
@@ -63,6 +64,7 @@ def create_worker(
     prices: Mapping[str, Price] | None = None,
     result_adapter: ToolResultAdapter = DEFAULT_ADAPTER,
     tracer_provider: TracerProvider | None = None,
+    output_types: Mapping[str, type[Any]] | Iterable[type[Any]] = (),
     workflows: Sequence[type] = (),
     activities: Sequence[Callable[..., Any]] = (),
     **worker_options: Any,
@@ -91,12 +93,16 @@ def create_worker(
         result_adapter: Turns what tools return into tool_result content.
         tracer_provider: Where the ``execute_tool`` spans of traced runs (``start_run(tracing=...)``)
             go; the global provider when ``None``.
+        output_types: The output types of the runs this worker serves, by the name a run gives
+            (``start_run(output_format="Weather")``): types (pydantic models, TypedDicts,
+            dataclasses), each named by its ``__name__``, or a mapping of names to types. Every
+            worker of the task queue needs every output type of its runs, as it needs their tools.
         workflows: More workflows for this worker (your own).
         activities: More activities for this worker (your own).
         **worker_options: More options of ``temporalio.worker.Worker`` (``max_concurrent_activities``, ...).
 
     Raises:
-        ParamsError: An option has a value it cannot take.
+        ParamsError: An option has a value it cannot take (an output type with no JSON schema, say).
     """
     if not isinstance(inline_limit, int) or isinstance(inline_limit, bool) or inline_limit < 0:
         raise ParamsError(
@@ -117,6 +123,7 @@ def create_worker(
         stream=stream,
         on_event=on_event,
         tracer_provider=tracer_provider,
+        output_types=WorkerOutputs(output_types),
     )
     worker_options.setdefault("workflow_runner", workflow_runner())
     worker = _ToolWorker(
