@@ -236,6 +236,7 @@ async def test_a_refusal_is_not_sent_back() -> None:
     [
         ({"output_format": {"type": "object"}}, r"must be a type .* not a schema dict"),
         ({"output_format": type("Opaque", (), {})}, r"has no JSON schema pydantic can make"),
+        ({"output_format": object}, r"has no JSON schema pydantic can make"),  # a schema the SDK refuses
         ({"output_format": Weather, "output_retries": -1}, r"output_retries must be an int of 0 or more"),
         ({"output_format": Weather, "output_retries": True}, r"output_retries must be an int of 0 or more"),
         ({"output_retries": 2}, r"pass output_format=\.\.\. with it"),

@@ -151,7 +151,7 @@ def output_format_of(output_type: object, retries: object, params: Mapping[str, 
         ) from None
     try:
         format_param = to_json_output_format(cast("type[Any]", output_type))
-    except (TypeError, pydantic.PydanticUserError) as error:
+    except (TypeError, ValueError, pydantic.PydanticUserError) as error:  # `object`: the SDK's ValueError
         raise ParamsError(
             f"output_format={output_type!r} has no JSON schema pydantic can make ({error}); pass a pydantic "
             "model, a TypedDict or a dataclass whose fields pydantic knows."
