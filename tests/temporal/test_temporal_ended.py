@@ -10,16 +10,18 @@ segment that runs."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
 from temporalio.client import WorkflowUpdateHandle, WorkflowUpdateStage
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from tests.temporal.temporal_helpers import start, worker
 from toolrunner import CheckpointError, LoopFinished, Phase, RunEndedError, RunnerEvent, tool
 from toolrunner.temporal import MemoryPayloadStore, RunHandle, ToolRunnerWorkflow, get_run
+from toolrunner.temporal._client import QUERY_ATTEMPTS
 from toolrunner.temporal._data import MessagesInput
 from toolrunner.testing import (
     FakeMessagesAPI,
@@ -191,3 +193,31 @@ async def test_a_handle_names_the_run_across_continue_as_new(temporal_env: Workf
         assert (await run.result()).end_reason == "model"
         with pytest.raises(RunEndedError):
             await run.approve("trip")
+
+
+class TimingOut:
+    """A workflow handle whose queries time out ``times`` times, then answer."""
+
+    def __init__(self, times: int) -> None:
+        self.times = times
+        self.sent = 0
+        self.id = "timing-out"
+
+    async def query(self, query: object) -> list[Any]:
+        self.sent += 1
+        if self.sent <= self.times:
+            raise RPCError("context deadline exceeded", RPCStatusCode.DEADLINE_EXCEEDED, b"")
+        return []
+
+
+async def test_a_query_that_timed_out_is_sent_again_a_few_times_then_raises() -> None:
+    # Just after a worker restarted, on a loaded machine, a query can time out while no worker has
+    # taken the run's task yet; a query only reads, so it is sent again.
+    handle = TimingOut(times=QUERY_ATTEMPTS - 1)
+    assert await RunHandle(cast(Any, handle)).pending_approvals() == []
+    assert handle.sent == QUERY_ATTEMPTS
+    handle = TimingOut(times=QUERY_ATTEMPTS)
+    with pytest.raises(RPCError) as raised:
+        await RunHandle(cast(Any, handle)).pending_approvals()
+    assert raised.value.status is RPCStatusCode.DEADLINE_EXCEEDED
+    assert handle.sent == QUERY_ATTEMPTS

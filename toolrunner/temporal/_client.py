@@ -99,7 +99,7 @@ class RunHandle:
             CheckpointError: No run has that name.
         """
         return RunState.from_dict(
-            await self._call("state", lambda: self.workflow.query(ToolRunnerWorkflow.state))
+            await self._call("state", lambda: _query(self.workflow, ToolRunnerWorkflow.state))
         )
 
     async def pending_approvals(self) -> list[ToolCall]:
@@ -109,7 +109,7 @@ class RunHandle:
             CheckpointError: No run has that name.
         """
         calls = await self._call(
-            "pending_approvals", lambda: self.workflow.query(ToolRunnerWorkflow.pending_approvals)
+            "pending_approvals", lambda: _query(self.workflow, ToolRunnerWorkflow.pending_approvals)
         )
         return [read_call(call) for call in calls]
 
@@ -390,3 +390,22 @@ async def start_run(
 def get_run(client: Client, run_id: str) -> RunHandle:
     """The handle of a run started earlier (from any process), by its name."""
     return RunHandle(client.get_workflow_handle_for(ToolRunnerWorkflow.run, run_id))
+
+
+QUERY_ATTEMPTS = 3
+"""How many times a query that timed out is sent (``_query``)."""
+
+
+async def _query(
+    workflow: WorkflowHandle[ToolRunnerWorkflow, RunResult], query: Callable[[ToolRunnerWorkflow], T]
+) -> T:
+    """``workflow.query(query)``, sent again when it timed out (``DEADLINE_EXCEEDED``): a query only
+    reads, and one can time out while no worker has taken the run's task yet (just after a worker
+    restarted, on a loaded machine) although the next one is answered at once."""
+    for attempt in range(1, QUERY_ATTEMPTS + 1):
+        try:
+            return await workflow.query(query)
+        except RPCError as error:
+            if error.status != RPCStatusCode.DEADLINE_EXCEEDED or attempt == QUERY_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
