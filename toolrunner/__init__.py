@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
     from ._core.events import (
         ApprovalDecided as ApprovalDecided,
         ApprovalRequested as ApprovalRequested,
+        HookDecided as HookDecided,
         LoopFinished as LoopFinished,
         MessageFinished as MessageFinished,
         RunnerEvent as RunnerEvent,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         to_openai as to_openai,
     )
     from ._core.history_import import ImportedHistory as ImportedHistory, from_openai as from_openai
+    from ._core.hook_types import Deny as Deny, RunWith as RunWith, ToolCallInfo as ToolCallInfo
     from ._core.results import ToolResultContent as ToolResultContent, tool_result_block as tool_result_block
     from ._core.state import (
         STATE_VERSION as STATE_VERSION,
@@ -81,6 +83,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
     )
     from ._ops.printer import EventPrinter as EventPrinter
     from ._ops.resumer import Resumer as Resumer
+    from ._runner.hooks import Hooks as Hooks
     from ._runner.options import (
         RequestParams as RequestParams,
         RunnerOptions as RunnerOptions,
@@ -151,10 +154,13 @@ __all__ = [
     "Decision",
     "DecisionRecord",
     "DecisionSource",
+    "Deny",
     "EndReason",
     "EventPrinter",
     "File",
     "HistoryError",
+    "HookDecided",
+    "Hooks",
     "Image",
     "ImportedHistory",
     "Lease",
@@ -180,6 +186,7 @@ __all__ = [
     "RunStatus",
     "RunStore",
     "RunSummary",
+    "RunWith",
     "RunnableTool",
     "RunnerEvent",
     "RunnerOptions",
@@ -193,6 +200,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolCallFinished",
+    "ToolCallInfo",
     "ToolCallStarted",
     "ToolContext",
     "ToolDefinitionError",
@@ -252,6 +260,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "_core.events": (
         "ApprovalDecided",
         "ApprovalRequested",
+        "HookDecided",
         "LoopFinished",
         "MessageFinished",
         "RunnerEvent",
@@ -268,6 +277,11 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "_core.history_import": (
         "ImportedHistory",
         "from_openai",
+    ),
+    "_core.hook_types": (
+        "Deny",
+        "RunWith",
+        "ToolCallInfo",
     ),
     "_core.results": (
         "ToolResultContent",
@@ -307,6 +321,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "RunnerOptions",
         "ToolLike",
     ),
+    "_runner.hooks": ("Hooks",),
     "_runner.runner": ("ToolRunner",),
     "_runner.sync": (
         "SyncReplyStream",

@@ -22,6 +22,9 @@ effect                        outcome
 ``DropStream``                ``None``: the stream is closed, its early calls cancelled
 ``Gate``                      ``Gated``: which of ``calls`` wait for a decision, which are denied
 ``Ask``                       the ``approve=`` callback's verdict on ``call`` (or it raises)
+``BeforeToolCall``            the ``before_tool_call`` hook's answer: ``None``, ``Deny``, ``RunWith``
+``AfterToolCall``             the ``after_tool_call`` hook's answer: ``None``, or the content the
+                              model reads instead
 ``RunCalls``                  ``None``: each call ran through ``RunCore.call`` (or elsewhere)
 ``Execute``                   ``(block, seconds)``: the tool's result block, and how long it took
 ``ReadDecisions``             the decisions taken elsewhere (through the run's store) since the
@@ -48,12 +51,15 @@ from .types import ToolCall
 
 if TYPE_CHECKING:
     from .compaction import CompactionControl
+    from .hook_types import ToolCallInfo
     from .state import RunState
 
 __all__ = [
     "LOST",
+    "AfterToolCall",
     "Ask",
     "AwaitDecisions",
+    "BeforeToolCall",
     "Decisions",
     "DropStream",
     "Effect",
@@ -189,6 +195,21 @@ class Ask:
 
 
 @dataclass(frozen=True, slots=True)
+class BeforeToolCall:
+    """Ask the run's ``before_tool_call`` hook about a call that is about to start (``_core.hooks``)."""
+
+    info: ToolCallInfo
+
+
+@dataclass(frozen=True, slots=True)
+class AfterToolCall:
+    """Ask the run's ``after_tool_call`` hook about a call's result ``block`` (``_core.hooks``)."""
+
+    info: ToolCallInfo
+    block: ToolResultBlockParam
+
+
+@dataclass(frozen=True, slots=True)
 class RunCalls:
     """Run ``calls`` at once, each through ``RunCore.call`` (a call that runs elsewhere already is
     waited for), each holding a concurrency slot (see the module docstring)."""
@@ -265,6 +286,8 @@ Effect: TypeAlias = (
     | DropStream
     | Gate
     | Ask
+    | BeforeToolCall
+    | AfterToolCall
     | RunCalls
     | Execute
     | ReadDecisions
