@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         MalformedReplyError as MalformedReplyError,
         OutputValidationError as OutputValidationError,
         ParamsError as ParamsError,
+        RequestRefusedError as RequestRefusedError,
         ResultTooLargeError as ResultTooLargeError,
         RunEndedError as RunEndedError,
         StateError as StateError,
@@ -52,7 +53,12 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         to_openai as to_openai,
     )
     from ._core.history_import import ImportedHistory as ImportedHistory, from_openai as from_openai
-    from ._core.hook_types import Deny as Deny, RunWith as RunWith, ToolCallInfo as ToolCallInfo
+    from ._core.hook_types import (
+        Deny as Deny,
+        RequestInfo as RequestInfo,
+        RunWith as RunWith,
+        ToolCallInfo as ToolCallInfo,
+    )
     from ._core.results import ToolResultContent as ToolResultContent, tool_result_block as tool_result_block
     from ._core.state import (
         STATE_VERSION as STATE_VERSION,
@@ -176,7 +182,9 @@ __all__ = [
     "Price",
     "Reply",
     "ReplyStream",
+    "RequestInfo",
     "RequestParams",
+    "RequestRefusedError",
     "RequestUsage",
     "ResultTooLargeError",
     "Resumer",
@@ -248,6 +256,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "MalformedReplyError",
         "OutputValidationError",
         "ParamsError",
+        "RequestRefusedError",
         "ResultTooLargeError",
         "RunEndedError",
         "StateError",
@@ -280,6 +289,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     ),
     "_core.hook_types": (
         "Deny",
+        "RequestInfo",
         "RunWith",
         "ToolCallInfo",
     ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pydantic
 import pytest
 from anthropic.types import ToolResultBlockParam
 
@@ -15,7 +16,10 @@ from toolrunner import (
     HookDecided,
     Hooks,
     MemoryCheckpointer,
+    OutputValidationError,
     ParamsError,
+    RequestInfo,
+    RequestRefusedError,
     RunnerEvent,
     RunWith,
     ToolCallInfo,
@@ -85,7 +89,9 @@ async def test_before_tool_call_denies_rewrites_and_lets_run() -> None:
         ("c", "deleted /tmp/x", False),
     ]
     hooked = [
-        (event.call.id, event.decision, event.input) for event in events if isinstance(event, HookDecided)
+        (event.call.id, event.decision, event.input)
+        for event in events
+        if isinstance(event, HookDecided) and event.call is not None
     ]
     assert sorted(hooked, key=str) == [
         ("a", "denied", None),
@@ -239,9 +245,9 @@ async def test_max_calls_stops_a_tool_over_its_limit_and_tells_the_model() -> No
     assert (call_id, is_error) == ("3", True)
     assert "at most 2 call(s) to 'read'" in content
     assert other == ("4", "deleted /4", False)
-    assert [(e.hook, e.decision) for e in events if isinstance(e, HookDecided) and e.call.id == "3"] == [
-        ("max_calls", "limited")
-    ]
+    assert [
+        (e.hook, e.decision) for e in events if isinstance(e, HookDecided) and e.call and e.call.id == "3"
+    ] == [("max_calls", "limited")]
     assert runner.state.call_counts == {"read": 2, "delete": 1}
 
 
@@ -360,3 +366,159 @@ async def test_the_tool_span_says_what_the_hook_decided() -> None:
     assert tools["a"]["toolrunner.tool.hook"] == "rewritten"
     assert tools["a"]["gen_ai.tool.call.arguments"] == '{"path":"/home/ada/a"}'
     assert tools["b"]["toolrunner.tool.hook"] == "run"
+
+
+# -- before_request --------------------------------------------------------------------------
+
+
+async def test_before_request_refuses_and_nothing_is_lost() -> None:
+    store = MemoryCheckpointer()
+    seen: list[RequestInfo] = []
+    allow = [True]
+    events: list[RunnerEvent] = []
+
+    async def tripwire(info: RequestInfo) -> Deny | None:
+        seen.append(info)
+        return None if allow[0] else Deny("too many requests for this user")
+
+    fake = FakeMessagesAPI([tool_reply(tool_call("read", {"path": "/a"}, id="a")), text_reply("done")])
+    runner = make_runner(
+        fake,
+        read,
+        hooks=Hooks(before_request=tripwire),
+        checkpointer=store,
+        run_id="g",
+        on_event=events.append,
+    )
+    await runner.__anext__()  # the first request goes
+    allow[0] = False
+    with pytest.raises(RequestRefusedError, match="too many requests") as raised:
+        await runner.__anext__()
+    assert raised.value.reason == "too many requests for this user"
+    assert len(fake.requests) == 1
+    assert [(e.hook, e.decision) for e in events if isinstance(e, HookDecided)] == [
+        ("before_request", "refused")
+    ]
+    saved = await store.load("g")
+    assert saved is not None
+    assert saved.state.failure is not None
+    assert saved.state.failure["type"] == "RequestRefusedError"
+    assert len(saved.state.messages) == 3  # the tool ran, its result is saved
+    assert [info.requests_sent for info in seen] == [0, 1]
+    assert seen[1].run_id == "g"
+
+    allow[0] = True
+    resumed = await ToolRunner.resume(
+        fake.async_client(),
+        checkpointer=store,
+        run_id="g",
+        tools=[read],
+        hooks=Hooks(before_request=tripwire),
+    )
+    final = await resumed.until_done()
+    assert final.content[0].type == "text"
+    assert ran == ["read /a"]
+    assert resumed.state.failure is None
+
+
+def test_before_request_on_the_sync_runner_and_a_hook_that_raises() -> None:
+    def broken(info: RequestInfo) -> None:
+        raise RuntimeError("guard down")
+
+    runner = make_sync_runner(FakeMessagesAPI([text_reply("hi")]), hooks=Hooks(before_request=broken))
+    with pytest.raises(RequestRefusedError, match="guard down") as raised:
+        runner.until_done()
+    assert isinstance(raised.value.__cause__, RuntimeError)
+    assert runner.requests_sent == 0
+
+
+# -- check_output ----------------------------------------------------------------------------
+
+
+def no_maybe(answer: Any) -> Deny | None:
+    text = answer.content[0].text
+    return Deny("do not hedge") if "maybe" in text else None
+
+
+async def test_check_output_sends_the_model_back_with_the_reason() -> None:
+    events: list[RunnerEvent] = []
+    fake = FakeMessagesAPI([text_reply("maybe 4"), text_reply("4")])
+    runner = make_runner(fake, hooks=Hooks(check_output=no_maybe), on_event=events.append)
+    final = await runner.until_done()
+    assert final.content[0].type == "text"
+    assert final.content[0].text == "4"
+    assert runner.messages[2] == {
+        "role": "user",
+        "content": "Your answer was not accepted: do not hedge\nAnswer again.",
+    }
+    assert [(e.hook, e.decision) for e in events if isinstance(e, HookDecided)] == [
+        ("check_output", "refused")
+    ]
+
+
+async def test_check_output_gives_up_after_output_retries() -> None:
+    fake = FakeMessagesAPI([text_reply("maybe"), text_reply("maybe not"), text_reply("x")])
+    runner = make_runner(fake, hooks=Hooks(check_output=no_maybe), output_retries=1)
+    with pytest.raises(OutputValidationError, match="do not hedge") as raised:
+        await runner.until_done()
+    assert raised.value.errors == ["do not hedge"]
+    assert runner.requests_sent == 2
+
+
+async def test_check_output_shares_the_retries_of_a_typed_answer() -> None:
+    class Answer(pydantic.BaseModel):
+        value: int
+
+    def small(answer: Any) -> Deny | None:
+        parsed = answer.parsed_output
+        assert isinstance(parsed, Answer)
+        return Deny("too big") if parsed.value > 10 else None
+
+    replies = [text_reply('{"value": "x"}'), text_reply('{"value": 50}'), text_reply('{"value": 5}')]
+    runner = make_runner(FakeMessagesAPI(replies), output_format=Answer, hooks=Hooks(check_output=small))
+    with pytest.raises(OutputValidationError, match="too big"):  # one retry, used by the validation
+        await runner.until_done()
+    runner = make_runner(
+        FakeMessagesAPI(replies), output_format=Answer, output_retries=2, hooks=Hooks(check_output=small)
+    )
+    final = await runner.until_done()
+    assert getattr(final, "parsed_output", None) == Answer(value=5)
+    assert runner.state.output is not None
+    assert runner.state.output.retries == 0
+
+
+async def test_a_run_saved_in_a_check_output_retry_goes_on_after_a_resume() -> None:
+    store = MemoryCheckpointer()
+    runner = make_runner(
+        FakeMessagesAPI([text_reply("maybe")]),
+        hooks=Hooks(check_output=no_maybe),
+        checkpointer=store,
+        run_id="o",
+    )
+    with pytest.raises(Exception):  # noqa: B017, PT011  # the fake has no reply for the retry
+        await runner.until_done()
+    saved = await store.load("o")
+    assert saved is not None
+    assert saved.state.output is not None
+    assert saved.state.output.retries == 1
+    fake = FakeMessagesAPI([text_reply("maybe again")])
+    resumed = await ToolRunner.resume(
+        fake.async_client(), checkpointer=store, run_id="o", hooks=Hooks(check_output=no_maybe)
+    )
+    with pytest.raises(OutputValidationError):  # the one retry was used before the crash
+        await resumed.until_done()
+    assert len(fake.requests) == 1
+
+
+def test_check_output_on_the_sync_runner() -> None:
+    runner = make_sync_runner(
+        FakeMessagesAPI([text_reply("maybe"), text_reply("yes")]), hooks=Hooks(check_output=no_maybe)
+    )
+    assert runner.until_done().content[0].type == "text"
+    assert runner.requests_sent == 2
+
+
+def test_output_retries_is_taken_with_check_output_alone() -> None:
+    make_runner(hooks=Hooks(check_output=no_maybe), output_retries=3)
+    with pytest.raises(ParamsError, match="output_retries"):
+        make_runner(output_retries=3)

@@ -25,6 +25,8 @@ effect                        outcome
 ``BeforeToolCall``            the ``before_tool_call`` hook's answer: ``None``, ``Deny``, ``RunWith``
 ``AfterToolCall``             the ``after_tool_call`` hook's answer: ``None``, or the content the
                               model reads instead
+``BeforeRequest``             the ``before_request`` hook's answer: ``None`` (send), or why not
+``CheckOutput``               the ``check_output`` hook's answer: ``None`` (accepted), or why not
 ``RunCalls``                  ``None``: each call ran through ``RunCore.call`` (or elsewhere)
 ``Execute``                   ``(block, seconds)``: the tool's result block, and how long it took
 ``ReadDecisions``             the decisions taken elsewhere (through the run's store) since the
@@ -51,7 +53,7 @@ from .types import ToolCall
 
 if TYPE_CHECKING:
     from .compaction import CompactionControl
-    from .hook_types import ToolCallInfo
+    from .hook_types import RequestInfo, ToolCallInfo
     from .state import RunState
 
 __all__ = [
@@ -59,7 +61,9 @@ __all__ = [
     "AfterToolCall",
     "Ask",
     "AwaitDecisions",
+    "BeforeRequest",
     "BeforeToolCall",
+    "CheckOutput",
     "Decisions",
     "DropStream",
     "Effect",
@@ -210,6 +214,20 @@ class AfterToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class BeforeRequest:
+    """Ask the run's ``before_request`` hook whether the request ``info`` describes may be sent."""
+
+    info: RequestInfo
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOutput:
+    """Ask the run's ``check_output`` hook whether the model's final answer ``reply`` stands."""
+
+    reply: Any
+
+
+@dataclass(frozen=True, slots=True)
 class RunCalls:
     """Run ``calls`` at once, each through ``RunCore.call`` (a call that runs elsewhere already is
     waited for), each holding a concurrency slot (see the module docstring)."""
@@ -288,6 +306,8 @@ Effect: TypeAlias = (
     | Ask
     | BeforeToolCall
     | AfterToolCall
+    | BeforeRequest
+    | CheckOutput
     | RunCalls
     | Execute
     | ReadDecisions

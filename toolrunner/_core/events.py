@@ -104,16 +104,18 @@ class ApprovalDecided:
 @dataclass(frozen=True, slots=True)
 class HookDecided:
     """One of the run's hooks (``hooks=``), or a per-tool limit (``max_calls=``), decided on a
-    tool call (see docs/hooks.md). Reported once per call and hook; a call the hooks decided
+    tool call, or refused a request (see docs/hooks.md). Reported once per call and hook; a call the hooks decided
     before a resume is not reported again."""
 
-    hook: Literal["before_tool_call", "after_tool_call", "max_calls"]
+    hook: Literal["before_tool_call", "after_tool_call", "max_calls", "before_request", "check_output"]
     """Which decided."""
-    call: ToolCall
-    """The call as the model sent it."""
-    decision: Literal["run", "rewritten", "denied", "limited", "replaced"]
+    call: ToolCall | None
+    """The call as the model sent it; ``None`` for ``before_request`` and ``check_output``."""
+    decision: Literal["run", "rewritten", "denied", "limited", "replaced", "refused"]
     """``"run"`` as it is, ``"rewritten"`` (runs with ``input``), ``"denied"``, ``"limited"``
-    (over its tool's ``max_calls``: not run), or ``"replaced"`` (the model reads another result)."""
+    (over its tool's ``max_calls``: not run), ``"replaced"`` (the model reads another result), or
+    ``"refused"`` (``before_request``: the request was not sent; ``check_output``: the final
+    answer was refused)."""
     input: object = None
     """The input the call runs with instead of the model's (``"rewritten"``)."""
     reason: str | None = None

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .state import CallRecord, RunState
 from .types import ToolCall
 
-__all__ = ["LIMITED", "Deny", "HookPlan", "RunWith", "ToolCallInfo", "counts_saveable"]
+__all__ = ["LIMITED", "Deny", "HookPlan", "RequestInfo", "RunWith", "ToolCallInfo", "counts_saveable"]
 
 LIMITED = (
     "This call to {name!r} was not run: the run allows at most {limit} call(s) to {name!r}, and that "
@@ -46,6 +47,25 @@ class ToolCallInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What a ``before_request`` hook sees of the request about to be sent.
+
+    Attributes:
+        messages: The history the request sends, as message params.
+        params: The other request params (``model``, ``system``, ...; not ``tools``).
+        tools: The names of the tools the run may call (raw definitions as given).
+        run_id: The run's name in its store, if it has one.
+        requests_sent: How many requests of the run got a reply before this one.
+    """
+
+    messages: tuple[Any, ...]
+    params: Mapping[str, Any]
+    tools: tuple[str | Mapping[str, Any], ...]
+    run_id: str | None
+    requests_sent: int
+
+
+@dataclass(frozen=True, slots=True)
 class Deny:
     """A ``before_tool_call`` hook's answer: do not run the call; the model reads ``reason`` as its
     error result (``is_error``)."""
@@ -68,6 +88,11 @@ class HookPlan:
 
     before_tool_call: bool = False
     after_tool_call: bool = False
+    before_request: bool = False
+    check_output: bool = False
+    output_retries: int = 0
+    """How many times a final answer ``check_output`` refuses is sent back (``output_retries=``,
+    shared with a typed answer's)."""
     max_calls: Mapping[str, int] = field(default_factory=dict[str, int])
 
 

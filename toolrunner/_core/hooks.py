@@ -22,18 +22,22 @@ from anthropic.types import ToolResultBlockParam
 
 from .base import ToolT
 from .decisions import DecisionsCore
-from .effects import AfterToolCall, BeforeToolCall, Program
-from .errors import describe
+from .effects import AfterToolCall, BeforeRequest, BeforeToolCall, CheckOutput, Program
+from .errors import OutputValidationError, RequestRefusedError, describe
 from .events import HookDecided
-from .hook_types import LIMITED, Deny, RunWith, ToolCallInfo
+from .hook_types import LIMITED, Deny, RequestInfo, RunWith, ToolCallInfo
 from .plan import log_handled
 from .reasons import failed_reason
 from .results import ToolResultContent, tool_result_block
-from .state import CallRecord, CallStatus, RunState
+from .state import CallRecord, CallStatus, OutputRecord, Phase, RunState
 from .transitions import call_started, record_of
 from .types import HookVerdict, ToolCall
 
-__all__ = ["HooksCore", "call_hooked"]
+__all__ = ["CHECK_INTRO", "CHECK_OUTRO", "HooksCore", "call_hooked"]
+
+CHECK_INTRO = "Your answer was not accepted:"
+CHECK_OUTRO = "Answer again."
+"""The user message that sends an answer ``check_output`` refused back to the model, around its reason."""
 
 
 def call_hooked(
@@ -152,6 +156,82 @@ class HooksCore(DecisionsCore[ToolT]):
         if self.listening:
             self.emit(HookDecided(hook="after_tool_call", call=call, decision="replaced"))
         return replaced
+
+    def _before_request(self) -> Program[None]:
+        """Ask the ``before_request`` hook whether the request about to be sent may go (the state
+        is saved: nothing is lost). A refusal, or a hook that fails, raises ``RequestRefusedError``."""
+        state = self.state
+        info = RequestInfo(
+            messages=state.messages,
+            params=state.params,
+            tools=state.tools,
+            run_id=state.run_id,
+            requests_sent=self.elided.requests + len(state.usage),
+        )
+        try:
+            reason: str | None = yield BeforeRequest(info)
+        except Exception as error:  # fail closed: a guardrail that cannot say does not let it through
+            reason = f"the before_request hook failed ({type(error).__name__}: {describe(error)})"
+            if self.listening:
+                self.emit(HookDecided(hook="before_request", call=None, decision="refused", reason=reason))
+            raise RequestRefusedError(f"the request was not sent: {reason}.", reason) from error
+        if reason is None:
+            return
+        if self.listening:
+            self.emit(HookDecided(hook="before_request", call=None, decision="refused", reason=reason))
+        raise RequestRefusedError(
+            f"the before_request hook refused to send the request: {reason}. The run is saved as it "
+            "was before it; iterate it again (or resume it) to ask the hook again.",
+            reason,
+        )
+
+    def _check_output(
+        self, finished: RunState, before: RunState
+    ) -> Program[tuple[RunState, OutputValidationError | None]]:
+        """The state ``turn_finished`` made (and ``answer_judged``, for a typed answer), once the
+        ``check_output`` hook judged the model's final answer: accepted, it is as it was; refused,
+        the answer is sent back with the reason while the retries (``output_retries``, shared with
+        the typed answer's: ``before`` holds those used) last, and otherwise the run ends with the
+        error to raise."""
+        reply = finished.reply
+        if (
+            finished.phase is not Phase.DONE
+            or finished.end_reason != "model"
+            or reply is None
+            or reply.stop_reason == "refusal"
+        ):
+            return finished, None
+        reason: str | None = yield CheckOutput(reply)
+        record = finished.output or OutputRecord("")
+        if reason is None:
+            if record.retries:
+                finished = finished.replace(output=OutputRecord(record.schema))
+            return finished, None
+        if self.listening:
+            self.emit(HookDecided(hook="check_output", call=None, decision="refused", reason=reason))
+        used = before.output.retries if before.output is not None else 0
+        plan = self.hooks
+        assert plan is not None
+        budget = self.output.retries if self.output is not None else plan.output_retries
+        if used < budget:
+            retry = {"role": "user", "content": f"{CHECK_INTRO} {reason}\n{CHECK_OUTRO}"}
+            return finished.replace(
+                messages=(*finished.messages, retry),
+                phase=Phase.READY,
+                end_reason=None,
+                output=OutputRecord(record.schema, used + 1),
+            ), None
+        tries = used + 1
+        error = OutputValidationError(
+            f"the check_output hook refused the model's answer after {tries} tr{'y' if tries == 1 else 'ies'} "
+            f"(output_retries={budget}): {reason[:1000]}. The run ended with that answer (error.answer); raise "
+            "output_retries=..., or change the prompt.",
+            reply,
+            [reason],
+        )
+        return finished.replace(
+            output=OutputRecord(record.schema) if finished.output is not None else None
+        ), error
 
     def call_info(self, call: ToolCall) -> ToolCallInfo:
         """What a hook sees of ``call``."""

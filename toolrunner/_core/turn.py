@@ -114,6 +114,8 @@ class TurnCore(HooksCore[ToolT]):
         rejected = None
         if self.output is not None and message is None:  # a final answer: does it fit? (_core.output)
             finished, rejected = answer_judged(finished, self.output)
+        if message is None and rejected is None and self.hooks is not None and self.hooks.check_output:
+            finished, rejected = yield from self._check_output(finished, before)  # a guardrail (_core.hooks)
         self.make_current(self._turn_ended(finished))
         self._decided_since_pause = []
         self._reported = set()

@@ -18,16 +18,20 @@ from typing import Any, TypeAlias, cast
 from anthropic.types import ToolResultBlockParam
 
 from .._core.errors import ParamsError
-from .._core.hook_types import Deny, HookPlan, RunWith, ToolCallInfo
+from .._core.hook_types import Deny, HookPlan, RequestInfo, RunWith, ToolCallInfo
 from .._core.results import ToolResultContent
 from .._tools.toolsets import RunnableTool
 
 __all__ = [
     "AfterToolCallHook",
+    "BeforeRequestHook",
     "BeforeToolCallHook",
+    "CheckOutputHook",
     "Hooks",
     "after_tool_call",
+    "before_request",
     "before_tool_call",
+    "check_output",
     "hook_plan",
 ]
 
@@ -45,6 +49,16 @@ AfterToolCallHook: TypeAlias = Callable[
 model reads instead (its ``is_error`` kept)."""
 
 
+BeforeRequestHook: TypeAlias = Callable[[RequestInfo], "Deny | Awaitable[Deny | None] | None"]
+"""Sees a request about to be sent: ``None`` sends it, ``Deny(reason)`` refuses
+(``RequestRefusedError``)."""
+
+
+CheckOutputHook: TypeAlias = Callable[[Any], "Deny | Awaitable[Deny | None] | None"]
+"""Sees the model's final answer (the reply message): ``None`` accepts it, ``Deny(reason)`` sends
+the model back with the reason."""
+
+
 @dataclass(frozen=True, slots=True)
 class Hooks:
     """The hooks of a runner (``hooks=Hooks(...)``; see docs/hooks.md). Each is optional, sync or
@@ -56,13 +70,22 @@ class Hooks:
             another input. Its answer is journaled with the call: a resumed run never asks again.
         after_tool_call: Asked with each call's result block: ``None`` keeps it, new content (a
             str, or a list of content blocks) replaces it; what the model reads is what is saved.
+        before_request: Asked before each request of the loop is sent (a guardrail tripwire),
+            with a ``RequestInfo``: ``None`` sends it, ``Deny(reason)`` refuses, and the caller
+            gets ``RequestRefusedError``; the run stays saved as it was, to inspect or go on with.
+        check_output: Asked with the model's final answer (an output guardrail; with
+            ``output_format``, an answer that fits it): ``None`` accepts it, ``Deny(reason)``
+            sends the model back with the reason, within ``output_retries`` (shared with the typed
+            answer's); then ``OutputValidationError``.
     """
 
     before_tool_call: BeforeToolCallHook | None = None
     after_tool_call: AfterToolCallHook | None = None
+    before_request: BeforeRequestHook | None = None
+    check_output: CheckOutputHook | None = None
 
     def __post_init__(self) -> None:
-        for name in ("before_tool_call", "after_tool_call"):
+        for name in ("before_tool_call", "after_tool_call", "before_request", "check_output"):
             value: object = getattr(self, name)
             if value is not None and not callable(value):
                 raise ParamsError(
@@ -70,7 +93,7 @@ class Hooks:
                 )
 
 
-def hook_plan(hooks: object, max_calls: object) -> HookPlan | None:
+def hook_plan(hooks: object, max_calls: object, *, output_retries: int = 0) -> HookPlan | None:
     """What the core needs of ``hooks=`` and ``max_calls=``, checked; ``None`` when neither is given.
 
     Raises:
@@ -96,13 +119,17 @@ def hook_plan(hooks: object, max_calls: object) -> HookPlan | None:
                     f"max_calls maps a tool's name to a whole number of calls (0 or more), not {name!r}: {limit!r}."
                 )
             limits[name] = limit
-    if (hooks is None or (hooks.before_tool_call is None and hooks.after_tool_call is None)) and not limits:
+    if hooks is None and not limits:
         return None
-    return HookPlan(
+    plan = HookPlan(
         before_tool_call=hooks is not None and hooks.before_tool_call is not None,
         after_tool_call=hooks is not None and hooks.after_tool_call is not None,
+        before_request=hooks is not None and hooks.before_request is not None,
+        check_output=hooks is not None and hooks.check_output is not None,
+        output_retries=output_retries if hooks is not None and hooks.check_output is not None else 0,
         max_calls=limits,
     )
+    return plan if plan != HookPlan() else None
 
 
 async def before_tool_call(
@@ -150,3 +177,35 @@ async def after_tool_call(
     raise TypeError(
         f"an after_tool_call hook answers None, a str or a list of content blocks, not {type(answer).__name__!r}"
     )
+
+
+async def before_request(hook: BeforeRequestHook, info: RequestInfo) -> str | None:
+    """The hook's answer on the request ``info`` describes: ``None`` (send it), or why not.
+
+    Raises:
+        TypeError: The hook answered something else.
+    """
+    answer: object = hook(info)
+    if inspect.isawaitable(answer):
+        answer = await cast("Awaitable[object]", answer)
+    if answer is None:
+        return None
+    if isinstance(answer, Deny):
+        return answer.reason
+    raise TypeError(f"a before_request hook answers None or Deny(reason), not {type(answer).__name__!r}")
+
+
+async def check_output(hook: CheckOutputHook, answer: object) -> str | None:
+    """The hook's answer on the model's final answer: ``None`` (accepted), or why not.
+
+    Raises:
+        TypeError: The hook answered something else.
+    """
+    verdict: object = hook(answer)
+    if inspect.isawaitable(verdict):
+        verdict = await cast("Awaitable[object]", verdict)
+    if verdict is None:
+        return None
+    if isinstance(verdict, Deny):
+        return verdict.reason
+    raise TypeError(f"a check_output hook answers None or Deny(reason), not {type(verdict).__name__!r}")

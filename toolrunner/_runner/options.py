@@ -263,8 +263,12 @@ def read_options(
     limits = _limits(given, params.get("model"), on_limit)
     control = _compaction_control(given.get("compaction_control"))
     policy = cache_policy(given.get("cache"))
-    output = _output(given, params)
-    plan = hook_plan(given.get("hooks"), given.get("max_calls"))
+    hooks = given.get("hooks")
+    checks = isinstance(hooks, Hooks) and hooks.check_output is not None
+    output = _output(given, params, checks=checks)
+    plan = hook_plan(
+        hooks, given.get("max_calls"), output_retries=given.get("output_retries", DEFAULT_OUTPUT_RETRIES)
+    )
     options = Options(
         tools=given.get("tools", ()),
         stream=stream,
@@ -288,15 +292,22 @@ def read_options(
     return options, params
 
 
-def _output(given: Mapping[str, Any], params: Mapping[str, Any]) -> OutputFormat | None:
-    """``output_format`` and ``output_retries``, checked (``_core.output``)."""
+def _output(
+    given: Mapping[str, Any], params: Mapping[str, Any], *, checks: bool = False
+) -> OutputFormat | None:
+    """``output_format`` and ``output_retries``, checked (``_core.output``); ``checks``: the run
+    has a ``check_output`` hook, which shares the retries."""
     output_type = given.get("output_format")
     retries = given.get("output_retries", DEFAULT_OUTPUT_RETRIES)
     if output_type is None:
+        if checks:
+            output_format_of(None, retries, {}, retries_only=True)
+            return None
         if "output_retries" in given:
             raise ParamsError(
-                "output_retries says how often an answer that does not fit output_format is sent back to the "
-                "model: pass output_format=... with it."
+                "output_retries says how often an answer that does not fit output_format (or that a check_output "
+                "hook refuses) is sent back to the model: pass output_format=... with it (or "
+                "hooks=Hooks(check_output=...))."
             )
         return None
     return output_format_of(output_type, retries, params)
