@@ -522,3 +522,27 @@ def test_output_retries_is_taken_with_check_output_alone() -> None:
     make_runner(hooks=Hooks(check_output=no_maybe), output_retries=3)
     with pytest.raises(ParamsError, match="output_retries"):
         make_runner(output_retries=3)
+
+
+async def test_hooks_hold_for_calls_started_while_the_reply_streams() -> None:
+    fake = script(
+        tool_call("delete", {"path": "/etc/x"}, id="a"), tool_call("delete", {"path": "~/y"}, id="b")
+    )
+    runner = make_runner(
+        fake,
+        delete,
+        stream=True,
+        run_tools_eagerly=True,
+        hooks=Hooks(
+            before_tool_call=guard, after_tool_call=lambda info, result: f"[{result.get('content')}]"
+        ),
+        max_calls={"delete": 5},
+    )
+    async with runner:
+        await runner.until_done()
+    assert ran == ["delete /home/ada/y"]
+    assert results_of(runner.messages[2]) == [
+        ("a", "/etc/x is off limits", True),
+        ("b", "[deleted /home/ada/y]", False),
+    ]
+    assert runner.state.call_counts == {"delete": 1}
