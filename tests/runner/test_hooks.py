@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pydantic
 import pytest
 from anthropic.types import ToolResultBlockParam
@@ -546,3 +547,15 @@ async def test_hooks_hold_for_calls_started_while_the_reply_streams() -> None:
         ("b", "[deleted /home/ada/y]", False),
     ]
     assert runner.state.call_counts == {"delete": 1}
+
+
+async def test_max_calls_holds_for_calls_that_run_at_once_while_an_async_hook_is_asked() -> None:
+    async def slow(info: ToolCallInfo) -> None:
+        await anyio.sleep(0.01)
+
+    fake = script(*(tool_call("read", {"path": f"/{n}"}, id=str(n)) for n in range(4)))
+    runner = make_runner(fake, read, hooks=Hooks(before_tool_call=slow), max_calls={"read": 2})
+    await runner.until_done()
+    assert len(ran) == 2
+    assert [is_error for _, _, is_error in results_of(runner.messages[2])].count(True) == 2
+    assert runner.state.call_counts == {"read": 2}

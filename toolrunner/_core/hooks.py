@@ -118,6 +118,10 @@ class HooksCore(DecisionsCore[ToolT]):
                 return False
             if isinstance(answer, RunWith):
                 verdict, given = "rewritten", answer.input
+            if limit is not None and self.state.call_counts.get(call.name, 0) >= limit:
+                # calls of the tool that ran at once took the last places while the hook was asked
+                yield from self._answer_hooked(call, "limited", LIMITED.format(name=call.name, limit=limit))
+                return False
             if self.listening:
                 self.emit(HookDecided(hook="before_tool_call", call=call, decision=verdict, input=given))
         self.make_current(call_hooked(self.state, call, verdict, input=given))
