@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         MalformedReplyError as MalformedReplyError,
         OutputValidationError as OutputValidationError,
         ParamsError as ParamsError,
+        RequestRefusedError as RequestRefusedError,
         ResultTooLargeError as ResultTooLargeError,
         RunEndedError as RunEndedError,
         StateError as StateError,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
     from ._core.events import (
         ApprovalDecided as ApprovalDecided,
         ApprovalRequested as ApprovalRequested,
+        HookDecided as HookDecided,
         LoopFinished as LoopFinished,
         MessageFinished as MessageFinished,
         RunnerEvent as RunnerEvent,
@@ -51,6 +53,12 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         to_openai as to_openai,
     )
     from ._core.history_import import ImportedHistory as ImportedHistory, from_openai as from_openai
+    from ._core.hook_types import (
+        Deny as Deny,
+        RequestInfo as RequestInfo,
+        RunWith as RunWith,
+        ToolCallInfo as ToolCallInfo,
+    )
     from ._core.results import ToolResultContent as ToolResultContent, tool_result_block as tool_result_block
     from ._core.state import (
         STATE_VERSION as STATE_VERSION,
@@ -81,6 +89,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
     )
     from ._ops.printer import EventPrinter as EventPrinter
     from ._ops.resumer import Resumer as Resumer
+    from ._runner.hooks import Hooks as Hooks
     from ._runner.options import (
         RequestParams as RequestParams,
         RunnerOptions as RunnerOptions,
@@ -151,10 +160,13 @@ __all__ = [
     "Decision",
     "DecisionRecord",
     "DecisionSource",
+    "Deny",
     "EndReason",
     "EventPrinter",
     "File",
     "HistoryError",
+    "HookDecided",
+    "Hooks",
     "Image",
     "ImportedHistory",
     "Lease",
@@ -170,7 +182,9 @@ __all__ = [
     "Price",
     "Reply",
     "ReplyStream",
+    "RequestInfo",
     "RequestParams",
+    "RequestRefusedError",
     "RequestUsage",
     "ResultTooLargeError",
     "Resumer",
@@ -180,6 +194,7 @@ __all__ = [
     "RunStatus",
     "RunStore",
     "RunSummary",
+    "RunWith",
     "RunnableTool",
     "RunnerEvent",
     "RunnerOptions",
@@ -193,6 +208,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolCallFinished",
+    "ToolCallInfo",
     "ToolCallStarted",
     "ToolContext",
     "ToolDefinitionError",
@@ -240,6 +256,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "MalformedReplyError",
         "OutputValidationError",
         "ParamsError",
+        "RequestRefusedError",
         "ResultTooLargeError",
         "RunEndedError",
         "StateError",
@@ -252,6 +269,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "_core.events": (
         "ApprovalDecided",
         "ApprovalRequested",
+        "HookDecided",
         "LoopFinished",
         "MessageFinished",
         "RunnerEvent",
@@ -268,6 +286,12 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
     "_core.history_import": (
         "ImportedHistory",
         "from_openai",
+    ),
+    "_core.hook_types": (
+        "Deny",
+        "RequestInfo",
+        "RunWith",
+        "ToolCallInfo",
     ),
     "_core.results": (
         "ToolResultContent",
@@ -307,6 +331,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "RunnerOptions",
         "ToolLike",
     ),
+    "_runner.hooks": ("Hooks",),
     "_runner.runner": ("ToolRunner",),
     "_runner.sync": (
         "SyncReplyStream",

@@ -293,6 +293,8 @@ def test_starting_and_finishing_a_call_keep_every_other_field_of_its_record() ->
         decided_by="ada",
         decided_at="2026-11-26T09:00:00Z",
         tool={"name": "act"},
+        hook="rewritten",
+        hook_input={"n": 3},
     )
     for field in dataclasses.fields(CallRecord):
         assert getattr(record, field.name) is not None or field.name == "result", field.name

@@ -11,11 +11,13 @@ for all of them, and can be tested without any of them.
   wait for decisions), ``stop_reasons`` (what a reply's stop reason asks for), ``tool_changes``,
   ``compaction``, ``caching``, ``usage``, ``messages``, ``message_checks``, ``history`` and
   ``history_import`` (histories: read, checked, converted), ``results`` (a tool_result block), ``result_blocks``, ``unicode``, ``ids``,
-  ``output`` (typed final answers: the schema sent, an answer judged);
+  ``output`` (typed final answers: the schema sent, an answer judged), ``hook_types`` (the values
+  of the hooks that can refuse or change a call);
 - the order of effects: ``effects`` (what a program asks of its driver), ``run`` (``RunCore``, the
   programs: one iteration, requests, steps and saves, steering), built in one chain of classes over
   ``base`` (its fields, the state made current, the tools), ``window`` (the history's window,
-  compaction's requests), ``decisions`` (gates, approvals, decisions through the store) and ``turn``
+  compaction's requests), ``decisions`` (gates, approvals, decisions through the store), ``hooks`` (per-tool limits, the
+  tool call hooks) and ``turn``
   (a reply's turn finished, its calls run); ``reasons`` (the texts the model reads for a call that
   did not run), ``drive`` (the trampoline every driver runs them with), ``plan`` (in which order a
   message's calls run), ``events`` (what listeners hear), ``log``.

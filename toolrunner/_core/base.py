@@ -8,6 +8,7 @@ own module, each reading only what is below it::
                                (``saveable``)
     WindowCore    (window)     what a driver elides of the history, and compaction's requests
     DecisionsCore (decisions)  gates, ``approve=``, decisions through the store, their audit
+    HooksCore     (hooks)      per-tool limits, and the hooks that can refuse or change a call
     TurnCore      (turn)       a reply taken, and its turn finished: its calls settled and run
     RunCore       (run)        one iteration, requests, steps and saves, steering
 
@@ -23,6 +24,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from .compaction import CompactionControl
 from .effects import Save
 from .events import LoopFinished, RunnerEvent
+from .hook_types import HookPlan, counts_saveable
 from .output import OutputFormat
 from .state import CallRecord, Phase, RunState
 from .tool_changes import last_changes, pending_message, removed_by
@@ -88,6 +90,7 @@ class CoreBase(Generic[ToolT]):
         compaction_control: Client-side compaction, if on.
         ended: Told of the state each time the loop ends or pauses.
         output: The typed final answer (``output_format=``), if the run has one.
+        hooks: The run's hooks and per-tool limits (``_core.hooks.HookPlan``), if it has any.
     """
 
     def __init__(
@@ -103,6 +106,7 @@ class CoreBase(Generic[ToolT]):
         compaction_control: CompactionControl | None = None,
         ended: Callable[[RunState], None] | None = None,
         output: OutputFormat | None = None,
+        hooks: HookPlan | None = None,
     ) -> None:
         self.state = state
         self.tools = tools
@@ -149,6 +153,8 @@ class CoreBase(Generic[ToolT]):
         """What the state leaves out of the history (``elide``); nothing unless a driver elides."""
         self.output = output
         """The typed final answer (``output_format=``, ``_core.output``), if the run has one."""
+        self.hooks = hooks
+        """The run's hooks and per-tool limits (``_core.hooks``); ``None``: none, nothing to check."""
 
     # -- the state ------------------------------------------------------------------------------
 
@@ -265,4 +271,8 @@ class CoreBase(Generic[ToolT]):
                 calls.pop(call_id, None)
             else:
                 calls[call_id] = previous
+        if self.state.call_counts:  # the starts left out are not counted either
+            return counts_saveable(
+                self.state, calls, {key: value for key, value in pending.items() if key != starting}
+            )
         return self.state.replace(calls=calls)

@@ -22,6 +22,11 @@ effect                        outcome
 ``DropStream``                ``None``: the stream is closed, its early calls cancelled
 ``Gate``                      ``Gated``: which of ``calls`` wait for a decision, which are denied
 ``Ask``                       the ``approve=`` callback's verdict on ``call`` (or it raises)
+``BeforeToolCall``            the ``before_tool_call`` hook's answer: ``None``, ``Deny``, ``RunWith``
+``AfterToolCall``             the ``after_tool_call`` hook's answer: ``None``, or the content the
+                              model reads instead
+``BeforeRequest``             the ``before_request`` hook's answer: ``None`` (send), or why not
+``CheckOutput``               the ``check_output`` hook's answer: ``None`` (accepted), or why not
 ``RunCalls``                  ``None``: each call ran through ``RunCore.call`` (or elsewhere)
 ``Execute``                   ``(block, seconds)``: the tool's result block, and how long it took
 ``ReadDecisions``             the decisions taken elsewhere (through the run's store) since the
@@ -48,12 +53,17 @@ from .types import ToolCall
 
 if TYPE_CHECKING:
     from .compaction import CompactionControl
+    from .hook_types import RequestInfo, ToolCallInfo
     from .state import RunState
 
 __all__ = [
     "LOST",
+    "AfterToolCall",
     "Ask",
     "AwaitDecisions",
+    "BeforeRequest",
+    "BeforeToolCall",
+    "CheckOutput",
     "Decisions",
     "DropStream",
     "Effect",
@@ -189,6 +199,35 @@ class Ask:
 
 
 @dataclass(frozen=True, slots=True)
+class BeforeToolCall:
+    """Ask the run's ``before_tool_call`` hook about a call that is about to start (``_core.hooks``)."""
+
+    info: ToolCallInfo
+
+
+@dataclass(frozen=True, slots=True)
+class AfterToolCall:
+    """Ask the run's ``after_tool_call`` hook about a call's result ``block`` (``_core.hooks``)."""
+
+    info: ToolCallInfo
+    block: ToolResultBlockParam
+
+
+@dataclass(frozen=True, slots=True)
+class BeforeRequest:
+    """Ask the run's ``before_request`` hook whether the request ``info`` describes may be sent."""
+
+    info: RequestInfo
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOutput:
+    """Ask the run's ``check_output`` hook whether the model's final answer ``reply`` stands."""
+
+    reply: Any
+
+
+@dataclass(frozen=True, slots=True)
 class RunCalls:
     """Run ``calls`` at once, each through ``RunCore.call`` (a call that runs elsewhere already is
     waited for), each holding a concurrency slot (see the module docstring)."""
@@ -265,6 +304,10 @@ Effect: TypeAlias = (
     | DropStream
     | Gate
     | Ask
+    | BeforeToolCall
+    | AfterToolCall
+    | BeforeRequest
+    | CheckOutput
     | RunCalls
     | Execute
     | ReadDecisions

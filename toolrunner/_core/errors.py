@@ -42,6 +42,7 @@ __all__ = [
     "MalformedReplyError",
     "OutputValidationError",
     "ParamsError",
+    "RequestRefusedError",
     "ResultTooLargeError",
     "RunEndedError",
     "StateError",
@@ -104,9 +105,9 @@ class MalformedReplyError(ToolRunnerError):
 
 
 class OutputValidationError(ToolRunnerError, ValueError):
-    """The model's final answer did not fit the runner's ``output_format=``, and the retries
-    (``output_retries=``, each one the answer's errors sent back to the model) were used up. The
-    run ended: the answer is the last message of its history.
+    """The model's final answer did not fit the runner's ``output_format=`` (or a ``check_output``
+    hook refused it), and the retries (``output_retries=``, each one the answer's errors sent back
+    to the model) were used up. The run ended: the answer is the last message of its history.
 
     Attributes:
         answer: The last answer (the reply message, with ``parsed_output`` None).
@@ -117,6 +118,20 @@ class OutputValidationError(ToolRunnerError, ValueError):
         super().__init__(message)
         self.answer: Any = answer
         self.errors: list[str] = list(errors)
+
+
+class RequestRefusedError(ToolRunnerError):
+    """The runner's ``before_request`` hook refused to send the next request (a guardrail
+    tripwire; see docs/hooks.md). Nothing is lost: the run stands as it was saved before the
+    request, with this error as its ``failure``; iterate it (or resume it) to ask the hook again.
+
+    Attributes:
+        reason: Why, as the hook said (or why the hook failed).
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason: str = reason
 
 
 class ApprovalError(ToolRunnerError, ValueError):

@@ -4,7 +4,8 @@ Events are plain frozen data; the runner emits them in this order for each reque
 ``TextDelta``\\* (as text streams in, or once per text block without streaming),
 ``MessageFinished``, ``ApprovalRequested`` for each call that waits for a decision, then for each
 tool call ``ToolCallStarted`` ... ``ToolCallFinished`` (``ApprovalDecided`` when a waiting call is
-decided), and ``LoopFinished`` when the loop ends or pauses. Calls started early
+decided; ``HookDecided`` when a hook or a per-tool limit stops or changes it), and
+``LoopFinished`` when the loop ends or pauses. Calls started early
 (``run_tools_eagerly``) report ``ToolCallStarted`` before their reply's ``MessageFinished``. Each
 call is reported once, across a pause and a resume.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import Literal, TypeAlias
 
 from .types import Decision, DecisionSource, EndReason, Reply, ToolCall
 from .usage import RequestUsage
@@ -22,6 +23,7 @@ __all__ = [
     "ApprovalDecided",
     "ApprovalRequested",
     "EndReason",
+    "HookDecided",
     "LoopFinished",
     "MessageFinished",
     "RunnerEvent",
@@ -100,6 +102,27 @@ class ApprovalDecided:
 
 
 @dataclass(frozen=True, slots=True)
+class HookDecided:
+    """One of the run's hooks (``hooks=``), or a per-tool limit (``max_calls=``), decided on a
+    tool call, or refused a request (see docs/hooks.md). Reported once per call and hook; a call the hooks decided
+    before a resume is not reported again."""
+
+    hook: Literal["before_tool_call", "after_tool_call", "max_calls", "before_request", "check_output"]
+    """Which decided."""
+    call: ToolCall | None
+    """The call as the model sent it; ``None`` for ``before_request`` and ``check_output``."""
+    decision: Literal["run", "rewritten", "denied", "limited", "replaced", "refused"]
+    """``"run"`` as it is, ``"rewritten"`` (runs with ``input``), ``"denied"``, ``"limited"``
+    (over its tool's ``max_calls``: not run), ``"replaced"`` (the model reads another result), or
+    ``"refused"`` (``before_request``: the request was not sent; ``check_output``: the final
+    answer was refused)."""
+    input: object = None
+    """The input the call runs with instead of the model's (``"rewritten"``)."""
+    reason: str | None = None
+    """What the model reads for a call that did not run."""
+
+
+@dataclass(frozen=True, slots=True)
 class LoopFinished:
     """The loop ended."""
 
@@ -117,6 +140,7 @@ RunnerEvent: TypeAlias = (
     | ToolCallFinished
     | ApprovalRequested
     | ApprovalDecided
+    | HookDecided
     | LoopFinished
 )
 

@@ -125,7 +125,9 @@ class OutputFormat:
         return last[1]
 
 
-def output_format_of(output_type: object, retries: object, params: Mapping[str, Any]) -> OutputFormat:
+def output_format_of(
+    output_type: object, retries: object, params: Mapping[str, Any], *, retries_only: bool = False
+) -> OutputFormat:
     """The runner's ``output_format=`` and ``output_retries=``, checked.
 
     Raises:
@@ -137,6 +139,8 @@ def output_format_of(output_type: object, retries: object, params: Mapping[str, 
             f"output_retries must be an int of 0 or more (how often an answer that does not fit the "
             f"output_format is sent back to the model), not {retries!r}."
         )
+    if retries_only:  # checked for a check_output hook, without an output_format
+        return OutputFormat(None, {}, "", retries)
     if isinstance(output_type, Mapping):
         raise ParamsError(
             "output_format must be a type (a pydantic model, a TypedDict or a dataclass), not a schema dict; "
@@ -171,6 +175,8 @@ def output_resumed(state: RunState, output: OutputFormat | None) -> RunState:
     """
     saved = state.output
     run = repr(state.run_id)
+    if saved is not None and not saved.schema:  # retries of a check_output hook only (_core.hooks)
+        saved = None
     if output is None:
         if saved is None:
             return state

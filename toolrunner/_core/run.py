@@ -117,6 +117,8 @@ class RunCore(TurnCore[ToolT]):
         check_history(state.messages, self.checked)
         self.checked = max(len(state.messages) - 1, 0)
         yield from self._save()
+        if self.hooks is not None and self.hooks.before_request:  # a guardrail may refuse (_core.hooks)
+            yield from self._before_request()
         request = Request(state, None if self._compacting is None else self._compacting[0])
         if self.stream:
             self._held = set()  # a new reply: none of its calls is held yet

@@ -34,7 +34,7 @@ import pydantic
 from anthropic.types import ToolResultBlockParam
 
 from .errors import StateError
-from .types import Decision, DecisionSource, EndReason, Reply, ToolCall
+from .types import Decision, DecisionSource, EndReason, HookVerdict, Reply, ToolCall
 from .usage import RequestUsage, Usage
 
 __all__ = [
@@ -123,6 +123,11 @@ class CallRecord:
         tool: For a call that waits for a decision: its tool's definition as the model saw it
             (``name``, ``description``, ``input_schema``), so that a person, or a process without
             the tools, can read what the call does and check an edited input.
+        hook: What the run's hooks decided on the call (``_core.hooks``): ``"run"``,
+            ``"rewritten"`` (it runs with ``hook_input``), ``"denied"`` (by ``before_tool_call``)
+            or ``"limited"`` (over its tool's ``max_calls``); ``None`` if the run has no hooks or
+            they have not decided yet. A call whose hooks decided is never asked about again.
+        hook_input: The input a ``before_tool_call`` hook gave the call instead (``"rewritten"``).
     """
 
     call: ToolCall
@@ -133,6 +138,8 @@ class CallRecord:
     decided_by: str | None = None
     decided_at: str | None = None
     tool: Mapping[str, Any] | None = None
+    hook: HookVerdict | None = None
+    hook_input: object = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +213,8 @@ class RunState:
             (``DecisionRecord``): who, when, how, with which input; kept for the life of the run.
         output: For a run with a typed final answer (``output_format=``), its schema's fingerprint
             and the retries of the answer under way (``OutputRecord``); ``None`` otherwise.
+        call_counts: How many calls of each tool (by name) started in the run, for a run with
+            per-tool limits or hooks (``max_calls=``, ``hooks=``; ``_core.hooks``); empty otherwise.
     """
 
     params: Mapping[str, Any]
@@ -226,6 +235,7 @@ class RunState:
     failure: Mapping[str, str] | None = None
     decisions: tuple[DecisionRecord, ...] = ()
     output: OutputRecord | None = None
+    call_counts: Mapping[str, int] = field(default_factory=dict[str, int])
 
     @property
     def requests_sent(self) -> int:

@@ -60,6 +60,8 @@ def state_data(state: RunState, *, history: bool = True) -> dict[str, Any]:
     }
     if state.output is not None:  # written only for a typed answer: other states are as before
         data["output"] = {"schema": state.output.schema, "retries": state.output.retries}
+    if state.call_counts:  # written only for a run with hooks or limits
+        data["call_counts"] = dict(state.call_counts)
     if history:
         data["messages"] = [message_data(message, index) for index, message in enumerate(state.messages)]
         data["usage"] = [request_usage_data(request) for request in state.usage]
@@ -162,6 +164,7 @@ def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]
         failure=None if data["failure"] is None else dict(data["failure"]),
         decisions=tuple(_read_decision(item) for item in data["decisions"]),
         output=None if output is None else OutputRecord(schema=output["schema"], retries=output["retries"]),
+        call_counts=dict(data.get("call_counts") or {}),
     )
 
 
@@ -195,7 +198,7 @@ def _read_call(data: Mapping[str, Any]) -> ToolCall:
 
 def _record_data(record: CallRecord) -> dict[str, Any]:
     call = record.call
-    return {
+    data = {
         **_call_data(call),
         "status": record.status.value,
         "result": None if record.result is None else plain_data(record.result, f"the result of {call.id!r}"),
@@ -205,6 +208,10 @@ def _record_data(record: CallRecord) -> dict[str, Any]:
         "decided_at": record.decided_at,
         "tool": None if record.tool is None else plain_data(record.tool, f"the tool of {call.id!r}"),
     }
+    if record.hook is not None:  # written only when hooks decided: other records are as before
+        data["hook"] = record.hook
+        data["hook_input"] = plain_data(record.hook_input, f"the hook's input of {call.id!r}")
+    return data
 
 
 def _read_record(data: Mapping[str, Any]) -> CallRecord:
@@ -221,6 +228,8 @@ def _read_record(data: Mapping[str, Any]) -> CallRecord:
         decided_by=data["decided_by"],
         decided_at=data["decided_at"],
         tool=None if data["tool"] is None else dict(data["tool"]),
+        hook=data.get("hook"),
+        hook_input=data.get("hook_input"),
     )
 
 

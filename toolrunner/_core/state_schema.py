@@ -217,6 +217,9 @@ class _Record(TypedDict):
     decided_by: str | None
     decided_at: str | None
     tool: dict[str, Any] | None
+    hook: NotRequired[Literal["run", "rewritten", "denied", "limited"] | None]
+    """Written only when the run's hooks decided on the call (``_core.hooks``)."""
+    hook_input: NotRequired[Any]
 
 
 @with_config(_CONFIG)
@@ -271,6 +274,8 @@ class _State(TypedDict):
     decisions: list[_Decision]
     output: NotRequired[_Output | None]
     """Written only for a run with a typed answer (``output_format=``), so older states have none."""
+    call_counts: NotRequired[dict[str, _Count]]
+    """Written only for a run with hooks or per-tool limits (``_core.hooks``)."""
 
 
 _FIELDS = frozenset(

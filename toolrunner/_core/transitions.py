@@ -240,6 +240,8 @@ def _with_status(record: CallRecord, status: CallStatus, result: ToolResultBlock
         record.decided_by,
         record.decided_at,
         record.tool,
+        record.hook,
+        record.hook_input,
     )
 
 
@@ -340,7 +342,8 @@ def resumed(state: RunState, *, may_run_again: Callable[[ToolCall], bool]) -> Ru
     for tool_use_id, record in state.calls.items():
         if record.status is CallStatus.STARTED:
             if may_run_again(record.call):
-                if record.decision == "approved":  # runs again as approved, with the input approved
+                if record.decision == "approved" or record.hook is not None:
+                    # runs again as approved, with the input approved, and as the hooks decided
                     calls[tool_use_id] = dataclasses.replace(record, status=CallStatus.APPROVED)
                 continue
             record = dataclasses.replace(record, status=CallStatus.FINISHED, result=interrupted(record.call))

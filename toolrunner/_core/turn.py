@@ -14,7 +14,6 @@ from anthropic.types import ToolResultBlockParam
 
 from .approval import awaiting, turn_paused, turn_resumed
 from .base import ToolT
-from .decisions import DecisionsCore
 from .effects import (
     LOST,
     AwaitDecisions,
@@ -29,6 +28,8 @@ from .effects import (
     StateDerived,
 )
 from .events import MessageFinished, TextDelta, ToolCallFinished, ToolCallStarted
+from .hook_types import counts_saveable
+from .hooks import HooksCore
 from .message_checks import check_reply
 from .output import answer_judged
 from .plan import CallPlan, not_executed
@@ -50,7 +51,7 @@ from .types import Reply, ToolCall, ToolResultMessage
 __all__ = ["TurnCore"]
 
 
-class TurnCore(DecisionsCore[ToolT]):
+class TurnCore(HooksCore[ToolT]):
     """A reply's turn, finished (see the module docstring)."""
 
     # -- the reply ----------------------------------------------------------------------------------
@@ -113,6 +114,8 @@ class TurnCore(DecisionsCore[ToolT]):
         rejected = None
         if self.output is not None and message is None:  # a final answer: does it fit? (_core.output)
             finished, rejected = answer_judged(finished, self.output)
+        if message is None and rejected is None and self.hooks is not None and self.hooks.check_output:
+            finished, rejected = yield from self._check_output(finished, before)  # a guardrail (_core.hooks)
         self.make_current(self._turn_ended(finished))
         self._decided_since_pause = []
         self._reported = set()
@@ -210,7 +213,10 @@ class TurnCore(DecisionsCore[ToolT]):
         and if that save fails or is cancelled, the start is undone: the tool never began, so the
         call did not start, and a crash must not report it interrupted."""
         previous = record_of(self.state, call)
-        self.make_current(call_started(self.state, call))
+        if self.hooks is None:
+            self.make_current(call_started(self.state, call))
+        elif not (yield from self._start_hooked(call, previous)):
+            return  # answered without running: over its tool's limit, or denied by a hook
         self._starting[call.id] = previous
         try:
             yield from self._save(starting=call.id)
@@ -231,6 +237,8 @@ class TurnCore(DecisionsCore[ToolT]):
             raise
         if block is LOST:  # the driver lost it half way: it may or may not have acted
             block = interrupted(call)
+        if self.hooks is not None and self.hooks.after_tool_call:
+            block = yield from self._after_call(call, block)
         self._finished(call, block, seconds)
         yield from self._save()
 
@@ -269,6 +277,9 @@ class TurnCore(DecisionsCore[ToolT]):
             del calls[call.id]
         else:
             calls[call.id] = previous
+        if self.state.call_counts:  # nor is it counted
+            self.make_current(counts_saveable(self.state, calls, {call.id: previous}))
+            return
         self.make_current(self.state.replace(calls=calls))
 
     def _finished(self, call: ToolCall, block: ToolResultBlockParam, seconds: float) -> None:
@@ -277,8 +288,11 @@ class TurnCore(DecisionsCore[ToolT]):
             self.emit(ToolCallFinished(call=call, duration=seconds, is_error=bool(block.get("is_error"))))
 
     def input_of(self, call: ToolCall) -> object:
-        """The input ``call`` runs with: the one a person approved instead, or the model's."""
+        """The input ``call`` runs with: the one a hook gave instead, the one a person approved
+        instead, or the model's."""
         record = record_of(self.state, call)
+        if record is not None and record.hook == "rewritten":
+            return record.hook_input
         if record is not None and record.approved_input is not None:
             return record.approved_input
         return call.input

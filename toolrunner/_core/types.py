@@ -19,6 +19,7 @@ __all__ = [
     "Decision",
     "DecisionSource",
     "EndReason",
+    "HookVerdict",
     "Reply",
     "ReplyStream",
     "RunnerView",
@@ -43,6 +44,9 @@ tool calls wait for a decision."""
 
 Decision: TypeAlias = Literal["approved", "denied", "answered"]
 DecisionSource: TypeAlias = Literal["runner", "store", "callback", "gate", "timeout"]
+
+HookVerdict: TypeAlias = Literal["run", "rewritten", "denied", "limited"]
+"""What the run's hooks decided on a tool call, as its record keeps it (``CallRecord.hook``)."""
 """Where a decision on a call came from: the runner's ``approve``/``deny``/``answer`` (or a Temporal
 update), a store (its API, the CLI, the inbox), the ``approve=`` callback, a gate that failed
 (denied, fail closed), or the time for a decision running out."""

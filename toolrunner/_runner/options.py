@@ -55,6 +55,7 @@ from .._core.caching import CachePolicy, Caching, cache_policy
 from .._core.compaction import CompactionControl
 from .._core.errors import ParamsError
 from .._core.events import RunnerEvent
+from .._core.hook_types import HookPlan
 from .._core.ids import check_run_id
 from .._core.output import DEFAULT_OUTPUT_RETRIES, OutputFormat, output_format_of
 from .._core.transitions import Limits
@@ -66,6 +67,7 @@ from .._tools.sdk import SdkObject
 from .._tools.tool import Tool
 from .._tools.toolsets import RunnableTool, Toolset
 from .._tracing.trace import Tracing
+from .hooks import Hooks, hook_plan
 
 __all__ = [
     "Options",
@@ -135,6 +137,11 @@ class RunnerOptions(TypedDict, total=False):
     output_retries: int
     """How many times a final answer that does not fit ``output_format`` is sent back to the model
     with its validation errors before ``OutputValidationError`` is raised (default 1)."""
+    hooks: Hooks | None
+    """Hooks that can refuse or change a tool call (``Hooks``; see docs/hooks.md)."""
+    max_calls: Mapping[str, int] | None
+    """The most calls each named tool may make in the run; a call over it is not run, and the model
+    reads why (see docs/hooks.md)."""
     thread: Literal[False] | None
     """The SDK runner's option: toolrunner always sends the whole history, which is what
     ``thread=False`` asks; server-held threads are not supported."""
@@ -223,6 +230,8 @@ class Options:
     cache: Caching | None = None
     tracing: Tracing | None = None
     output: OutputFormat | None = None
+    hooks: Hooks | None = None
+    hook_plan: HookPlan | None = None
 
 
 _NAMES = frozenset(RunnerOptions.__annotations__)
@@ -254,7 +263,12 @@ def read_options(
     limits = _limits(given, params.get("model"), on_limit)
     control = _compaction_control(given.get("compaction_control"))
     policy = cache_policy(given.get("cache"))
-    output = _output(given, params)
+    hooks = given.get("hooks")
+    checks = isinstance(hooks, Hooks) and hooks.check_output is not None
+    output = _output(given, params, checks=checks)
+    plan = hook_plan(
+        hooks, given.get("max_calls"), output_retries=given.get("output_retries", DEFAULT_OUTPUT_RETRIES)
+    )
     options = Options(
         tools=given.get("tools", ()),
         stream=stream,
@@ -272,19 +286,28 @@ def read_options(
         cache=None if policy is None else Caching(policy),
         tracing=tracing,
         output=output,
+        hooks=given.get("hooks"),
+        hook_plan=plan,
     )
     return options, params
 
 
-def _output(given: Mapping[str, Any], params: Mapping[str, Any]) -> OutputFormat | None:
-    """``output_format`` and ``output_retries``, checked (``_core.output``)."""
+def _output(
+    given: Mapping[str, Any], params: Mapping[str, Any], *, checks: bool = False
+) -> OutputFormat | None:
+    """``output_format`` and ``output_retries``, checked (``_core.output``); ``checks``: the run
+    has a ``check_output`` hook, which shares the retries."""
     output_type = given.get("output_format")
     retries = given.get("output_retries", DEFAULT_OUTPUT_RETRIES)
     if output_type is None:
+        if checks:
+            output_format_of(None, retries, {}, retries_only=True)
+            return None
         if "output_retries" in given:
             raise ParamsError(
-                "output_retries says how often an answer that does not fit output_format is sent back to the "
-                "model: pass output_format=... with it."
+                "output_retries says how often an answer that does not fit output_format (or that a check_output "
+                "hook refuses) is sent back to the model: pass output_format=... with it (or "
+                "hooks=Hooks(check_output=...))."
             )
         return None
     return output_format_of(output_type, retries, params)

@@ -23,8 +23,12 @@ import anyio.abc
 from .._core.compaction import compaction_request, summary_request
 from .._core.drive import drive
 from .._core.effects import (
+    AfterToolCall,
     Ask,
     AwaitDecisions,
+    BeforeRequest,
+    BeforeToolCall,
+    CheckOutput,
     Decisions,
     DropStream,
     Effect,
@@ -54,6 +58,7 @@ from .._tools.execution import execute
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool
 from .._tracing.trace import RunTrace
+from .hooks import after_tool_call, before_request, before_tool_call, check_output
 from .options import Options
 from .requests import Client, send_request
 from .running_calls import RunningCalls, raise_single
@@ -118,6 +123,10 @@ class Performer:
             DropStream: self._drop_stream,
             Gate: self._gate,
             Ask: self._ask,
+            BeforeToolCall: self._before_tool_call,
+            AfterToolCall: self._after_tool_call,
+            BeforeRequest: self._before_request,
+            CheckOutput: self._check_output,
             RunCalls: self._run_calls,
             Execute: self._execute,
             ReadDecisions: self._read_decisions,
@@ -303,6 +312,32 @@ class Performer:
         callback = self._options.approve
         assert callback is not None
         return await ask(callback, effect.call)
+
+    async def _before_tool_call(self, effect: BeforeToolCall) -> object:
+        hooks = self._options.hooks
+        assert hooks is not None
+        assert hooks.before_tool_call is not None
+        return await before_tool_call(
+            hooks.before_tool_call, effect.info, self._core.tool_of(effect.info.call)
+        )
+
+    async def _after_tool_call(self, effect: AfterToolCall) -> object:
+        hooks = self._options.hooks
+        assert hooks is not None
+        assert hooks.after_tool_call is not None
+        return await after_tool_call(hooks.after_tool_call, effect.info, effect.block)
+
+    async def _before_request(self, effect: BeforeRequest) -> str | None:
+        hooks = self._options.hooks
+        assert hooks is not None
+        assert hooks.before_request is not None
+        return await before_request(hooks.before_request, effect.info)
+
+    async def _check_output(self, effect: CheckOutput) -> str | None:
+        hooks = self._options.hooks
+        assert hooks is not None
+        assert hooks.check_output is not None
+        return await check_output(hooks.check_output, effect.reply)
 
     async def _run_calls(self, effect: RunCalls) -> None:
         await self._running.run(

@@ -186,6 +186,7 @@ class ToolRunner(Generic[ItemT]):
             compaction_control=self._options.compaction_control,
             ended=lambda state: self._trace.ended(state),
             output=output,
+            hooks=self._options.hook_plan,
         )
         self._core.listener = self._options.on_event
         self._trace = start_trace(self._options.tracing, client, lambda: self._core.state)

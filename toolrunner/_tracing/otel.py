@@ -110,6 +110,7 @@ class OtelTrace:
 
     async def tool_call(self, call: ToolCall, run: Awaitable[ToolResultBlockParam]) -> ToolResultBlockParam:
         parent = trace.set_span_in_context(self._open_run())  # not the current span: calls are siblings
+        record = self._state().calls.get(call.id)
         return await traced_tool_call(
             self._tracer,
             call,
@@ -117,6 +118,7 @@ class OtelTrace:
             parent=parent,
             arguments=(lambda: self._input_of(call)) if self._content else None,
             failures=self._failures,
+            hook=None if record is None else record.hook,
         )
 
     def ended(self, state: RunState) -> None:
@@ -185,6 +187,8 @@ class OtelTrace:
     def _input_of(self, call: ToolCall) -> object:
         """The input the call runs with: the model's, or the one a person approved instead."""
         record = self._state().calls.get(call.id)
+        if record is not None and record.hook == "rewritten":  # the input a hook gave instead
+            return record.hook_input
         if record is not None and record.approved_input is not None:
             return record.approved_input
         return call.input
@@ -198,10 +202,13 @@ async def traced_tool_call(
     parent: Context | None,
     arguments: Callable[[], object] | None,
     failures: ContextVar[Callable[[Exception], None] | None],
+    hook: str | None = None,
 ) -> ToolResultBlockParam:
     """Await ``run`` (the call's execution) in an ``execute_tool {name}`` span, a child of
     ``parent`` (the current span when ``None``: a Temporal activity's), current inside the tool.
-    With ``arguments`` (content recorded), the call's input and its result go on the span."""
+    With ``arguments`` (content recorded), the call's input and its result go on the span; with
+    ``hook``, what the run's hooks decided on the call (``toolrunner.tool.hook``: ``"run"`` or
+    ``"rewritten"``)."""
     span = tracer.start_span(
         f"execute_tool {call.name}",
         context=parent,
@@ -215,6 +222,8 @@ async def traced_tool_call(
     )
     if arguments is not None and span.is_recording():
         span.set_attribute("gen_ai.tool.call.arguments", _json(arguments()))
+    if hook is not None:
+        span.set_attribute("toolrunner.tool.hook", hook)
     raised: list[Exception] = []
 
     def failed(error: Exception) -> None:
