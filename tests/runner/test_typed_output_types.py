@@ -69,6 +69,11 @@ async def test_the_async_runner_without_output_format_yields_replies() -> None:
     assert_type(runner.last_message, Reply | None)
     none = ToolRunner(fake.async_client(), model=MODEL, max_tokens=64, messages=[USER], output_format=None)
     assert_type(none, ToolRunner[Reply])
+    maybe: type[Weather] | None = None  # a type or None, not known until run time: Reply, as before
+    assert_type(
+        ToolRunner(fake.async_client(), model=MODEL, max_tokens=64, messages=[USER], output_format=maybe),
+        ToolRunner[Reply],
+    )
 
 
 async def test_the_async_runner_streams_as_before_with_output_format() -> None:

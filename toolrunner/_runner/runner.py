@@ -63,42 +63,20 @@ class ToolRunner(Generic[ItemT]):
             through ``client.beta.messages``.
     """
 
+    # fmt: off
     @overload
-    def __init__(
-        self: ToolRunner[Reply],
-        client: Client,
-        *,
-        stream: Literal[False] = False,
-        output_format: None = None,
-        **options: Unpack[RunnerArguments],
-    ) -> None: ...
+    def __init__(self: ToolRunner[Reply], client: Client, *, stream: Literal[False] = False,
+                 output_format: None = None, **options: Unpack[RunnerArguments]) -> None: ...
+    @overload  # output_format=T: the items are ParsedReply[T] (docs/typed-output.md)
+    def __init__(self: ToolRunner[ParsedReply[OutputT]], client: Client, *, stream: Literal[False] = False,
+                 output_format: type[OutputT], **options: Unpack[RunnerArguments]) -> None: ...
     @overload
-    def __init__(
-        self: ToolRunner[ParsedReply[OutputT]],
-        client: Client,
-        *,
-        stream: Literal[False] = False,
-        output_format: type[OutputT],
-        **options: Unpack[RunnerArguments],
-    ) -> None: ...
+    def __init__(self: ToolRunner[Reply], client: Client, *, stream: Literal[False] = False,
+                 output_format: type[Any] | None, **options: Unpack[RunnerArguments]) -> None: ...
     @overload
-    def __init__(
-        self: ToolRunner[Reply],
-        client: Client,
-        *,
-        stream: Literal[False] = False,
-        output_format: type[Any] | None,
-        **options: Unpack[RunnerArguments],
-    ) -> None: ...
-    @overload
-    def __init__(
-        self: ToolRunner[ReplyStream],
-        client: anthropic.AsyncAnthropic,
-        *,
-        stream: Literal[True],
-        output_format: type[Any] | None = None,
-        **options: Unpack[RunnerArguments],
-    ) -> None: ...
+    def __init__(self: ToolRunner[ReplyStream], client: anthropic.AsyncAnthropic, *, stream: Literal[True],
+                 output_format: type[Any] | None = None, **options: Unpack[RunnerArguments]) -> None: ...
+    # fmt: on
     def __init__(self, client: Client, *, stream: bool = False, **options: Any) -> None:
         self._start(client, stream, options, from_sync_code=False)
 
@@ -109,46 +87,25 @@ class ToolRunner(Generic[ItemT]):
         params = self._configure(client, stream, options, from_sync_code=from_sync_code)
         self._body.apply_params({**params, "tools": self._options.tools}, steer=False)
 
+    # fmt: off
     @overload
     @classmethod
-    async def resume(
-        cls,
-        client: Client,
-        *,
-        stream: Literal[False] = False,
-        output_format: None = None,
-        **options: Unpack[ResumeArguments],
-    ) -> ToolRunner[Reply]: ...
+    async def resume(cls, client: Client, *, stream: Literal[False] = False, output_format: None = None,
+                     **options: Unpack[ResumeArguments]) -> ToolRunner[Reply]: ...
     @overload
     @classmethod
-    async def resume(
-        cls,
-        client: Client,
-        *,
-        stream: Literal[False] = False,
-        output_format: type[OutputT],
-        **options: Unpack[ResumeArguments],
-    ) -> ToolRunner[ParsedReply[OutputT]]: ...
+    async def resume(cls, client: Client, *, stream: Literal[False] = False, output_format: type[OutputT],
+                     **options: Unpack[ResumeArguments]) -> ToolRunner[ParsedReply[OutputT]]: ...
     @overload
     @classmethod
-    async def resume(
-        cls,
-        client: Client,
-        *,
-        stream: Literal[False] = False,
-        output_format: type[Any] | None,
-        **options: Unpack[ResumeArguments],
-    ) -> ToolRunner[Reply]: ...
+    async def resume(cls, client: Client, *, stream: Literal[False] = False, output_format: type[Any] | None,
+                     **options: Unpack[ResumeArguments]) -> ToolRunner[Reply]: ...
     @overload
     @classmethod
-    async def resume(
-        cls,
-        client: anthropic.AsyncAnthropic,
-        *,
-        stream: Literal[True],
-        output_format: type[Any] | None = None,
-        **options: Unpack[ResumeArguments],
-    ) -> ToolRunner[ReplyStream]: ...
+    async def resume(cls, client: anthropic.AsyncAnthropic, *, stream: Literal[True],
+                     output_format: type[Any] | None = None,
+                     **options: Unpack[ResumeArguments]) -> ToolRunner[ReplyStream]: ...
+    # fmt: on
     @classmethod
     async def resume(cls, client: Client, *, stream: bool = False, **options: Any) -> ToolRunner[Any]:
         """Go on with a saved run: ``await ToolRunner.resume(client, run_id=..., checkpointer=..., tools=[...])``.

@@ -53,42 +53,21 @@ class SyncToolRunner(Generic[SyncItemT]):
         **options: As for ``ToolRunner``.
     """
 
+    # fmt: off
     @overload
-    def __init__(
-        self: SyncToolRunner[Reply],
-        client: anthropic.Anthropic,
-        *,
-        stream: Literal[False] = False,
-        output_format: None = None,
-        **options: Unpack[RunnerArguments],
-    ) -> None: ...
+    def __init__(self: SyncToolRunner[Reply], client: anthropic.Anthropic, *, stream: Literal[False] = False,
+                 output_format: None = None, **options: Unpack[RunnerArguments]) -> None: ...
+    @overload  # output_format=T: the items are ParsedReply[T] (docs/typed-output.md)
+    def __init__(self: SyncToolRunner[ParsedReply[OutputT]], client: anthropic.Anthropic, *,
+                 stream: Literal[False] = False, output_format: type[OutputT],
+                 **options: Unpack[RunnerArguments]) -> None: ...
     @overload
-    def __init__(
-        self: SyncToolRunner[ParsedReply[OutputT]],
-        client: anthropic.Anthropic,
-        *,
-        stream: Literal[False] = False,
-        output_format: type[OutputT],
-        **options: Unpack[RunnerArguments],
-    ) -> None: ...
+    def __init__(self: SyncToolRunner[Reply], client: anthropic.Anthropic, *, stream: Literal[False] = False,
+                 output_format: type[Any] | None, **options: Unpack[RunnerArguments]) -> None: ...
     @overload
-    def __init__(
-        self: SyncToolRunner[Reply],
-        client: anthropic.Anthropic,
-        *,
-        stream: Literal[False] = False,
-        output_format: type[Any] | None,
-        **options: Unpack[RunnerArguments],
-    ) -> None: ...
-    @overload
-    def __init__(
-        self: SyncToolRunner[SyncReplyStream],
-        client: anthropic.Anthropic,
-        *,
-        stream: Literal[True],
-        output_format: type[Any] | None = None,
-        **options: Unpack[RunnerArguments],
-    ) -> None: ...
+    def __init__(self: SyncToolRunner[SyncReplyStream], client: anthropic.Anthropic, *, stream: Literal[True],
+                 output_format: type[Any] | None = None, **options: Unpack[RunnerArguments]) -> None: ...
+    # fmt: on
     def __init__(self, client: anthropic.Anthropic, *, stream: bool = False, **options: Any) -> None:
         if not isinstance(client, anthropic.Anthropic):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ParamsError(
@@ -102,46 +81,26 @@ class SyncToolRunner(Generic[SyncItemT]):
         self._block: ExitStack | None = None  # inside ``with runner:``: the portal and the entered runner
         self._iterating = False
 
+    # fmt: off
     @overload
     @classmethod
-    def resume(
-        cls,
-        client: anthropic.Anthropic,
-        *,
-        stream: Literal[False] = False,
-        output_format: None = None,
-        **options: Unpack[ResumeArguments],
-    ) -> SyncToolRunner[Reply]: ...
+    def resume(cls, client: anthropic.Anthropic, *, stream: Literal[False] = False, output_format: None = None,
+               **options: Unpack[ResumeArguments]) -> SyncToolRunner[Reply]: ...
     @overload
     @classmethod
     def resume(  # pyright: ignore[reportOverlappingOverload]  # a type[Any] | None takes the next one
-        cls,
-        client: anthropic.Anthropic,
-        *,
-        stream: Literal[False] = False,
-        output_format: type[OutputT],
-        **options: Unpack[ResumeArguments],
-    ) -> SyncToolRunner[ParsedReply[OutputT]]: ...
+        cls, client: anthropic.Anthropic, *, stream: Literal[False] = False, output_format: type[OutputT],
+        **options: Unpack[ResumeArguments]) -> SyncToolRunner[ParsedReply[OutputT]]: ...
     @overload
     @classmethod
-    def resume(
-        cls,
-        client: anthropic.Anthropic,
-        *,
-        stream: Literal[False] = False,
-        output_format: type[Any] | None,
-        **options: Unpack[ResumeArguments],
-    ) -> SyncToolRunner[Reply]: ...
+    def resume(cls, client: anthropic.Anthropic, *, stream: Literal[False] = False,
+               output_format: type[Any] | None,
+               **options: Unpack[ResumeArguments]) -> SyncToolRunner[Reply]: ...
     @overload
     @classmethod
-    def resume(
-        cls,
-        client: anthropic.Anthropic,
-        *,
-        stream: Literal[True],
-        output_format: type[Any] | None = None,
-        **options: Unpack[ResumeArguments],
-    ) -> SyncToolRunner[SyncReplyStream]: ...
+    def resume(cls, client: anthropic.Anthropic, *, stream: Literal[True], output_format: type[Any] | None = None,
+               **options: Unpack[ResumeArguments]) -> SyncToolRunner[SyncReplyStream]: ...
+    # fmt: on
     @classmethod
     def resume(
         cls, client: anthropic.Anthropic, *, stream: bool = False, **options: Any
