@@ -19,7 +19,7 @@ import json
 from collections.abc import AsyncGenerator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anthropic
 import httpx2
@@ -166,7 +166,10 @@ async def test_what_a_newer_service_adds_passes_through_every_path(
                     await runner.generate_tool_response()  # the call runs, and is journaled
                 break  # the process stops here, the runner left as it is; the run goes on from the store
         if store is not None:
-            resumed = await ToolRunner.resume(client, stream=stream, tools=[look], **options)
+            # From a dict of Any, checkers cannot tell the overload (it may hold output_format).
+            resumed = cast(
+                "ToolRunner[Any]", await ToolRunner.resume(client, stream=stream, tools=[look], **options)
+            )
             async with resumed:
                 async for item in resumed:
                     replies.append(await read(item, stream, seen))

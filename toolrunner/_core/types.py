@@ -9,17 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypedDict, TypeVar
 
 from anthropic.lib.streaming import AsyncMessageStream, BetaAsyncMessageStream
-from anthropic.types import Message, ToolResultBlockParam
+from anthropic.types import Message, ParsedMessage, ToolResultBlockParam
 from anthropic.types.beta import BetaMessage
+from anthropic.types.beta.parsed_beta_message import ParsedBetaMessage
 
 __all__ = [
     "Decision",
     "DecisionSource",
     "EndReason",
     "HookVerdict",
+    "ParsedReply",
     "Reply",
     "ReplyStream",
     "RunnerView",
@@ -30,6 +32,28 @@ __all__ = [
 
 Reply: TypeAlias = Message | BetaMessage
 """A reply: a ``Message``, or a ``BetaMessage`` from the beta endpoint (``betas``, or a beta-only param)."""
+
+OutputT = TypeVar("OutputT")
+
+if TYPE_CHECKING:
+    ParsedReply: TypeAlias = ParsedMessage[OutputT] | ParsedBetaMessage[OutputT]
+    """A reply of a runner with ``output_format=OutputT``: the SDK's ``ParsedMessage[OutputT]`` (a
+    ``ParsedBetaMessage[OutputT]`` from the beta endpoint), a ``Reply`` whose ``parsed_output`` is the
+    answer, ``OutputT | None``. What ``ToolRunner(..., output_format=OutputT)`` yields, as checkers
+    see it."""
+else:
+
+    class _ParsedReply:
+        """``ParsedReply`` at run time: ``ParsedReply[T]`` is ``ParsedMessage[T] | ParsedBetaMessage[T]``
+        (the SDK's parsed messages are pydantic generics, which a ``Union`` of them cannot subscript)."""
+
+        def __getitem__(self, output_type: object) -> object:
+            return ParsedMessage[output_type] | ParsedBetaMessage[output_type]  # type: ignore[valid-type]
+
+        def __repr__(self) -> str:
+            return "toolrunner.ParsedReply"
+
+    ParsedReply = _ParsedReply()
 
 ReplyStream: TypeAlias = AsyncMessageStream[Any] | BetaAsyncMessageStream[Any]
 """What a streaming runner yields: the SDK's stream of one reply."""

@@ -4,7 +4,8 @@ the request params.
 ``RunnerOptions`` names the options; ``RequestParams`` the request params (``model``,
 ``max_tokens``, ``messages``, ``system``, ...), typed with the SDK's own param types.
 ``RunnerArguments`` (both, for a new run) and ``ResumeArguments`` (the options and the transport
-params, for a resumed one) are the signatures' ``**options``: checkers then read every keyword, and
+params, for a resumed one) are the signatures' ``**options``, all but ``output_format``, a keyword of
+its own in the signatures (its type is the type of the items): checkers then read every keyword, and
 refuse a misspelt one, as the runner does at run time. ``read_options`` checks the options and splits
 them from the params; the params are checked against the SDK's signatures (``_runner.params``), so a param
 a newer SDK adds passes at run time before it is typed here (tests/runner/test_options_types.py keeps the
@@ -85,9 +86,9 @@ ToolLike: TypeAlias = Tool | Callable[..., Any] | Mapping[str, Any] | Toolset | 
 and the SDK's tools and toolsets."""
 
 
-class RunnerOptions(TypedDict, total=False):
-    """The options of ``ToolRunner`` and ``SyncToolRunner``; every other keyword is a request param
-    (``RequestParams``)."""
+class _Options(TypedDict, total=False):
+    """The options of ``ToolRunner`` and ``SyncToolRunner`` but ``output_format``, which their
+    signatures take as a keyword of its own (``RunnerOptions`` has them all)."""
 
     tools: Iterable[ToolLike]
     """Tools made with ``@tool``, plain functions (made into tools), or raw tool definitions
@@ -130,10 +131,6 @@ class RunnerOptions(TypedDict, total=False):
     breakpoints in a request, the caller's own counted first (see docs/caching.md)."""
     tracing: Tracing | None
     """Trace the runner with OpenTelemetry (see docs/observability.md); ``None``: no tracing."""
-    output_format: type[Any] | None
-    """The type of the final answer, as the SDK's runner takes it (a pydantic model; a TypedDict or
-    a dataclass): its JSON schema goes in ``output_config.format``, and each reply carries
-    ``parsed_output`` (see docs/typed-output.md)."""
     output_retries: int
     """How many times a final answer that does not fit ``output_format`` is sent back to the model
     with its validation errors before ``OutputValidationError`` is raised (default 1)."""
@@ -200,14 +197,25 @@ class RequestParams(_RunParams, TransportParams, total=False):
     mcp_servers: Iterable[BetaRequestMCPServerURLDefinitionParam]
 
 
-class RunnerArguments(RequestParams, RunnerOptions, total=False):
-    """The keywords of ``ToolRunner(...)`` and ``SyncToolRunner(...)`` besides ``stream``: the
-    request params and the options."""
+class RunnerOptions(_Options, total=False):
+    """The options of ``ToolRunner`` and ``SyncToolRunner``; every other keyword is a request param
+    (``RequestParams``)."""
+
+    output_format: type[Any] | None
+    """The type of the final answer, as the SDK's runner takes it (a pydantic model; a TypedDict or
+    a dataclass): its JSON schema goes in ``output_config.format``, and each reply carries
+    ``parsed_output`` (see docs/typed-output.md). The signatures take it as a keyword of its own,
+    so that the runner's items are typed ``ParsedReply[that type]``."""
 
 
-class ResumeArguments(TransportParams, RunnerOptions, total=False):
-    """The keywords of ``resume(...)`` besides ``stream``: the options and the transport params (the
-    other params come from the saved run)."""
+class RunnerArguments(RequestParams, _Options, total=False):
+    """The keywords of ``ToolRunner(...)`` and ``SyncToolRunner(...)`` besides ``stream`` and
+    ``output_format``: the request params and the options."""
+
+
+class ResumeArguments(TransportParams, _Options, total=False):
+    """The keywords of ``resume(...)`` besides ``stream`` and ``output_format``: the options and the
+    transport params (the other params come from the saved run)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Any, Generic, Literal, NoReturn, Self, cast, overload
+from typing import Any, Generic, Literal, NoReturn, Self, TypeVar, cast, overload
 
 import anthropic
 from typing_extensions import TypeVar as DefaultTypeVar, Unpack
@@ -29,7 +29,7 @@ from .._core.output import output_resumed
 from .._core.run import RunCore
 from .._core.state import Phase, RunState
 from .._core.tool_changes import added_definitions, pending_message
-from .._core.types import EndReason, Reply, ReplyStream, ToolCall, ToolResultMessage
+from .._core.types import EndReason, ParsedReply, Reply, ReplyStream, ToolCall, ToolResultMessage
 from .._core.usage import DEFAULT_PRICES, UsageTracker, request_usage
 from .._tools.execution import ExecutionOptions
 from .._tools.tool import ToolContext
@@ -47,6 +47,7 @@ from .sdk_features import RunnerTools
 __all__ = ["ToolRunner"]
 
 ItemT = DefaultTypeVar("ItemT", default=Reply)
+OutputT = TypeVar("OutputT")
 
 
 class ToolRunner(Generic[ItemT]):
@@ -62,23 +63,21 @@ class ToolRunner(Generic[ItemT]):
             through ``client.beta.messages``.
     """
 
+    # fmt: off
     @overload
-    def __init__(
-        self: ToolRunner[Reply],
-        client: Client,
-        *,
-        stream: Literal[False] = False,
-        **options: Unpack[RunnerArguments],
-    ) -> None: ...
+    def __init__(self: ToolRunner[Reply], client: Client, *, stream: Literal[False] = False,
+                 output_format: None = None, **options: Unpack[RunnerArguments]) -> None: ...
+    @overload  # output_format=T: the items are ParsedReply[T] (docs/typed-output.md)
+    def __init__(self: ToolRunner[ParsedReply[OutputT]], client: Client, *, stream: Literal[False] = False,
+                 output_format: type[OutputT], **options: Unpack[RunnerArguments]) -> None: ...
     @overload
-    def __init__(
-        self: ToolRunner[ReplyStream],
-        client: anthropic.AsyncAnthropic,
-        *,
-        stream: Literal[True],
-        **options: Unpack[RunnerArguments],
-    ) -> None: ...
-    def __init__(self, client: Client, *, stream: bool = False, **options: Unpack[RunnerArguments]) -> None:
+    def __init__(self: ToolRunner[Reply], client: Client, *, stream: Literal[False] = False,
+                 output_format: type[Any] | None, **options: Unpack[RunnerArguments]) -> None: ...
+    @overload
+    def __init__(self: ToolRunner[ReplyStream], client: anthropic.AsyncAnthropic, *, stream: Literal[True],
+                 output_format: type[Any] | None = None, **options: Unpack[RunnerArguments]) -> None: ...
+    # fmt: on
+    def __init__(self, client: Client, *, stream: bool = False, **options: Any) -> None:
         self._start(client, stream, options, from_sync_code=False)
 
     def _start(
@@ -88,20 +87,27 @@ class ToolRunner(Generic[ItemT]):
         params = self._configure(client, stream, options, from_sync_code=from_sync_code)
         self._body.apply_params({**params, "tools": self._options.tools}, steer=False)
 
+    # fmt: off
     @overload
     @classmethod
-    async def resume(
-        cls, client: Client, *, stream: Literal[False] = False, **options: Unpack[ResumeArguments]
-    ) -> ToolRunner[Reply]: ...
+    async def resume(cls, client: Client, *, stream: Literal[False] = False, output_format: None = None,
+                     **options: Unpack[ResumeArguments]) -> ToolRunner[Reply]: ...
     @overload
     @classmethod
-    async def resume(
-        cls, client: anthropic.AsyncAnthropic, *, stream: Literal[True], **options: Unpack[ResumeArguments]
-    ) -> ToolRunner[ReplyStream]: ...
+    async def resume(cls, client: Client, *, stream: Literal[False] = False, output_format: type[OutputT],
+                     **options: Unpack[ResumeArguments]) -> ToolRunner[ParsedReply[OutputT]]: ...
+    @overload
     @classmethod
-    async def resume(
-        cls, client: Client, *, stream: bool = False, **options: Unpack[ResumeArguments]
-    ) -> ToolRunner[Any]:
+    async def resume(cls, client: Client, *, stream: Literal[False] = False, output_format: type[Any] | None,
+                     **options: Unpack[ResumeArguments]) -> ToolRunner[Reply]: ...
+    @overload
+    @classmethod
+    async def resume(cls, client: anthropic.AsyncAnthropic, *, stream: Literal[True],
+                     output_format: type[Any] | None = None,
+                     **options: Unpack[ResumeArguments]) -> ToolRunner[ReplyStream]: ...
+    # fmt: on
+    @classmethod
+    async def resume(cls, client: Client, *, stream: bool = False, **options: Any) -> ToolRunner[Any]:
         """Go on with a saved run: ``await ToolRunner.resume(client, run_id=..., checkpointer=..., tools=[...])``.
 
         The request params and the history come from the saved state; the options (tools above
@@ -438,6 +444,12 @@ class ToolRunner(Generic[ItemT]):
         """``close()``, and also close an unread stream and cancel tools started early."""
         await self._performer.close()
 
+    @overload
+    async def until_done(self: ToolRunner[Reply]) -> Reply: ...
+    @overload
+    async def until_done(self: ToolRunner[ParsedReply[OutputT]]) -> ParsedReply[OutputT]: ...
+    @overload
+    async def until_done(self) -> Reply: ...
     async def until_done(self) -> Reply:
         """Run the loop to its end and return the final reply; resumes a loop left by ``break``.
 

@@ -24,7 +24,7 @@ from typing_extensions import TypeVar, Unpack
 
 from .._core.errors import ParamsError, ToolRunnerError
 from .._core.state import RunState
-from .._core.types import EndReason, Reply, ToolCall, ToolResultMessage
+from .._core.types import EndReason, ParsedReply, Reply, ToolCall, ToolResultMessage
 from .._core.usage import UsageTracker
 from .options import ResumeArguments, RunnerArguments
 from .runner import ToolRunner
@@ -32,6 +32,7 @@ from .runner import ToolRunner
 __all__ = ["SyncReplyStream", "SyncToolRunner"]
 
 T = TypeVar("T")
+OutputT = TypeVar("OutputT")
 SyncReplyStream: TypeAlias = MessageStream[Any] | BetaMessageStream[Any]
 """What a streaming ``SyncToolRunner`` yields: the SDK's sync stream of one reply."""
 SyncItemT = TypeVar("SyncItemT", default=Reply)
@@ -52,25 +53,22 @@ class SyncToolRunner(Generic[SyncItemT]):
         **options: As for ``ToolRunner``.
     """
 
+    # fmt: off
     @overload
-    def __init__(
-        self: SyncToolRunner[Reply],
-        client: anthropic.Anthropic,
-        *,
-        stream: Literal[False] = False,
-        **options: Unpack[RunnerArguments],
-    ) -> None: ...
+    def __init__(self: SyncToolRunner[Reply], client: anthropic.Anthropic, *, stream: Literal[False] = False,
+                 output_format: None = None, **options: Unpack[RunnerArguments]) -> None: ...
+    @overload  # output_format=T: the items are ParsedReply[T] (docs/typed-output.md)
+    def __init__(self: SyncToolRunner[ParsedReply[OutputT]], client: anthropic.Anthropic, *,
+                 stream: Literal[False] = False, output_format: type[OutputT],
+                 **options: Unpack[RunnerArguments]) -> None: ...
     @overload
-    def __init__(
-        self: SyncToolRunner[SyncReplyStream],
-        client: anthropic.Anthropic,
-        *,
-        stream: Literal[True],
-        **options: Unpack[RunnerArguments],
-    ) -> None: ...
-    def __init__(
-        self, client: anthropic.Anthropic, *, stream: bool = False, **options: Unpack[RunnerArguments]
-    ) -> None:
+    def __init__(self: SyncToolRunner[Reply], client: anthropic.Anthropic, *, stream: Literal[False] = False,
+                 output_format: type[Any] | None, **options: Unpack[RunnerArguments]) -> None: ...
+    @overload
+    def __init__(self: SyncToolRunner[SyncReplyStream], client: anthropic.Anthropic, *, stream: Literal[True],
+                 output_format: type[Any] | None = None, **options: Unpack[RunnerArguments]) -> None: ...
+    # fmt: on
+    def __init__(self, client: anthropic.Anthropic, *, stream: bool = False, **options: Any) -> None:
         if not isinstance(client, anthropic.Anthropic):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ParamsError(
                 f"SyncToolRunner needs a sync anthropic.Anthropic client, not {type(client).__name__!r}; "
@@ -83,23 +81,29 @@ class SyncToolRunner(Generic[SyncItemT]):
         self._block: ExitStack | None = None  # inside ``with runner:``: the portal and the entered runner
         self._iterating = False
 
+    # fmt: off
     @overload
     @classmethod
-    def resume(
-        cls,
-        client: anthropic.Anthropic,
-        *,
-        stream: Literal[False] = False,
-        **options: Unpack[ResumeArguments],
-    ) -> SyncToolRunner[Reply]: ...
+    def resume(cls, client: anthropic.Anthropic, *, stream: Literal[False] = False, output_format: None = None,
+               **options: Unpack[ResumeArguments]) -> SyncToolRunner[Reply]: ...
     @overload
     @classmethod
-    def resume(
-        cls, client: anthropic.Anthropic, *, stream: Literal[True], **options: Unpack[ResumeArguments]
-    ) -> SyncToolRunner[SyncReplyStream]: ...
+    def resume(  # pyright: ignore[reportOverlappingOverload]  # a type[Any] | None takes the next one
+        cls, client: anthropic.Anthropic, *, stream: Literal[False] = False, output_format: type[OutputT],
+        **options: Unpack[ResumeArguments]) -> SyncToolRunner[ParsedReply[OutputT]]: ...
+    @overload
+    @classmethod
+    def resume(cls, client: anthropic.Anthropic, *, stream: Literal[False] = False,
+               output_format: type[Any] | None,
+               **options: Unpack[ResumeArguments]) -> SyncToolRunner[Reply]: ...
+    @overload
+    @classmethod
+    def resume(cls, client: anthropic.Anthropic, *, stream: Literal[True], output_format: type[Any] | None = None,
+               **options: Unpack[ResumeArguments]) -> SyncToolRunner[SyncReplyStream]: ...
+    # fmt: on
     @classmethod
     def resume(
-        cls, client: anthropic.Anthropic, *, stream: bool = False, **options: Unpack[ResumeArguments]
+        cls, client: anthropic.Anthropic, *, stream: bool = False, **options: Any
     ) -> SyncToolRunner[Any]:
         """Go on with a saved run (see ``ToolRunner.resume``): ``SyncToolRunner.resume(client,
         run_id=..., checkpointer=..., tools=[...])``; with ``stream=True`` it yields the SDK's sync
@@ -219,6 +223,12 @@ class SyncToolRunner(Generic[SyncItemT]):
         """The SDK runner's name for ``generate_tool_response()``."""
         return self._call(self._runner.generate_tool_response)
 
+    @overload
+    def until_done(self: SyncToolRunner[Reply]) -> Reply: ...
+    @overload
+    def until_done(self: SyncToolRunner[ParsedReply[OutputT]]) -> ParsedReply[OutputT]: ...
+    @overload
+    def until_done(self) -> Reply: ...
     def until_done(self) -> Reply:
         """Run the loop to its end and return the final reply (see ``ToolRunner.until_done``: a run
         that pauses for decisions raises ``AwaitingApprovalError``)."""
