@@ -18,6 +18,8 @@ nothing here runs.
 
 from __future__ import annotations
 
+import dataclasses
+
 from anthropic.types import ToolResultBlockParam
 
 from .base import ToolT
@@ -69,18 +71,9 @@ def _hooked(
     verdict: HookVerdict,
     input: object,
 ) -> CallRecord:
-    return CallRecord(
-        record.call,
-        status,
-        result,
-        record.approved_input,
-        record.decision,
-        record.decided_by,
-        record.decided_at,
-        record.tool,
-        verdict,
-        input,
-    )
+    """``record`` with its status and result, and the hooks' verdict (and input) on it; only runs
+    with hooks come here, so ``dataclasses.replace``'s generic work is no cost."""
+    return dataclasses.replace(record, status=status, result=result, hook=verdict, hook_input=input)
 
 
 class HooksCore(DecisionsCore[ToolT]):

@@ -185,14 +185,7 @@ async def before_request(hook: BeforeRequestHook, info: RequestInfo) -> str | No
     Raises:
         TypeError: The hook answered something else.
     """
-    answer: object = hook(info)
-    if inspect.isawaitable(answer):
-        answer = await cast("Awaitable[object]", answer)
-    if answer is None:
-        return None
-    if isinstance(answer, Deny):
-        return answer.reason
-    raise TypeError(f"a before_request hook answers None or Deny(reason), not {type(answer).__name__!r}")
+    return await _deny_reason(hook, info, "before_request")
 
 
 async def check_output(hook: CheckOutputHook, answer: object) -> str | None:
@@ -201,11 +194,16 @@ async def check_output(hook: CheckOutputHook, answer: object) -> str | None:
     Raises:
         TypeError: The hook answered something else.
     """
-    verdict: object = hook(answer)
+    return await _deny_reason(hook, answer, "check_output")
+
+
+async def _deny_reason(hook: Callable[[Any], object], value: object, name: str) -> str | None:
+    """What a hook that answers ``None`` or ``Deny(reason)`` answered on ``value``: the reason, if any."""
+    verdict: object = hook(value)
     if inspect.isawaitable(verdict):
         verdict = await cast("Awaitable[object]", verdict)
     if verdict is None:
         return None
     if isinstance(verdict, Deny):
         return verdict.reason
-    raise TypeError(f"a check_output hook answers None or Deny(reason), not {type(verdict).__name__!r}")
+    raise TypeError(f"a {name} hook answers None or Deny(reason), not {type(verdict).__name__!r}")
