@@ -27,7 +27,7 @@ from toolrunner import (
     ToolRunner,
     tool,
 )
-from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
+from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply, truncated_tool_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -455,6 +455,24 @@ async def test_check_output_sends_the_model_back_with_the_reason() -> None:
     assert [(e.hook, e.decision) for e in events if isinstance(e, HookDecided)] == [
         ("check_output", "refused")
     ]
+
+
+async def test_check_output_answers_the_calls_of_an_answer_cut_inside_a_tool_call() -> None:
+    # The refused answer's reply was cut by max_tokens inside a tool call: the message that sends it
+    # back answers the call first (the fake validates as the service does: no 400).
+    fake = FakeMessagesAPI(
+        [truncated_tool_reply(tool_call("fetch", {"url": "x"}, id="toolu_cut")), text_reply("4")]
+    )
+    runner = make_runner(fake, hooks=Hooks(check_output=lambda answer: Deny("finish the answer")))
+    with pytest.raises(OutputValidationError, match="finish the answer"):
+        await runner.until_done()
+    [cut, reason] = fake.requests[1].body["messages"][-1]["content"]
+    assert cut["tool_use_id"] == "toolu_cut"
+    assert cut["is_error"] is True
+    assert reason == {
+        "type": "text",
+        "text": "Your answer was not accepted: finish the answer\nAnswer again.",
+    }
 
 
 async def test_check_output_gives_up_after_output_retries() -> None:

@@ -25,7 +25,15 @@ from toolrunner import (
     ToolRunner,
     tool,
 )
-from toolrunner.testing import FakeMessagesAPI, RecordedRequest, fault, text_reply, tool_call, tool_reply
+from toolrunner.testing import (
+    FakeMessagesAPI,
+    RecordedRequest,
+    fault,
+    text_reply,
+    tool_call,
+    tool_reply,
+    truncated_tool_reply,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -181,6 +189,25 @@ async def test_an_answer_that_does_not_fit_is_sent_back_with_its_errors() -> Non
     assert runner.end_reason == "model"
     assert runner.state.output is not None
     assert runner.state.output.retries == 0
+
+
+async def test_an_answer_cut_inside_a_tool_call_is_sent_back_with_the_call_answered_first() -> None:
+    # A reply cut by max_tokens inside a tool call is the final answer (its call may not run), and it
+    # does not fit: the message that sends it back answers the call first, as the service requires
+    # of the message after a tool_use (the fake validates as the service does: no 400).
+    fake = FakeMessagesAPI(
+        [truncated_tool_reply(tool_call("get_weather", {"city": "Paris"}, id="toolu_cut")), text_reply(PARIS)]
+    )
+    final = await make_runner(fake, our_weather, output_format=Weather).until_done()
+    assert parsed(final) == Weather(city="Paris", celsius=21)
+    [cut, errors] = fake.requests[1].body["messages"][-1]["content"]
+    assert cut["type"] == "tool_result"
+    assert cut["tool_use_id"] == "toolu_cut"
+    assert cut["is_error"] is True
+    assert "did not run" in cut["content"]
+    assert "max_tokens" in cut["content"]
+    assert errors["type"] == "text"
+    assert "does not match the required JSON schema" in errors["text"]
 
 
 async def test_text_that_is_not_json_is_sent_back_as_invalid_json() -> None:

@@ -28,6 +28,7 @@ from .effects import AfterToolCall, BeforeRequest, BeforeToolCall, CheckOutput, 
 from .errors import OutputValidationError, RequestRefusedError, describe
 from .events import HookDecided
 from .hook_types import LIMITED, Deny, RequestInfo, RunWith, ToolCallInfo
+from .output import sent_back
 from .plan import log_handled
 from .reasons import failed_reason
 from .results import ToolResultContent, tool_result_block
@@ -213,7 +214,7 @@ class HooksCore(DecisionsCore[ToolT]):
         if used < budget:
             retry = {"role": "user", "content": f"{CHECK_INTRO} {reason}\n{CHECK_OUTRO}"}
             return finished.replace(
-                messages=(*finished.messages, retry),
+                messages=sent_back(finished.messages, retry, reply.stop_reason),
                 phase=Phase.READY,
                 end_reason=None,
                 output=OutputRecord(record.schema, used + 1),

@@ -36,6 +36,9 @@ from anthropic.lib._parse._transform import (  # pyright: ignore[reportMissingTy
 from anthropic.types.beta import BetaMessage
 
 from .errors import OutputValidationError, ParamsError
+from .messages import client_tool_calls
+from .reasons import NOT_RUN_SENT_BACK
+from .results import tool_result_block
 from .state import OutputRecord, Phase, RunState
 from .types import Reply
 
@@ -46,6 +49,7 @@ __all__ = [
     "output_format_of",
     "output_resumed",
     "retry_message",
+    "sent_back",
 ]
 
 DEFAULT_OUTPUT_RETRIES = 1
@@ -220,7 +224,7 @@ def answer_judged(state: RunState, output: OutputFormat) -> tuple[RunState, Outp
     if record.retries < output.retries:
         retried = OutputRecord(record.schema, record.retries + 1)
         return state.replace(
-            messages=(*state.messages, retry_message(errors)),
+            messages=sent_back(state.messages, retry_message(errors), reply.stop_reason),
             phase=Phase.READY,
             end_reason=None,
             output=retried,
@@ -242,6 +246,24 @@ def retry_message(errors: tuple[str, ...]) -> dict[str, Any]:
     """The user message that sends an answer's errors back to the model."""
     lines = "\n".join(f"- {line}" for line in errors)
     return {"role": "user", "content": f"{RETRY_INTRO}\n{lines}\n{RETRY_OUTRO}"}
+
+
+def sent_back(messages: tuple[Any, ...], message: dict[str, Any], stop_reason: str | None) -> tuple[Any, ...]:
+    """The history with ``message`` (a user message of text: why the final answer is asked for
+    again) appended. An answer whose reply holds tool calls that never ran (it stopped for another
+    reason than ``tool_use``: a ``max_tokens`` cut, say) has each answered first, in the same
+    message, as the service requires of the message after a ``tool_use``."""
+    calls = client_tool_calls(messages[-1]) if messages else ()
+    if not calls:
+        return (*messages, message)
+    reason = stop_reason or "no stop reason"
+    results: list[Any] = [
+        tool_result_block(
+            call.id, NOT_RUN_SENT_BACK.format(name=call.name, stop_reason=reason), is_error=True
+        )
+        for call in calls
+    ]
+    return (*messages, {"role": "user", "content": [*results, {"type": "text", "text": message["content"]}]})
 
 
 def error_lines(error: pydantic.ValidationError) -> tuple[str, ...]:

@@ -10,13 +10,20 @@ from __future__ import annotations
 from .errors import message_of
 from .types import ToolCall
 
-__all__ = ["DENIED", "TIMED_OUT", "denied_reason", "failed_reason"]
+__all__ = ["DENIED", "NOT_RUN_SENT_BACK", "TIMED_OUT", "denied_reason", "failed_reason"]
 
 TIMED_OUT = "No decision on this call to {name!r} came within {timeout}; it did not run."
 """The reason the model reads for a call whose decision did not come in the run's time for one."""
 
 DENIED = "A person denied this call to {name!r}; it did not run. Do not call it again in the same way."
 """The reason the model reads when a call is denied without one."""
+
+NOT_RUN_SENT_BACK = (
+    "This call to {name!r} did not run: the reply that made it ended ({stop_reason}) and was taken as the "
+    "final answer, which is asked for again below."
+)
+"""The reason the model reads for a call of a final answer that is sent back (``_core.output.sent_back``):
+its reply did not stop to use tools (a ``max_tokens`` cut, say), so the call never ran."""
 
 
 def denied_reason(call: ToolCall) -> str:
