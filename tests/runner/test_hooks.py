@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pydantic
 import pytest
 from anthropic.types import ToolResultBlockParam
@@ -271,6 +272,26 @@ async def test_max_calls_counts_over_a_resume() -> None:
     await resumed.until_done()
     assert ran == ["read /1"]
     assert results_of(resumed.messages[6])[0][2] is True
+
+
+async def test_max_calls_gives_its_places_in_the_models_order_whatever_starts_first() -> None:
+    # The first call's hook takes a while, so the other calls start before it: the places still go
+    # to the first two calls the model made, on either backend (trio's scheduling varies from run to
+    # run), and the third is answered at once.
+    async def slow_for_the_first(info: ToolCallInfo) -> None:
+        if info.id == "1":
+            for _ in range(5):
+                await anyio.lowlevel.checkpoint()
+
+    fake = script(*(tool_call("read", {"path": f"/{n}"}, id=str(n)) for n in (1, 2, 3)))
+    runner = make_runner(fake, read, max_calls={"read": 2}, hooks=Hooks(before_tool_call=slow_for_the_first))
+    await runner.until_done()
+    assert sorted(ran) == ["read /1", "read /2"]
+    assert [(call_id, is_error) for call_id, _, is_error in results_of(runner.messages[2])] == [
+        ("1", False),
+        ("2", False),
+        ("3", True),
+    ]
 
 
 def test_max_calls_on_the_sync_runner() -> None:

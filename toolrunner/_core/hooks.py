@@ -19,6 +19,7 @@ nothing here runs.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from anthropic.types import ToolResultBlockParam
 
@@ -120,6 +121,28 @@ class HooksCore(DecisionsCore[ToolT]):
                 self.emit(HookDecided(hook="before_tool_call", call=call, decision=verdict, input=given))
         self.make_current(call_hooked(self.state, call, verdict, input=given))
         return True
+
+    def _limit_in_order(self, calls: Sequence[ToolCall]) -> Program[None]:
+        """Give a limited tool's places to the turn's calls in the model's order, before any runs:
+        those past the limit are answered now. Calls run at once start in whatever order their tasks
+        are scheduled (trio's varies from run to run), so the start of each could not say which of
+        them the limit stops; the check as each call starts still holds for calls started early."""
+        plan = self.hooks
+        assert plan is not None
+        counts = dict(self.state.call_counts)
+        for call in calls:
+            limit = plan.max_calls.get(call.name)
+            if limit is None:
+                continue
+            record = record_of(self.state, call)
+            if record is not None and (
+                record.hook is not None or record.status in (CallStatus.STARTED, CallStatus.FINISHED)
+            ):
+                continue  # counted when it started, or answered
+            if counts.get(call.name, 0) >= limit:
+                yield from self._answer_hooked(call, "limited", LIMITED.format(name=call.name, limit=limit))
+            else:
+                counts[call.name] = counts.get(call.name, 0) + 1  # its place, held
 
     def _answer_hooked(self, call: ToolCall, verdict: HookVerdict, reason: str) -> Program[None]:
         """Answer a call the hooks stopped with ``reason``, journaled and saved like a call that ran."""

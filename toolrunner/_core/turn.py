@@ -158,6 +158,8 @@ class TurnCore(HooksCore[ToolT]):
         yield from self._gate(calls)
         yield from self._ask()
         if not awaiting(self.state, calls):  # the common case: nothing waits
+            if self.hooks is not None and self.hooks.max_calls:
+                yield from self._limit_in_order(calls)
             yield from self._run(calls)
             return self.results(calls)
         while True:
@@ -166,6 +168,8 @@ class TurnCore(HooksCore[ToolT]):
             ready = [call for call in calls if call not in waiting and state.result_of(call) is None]
             if not ready:
                 break
+            if self.hooks is not None and self.hooks.max_calls:
+                yield from self._limit_in_order(ready)
             yield from self._run(ready)
         if waiting:
             return None
