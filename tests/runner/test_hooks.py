@@ -3,6 +3,7 @@ and ``max_calls=``, on asyncio and trio, the sync runner, and across a crash and
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import anyio
@@ -292,6 +293,16 @@ async def test_max_calls_gives_its_places_in_the_models_order_whatever_starts_fi
         ("2", False),
         ("3", True),
     ]
+
+
+def test_max_calls_warns_of_a_name_no_tool_has(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="toolrunner"):
+        make_sync_runner(FakeMessagesAPI(), read, max_calls={"raed": 1, "read": 2})
+    [record] = [record for record in caplog.records if "max_calls" in record.getMessage()]
+    assert record.getMessage() == (
+        "max_calls names 'raed', which no tool of this runner has (did you mean 'read'?); a tool it misnames "
+        "has no limit."
+    )
 
 
 def test_max_calls_on_the_sync_runner() -> None:

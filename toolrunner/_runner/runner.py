@@ -37,6 +37,7 @@ from .._tools.toolsets import RunnableTool
 from .._tracing.trace import start_trace
 from .body import LoopBody
 from .events import run_with_events
+from .hooks import warn_unknown_limits
 from .options import ResumeArguments, RunnerArguments, read_options
 from .params import TRANSPORT, resolve_tools
 from .performer import Performer
@@ -86,6 +87,7 @@ class ToolRunner(Generic[ItemT]):
         """Make a new run (``__init__``; ``SyncToolRunner`` with ``from_sync_code``)."""
         params = self._configure(client, stream, options, from_sync_code=from_sync_code)
         self._body.apply_params({**params, "tools": self._options.tools}, steer=False)
+        warn_unknown_limits(self._core.hooks, self._tools.index)
 
     # fmt: off
     @overload
@@ -158,6 +160,7 @@ class ToolRunner(Generic[ItemT]):
         runner._tools.index_tools(tools)
         runner._performer.saver = Saver(checkpointer, run_id, loaded=loaded)
         runner._core.resume()
+        warn_unknown_limits(runner._core.hooks, runner._tools.index)
         return runner
 
     def _configure(
