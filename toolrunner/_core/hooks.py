@@ -192,7 +192,7 @@ class HooksCore(DecisionsCore[ToolT]):
         try:
             reason: str | None = yield BeforeRequest(info)
         except Exception as error:  # fail closed: a guardrail that cannot say does not let it through
-            reason = f"the before_request hook failed ({type(error).__name__}: {describe(error)})"
+            reason = f"the before_request hook failed ({describe(error)})"
             if self.listening:
                 self.emit(HookDecided(hook="before_request", call=None, decision="refused", reason=reason))
             raise RequestRefusedError(f"the request was not sent: {reason}.", reason) from error
