@@ -9,23 +9,18 @@ may not is the core's to handle: fail closed (the call is denied, its result wit
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import Any, TypeAlias, cast
 
 from anthropic.types import ToolResultBlockParam
 
 from .._core.errors import ParamsError
 from .._core.hook_types import Deny, HookPlan, RequestInfo, RunWith, ToolCallInfo
-from .._core.log import WARNING, log
 from .._core.results import ToolResultContent
 from .._tools.toolsets import RunnableTool
-
-if TYPE_CHECKING:
-    from .params import ToolIndex
 
 __all__ = [
     "AfterToolCallHook",
@@ -212,20 +207,3 @@ async def _deny_reason(hook: Callable[[Any], object], value: object, name: str) 
     if isinstance(verdict, Deny):
         return verdict.reason
     raise TypeError(f"a {name} hook answers None or Deny(reason), not {type(verdict).__name__!r}")
-
-
-def warn_unknown_limits(plan: HookPlan | None, index: ToolIndex) -> None:
-    """Log a warning for each ``max_calls`` name no tool of the runner has: a misspelt name leaves its
-    tool without a limit. A runner with toolsets learns their tools' names only once they are open,
-    and a tool may be added later (``add_tools``), so this warns and refuses nothing."""
-    if plan is None or not plan.max_calls or index.toolsets or index.sdk_objects:
-        return
-    known = sorted({*index.runnable, *index.unrunnable})
-    for name in sorted(set(plan.max_calls) - set(known)):
-        close = difflib.get_close_matches(name, known, n=1)
-        log(
-            WARNING,
-            "max_calls names %r, which no tool of this runner has%s; a tool it misnames has no limit.",
-            name,
-            f" (did you mean {close[0]!r}?)" if close else "",
-        )

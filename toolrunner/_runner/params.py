@@ -16,6 +16,8 @@ from anthropic.resources.beta.messages import AsyncMessages as _BetaMessages
 from anthropic.resources.messages import AsyncMessages as _Messages
 
 from .._core.errors import ParamsError, ToolDefinitionError
+from .._core.hook_types import HookPlan
+from .._core.log import WARNING, log
 from .._core.messages import message_param
 from .._core.unicode import sendable
 from .._tools.sdk import SDK_OBJECTS, SDK_TOOLS, SDK_TOOLSETS, SdkTool, SdkToolsetTool
@@ -32,6 +34,7 @@ __all__ = [
     "resolve_tools",
     "runnable_of",
     "tool_key",
+    "warn_unknown_limits",
 ]
 
 REQUIRED = ("model", "max_tokens", "messages")
@@ -361,3 +364,20 @@ def _known_param_names() -> frozenset[str]:
     names.update(inspect.signature(_BetaMessages.create).parameters)
     names -= {"self", "stream"}  # stream=True is a runner option
     return frozenset(names)
+
+
+def warn_unknown_limits(plan: HookPlan | None, index: ToolIndex) -> None:
+    """Log a warning for each ``max_calls`` name no tool of the runner has: a misspelt name leaves its
+    tool without a limit. A runner with toolsets learns their tools' names only once they are open,
+    and a tool may be added later (``add_tools``), so this warns and refuses nothing."""
+    if plan is None or not plan.max_calls or index.toolsets or index.sdk_objects:
+        return
+    known = sorted({*index.runnable, *index.unrunnable})
+    for name in sorted(set(plan.max_calls) - set(known)):
+        close = difflib.get_close_matches(name, known, n=1)
+        log(
+            WARNING,
+            "max_calls names %r, which no tool of this runner has%s; a tool it misnames has no limit.",
+            name,
+            f" (did you mean {close[0]!r}?)" if close else "",
+        )

@@ -37,9 +37,8 @@ from .._tools.toolsets import RunnableTool
 from .._tracing.trace import start_trace
 from .body import LoopBody
 from .events import run_with_events
-from .hooks import warn_unknown_limits
 from .options import ResumeArguments, RunnerArguments, read_options
-from .params import TRANSPORT, resolve_tools
+from .params import TRANSPORT, resolve_tools, warn_unknown_limits
 from .performer import Performer
 from .requests import Client
 from .saver import Saver
