@@ -141,6 +141,8 @@ class DecisionsCore(WindowCore[ToolT]):
             decided: Mapping[str, CallRecord] = yield ReadDecisions(tuple(calls))
             self._adopt(decided)
             self.make_current(turn_resumed(self.state))
+            if not self.durable:  # no store: nothing to claim the turn in, nothing decided meanwhile
+                break
             try:
                 yield self._save_effect()
             except DecidedMeanwhileError:

@@ -223,8 +223,7 @@ class Performer:
 
     async def _save(self, effect: Save) -> None:
         saver = self.saver
-        if saver is None:
-            return
+        assert saver is not None, "the core yields Save only for a run with a store (durable)"
         if effect.history_replaced:
             saver.history_replaced()
         if effect.shielded:
@@ -234,8 +233,8 @@ class Performer:
             await saver.save(effect.state)
 
     async def _state_derived(self, effect: StateDerived) -> None:
-        if self.saver is not None:
-            self.saver.derived(effect.before, self._core.state)
+        assert self.saver is not None, "the core yields StateDerived only for a run with a store (durable)"
+        self.saver.derived(effect.before, self._core.state)
 
     async def _open_tools(self, effect: OpenTools) -> None:
         await self._tools.open()
