@@ -479,9 +479,10 @@ def test_the_moved_check_finds_each_kind_of_stale_name(tmp_path: Path) -> None:
 
 DRIVERS = ("_runner", "temporal")
 """The packages of the drivers (the frozen legacy body aside)."""
-WIRING = {"listener", "tools"}
-"""What a driver may set on the core: where its events go, and where the core reads its tools'
-flags (``ToolFlags``), the driver's connections, not decisions."""
+WIRING = {"listener", "tools", "hooks"}
+"""What a driver may set on the core: where its events go, where the core reads its tools' flags
+(``ToolFlags``), and which hooks it can ask (``HookPlan``: a Temporal run learns them from its
+workers once it started), the driver's connections, not decisions."""
 NOT_YET_IN_THE_CORE: set[tuple[str, str]] = set()
 """The writes left of those issue 28 moves into the core: the test fails when one goes (take it off
 this list) as when a new one comes (make it a method of RunCore instead)."""

@@ -217,6 +217,10 @@ class Activities:
             removed=frozenset(removed),
         )
 
+    def tool_options(self) -> ExecutionOptions:
+        """How this worker runs calls, with all its tools (a hook's ``RunWith`` input is checked with them)."""
+        return self._options(None)
+
     def _definitions(self, entry: object) -> list[Any]:
         if not isinstance(entry, str):
             return [entry]  # a raw definition, sent as given

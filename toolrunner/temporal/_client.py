@@ -36,6 +36,7 @@ from ._data import (
     RunResult,
 )
 from ._event_data import read_call
+from ._hook_data import refused_error
 from ._names import RUN_ENDED
 from ._output import output_error
 from ._run_input import run_input
@@ -82,12 +83,14 @@ class RunHandle:
         Raises:
             OutputValidationError: The run's final answer never fit its ``output_format`` (the
                 run failed with it; ``error.answer`` is the last reply, large blocks as stubs).
+            RequestRefusedError: The run's ``before_request`` hook (``start_run(hooks=...)``)
+                refused a request, or failed (the run failed with it).
             CheckpointError: No run has that name.
         """
         try:
             return await self._call("result", self.workflow.result)
         except WorkflowFailureError as error:
-            rejected = output_error(error)
+            rejected = output_error(error) or refused_error(error)
             if rejected is None:
                 raise
             raise rejected from error
@@ -329,6 +332,8 @@ async def start_run(
     continue_as_new_events: int = 10_000,
     output_format: str | type[Any] | None = None,
     output_retries: int | None = None,
+    hooks: str | None = None,
+    max_calls: Mapping[str, int] | None = None,
     **options: Any,
 ) -> RunHandle:
     """Start a run on Temporal: the options and params of ``ToolRunner(...)``, and where to run.
@@ -351,7 +356,12 @@ async def start_run(
             its schema as ``ToolRunner(output_format=...)`` sends it, and the result carries the
             validated answer (``RunResult.output``). See docs/temporal.md.
         output_retries: How many times an answer that does not fit is sent back to the model
-            (default 1), as ``ToolRunner``'s.
+            (default 1), as ``ToolRunner``'s; with ``hooks``, a ``check_output`` hook's refusals
+            share it.
+        hooks: The name of the run's hooks on the workers (``create_worker(hooks={"guarded":
+            Hooks(...)})``): they are asked as ``ToolRunner(hooks=...)`` asks them, in the
+            ``toolrunner.hook`` activity, and their decisions are recorded in the run.
+        max_calls: The most calls each tool may make in the run, as ``ToolRunner(max_calls=...)``.
         **options: Request params (``model``, ``max_tokens``, ``messages``, ...) and the runner
             options ``max_iterations``, ``max_total_tokens``, ``max_cost``, ``on_limit``,
             ``max_concurrency``, ``tool_timeout``, ``cache``, ``compaction_control`` and
@@ -373,6 +383,8 @@ async def start_run(
         continue_as_new_events=continue_as_new_events,
         output_format=output_format,
         output_retries=output_retries,
+        hooks=hooks,
+        max_calls=max_calls,
         **options,
     )
     try:

@@ -204,6 +204,9 @@ class RunInput:
     """The typed final answer (``start_run(output_format=...)``): ``{"name", "retries", "schema"}``,
     the output type's name on the workers, ``output_retries``, and its schema's fingerprint once
     known (``_output``)."""
+    hooks: dict[str, Any] | None = None
+    """The run's hooks and call limits (``start_run(hooks=..., max_calls=...)``): ``{"name",
+    "max_calls", "retries", "plan"}`` (``_hook_data``)."""
 
 
 @dataclass

@@ -25,6 +25,10 @@ effect                on Temporal
                       ``PAUSED``, and it iterates again; or ``TIMED_OUT`` once ``approval_timeout``
                       passed, and the core denies the calls still waiting
 ``LoopStopped``       nothing (the workers hold the tools)
+``BeforeToolCall``,   the ``toolrunner.hook`` activity, on a worker that has the run's hooks
+``AfterToolCall``,    (``RunHooks``, ``_hook_driver.py``)
+``BeforeRequest``,
+``CheckOutput``
 ====================  ==================================================================
 
 The loop body is the workflow's own: after each reply is handed over (the point where a
@@ -57,8 +61,12 @@ with workflow.unsafe.imports_passed_through():
     from .._core.drive import drive
     from .._core.effects import (
         LOST,
+        AfterToolCall,
         Ask,
         AwaitDecisions,
+        BeforeRequest,
+        BeforeToolCall,
+        CheckOutput,
         Decisions,
         DropStream,
         Effect,
@@ -78,7 +86,7 @@ with workflow.unsafe.imports_passed_through():
         StateDerived,
         Summarize,
     )
-    from .._core.errors import OutputValidationError, ToolRunnerError
+    from .._core.errors import OutputValidationError, RequestRefusedError, ToolRunnerError
     from .._core.run import RunCore
     from .._core.state import Phase, RunState, usage_data
     from .._core.transitions import Limits
@@ -88,6 +96,7 @@ with workflow.unsafe.imports_passed_through():
     from ._controls import ClientControls
     from ._data import ActivityOptions, Answer, Approval, Denial, RunInput, RunResult, ToolInput, ToolSpec
     from ._forwarding import EventForwarder
+    from ._hook_driver import RunHooks
     from ._names import (
         TOOL_ACTIVITY,
         TOOL_NOT_REGISTERED,
@@ -145,6 +154,7 @@ class WorkflowDriver:
         self._spans = RunSpans(run.tracing)
         self._requests = RunRequests(core, run, run_id, options, self._specs, self._spans, output)
         self._controls = ClientControls(core, run_id, options, events, self._approval_timeout)
+        self._hooks = hooks = RunHooks(core, run, run_id, options, self._requests, output)
         self._segment = 1
         segment = run.segment
         if segment is not None:
@@ -168,6 +178,10 @@ class WorkflowDriver:
             ReadDecisions: self._no_decisions,
             AwaitDecisions: self._await_decisions,
             LoopStopped: self._nothing,
+            BeforeToolCall: hooks.before_tool_call,
+            AfterToolCall: hooks.after_tool_call,
+            BeforeRequest: hooks.before_request,
+            CheckOutput: hooks.check_output,
         }
 
     def _ended(self, state: RunState) -> None:
@@ -232,6 +246,7 @@ class WorkflowDriver:
         """Iterate to the end, as ``await runner.until_done()`` would with a loop body that
         applies the clients' steering, and iterates again once a pause is over."""
         core = self._core
+        await self._hooks.start()
         while True:
             item = await self._advance(core.iteration())
             if item is not None:  # a reply handed over: the loop body's turn
@@ -257,7 +272,10 @@ class WorkflowDriver:
             await events.forward()
             raise rejected(error) from None
         except ToolRunnerError as error:
-            raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from None
+            details = (error.reason,) if isinstance(error, RequestRefusedError) else ()  # refused_error
+            raise ApplicationError(
+                str(error), *details, type=type(error).__name__, non_retryable=True
+            ) from None
 
     async def _drive(self, program: Program[T]) -> T:
         """Perform the effects ``program`` yields (``drive``, the core's one trampoline); the events
@@ -304,7 +322,7 @@ class WorkflowDriver:
         await self._events.forward()
         workflow.continue_as_new(
             dataclasses.replace(
-                self._input,
+                self._hooks.carried(self._input),
                 state=self._core.state.to_dict(),
                 tools=list(self._specs.values()),
                 segment=segment,

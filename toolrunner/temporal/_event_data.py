@@ -8,7 +8,14 @@ from typing import Any
 from anthropic.types import Message
 from anthropic.types.beta import BetaMessage
 
-from .._core.events import ApprovalDecided, LoopFinished, RunnerEvent, ToolCallFinished, ToolCallStarted
+from .._core.events import (
+    ApprovalDecided,
+    HookDecided,
+    LoopFinished,
+    RunnerEvent,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 from .._core.types import ToolCall
 
 __all__ = ["call_data", "event_data", "read_call", "read_event"]
@@ -31,7 +38,7 @@ def read_call(data: dict[str, Any]) -> ToolCall:
 
 def event_data(event: RunnerEvent) -> dict[str, Any]:
     """An event the workflow forwards to the workers (``ToolCallStarted``, ``ToolCallFinished``,
-    ``ApprovalDecided``, ``LoopFinished``) as JSON values; ``read_event`` reads it back."""
+    ``ApprovalDecided``, ``HookDecided``, ``LoopFinished``) as JSON values; ``read_event`` reads it back."""
     if isinstance(event, ToolCallStarted):
         return {"type": "ToolCallStarted", "call": call_data(event.call), "early": event.early}
     if isinstance(event, ToolCallFinished):
@@ -50,6 +57,15 @@ def event_data(event: RunnerEvent) -> dict[str, Any]:
             "input": event.input,
             "reason": event.reason,
             "via": event.via,
+        }
+    if isinstance(event, HookDecided):
+        return {
+            "type": "HookDecided",
+            "hook": event.hook,
+            "call": None if event.call is None else call_data(event.call),
+            "decision": event.decision,
+            "input": event.input,
+            "reason": event.reason,
         }
     if isinstance(event, LoopFinished):
         message = event.message
@@ -81,6 +97,15 @@ def read_event(data: dict[str, Any]) -> RunnerEvent:
             input=data.get("input"),
             reason=data.get("reason"),
             via=data.get("via"),
+        )
+    if kind == "HookDecided":
+        call = data["call"]
+        return HookDecided(
+            hook=data["hook"],
+            call=None if call is None else read_call(call),
+            decision=data["decision"],
+            input=data.get("input"),
+            reason=data.get("reason"),
         )
     message = data["message"]
     return LoopFinished(

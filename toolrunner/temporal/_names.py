@@ -13,6 +13,8 @@ __all__ = [
     "EFFECTS_CORE",
     "EVENTS_ACTIVITY",
     "GATE_ACTIVITY",
+    "HOOKS_NOT_REGISTERED",
+    "HOOK_ACTIVITY",
     "OUTPUT_NOT_REGISTERED",
     "OUTPUT_REJECTED",
     "PARAMS_UPDATE",
@@ -40,6 +42,8 @@ SUMMARY_ACTIVITY = "toolrunner.summarize"
 """The activity that sends the summary request of client-side compaction (``compaction_control``)."""
 GATE_ACTIVITY = "toolrunner.gate"
 """The activity that evaluates the approval gates of calls no request evaluated (a history a client set)."""
+HOOK_ACTIVITY = "toolrunner.hook"
+"""The activity that asks one of a run's hooks (``start_run(hooks=...)``), or which hooks a name stands for."""
 EVENTS_ACTIVITY = "toolrunner.events"
 """The local activity that hands the worker's ``on_event`` the events no other activity witnessed."""
 CLOSE_SIGNAL = "toolrunner.close"
@@ -72,6 +76,8 @@ TOOL_NOT_REGISTERED = "ToolNotRegistered"
 OUTPUT_NOT_REGISTERED = "OutputTypeNotRegistered"
 """The error type of a run whose output type (``start_run(output_format=...)``) its worker does not
 have, or has with another schema."""
+HOOKS_NOT_REGISTERED = "HooksNotRegistered"
+"""The error type of a run whose hooks (``start_run(hooks=...)``) its worker does not have."""
 OUTPUT_REJECTED = "OutputValidationError"
 """The error type of a run that failed as its answer never fit its output type (its details: the
 errors, the answer); ``RunHandle.result()`` raises ``OutputValidationError`` for it."""

@@ -14,6 +14,7 @@ from .._core.transitions import Limits
 from .._runner.options import ToolLike, read_options
 from .._runner.params import TRANSPORT, ToolIndex, check_params, index_tools
 from ._data import ActivityOptions, RunInput, ToolSpec
+from ._hook_data import run_hooks
 from ._output import run_output
 
 __all__ = ["run_input"]
@@ -47,8 +48,11 @@ def run_input(
     _refuse_worker_options(options)
     _check_run_options(continue_as_new_events, approval_timeout)
     output_format, output_retries = options.pop("output_format", None), options.pop("output_retries", None)
+    hooks, max_calls = options.pop("hooks", None), options.pop("max_calls", None)
     checked, params = read_options({**options, "tools": tools}, stream=False, is_async=True)
-    output = run_output(output_format, output_retries, params)
+    # Without an output type, output_retries is a check_output hook's (if the run names hooks).
+    output = run_output(output_format, None if output_format is None and hooks else output_retries, params)
+    hook_data = run_hooks(hooks, max_calls, output_retries, has_output=output is not None)
     params["tools"] = checked.tools
     check_params(params)
     index = index_tools(params.pop("tools"))
@@ -79,6 +83,7 @@ def run_input(
         tracing=None if tracing is None else {"content": tracing.content, "agent_name": tracing.agent_name},
         continue_as_new_events=continue_as_new_events,
         output=output,
+        hooks=hook_data,
     )
 
 

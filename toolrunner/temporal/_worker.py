@@ -12,9 +12,11 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from .._core.errors import ParamsError
 from .._core.usage import Price
+from .._runner.hooks import Hooks
 from .._runner.options import ToolLike
 from .._tools.results import DEFAULT_ADAPTER, ToolResultAdapter
 from ._activities import Activities, EventListener
+from ._hook_activity import HookActivity, worker_hooks
 from ._output import WorkerOutputs
 from ._payloads import PayloadStore
 from ._workflow import ToolRunnerWorkflow
@@ -65,6 +67,7 @@ def create_worker(
     result_adapter: ToolResultAdapter = DEFAULT_ADAPTER,
     tracer_provider: TracerProvider | None = None,
     output_types: Mapping[str, type[Any]] | Iterable[type[Any]] = (),
+    hooks: Mapping[str, Hooks] | None = None,
     workflows: Sequence[type] = (),
     activities: Sequence[Callable[..., Any]] = (),
     **worker_options: Any,
@@ -97,6 +100,10 @@ def create_worker(
             (``start_run(output_format="Weather")``): types (pydantic models, TypedDicts,
             dataclasses), each named by its ``__name__``, or a mapping of names to types. Every
             worker of the task queue needs every output type of its runs, as it needs their tools.
+        hooks: The hooks of the runs this worker serves, by the name a run gives
+            (``start_run(hooks="guarded")``): a mapping of names to ``Hooks(...)``. They run here, in
+            the ``toolrunner.hook`` activity; every worker of the task queue needs the same hooks
+            under each name. See docs/temporal.md.
         workflows: More workflows for this worker (your own).
         activities: More activities for this worker (your own).
         **worker_options: More options of ``temporalio.worker.Worker`` (``max_concurrent_activities``, ...).
@@ -125,12 +132,13 @@ def create_worker(
         tracer_provider=tracer_provider,
         output_types=WorkerOutputs(output_types),
     )
+    hook_activity = HookActivity(worker_hooks({} if hooks is None else hooks), handlers)
     worker_options.setdefault("workflow_runner", workflow_runner())
     worker = _ToolWorker(
         client,
         task_queue=task_queue,
         workflows=[ToolRunnerWorkflow, *workflows],
-        activities=[*handlers.all(), *activities],
+        activities=[*handlers.all(), hook_activity.hook, *activities],
         **worker_options,
     )
     worker.handlers = handlers
