@@ -28,6 +28,7 @@ from toolrunner import (
     RequestInfo,
     RequestRefusedError,
     RunnerEvent,
+    SyncToolRunner,
     ToolCallInfo,
     ToolRunner,
     Tracing,
@@ -280,6 +281,48 @@ async def test_a_replaced_result_is_marked_on_the_calls_span_which_ends_after_th
         assert attributes(span)["toolrunner.tool.hook"] == "run"
         assert span.status.status_code is StatusCode.UNSET
     assert fake.requests[1].body["messages"][-1]["content"][0]["content"] == "[redacted]"
+
+
+async def test_a_replaced_result_of_a_call_started_early_is_marked_on_its_span(
+    exporter: InMemorySpanExporter,
+) -> None:
+    fake = FakeMessagesAPI(
+        [
+            tool_reply(
+                tool_call("read", {"path": "/a"}, id="a"),
+                tool_call("delete", {"path": "/etc/b"}, id="b"),
+            ),
+            text_reply("done"),
+        ]
+    )
+    async with build(
+        fake,
+        exporter,
+        stream=True,
+        run_tools_eagerly=True,
+        hooks=Hooks(before_tool_call=no_etc, after_tool_call=lambda info, block: "[redacted]"),
+    ) as runner:
+        async for stream in runner:
+            await stream.get_final_message()
+    spans = tool_spans(exporter)
+    assert attributes(spans["a"])["toolrunner.tool.result_replaced"] is True
+    assert attributes(spans["b"])["toolrunner.tool.hook"] == "denied"
+    assert "toolrunner.tool.result_replaced" not in attributes(spans["b"])  # never ran: nothing to replace
+
+
+def test_the_sync_runner_traces_what_the_hooks_decided(exporter: InMemorySpanExporter) -> None:
+    fake = FakeMessagesAPI([tool_reply(tool_call("delete", {"path": "/etc/a"}, id="a")), text_reply("ok")])
+    runner = SyncToolRunner(
+        fake.client(open_telemetry=False),
+        model=MODEL,
+        max_tokens=64,
+        messages=[USER],
+        tools=[delete],
+        hooks=Hooks(before_tool_call=no_etc),
+        tracing=Tracing(tracer_provider=PROVIDERS[id(exporter)]),
+    )
+    runner.until_done()
+    assert attributes(tool_spans(exporter)["a"])["toolrunner.tool.hook"] == "denied"
 
 
 async def test_an_after_tool_call_hook_that_raises_withholds_the_result_and_the_span_says_why(
