@@ -34,7 +34,7 @@ from .._core.usage import DEFAULT_PRICES, UsageTracker, request_usage
 from .._tools.execution import ExecutionOptions
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool
-from .._tracing.trace import start_trace
+from .._tracing.trace import start_trace, traced_listener
 from .body import LoopBody
 from .events import run_with_events
 from .options import ResumeArguments, RunnerArguments, read_options
@@ -196,8 +196,10 @@ class ToolRunner(Generic[ItemT]):
             output=output,
             hooks=self._options.hook_plan,
         )
-        self._core.listener = self._options.on_event
-        self._trace = start_trace(self._options.tracing, client, lambda: self._core.state)
+        self._trace = start_trace(
+            self._options.tracing, client, lambda: self._core.state, self._options.hook_plan
+        )
+        self._core.listener = traced_listener(self._options.on_event, self._trace)
         self._tools = RunnerTools(self._core, self._options, execution, steps_in_new_tasks=from_sync_code)
         self._performer = Performer(
             self._core, self._options, client, self._tools, self._trace, saver, self._tool_context

@@ -7,7 +7,13 @@ Imported only when a runner is given ``tracing=``. The spans of one runner:
   request is sent, so the SDK's own span of the request (``chat``, when the client traces) is its
   child; toolrunner emits no span per request itself, so there is never a duplicate of it.
 - ``execute_tool {name}`` (INTERNAL), one per tool call, a child of its run's span (siblings for
-  calls that run together), current inside the tool.
+  calls that run together), current inside the tool. A call the hooks did not let run (denied, or
+  over its ``max_calls``) gets one too, with no duration.
+
+What the run's hooks decided comes from the runner's events (``hears``, set only for a run with
+hooks): a ``HookDecided`` that stops a call makes its span; one that replaces a call's result marks
+the span, which stays open after the tool for that (``_held``) until the call's
+``ToolCallFinished``; a refused request or answer is an event on the run's span.
 
 Invariants: at most one run span is open per runner (``_run``), and the next run's span links to
 the one before; the loop never depends on its spans (OpenTelemetry's API does not raise, and content
@@ -33,6 +39,8 @@ from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from .._core.errors import describe
+from .._core.events import HookDecided, RunnerEvent, ToolCallFinished
+from .._core.hook_types import HookPlan
 from .._core.messages import field
 from .._core.state import RunState
 from .._core.types import ToolCall
@@ -56,6 +64,18 @@ PROVIDER = "anthropic"
 END_REASON = "toolrunner.end_reason"
 """Why the run's span ended: the runner's ``end_reason``, or ``"abandoned"`` (see ``_abandon``)."""
 
+HOOK = "toolrunner.tool.hook"
+"""What the run's hooks decided on a call: ``"run"``, ``"rewritten"``, ``"denied"`` or ``"limited"``."""
+
+HOOK_REASON = "toolrunner.tool.hook_reason"
+"""Why the hooks stopped a call (what the model read), or withheld its result."""
+
+RESULT_REPLACED = "toolrunner.tool.result_replaced"
+"""``True`` on a call whose result an ``after_tool_call`` hook replaced."""
+
+HOOK_EVENT = "toolrunner.hook"
+"""The run span's event for a request or an answer a hook refused (``before_request``, ``check_output``)."""
+
 
 class OtelTrace:
     """A ``RunTrace`` that records the runner's runs and tool calls as OpenTelemetry spans."""
@@ -69,6 +89,7 @@ class OtelTrace:
         content: bool,
         agent_name: str | None,
         failures: ContextVar[Callable[[Exception], None] | None],
+        hooks: HookPlan | None = None,
     ) -> None:
         client_options: Mapping[str, Any] = getattr(client, "open_telemetry", None) or {}
         provider = tracer_provider if tracer_provider is not None else client_options.get("tracer_provider")
@@ -82,6 +103,10 @@ class OtelTrace:
         self._previous: trace.SpanContext | None = None  # the span of the run before, to link to
         self._token: Token[Context] | None = None  # what `sending` attached, detached after the iteration
         self._failed: Exception | None = None  # what the last iteration raised, if it failed
+        self.hears: Callable[[RunnerEvent], None] | None = None if hooks is None else self._heard
+        self._after = hooks is not None and hooks.after_tool_call
+        self._held: dict[str, Span] = {}
+        """The spans of calls whose tool finished and whose ``after_tool_call`` hook has yet to answer."""
 
     # -- RunTrace ---------------------------------------------------------------------------------
 
@@ -119,9 +144,11 @@ class OtelTrace:
             arguments=(lambda: self._input_of(call)) if self._content else None,
             failures=self._failures,
             hook=None if record is None else record.hook,
+            hold=(lambda span: self._hold(call.id, span)) if self._after else None,
         )
 
     def ended(self, state: RunState) -> None:
+        _end_held(self._held)  # calls cancelled while their after_tool_call hook ran
         run, self._run = self._run, None
         if run is None:
             return
@@ -179,10 +206,59 @@ class OtelTrace:
                 span.set_attribute("gen_ai.system_instructions", _json(_parts(system)))
         # A runner dropped while its run is open (left by break, never closed) ends the span when it
         # is collected, so that the span and its children are not lost.
-        finalizer = weakref.finalize(self, _abandon, span)
+        finalizer = weakref.finalize(self, _abandon, span, self._held)
         finalizer.atexit = False  # at exit the exporters may be shut down already
         self._run = _Run(span=span, first=len(state.usage), keep=finalizer.detach)
         return span
+
+    # -- what the hooks decided -------------------------------------------------------------------
+
+    def _heard(self, event: RunnerEvent) -> None:
+        """An event of a run with hooks: what the hooks decided goes on the spans."""
+        if isinstance(event, HookDecided):
+            self._hook_decided(event)
+        elif self._held and isinstance(event, ToolCallFinished):
+            span = self._held.pop(event.call.id, None)
+            if span is not None:  # the after_tool_call hook answered: the call is done
+                span.end()
+
+    def _hook_decided(self, event: HookDecided) -> None:
+        call = event.call
+        if call is None:  # a request or an answer refused: the run's
+            attributes: dict[str, AttributeValue] = {
+                f"{HOOK_EVENT}.name": event.hook,
+                f"{HOOK_EVENT}.decision": event.decision,
+            }
+            if event.reason is not None:
+                attributes[f"{HOOK_EVENT}.reason"] = event.reason
+            self._open_run().add_event(HOOK_EVENT, attributes)
+        elif event.decision in ("denied", "limited"):
+            self._stopped(call, event.decision, event.reason)
+        elif event.decision == "replaced":
+            span = self._held.get(call.id)
+            if span is not None:
+                span.set_attribute(RESULT_REPLACED, True)
+                if event.reason is not None:  # the hook failed: the result is withheld
+                    span.set_attribute(HOOK_REASON, event.reason)
+        # "run" and "rewritten": the call's span reads them from its record as the call starts
+
+    def _stopped(self, call: ToolCall, decision: str, reason: str | None) -> None:
+        """The span of a call the hooks answered without running it: no duration, and no error
+        status (the tool did not fail: it did not run)."""
+        parent = trace.set_span_in_context(self._open_run())
+        span = _tool_span(self._tracer, call, parent, decision)
+        if reason is not None:
+            span.set_attribute(HOOK_REASON, reason)
+        if self._content and span.is_recording():
+            span.set_attribute("gen_ai.tool.call.arguments", _json(self._input_of(call)))
+        span.end()
+
+    def _hold(self, call_id: str, span: Span) -> None:
+        """Keep the span of a call whose tool finished open until its after_tool_call hook answers."""
+        previous = self._held.pop(call_id, None)
+        if previous is not None:  # cut off in its hook before, and run again
+            previous.end()
+        self._held[call_id] = span
 
     def _input_of(self, call: ToolCall) -> object:
         """The input the call runs with: the model's, or the one a person approved instead."""
@@ -203,27 +279,17 @@ async def traced_tool_call(
     arguments: Callable[[], object] | None,
     failures: ContextVar[Callable[[Exception], None] | None],
     hook: str | None = None,
+    hold: Callable[[Span], None] | None = None,
 ) -> ToolResultBlockParam:
     """Await ``run`` (the call's execution) in an ``execute_tool {name}`` span, a child of
     ``parent`` (the current span when ``None``: a Temporal activity's), current inside the tool.
     With ``arguments`` (content recorded), the call's input and its result go on the span; with
     ``hook``, what the run's hooks decided on the call (``toolrunner.tool.hook``: ``"run"`` or
-    ``"rewritten"``)."""
-    span = tracer.start_span(
-        f"execute_tool {call.name}",
-        context=parent,
-        kind=SpanKind.INTERNAL,
-        attributes={
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": call.name,
-            "gen_ai.tool.call.id": call.id,
-            "gen_ai.tool.type": "function",
-        },
-    )
+    ``"rewritten"``); with ``hold``, the span of a call that finished is handed to it, not ended
+    (an ``after_tool_call`` hook has yet to answer)."""
+    span = _tool_span(tracer, call, parent, hook)
     if arguments is not None and span.is_recording():
         span.set_attribute("gen_ai.tool.call.arguments", _json(arguments()))
-    if hook is not None:
-        span.set_attribute("toolrunner.tool.hook", hook)
     raised: list[Exception] = []
 
     def failed(error: Exception) -> None:
@@ -249,8 +315,26 @@ async def traced_tool_call(
         _set_error(span, type(raised[-1]).__qualname__ if raised else "tool_error")
     elif arguments is not None:
         span.set_attribute("gen_ai.tool.call.result", _result_content(block.get("content")))
-    span.end()
+    if hold is None:
+        span.end()
+    else:
+        hold(span)
     return block
+
+
+def _tool_span(tracer: trace.Tracer, call: ToolCall, parent: Context | None, hook: str | None) -> Span:
+    """A new ``execute_tool {name}`` span of ``call``, a child of ``parent``."""
+    attributes: dict[str, AttributeValue] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": call.name,
+        "gen_ai.tool.call.id": call.id,
+        "gen_ai.tool.type": "function",
+    }
+    if hook is not None:
+        attributes[HOOK] = hook
+    return tracer.start_span(
+        f"execute_tool {call.name}", context=parent, kind=SpanKind.INTERNAL, attributes=attributes
+    )
 
 
 def tool_tracer(tracer_provider: TracerProvider | None) -> trace.Tracer:
@@ -307,9 +391,16 @@ class _Run:
     """Cancels the end of the span when the runner is collected (``_abandon``): the run ended."""
 
 
-def _abandon(span: Span) -> None:
+def _abandon(span: Span, held: dict[str, Span]) -> None:
+    _end_held(held)
     span.set_attribute(END_REASON, "abandoned")
     span.end()
+
+
+def _end_held(held: dict[str, Span]) -> None:
+    """End the spans of calls cut off while their ``after_tool_call`` hook ran (status unset)."""
+    while held:
+        held.popitem()[1].end()
 
 
 def _record_exception(span: Span, error: BaseException) -> None:

@@ -1,10 +1,11 @@
 """Tracing: the seam between the driver and OpenTelemetry (``tracing=Tracing(...)``).
 
 The driver tells a ``RunTrace`` about a run at four points: around each iteration, before each
-request, around each tool call, and when the loop ends or pauses. Without ``tracing=`` the runner
-holds ``NO_TRACE``, whose methods do nothing, and OpenTelemetry is never imported: ``otel`` (the
-one implementation) is imported by ``start_trace`` only when tracing is asked for. See
-docs/observability.md for the spans.
+request, around each tool call, and when the loop ends or pauses; a run with hooks (``hooks=``,
+``max_calls=``) also lets it hear the run's events (``hears``), for what the hooks decided. Without
+``tracing=`` the runner holds ``NO_TRACE``, whose methods do nothing, and OpenTelemetry is never
+imported: ``otel`` (the one implementation) is imported by ``start_trace`` only when tracing is
+asked for. See docs/observability.md for the spans.
 """
 
 from __future__ import annotations
@@ -25,9 +26,20 @@ from .._core.types import ToolCall
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
+    from .._core.events import Listener, RunnerEvent
+    from .._core.hook_types import HookPlan
     from .._core.state import RunState
 
-__all__ = ["NO_TRACE", "RunTrace", "Tracing", "start_trace", "tool_failed", "trace_tool_calls", "untraced"]
+__all__ = [
+    "NO_TRACE",
+    "RunTrace",
+    "Tracing",
+    "start_trace",
+    "tool_failed",
+    "trace_tool_calls",
+    "traced_listener",
+    "untraced",
+]
 
 TracedCall = Callable[[ToolCall, Awaitable[ToolResultBlockParam]], Awaitable[ToolResultBlockParam]]
 """Runs one tool call's awaitable (its whole execution, to the result block) in the call's span."""
@@ -74,6 +86,13 @@ class Tracing:
 class RunTrace(Protocol):
     """What the driver tells the tracing of one runner."""
 
+    @property
+    def hears(self) -> Listener | None:
+        """What must hear the run's events (``traced_listener``): what the run's hooks decided goes
+        on its spans. ``None`` (nothing to hear) for a run without hooks, so that it makes no events
+        for the trace's sake."""
+        ...
+
     def iteration(self) -> contextlib.AbstractContextManager[object]:
         """Around one iteration (``__anext__``): an error it raises is recorded on the run's span,
         and the run's span, made current by ``sending``, is current no more after it."""
@@ -105,6 +124,7 @@ class _NoTrace:
     """The ``RunTrace`` of a runner without ``tracing=``: nothing at all."""
 
     _nothing = contextlib.nullcontext()
+    hears = None
 
     def iteration(self) -> contextlib.AbstractContextManager[object]:
         return self._nothing
@@ -171,8 +191,11 @@ def trace_tool_calls(
     return traced
 
 
-def start_trace(tracing: Tracing | None, client: object, state: Callable[[], RunState]) -> RunTrace:
-    """The ``RunTrace`` of a runner of ``client`` whose state ``state()`` gives.
+def start_trace(
+    tracing: Tracing | None, client: object, state: Callable[[], RunState], hooks: HookPlan | None = None
+) -> RunTrace:
+    """The ``RunTrace`` of a runner of ``client`` whose state ``state()`` gives, and whose hooks and
+    limits are ``hooks``.
 
     Raises:
         ParamsError: ``tracing`` is given and the OpenTelemetry API is not installed.
@@ -186,5 +209,23 @@ def start_trace(tracing: Tracing | None, client: object, state: Callable[[], Run
         content=tracing.content,
         agent_name=tracing.agent_name,
         failures=_tool_failures,
+        hooks=hooks,
     )
     return trace
+
+
+def traced_listener(listener: Listener | None, trace: RunTrace) -> Listener | None:
+    """What hears the run's events: ``listener`` (``on_event=``), and ``trace`` if it must hear
+    them (first: a listener that raises does not keep the spans from what happened)."""
+    hears = trace.hears
+    if hears is None:
+        return listener
+    if listener is None:
+        return hears
+    user = listener
+
+    def both(event: RunnerEvent) -> None:
+        hears(event)
+        user(event)
+
+    return both
