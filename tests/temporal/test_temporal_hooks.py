@@ -11,6 +11,9 @@ from typing import Any, cast
 
 import pydantic
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
@@ -27,6 +30,7 @@ from toolrunner import (
     RunnerEvent,
     RunWith,
     ToolCallInfo,
+    Tracing,
     tool,
 )
 from toolrunner.temporal import MemoryPayloadStore, ToolRunnerWorkflow, create_worker, workflow_runner
@@ -324,3 +328,35 @@ async def test_a_run_whose_hooks_no_worker_has_fails_with_what_to_do(
             await handle.result()
     assert "not registered on this worker" in str(caught.value.cause)
     assert fake.requests == []
+
+
+async def test_a_traced_call_the_hooks_let_run_carries_their_decision(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    fake = FakeMessagesAPI([*script()[:1], text_reply("It is fine.")])
+    async with worker(
+        temporal_env,
+        fake,
+        MemoryPayloadStore(),
+        tools=[read],
+        hooks={"guarded": Hooks(before_tool_call=guard)},
+        tracer_provider=provider,
+    ) as queue:
+        handle = await start(
+            temporal_env.client,
+            queue,
+            run_id="hooked-traced",
+            tools=[read],
+            hooks="guarded",
+            tracing=Tracing(),
+        )
+        await handle.result()
+    decided = sorted(
+        str((span.attributes or {}).get("toolrunner.tool.hook"))
+        for span in exporter.get_finished_spans()
+        if span.name == "execute_tool read"
+    )
+    assert decided == ["rewritten", "run", "run", "run"]  # toolu_1, denied, has no tool activity

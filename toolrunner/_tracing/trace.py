@@ -173,18 +173,20 @@ def _otel_module() -> Any:
 
 
 def trace_tool_calls(
-    tracer_provider: TracerProvider | None, arguments: Callable[[ToolCall], object] | None
+    tracer_provider: TracerProvider | None,
+    arguments: Callable[[ToolCall], object] | None,
+    hook: str | None = None,
 ) -> TracedCall:
     """Run each call in an ``execute_tool`` span, a child of the current span, outside a runner (a
     Temporal activity: its span is the parent); ``arguments``, when content is recorded, gives the
-    input a call runs with."""
+    input a call runs with; ``hook``, what the run's hooks decided on it (``toolrunner.tool.hook``)."""
     otel = _otel_module()
     tracer = otel.tool_tracer(tracer_provider)
 
     def traced(call: ToolCall, run: Awaitable[ToolResultBlockParam]) -> Awaitable[ToolResultBlockParam]:
         given = None if arguments is None else functools.partial(arguments, call)
         traced_run: Awaitable[ToolResultBlockParam] = otel.traced_tool_call(
-            tracer, call, run, parent=None, arguments=given, failures=_tool_failures
+            tracer, call, run, parent=None, arguments=given, failures=_tool_failures, hook=hook
         )
         return traced_run
 

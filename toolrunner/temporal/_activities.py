@@ -372,7 +372,11 @@ class Activities:
 
         traced: TracedCall = untraced
         if input.trace is not None:
-            traced = trace_tool_calls(self.tracer_provider, input_of if input.trace.get("content") else None)
+            traced = trace_tool_calls(
+                self.tracer_provider,
+                input_of if input.trace.get("content") else None,
+                input.trace.get("hook"),
+            )
         hooks = CallHooks(
             context=lambda call: ToolContext(call=call, runner=NoRunner(input.run_id)),
             input_of=input_of,

@@ -379,7 +379,7 @@ class WorkflowDriver:
                     ],
                     approved_input=None if effect.input is call.input else effect.input,
                     removed=sorted(effect.removed),
-                    trace=None if run.tracing is None else {"content": bool(run.tracing.get("content"))},
+                    trace=None if run.tracing is None else self._trace_of(call),
                 ),
                 result_type=dict,
                 start_to_close_timeout=options.tool_start_to_close
@@ -398,6 +398,13 @@ class WorkflowDriver:
             workflow.logger.warning("Tool call %r (%s) was lost: %s", call.id, call.name, cause or error)
             return LOST, workflow.time() - started
         return cast(ToolResultBlockParam, block), workflow.time() - started
+
+    def _trace_of(self, call: ToolCall) -> dict[str, Any]:
+        """What the tool activity's span carries: content or not, and what the hooks decided."""
+        assert self._input.tracing is not None
+        record = self._core.state.calls.get(call.id)
+        hook = None if record is None else record.hook
+        return {"content": bool(self._input.tracing.get("content")), **({"hook": hook} if hook else {})}
 
     async def _no_decisions(self, effect: ReadDecisions) -> dict[str, Any]:
         # No store to read: decisions reach the workflow as updates. The effects stay a ToolRunner's
