@@ -6,14 +6,12 @@ Imported only when a runner is given ``tracing=``. The spans of one runner:
   first request (or runs its first tool call) until the loop ends or pauses. It is current while a
   request is sent, so the SDK's own span of the request (``chat``, when the client traces) is its
   child; toolrunner emits no span per request itself, so there is never a duplicate of it.
-- ``execute_tool {name}`` (INTERNAL), one per tool call, a child of its run's span (siblings for
-  calls that run together), current inside the tool. A call the hooks did not let run (denied, or
-  over its ``max_calls``) gets one too, with no duration.
+- ``execute_tool {name}`` (INTERNAL), one per tool call (one the hooks stopped too, with no
+  duration), a child of its run's span (siblings for calls run together), current inside the tool.
 
-What the run's hooks decided comes from the runner's events (``hears``, set only for a run with
-hooks): a ``HookDecided`` that stops a call makes its span; one that replaces a call's result marks
-the span, which stays open after the tool for that (``_held``) until the call's
-``ToolCallFinished``; a refused request or answer is an event on the run's span.
+The hooks' decisions come from the runner's events (``hears``, only for a run with hooks): a
+``HookDecided`` that stops a call makes its span; one that replaces a call's result marks the span,
+held open after the tool (``_held``) until ``ToolCallFinished``; a refusal is a run span event.
 
 Invariants: at most one run span is open per runner (``_run``), and the next run's span links to
 the one before; the loop never depends on its spans (OpenTelemetry's API does not raise, and content
