@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 import anyio.lowlevel
@@ -273,7 +273,8 @@ def make_hooks(script: Script, ledger: Ledger) -> dict[str, Any]:
         if kind == "deny":
             return Deny(f"the hook denies {info.id}")
         if kind == "rewrite":
-            return RunWith({"n": info.input["n"] + REWRITTEN})  # pyright: ignore[reportIndexIssue, reportOptionalSubscript]
+            given = cast("dict[str, int]", info.input)
+            return RunWith({"n": given["n"] + REWRITTEN})
         return None
 
     async def after_tool_call(info: ToolCallInfo, block: ToolResultBlockParam) -> str | None:
