@@ -333,6 +333,32 @@ async def test_after_tool_call_replaces_what_the_model_reads_and_the_journal_kee
     assert results_of(saved.state.messages[2])[0] == ("r", "[redacted]", False)
 
 
+async def test_a_call_cancelled_while_its_after_tool_call_hook_is_asked_never_runs_again() -> None:
+    """The tool ran: cut off in its hook, the call is cut off as in its tool (found by the fault
+    property, tests/properties/test_effect_faults.py: it ran again on the next iteration)."""
+    scopes: list[anyio.CancelScope] = []
+
+    async def after(info: ToolCallInfo, result: ToolResultBlockParam) -> None:
+        if info.id == "d" and scopes:
+            scopes.pop().cancel()
+            await anyio.lowlevel.checkpoint()
+
+    fake = script(tool_call("delete", {"path": "/x"}, id="d"), tool_call("read", {"path": "/y"}, id="r"))
+    runner = make_runner(
+        fake, delete, read, hooks=Hooks(after_tool_call=after), checkpointer=MemoryCheckpointer(), run_id="c"
+    )
+    with anyio.CancelScope() as scope:
+        scopes.append(scope)
+        await runner.until_done()
+    assert scope.cancelled_caught
+    await runner.until_done()
+    assert ran.count("delete /x") == 1  # interrupted, as in its tool
+    results = results_of(runner.messages[2])
+    assert results[0][0] == "d"
+    assert "interrupted" in results[0][1]
+    assert results[1] == ("r", "contents of /y", False)  # an idempotent tool's call may run again
+
+
 def test_after_tool_call_on_the_sync_runner_and_a_hook_that_raises() -> None:
     def hook(info: ToolCallInfo, result: ToolResultBlockParam) -> str:
         if info.id == "b":

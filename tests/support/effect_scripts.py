@@ -6,24 +6,39 @@ text), the decision on each call to the gated tool, and the run's ``max_concurre
 answers a request by the number of assistant messages it carries, so a request sent again (after a
 crash, a cancellation, a lost reply) gets the same reply again, as a deterministic model would.
 
+A script may also hold hooks and a call limit (``HookScript``, drawn with ``scripts(hooks=True)``;
+``ToolRunner`` only): a ``before_tool_call`` hook that lets each call run, denies it or rewrites its
+input, by a rule drawn per call; an ``after_tool_call`` hook that replaces some results; a
+``before_request`` hook that lets every request go; a ``check_output`` hook that refuses the first
+final answer (the model then answers again: one reply more); and ``max_calls`` on one tool. Each
+hook is a pure function of what it is asked about, so a run and its faulty twin agree.
+
 The tools write what happens to them in a ``Ledger``: which calls began, which completed, with
-which input. They run on any driver (``ToolRunner``, and Temporal's activities).
+which input; and the hooks how often each answered, per call. The tools run on any driver
+(``ToolRunner``, and Temporal's activities).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
+import anyio.lowlevel
+from anthropic.types import ToolResultBlockParam
 from hypothesis import strategies as st
 
-from toolrunner import ToolContext, tool
+from toolrunner import Deny, Hooks, RequestInfo, RunWith, ToolCallInfo, ToolContext, tool
 from toolrunner.testing import RecordedRequest, ScriptEntry, text_reply, tool_call, tool_reply
 
 ToolName = Literal["plain", "idem", "seq", "gated"]
 DecisionKind = Literal["approve", "edit", "deny", "answer"]
+BeforeKind = Literal["run", "deny", "rewrite"]
+
+REWRITTEN = 1000
+"""What the ``before_tool_call`` hook adds to the input of a call it rewrites."""
 
 
 @dataclass(frozen=True)
@@ -34,17 +49,51 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class HookScript:
+    """The hooks and the call limit of a script, by call id (``t{reply}_{position}``)."""
+
+    before: tuple[tuple[str, BeforeKind], ...] | None
+    """What ``before_tool_call`` answers on each call, or ``None``: no such hook."""
+    after: frozenset[str] | None
+    """The calls whose result ``after_tool_call`` replaces, or ``None``: no such hook."""
+    limit: tuple[ToolName, int] | None
+    """``max_calls``: a tool and its limit, or ``None``."""
+    refuse_final: bool
+    """A ``check_output`` hook refuses the first final answer (the model answers again); ``False``:
+    no such hook."""
+
+    def before_of(self, call_id: str) -> BeforeKind:
+        assert self.before is not None
+        return dict(self.before)[call_id]
+
+
+@dataclass(frozen=True)
 class Script:
     turns: tuple[Turn, ...]
     """The replies in order; the last is the final text, other text replies are steered past."""
     decisions: tuple[DecisionKind, ...]
     """The decision on each call to ``gated``, in the order the calls come."""
     max_concurrency: int | None
+    hooks: HookScript | None = None
+    """The hooks and the limit, if any (``make_hooks``)."""
+
+    @property
+    def final(self) -> int:
+        """The index of the final answer the run ends with: the last turn's, or, when
+        ``check_output`` refuses that one, the reply after it."""
+        refused = self.hooks is not None and self.hooks.refuse_final
+        return len(self.turns) - 1 + int(refused)
+
+    def steered(self, index: int) -> bool:
+        """Whether the loop body answers text reply ``index`` with a follow-up (not a final one)."""
+        return index < len(self.turns) - 1
 
     def reply(self, index: int) -> ScriptEntry:
         """Reply ``index`` (0-based), with tool_use ids that say where they come from."""
+        if index > self.final:
+            raise AssertionError(f"request for reply {index}, but the script has {self.final + 1}")
         if index >= len(self.turns):
-            raise AssertionError(f"request for reply {index}, but the script has {len(self.turns)}")
+            return text_reply(f"text {index}")  # the answer after the one check_output refused
         turn = self.turns[index]
         if not turn.calls:
             return text_reply(f"text {index}")
@@ -68,16 +117,57 @@ class Script:
 
     @property
     def idempotent_ids(self) -> set[str]:
-        return {
-            f"t{index}_{j}"
+        return {call_id for call_id, name in self.calls if name == "idem"}
+
+    @property
+    def calls(self) -> list[tuple[str, ToolName]]:
+        """Every call of the script, in order: its id and its tool."""
+        return [
+            (f"t{index}_{j}", name)
             for index, turn in enumerate(self.turns)
             for j, name in enumerate(turn.calls)
-            if name == "idem"
-        }
+        ]
+
+    def input_of(self, call_id: str) -> int:
+        """The ``n`` that call ``call_id`` runs with: the model's, edited by a person (+100), then
+        rewritten by the ``before_tool_call`` hook (+``REWRITTEN``)."""
+        index, j = (int(part) for part in call_id[1:].split("_"))
+        n = index * 10 + j
+        if self.turns[index].calls[j] == "gated" and self.decision_of(call_id) == "edit":
+            n += 100
+        if (
+            self.hooks is not None
+            and self.hooks.before is not None
+            and self.hooks.before_of(call_id) == "rewrite"
+        ):
+            n += REWRITTEN
+        return n
 
 
 @st.composite
-def scripts(draw: st.DrawFn, *, max_turns: int = 4) -> Script:
+def hook_scripts(draw: st.DrawFn, calls: list[tuple[str, ToolName]]) -> HookScript:
+    """Hooks and a limit for a script with ``calls``: each hook, and the limit, present or not."""
+    ids = [call_id for call_id, _ in calls]
+    before = None
+    if draw(st.booleans()):
+        kinds = draw(
+            st.lists(st.sampled_from(["run", "deny", "rewrite"]), min_size=len(ids), max_size=len(ids))
+        )
+        before = tuple(zip(ids, kinds, strict=True))
+    after = None
+    if draw(st.booleans()):
+        after = frozenset(call_id for call_id in ids if draw(st.booleans()))
+    limit = None
+    if draw(st.booleans()):
+        name = draw(st.sampled_from(sorted({name for _, name in calls})))
+        limit = (name, draw(st.integers(0, sum(1 for _, other in calls if other == name) - 1)))
+    return HookScript(before, after, limit, draw(st.booleans()))  # pyright: ignore[reportArgumentType]
+
+
+@st.composite
+def scripts(draw: st.DrawFn, *, max_turns: int = 4, hooks: bool = False) -> Script:
+    """Scripts of up to ``max_turns`` turns of calls; with ``hooks``, some scripts have hooks and a
+    limit (``HookScript``)."""
     tool_turns = draw(
         st.lists(
             st.lists(st.sampled_from(["plain", "idem", "seq", "gated"]), min_size=1, max_size=3).map(tuple),
@@ -95,7 +185,10 @@ def scripts(draw: st.DrawFn, *, max_turns: int = 4) -> Script:
     decisions = tuple(
         draw(st.lists(st.sampled_from(["approve", "edit", "deny", "answer"]), min_size=gated, max_size=gated))
     )
-    return Script(tuple(turns), decisions, draw(st.sampled_from([None, 1, 2])))  # pyright: ignore[reportArgumentType]
+    script = Script(tuple(turns), decisions, draw(st.sampled_from([None, 1, 2])))  # pyright: ignore[reportArgumentType]
+    if hooks and draw(st.booleans()):
+        return dataclasses.replace(script, hooks=draw(hook_scripts(script.calls)))
+    return script
 
 
 class Crash(BaseException):
@@ -113,6 +206,14 @@ class Ledger:
     began: Counter[str] = field(default_factory=Counter[str])
     completed: Counter[str] = field(default_factory=Counter[str])
     inputs: dict[str, list[int]] = field(default_factory=dict[str, list[int]])
+    before_answers: Counter[str] = field(default_factory=Counter[str])
+    """How often ``before_tool_call`` answered on each call."""
+    after_answers: Counter[str] = field(default_factory=Counter[str])
+    """How often ``after_tool_call`` answered on each call."""
+    output_checks: int = 0
+    """How often ``check_output`` answered."""
+    request_checks: int = 0
+    """How often ``before_request`` answered."""
     fault_in: str | None = None
     """A call whose tool, once begun, meets the fault (see ``interrupt``)."""
     interrupt: Any = None
@@ -155,6 +256,54 @@ def make_tools(ledger: Ledger) -> list[Any]:
         return await ledger.act(ctx, n)
 
     return [plain, idem, seq, gated]
+
+
+def make_hooks(script: Script, ledger: Ledger) -> dict[str, Any]:
+    """The runner options of the script's hooks and limit (``hooks=``, ``max_calls=``,
+    ``output_retries=``), or none. Each hook takes a turn of the event loop before it answers (a
+    fault elsewhere may cut it off), and counts its answers in ``ledger``."""
+    plan = script.hooks
+    if plan is None:
+        return {}
+
+    async def before_tool_call(info: ToolCallInfo) -> Deny | RunWith | None:
+        await anyio.lowlevel.checkpoint()
+        ledger.before_answers[info.id] += 1
+        kind = plan.before_of(info.id)
+        if kind == "deny":
+            return Deny(f"the hook denies {info.id}")
+        if kind == "rewrite":
+            given = cast("dict[str, int]", info.input)
+            return RunWith({"n": given["n"] + REWRITTEN})
+        return None
+
+    async def after_tool_call(info: ToolCallInfo, block: ToolResultBlockParam) -> str | None:
+        await anyio.lowlevel.checkpoint()
+        ledger.after_answers[info.id] += 1
+        assert plan.after is not None
+        return f"the hook replaced {info.id}'s result" if info.id in plan.after else None
+
+    def before_request(info: RequestInfo) -> None:
+        ledger.request_checks += 1
+
+    def check_output(reply: Any) -> Deny | None:
+        ledger.output_checks += 1
+        if reply.content[0].text == f"text {len(script.turns) - 1}":
+            return Deny("say it once more")
+        return None
+
+    hooks = Hooks(
+        before_tool_call=before_tool_call if plan.before is not None else None,
+        after_tool_call=after_tool_call if plan.after is not None else None,
+        before_request=before_request,
+        check_output=check_output if plan.refuse_final else None,
+    )
+    options: dict[str, Any] = {"hooks": hooks}
+    if plan.refuse_final:
+        options["output_retries"] = 1
+    if plan.limit is not None:
+        options["max_calls"] = {plan.limit[0]: plan.limit[1]}
+    return options
 
 
 def decide(runner: Any, script: Script) -> None:

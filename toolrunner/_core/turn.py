@@ -236,20 +236,22 @@ class TurnCore(HooksCore[ToolT]):
             block, seconds = yield Execute(
                 call, given, self.removed(), may_repeat=tool is None or tool.idempotent
             )
+            if block is LOST:  # the driver lost it half way: it may or may not have acted
+                block = interrupted(call)
+            if self.hooks is not None and self.hooks.after_tool_call:
+                # the tool ran: a call cut off while its hook is asked is cut off as in its tool
+                block = yield from self._after_call(call, block)
         except BaseException:
             self._cut_off(call)
             raise
-        if block is LOST:  # the driver lost it half way: it may or may not have acted
-            block = interrupted(call)
-        if self.hooks is not None and self.hooks.after_tool_call:
-            block = yield from self._after_call(call, block)
         self._finished(call, block, seconds)
         yield from self._save()
 
     def _cut_off(self, call: ToolCall) -> None:
-        """A call was cut off while its tool ran (a cancellation): with a store, its start is saved,
-        so it is answered as after a crash: interrupted, unless its tool may run again. Without a
-        store nothing was saved, and it runs again."""
+        """A call was cut off while its tool ran, or while its ``after_tool_call`` hook was asked
+        (a cancellation): with a store, its start is saved, so it is answered as after a crash:
+        interrupted, unless its tool may run again. Without a store nothing was saved, and it runs
+        again."""
         if not self.durable:
             return
         record = record_of(self.state, call)
