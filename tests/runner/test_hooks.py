@@ -635,3 +635,51 @@ async def test_max_calls_holds_for_calls_that_run_at_once_while_an_async_hook_is
     assert len(ran) == 2
     assert [is_error for _, _, is_error in results_of(runner.messages[2])].count(True) == 2
     assert runner.state.call_counts == {"read": 2}
+
+
+# -- a refusal that says nothing (audit: Deny(None) let a guardrail fail open) --------------------
+
+
+def test_deny_takes_only_a_reason_that_says_something() -> None:
+    with pytest.raises(TypeError, match="as a str"):
+        Deny(None)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ValueError, match="needs a reason"):
+        Deny("  ")
+    assert Deny("no").reason == "no"
+
+
+async def test_a_guardrail_that_denies_with_no_reason_fails_closed() -> None:
+    policy: dict[str, str] = {}  # its "reason" key is missing
+
+    def tripwire(info: RequestInfo) -> Deny | None:
+        return Deny(policy.get("reason"))  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+    fake = FakeMessagesAPI([text_reply("hi")])
+    runner = make_runner(fake, hooks=Hooks(before_request=tripwire))
+    with pytest.raises(RequestRefusedError, match="TypeError"):
+        await runner.until_done()
+    assert fake.requests == []  # refused, not let through
+
+    def judge(answer: Any) -> Deny | None:
+        return Deny(policy.get("reason"))  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+    checked = make_runner(FakeMessagesAPI([text_reply("hi")]), hooks=Hooks(check_output=judge))
+    with pytest.raises(TypeError, match="as a str"):  # the answer is not accepted
+        await checked.until_done()
+
+
+async def test_an_error_result_replaced_with_nothing_is_withheld_instead() -> None:
+    @tool
+    def fails(path: str) -> str:
+        """Fail."""
+        raise OSError("disk gone")
+
+    def blank(info: ToolCallInfo, block: ToolResultBlockParam) -> str:
+        return ""
+
+    fake = script(tool_call("fails", {"path": "/a"}, id="f"))
+    await make_runner(fake, fails, hooks=Hooks(after_tool_call=blank)).until_done()
+    [(call_id, content, is_error)] = results_of(fake.requests[1].body["messages"][-1])
+    assert (call_id, is_error) == ("f", True)
+    assert "withheld" in content
+    assert "ValueError" in content

@@ -3,7 +3,8 @@ Temporal workflow perform the same effects and end with the same history for the
 
 The scripts are ``tests/properties/test_effect_faults.py``'s (``effect_scripts``): replies with calls to
 ordinary, idempotent, sequential and gated tools, text replies the loop body steers past with a
-follow-up, decisions on the gated calls, a concurrency limit. Each runs with ``ToolRunner`` (in
+follow-up, decisions on the gated calls, a concurrency limit, and in some, hooks and a call limit
+(registered on the worker by name, as ``create_worker(hooks=...)`` takes them). Each runs with ``ToolRunner`` (in
 this process, as that test's loop body plays it) and on Temporal, where clients play the loop
 body: the follow-up is a ``push_messages`` update sent while the model writes the text reply, and
 the decisions are updates sent when the worker hears the run pause (``LoopFinished``, forwarded
@@ -42,7 +43,15 @@ from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, 
 
 from tests.properties.test_effect_faults import USER, run_script
 from tests.support._hypothesis_profiles import PROFILE
-from tests.support.effect_scripts import Ledger, Script, decide, follow_up, make_tools, scripts
+from tests.support.effect_scripts import (
+    Ledger,
+    Script,
+    decide,
+    follow_up,
+    make_hooks,
+    make_tools,
+    scripts,
+)
 from tests.support.helpers import MODEL, plain
 from tests.temporal.temporal_helpers import fast_retries, start, worker
 from toolrunner import LoopFinished, RunnerEvent
@@ -202,7 +211,6 @@ async def play_on_temporal(
     run_id = f"effects-{next(_runs)}"
     ledger = Ledger()
     tools = make_tools(ledger)
-    last = len(script.turns) - 1
     pushed: set[int] = set()
     requests = itertools.count()
     failing_request = fault_.at if fault_ is not None and fault_.kind == "request" else None
@@ -211,7 +219,7 @@ async def play_on_temporal(
         if next(requests) == failing_request:
             return fault(529)
         index = sum(1 for message in request.messages if message.get("role") == "assistant")
-        if not script.turns[index].calls and index != last and index not in pushed:
+        if script.steered(index) and not script.turns[index].calls and index not in pushed:
             # The loop body's follow-up, queued while the model writes the reply it follows.
             pushed.add(index)
             reply = next(
@@ -251,11 +259,22 @@ async def play_on_temporal(
     if fault_ is not None and fault_.kind == "replay":
         tap.fail_at = (run_id, fault_.at)
     fake, store = FakeMessagesAPI(responder=respond), MemoryPayloadStore()
+    # The script's hooks, on the worker by name; the limit and the retries go with the run.
+    hooked = make_hooks(script, ledger)
+    hooks = hooked.pop("hooks", None)
     result: RunResult | None = None
     async with (
         paused_send,
         paused_receive,
-        worker(env, fake, store, tools=tools, on_event=listen, interceptors=[lose]) as queue,
+        worker(
+            env,
+            fake,
+            store,
+            tools=tools,
+            on_event=listen,
+            interceptors=[lose],
+            hooks=None if hooks is None else {"script": hooks},
+        ) as queue,
         anyio.create_task_group() as group,
     ):
         run = await start(
@@ -269,6 +288,8 @@ async def play_on_temporal(
             max_concurrency=script.max_concurrency,
             max_iterations=40,
             activity_options=fast_retries(),
+            hooks=None if hooks is None else "script",
+            **hooked,
         )
         group.start_soon(decide_when_paused, run)
         # Time stands still: a run paused for decisions waits for the decider, not for a skipped clock.
@@ -365,7 +386,7 @@ def placed(fault_: Fault, clean: Played, calls: int) -> Fault | None:
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
-@given(script=scripts(max_turns=3), drawn=faults())
+@given(script=scripts(max_turns=3, hooks=True), drawn=faults())
 async def test_both_drivers_perform_the_same_effects_and_keep_every_promise_under_faults(
     temporal_env: WorkflowEnvironment, script: Script, drawn: Fault
 ) -> None:

@@ -6,9 +6,11 @@ changed since does not change a run's past; and options that cannot work are ref
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from typing import Any, cast
 
+import anyio
 import pydantic
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
@@ -18,12 +20,13 @@ from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-from tests.temporal.temporal_helpers import run_plainly, start, worker
+from tests.temporal.temporal_helpers import fast_retries, run_plainly, start, worker
 from tests.temporal.test_temporal_segments import segment_input, segments
 from toolrunner import (
     Deny,
     HookDecided,
     Hooks,
+    LoopFinished,
     ParamsError,
     RequestInfo,
     RequestRefusedError,
@@ -33,7 +36,13 @@ from toolrunner import (
     Tracing,
     tool,
 )
-from toolrunner.temporal import MemoryPayloadStore, ToolRunnerWorkflow, create_worker, workflow_runner
+from toolrunner.temporal import (
+    MemoryPayloadStore,
+    ToolRunnerWorkflow,
+    create_worker,
+    workflow_runner,
+)
+from toolrunner.temporal._run_input import run_input
 from toolrunner.testing import FakeMessagesAPI, ScriptEntry, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
@@ -208,6 +217,7 @@ async def test_a_refused_request_fails_the_run_with_request_refused_error(
         with pytest.raises(RequestRefusedError) as caught:
             await handle.result()
     assert caught.value.reason == "one request is enough"
+    assert "start a new run" in str(caught.value)  # a Temporal run cannot be iterated again
     assert len(fake.requests) == 1
     # The hook saw the whole history (large blocks read back from the store), as a ToolRunner's does.
     assert [info.requests_sent for info in seen] == [0, 1]
@@ -360,3 +370,69 @@ async def test_a_traced_call_the_hooks_let_run_carries_their_decision(
         if span.name == "execute_tool read"
     )
     assert decided == ["rewritten", "run", "run", "run"]  # toolu_1, denied, has no tool activity
+
+
+@tool(requires_approval=True)
+def pay(amount: int) -> str:
+    """Pay an amount."""
+    ran.append(f"pay {amount}")
+    return "paid"
+
+
+async def test_a_worker_without_the_runs_hook_says_so_in_the_reason(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """The run started on a worker with the hooks, and goes on (after a pause) on one deployed
+    without that hook: the question is retried, then fails closed with what is missing."""
+    fake = FakeMessagesAPI([tool_reply(tool_call("pay", {"amount": 5}, id="p")), text_reply("ok")])
+    store = MemoryPayloadStore()
+    options: dict[str, Any] = {"max_cached_workflows": 0}  # a new worker takes the run's next task
+    paused = anyio.Event()
+
+    def listen(run_id: str, event: RunnerEvent) -> None:
+        if isinstance(event, LoopFinished) and event.reason == "awaiting_approval":
+            paused.set()
+
+    async with worker(
+        temporal_env,
+        fake,
+        store,
+        tools=[pay],
+        hooks={"g": Hooks(before_tool_call=guard)},
+        on_event=listen,
+        **options,
+    ) as queue:
+        handle = await start(
+            temporal_env.client,
+            queue,
+            run_id="hooks-gone",
+            tools=[pay],
+            hooks="g",
+            activity_options=fast_retries(),
+        )
+        with anyio.fail_after(30):  # a guard against a hang, not a timing
+            await paused.wait()
+    async with create_worker(
+        temporal_env.client,
+        task_queue=queue,
+        tools=[pay],
+        anthropic_client=fake.async_client(),
+        store=store,
+        hooks={"g": Hooks(check_output=no_maybe)},
+        **options,
+    ):
+        await handle.approve("p")
+        result = await handle.result()
+    assert result.end_reason == "model"
+    assert ran == []  # denied: fail closed
+    reason = fake.requests[1].body["messages"][-1]["content"][0]["content"]
+    assert "HooksNotRegistered" in reason
+    assert "no before_tool_call hook" in reason
+
+
+async def test_a_misspelt_limit_is_logged_as_in_a_tool_runner(
+    temporal_env: WorkflowEnvironment, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="toolrunner"):
+        run_input(tools=[read], model="m", max_tokens=1, messages=[], max_calls={"raed": 1})
+    assert "'raed'" in caplog.text

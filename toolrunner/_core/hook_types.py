@@ -67,10 +67,27 @@ class RequestInfo:
 
 @dataclass(frozen=True, slots=True)
 class Deny:
-    """A ``before_tool_call`` hook's answer: do not run the call; the model reads ``reason`` as its
-    error result (``is_error``)."""
+    """A hook's refusal: a ``before_tool_call`` hook's (the call does not run; the model reads
+    ``reason`` as its error result), or a ``before_request`` or ``check_output`` hook's.
+
+    Raises:
+        TypeError: ``reason`` is not a str.
+        ValueError: ``reason`` holds nothing but spaces (the service refuses an empty error
+            result, and a refusal that says nothing cannot be acted on). Raised in a hook, either
+            fails closed as the hook's error does.
+    """
 
     reason: str
+
+    def __post_init__(self) -> None:
+        reason: object = self.reason
+        if not isinstance(reason, str):
+            raise TypeError(f"Deny(reason) takes the reason as a str, not {type(reason).__name__!r}.")
+        if not reason.strip():
+            raise ValueError(
+                "Deny(reason) needs a reason that says something, not an empty one: the model (or the caller "
+                "of a refused request) reads it."
+            )
 
 
 @dataclass(frozen=True, slots=True)

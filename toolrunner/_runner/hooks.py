@@ -170,6 +170,11 @@ async def after_tool_call(
     answer: object = hook(info, cast(ToolResultBlockParam, dict(block)))  # a copy: the journal's stays
     if inspect.isawaitable(answer):
         answer = await cast("Awaitable[object]", answer)
+    if isinstance(answer, str | list) and not answer and block.get("is_error"):
+        raise ValueError(
+            "an after_tool_call hook replaced an error result with nothing; the service refuses an empty error "
+            "result: answer None to keep it, or say what went wrong"
+        )
     if answer is None or isinstance(answer, str):
         return answer
     if isinstance(answer, list):

@@ -271,11 +271,16 @@ class WorkflowDriver:
             events.sort(gated=False)
             await events.forward()
             raise rejected(error) from None
-        except ToolRunnerError as error:
-            details = (error.reason,) if isinstance(error, RequestRefusedError) else ()  # refused_error
+        except RequestRefusedError as error:  # RunHandle.result() raises it again (refused_error)
             raise ApplicationError(
-                str(error), *details, type=type(error).__name__, non_retryable=True
+                f"the request was not sent ({error.reason}). A Temporal run fails with this error: it cannot "
+                "be iterated again to ask the hook again; start a new run to go on.",
+                error.reason,
+                type=type(error).__name__,
+                non_retryable=True,
             ) from None
+        except ToolRunnerError as error:
+            raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from None
 
     async def _drive(self, program: Program[T]) -> T:
         """Perform the effects ``program`` yields (``drive``, the core's one trampoline); the events

@@ -62,7 +62,7 @@ class HookActivity:
         self.hooks = dict(hooks)
         self._activities = activities
 
-    def _named(self, name: str) -> Hooks:
+    def _named(self, name: str, *, retryable: bool) -> Hooks:
         found = self.hooks.get(name)
         if found is None:
             raise ApplicationError(
@@ -70,7 +70,7 @@ class HookActivity:
                 "worker of the task queue must be created with the hooks of the runs it serves: "
                 "create_worker(hooks={...}).",
                 type=HOOKS_NOT_REGISTERED,
-                non_retryable=True,
+                non_retryable=not retryable,
             )
         return found
 
@@ -78,7 +78,9 @@ class HookActivity:
     async def hook(self, input: HookInput) -> dict[str, Any]:
         """Which hooks a name stands for (``kind="plan"``: ``{"plan": [...]}``), or one hook's
         answer (``{"answer": ...}``, or its failure: ``{"error", "type"}``)."""
-        hooks = self._named(input.hooks)
+        # A run's first question fails it at once; a later one, on a worker deployed without the
+        # hooks, is retried (another worker of the queue may have them), then fails closed.
+        hooks = self._named(input.hooks, retryable=input.kind != "plan")
         if input.kind == "plan":
             return {"plan": [kind for kind in HOOK_KINDS if getattr(hooks, kind) is not None]}
         hook: Any = getattr(hooks, input.kind, None) if input.kind in HOOK_KINDS else None
@@ -87,7 +89,6 @@ class HookActivity:
                 f"the hooks {input.hooks!r} of this worker have no {input.kind} hook, which the run was started "
                 "with: every worker of the task queue must have the same hooks under one name.",
                 type=HOOKS_NOT_REGISTERED,
-                non_retryable=True,
             )
         try:
             return {"answer": await heartbeating(self._ask(input, hook))}

@@ -149,9 +149,15 @@ class RunHooks:
         ``ToolRunner``'s hook raises it into the core (which fails closed)."""
         data = self.data
         assert data is not None
-        found = await self._ask(
-            HookInput(run_id=self._run_id, hooks=data["name"], kind=kind, **fields), summary=summary
-        )
+        try:
+            found = await self._ask(
+                HookInput(run_id=self._run_id, hooks=data["name"], kind=kind, **fields), summary=summary
+            )
+        except ActivityError as error:  # no worker that took it had the hooks: say so, not "task failed"
+            cause = error.cause
+            if isinstance(cause, ApplicationError) and cause.type == HOOKS_NOT_REGISTERED:
+                raise _failure(HOOKS_NOT_REGISTERED, cause.message) from None
+            raise
         if "error" in found:
             raise _failure(found["type"], found["error"])
         return found["answer"]

@@ -52,8 +52,9 @@ def run_output(output_format: object, retries: object, params: Mapping[str, Any]
     if output_format is None:
         if retries is not None:
             raise ParamsError(
-                "output_retries says how often an answer that does not fit output_format is sent back to the "
-                "model: pass output_format=... with it."
+                "output_retries says how often an answer that does not fit output_format (or that a check_output "
+                "hook refuses) is sent back to the model: pass output_format=... with it (or hooks=..., which "
+                "names hooks with a check_output hook)."
             )
         return None
     retries = DEFAULT_OUTPUT_RETRIES if retries is None else retries

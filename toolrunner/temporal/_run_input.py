@@ -12,9 +12,9 @@ from .._core.errors import ParamsError
 from .._core.state import OutputRecord, RunState
 from .._core.transitions import Limits
 from .._runner.options import ToolLike, read_options
-from .._runner.params import TRANSPORT, ToolIndex, check_params, index_tools
+from .._runner.params import TRANSPORT, ToolIndex, check_params, index_tools, warn_unknown_limits
 from ._data import ActivityOptions, RunInput, ToolSpec
-from ._hook_data import run_hooks
+from ._hook_data import plan_of, run_hooks
 from ._output import run_output
 
 __all__ = ["run_input"]
@@ -56,6 +56,8 @@ def run_input(
     params["tools"] = checked.tools
     check_params(params)
     index = index_tools(params.pop("tools"))
+    if hook_data is not None:
+        warn_unknown_limits(plan_of(hook_data), index)  # as ToolRunner warns
     tracing = checked.tracing
     if tracing is not None and tracing.tracer_provider is not None:
         raise ParamsError(
