@@ -19,7 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from anthropic.types.beta import BetaMessage
 
     from .._core.effects import AfterToolCall, BeforeRequest, BeforeToolCall, CheckOutput
-    from .._core.hook_types import Deny, RunWith
+    from .._core.hook_types import Deny, RunWith, ToolCallInfo
     from .._core.results import ToolResultContent
     from .._core.run import RunCore
     from .._tools.toolsets import RunnableTool
@@ -86,15 +86,7 @@ class RunHooks:
     # -- the effects ------------------------------------------------------------------------------
 
     async def before_tool_call(self, effect: BeforeToolCall) -> Deny | RunWith | None:
-        info = effect.info
-        answer = await self._answer(
-            "before_tool_call",
-            call=call_data(info.call),
-            input=info.input,
-            approved=info.approved,
-            approved_by=info.approved_by,
-            summary=f"before_tool_call {info.name}",
-        )
+        answer = await self._about_call("before_tool_call", effect.info)
         if answer is None:
             return None
         if "deny" in answer:
@@ -102,17 +94,20 @@ class RunHooks:
         return RunWith(answer["input"])
 
     async def after_tool_call(self, effect: AfterToolCall) -> ToolResultContent | None:
-        info = effect.info
-        answer = await self._answer(
-            "after_tool_call",
+        answer = await self._about_call("after_tool_call", effect.info, block=dict(effect.block))
+        return cast("ToolResultContent | None", answer)
+
+    async def _about_call(self, kind: str, info: ToolCallInfo, **fields: Any) -> Any:
+        """A tool call hook's answer on the call ``info`` describes."""
+        return await self._answer(
+            kind,
             call=call_data(info.call),
             input=info.input,
             approved=info.approved,
             approved_by=info.approved_by,
-            block=dict(effect.block),
-            summary=f"after_tool_call {info.name}",
+            summary=f"{kind} {info.name}",
+            **fields,
         )
-        return cast("ToolResultContent | None", answer)
 
     async def before_request(self, effect: BeforeRequest) -> str | None:
         info = effect.info
