@@ -327,14 +327,15 @@ async def test_unknown_routes_answer_404_in_the_service_shape() -> None:
     fake = FakeMessagesAPI([text_reply("unused")])
     async with fake.async_client() as client:
         with pytest.raises(
-            anthropic.NotFoundError, match=r"serves only POST /v1/messages, not GET /v1/models"
+            anthropic.NotFoundError,
+            match=r"serves only POST /v1/messages and /v1/messages/batches, not GET /v1/models",
         ) as caught:
             await client.models.list()
     assert caught.value.body == {
         "type": "error",
         "error": {
             "type": "not_found_error",
-            "message": "FakeMessagesAPI serves only POST /v1/messages, not GET /v1/models.",
+            "message": "FakeMessagesAPI serves only POST /v1/messages and /v1/messages/batches, not GET /v1/models.",
         },
     }
     assert len(fake.unused) == 1

@@ -6,7 +6,7 @@
     fake.assert_complete()
 
 The clients are real `anthropic` clients over an in-process `httpx2` transport, so requests, SSE
-streams and errors go through the SDK's own code. This package imports nothing else from toolrunner.
+streams and errors go through the SDK's own code; the Message Batches endpoints are served too. This package imports nothing else from toolrunner.
 Two doubles serve code that uses toolrunner itself: `override_tool` swaps a tool's implementation
 for a `with` block, and `FailingCheckpointer` fails on chosen saves.
 """

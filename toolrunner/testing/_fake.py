@@ -6,10 +6,13 @@ The transports (`_transport.py`) and the ASGI app (`_server.py`) are thin layers
 Which entry answers a request:
 
 1. Every request is recorded, in arrival order, before anything else.
-2. A request for anything but `POST /v1/messages` gets 404; an invalid one gets 400 (when validating).
-   Neither consumes a script entry.
+2. A request for anything but `POST /v1/messages` and the Message Batches endpoints gets 404; an
+   invalid one gets 400 (when validating). Neither consumes a script entry.
 3. Otherwise the next script entry answers; when the script is used up, the responder (if any)
    answers; without one the fake answers 500 naming the request number.
+
+The Message Batches endpoints (`/v1/messages/batches...`) are served by `_batches.py`: each
+request of a batch is recorded and answered by these same steps when the batch is created.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
     import httpx2
 
 __all__ = [
+    "BATCHES_PATH",
     "Answer",
     "Dropped",
     "EventStream",
@@ -42,6 +46,7 @@ __all__ = [
     "RecordedRequest",
     "Responder",
     "answer",
+    "error_answer",
     "is_awaitable",
 ]
 
@@ -52,6 +57,8 @@ _DEFAULT_USAGE: dict[str, Any] = {
     "cache_read_input_tokens": 0,
 }
 _FAKE_BASE_URL = "https://api.anthropic.com"
+BATCHES_PATH = "/v1/messages/batches"
+"""The Message Batches endpoints' path, and the start of the others' (served by `_batches.py`)."""
 _FAKE_API_KEY = "sk-ant-fake-key"
 
 
@@ -72,6 +79,10 @@ class RecordedRequest:
         url: The full URL, with the query string.
         headers: The headers, with lower-case names.
         body: The JSON body, parsed once; an empty dict when the body is empty or not a JSON object.
+        batch_id: For a request of a Message Batch, the batch's id (None for an HTTP request):
+            each request of a batch is recorded after the batch's own `POST /v1/messages/batches`,
+            as a `POST /v1/messages` with its `params` as the body and the batch's headers.
+        custom_id: For a request of a Message Batch, its `custom_id` (None for an HTTP request).
     """
 
     index: int
@@ -79,6 +90,8 @@ class RecordedRequest:
     url: str
     headers: Mapping[str, str]
     body: dict[str, Any]
+    batch_id: str | None = None
+    custom_id: str | None = None
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -141,6 +154,8 @@ class FakeMessagesAPI:
             (see `_caching.py`): replies then report the input tokens read from the cache, written
             to it and neither, and output tokens counted from their content. Without it, replies
             report small fixed counts. A reply's own `usage` wins either way.
+        batch_polls: End each Message Batch at its `batch_polls`-th retrieve (so 1 ends it at the
+            first); None (the default) leaves batches in progress until `end_batches()`.
 
     Attributes:
         script: The entries, in order; extend it or call `add()` at any time.
@@ -155,7 +170,10 @@ class FakeMessagesAPI:
         responder: Responder | None = None,
         validate: bool = True,
         prompt_cache: PromptCache | None = None,
+        batch_polls: int | None = None,
     ) -> None:
+        from ._batches import BatchService
+
         if prompt_cache is not None and not isinstance(prompt_cache, PromptCache):
             raise TypeError(
                 f"prompt_cache must be a PromptCache or None, not {type(prompt_cache).__name__!r}; "
@@ -172,6 +190,9 @@ class FakeMessagesAPI:
         self._closed = False
         # Requests may arrive from several threads (sync clients, the server thread).
         self._lock = threading.Lock()
+        self._batches = BatchService(
+            batch_polls, record=self._record_batch_item, choose=self._choose, message=self._message
+        )
 
     @classmethod
     def automatic(cls, *, validate: bool = True, prompt_cache: PromptCache | None = None) -> FakeMessagesAPI:
@@ -185,6 +206,10 @@ class FakeMessagesAPI:
         loudly instead of going unnoticed.
         """
         self._closed = True
+
+    def end_batches(self) -> list[str]:
+        """End every Message Batch not ended yet (a canceled one with its requests canceled); their ids."""
+        return self._batches.end_all()
 
     def add(self, *entries: ScriptEntry) -> None:
         """Append entries to the script."""
@@ -248,48 +273,69 @@ class FakeMessagesAPI:
 
     def begin(
         self, method: str, url: str, path: str, headers: Mapping[str, str], content: bytes
-    ) -> tuple[RecordedRequest, Outcome | ScriptEntry | Awaitable[ScriptEntry]]:
-        """Record a request and decide its answer: an outcome, an entry, or an awaitable entry."""
+    ) -> tuple[RecordedRequest, Outcome | ScriptEntry | Awaitable[Outcome | ScriptEntry]]:
+        """Record a request and decide its answer: an outcome, an entry, or an awaitable of either."""
         body = _parse_body(content)
+        batches = path == BATCHES_PATH or path.startswith(BATCHES_PATH + "/")
         with self._lock:
             request = RecordedRequest(
                 len(self.requests), method, url, headers, body if body is not None else {}
             )
             self.requests.append(request)
             if self._closed:
-                return request, _error(
+                return request, error_answer(
                     500,
                     "api_error",
                     f"FakeMessagesAPI: request #{request.index + 1} arrived after close(); stop every task "
                     "that uses the fake before the test ends.",
                     should_retry=False,
                 )
-            if method != "POST" or path != "/v1/messages":
-                return request, _error(
+            if not batches and (method != "POST" or path != "/v1/messages"):
+                return request, error_answer(
                     404,
                     "not_found_error",
-                    f"FakeMessagesAPI serves only POST /v1/messages, not {method} {path}.",
+                    f"FakeMessagesAPI serves only POST /v1/messages and {BATCHES_PATH}, not {method} {path}.",
                 )
             if body is None:
-                return request, _error(
+                return request, error_answer(
                     400, "invalid_request_error", "There was an error parsing the body of your request."
                 )
+        if batches:
+            return request, self._batches.answer(request, path)
+        return request, self._choose(request)
+
+    def _record_batch_item(
+        self, batch: RecordedRequest, params: dict[str, Any], batch_id: str, custom_id: str
+    ) -> RecordedRequest:
+        """Record a request of a batch, as a `POST /v1/messages` of its params (see `RecordedRequest`)."""
+        url = batch.url.split(BATCHES_PATH, 1)[0] + "/v1/messages"
+        with self._lock:
+            request = RecordedRequest(
+                len(self.requests), "POST", url, batch.headers, params, batch_id, custom_id
+            )
+            self.requests.append(request)
+            return request
+
+    def _choose(self, request: RecordedRequest) -> Outcome | ScriptEntry | Awaitable[ScriptEntry]:
+        """The answer of a recorded, well-formed Messages request: 400 if invalid, else the next
+        script entry, else the responder's (500 without one)."""
+        with self._lock:
             if self.validate:
-                problem = find_invalid_request(body)
+                problem = find_invalid_request(request.body)
                 if problem is not None:
-                    return request, _error(400, "invalid_request_error", problem)
+                    return error_answer(400, "invalid_request_error", problem)
             if self._used < len(self.script):
                 self._used += 1
-                return request, self.script[self._used - 1]
+                return self.script[self._used - 1]
         if self.responder is None:
-            return request, _error(
+            return error_answer(
                 500,
                 "api_error",
                 f"FakeMessagesAPI: request #{request.index + 1} arrived but the script has only "
                 f"{len(self.script)} replies; add replies for every request the code makes.",
                 should_retry=False,
             )
-        return request, self.responder(request)
+        return self.responder(request)
 
     def finish(self, request: RecordedRequest, entry: Outcome | ScriptEntry) -> Outcome:
         """The HTTP outcome for a request answered by `entry`."""
@@ -301,7 +347,9 @@ class FakeMessagesAPI:
             case StreamCut(reply=reply, after_events=after_events):
                 return self._render(request, reply, after_events)
             case Fault():
-                return _error(entry.status, entry.error_type, entry.message, retry_after=entry.retry_after)
+                return error_answer(
+                    entry.status, entry.error_type, entry.message, retry_after=entry.retry_after
+                )
             case Disconnect():
                 return Dropped()
         raise TypeError(  # pyright: ignore[reportUnreachable]
@@ -395,7 +443,7 @@ _JSON_HEADERS = [("content-type", "application/json")]
 _SSE_HEADERS = [("content-type", "text/event-stream; charset=utf-8"), ("cache-control", "no-cache")]
 
 
-def _error(
+def error_answer(
     status: int, error_type: str, message: str, *, retry_after: float | None = None, should_retry: bool = True
 ) -> Answer:
     """An error answer with the service's body shape; 400s and `should_retry=False` tell the SDK not to retry."""
@@ -408,8 +456,10 @@ def _error(
     return Answer(status, headers, json.dumps(body).encode())
 
 
-def is_awaitable(value: Outcome | ScriptEntry | Awaitable[ScriptEntry]) -> TypeIs[Awaitable[ScriptEntry]]:
-    """Whether a responder returned an awaitable (it is an async function)."""
+def is_awaitable(
+    value: Outcome | ScriptEntry | Awaitable[Outcome | ScriptEntry],
+) -> TypeIs[Awaitable[Outcome | ScriptEntry]]:
+    """Whether a responder returned an awaitable (it is an async function), or a batch waits for one."""
     return inspect.isawaitable(value)
 
 
