@@ -16,7 +16,8 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from temporalio.client import WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.contrib.opentelemetry import TracingInterceptor
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
@@ -436,3 +437,66 @@ async def test_a_misspelt_limit_is_logged_as_in_a_tool_runner(
     with caplog.at_level(logging.WARNING, logger="toolrunner"):
         run_input(tools=[read], model="m", max_tokens=1, messages=[], max_calls={"raed": 1})
     assert "'raed'" in caplog.text
+
+
+def stopped_spans(exporter: InMemorySpanExporter) -> list[tuple[str, dict[str, Any]]]:
+    """The spans of the calls the hooks stopped: their names and attributes (less those Temporal's
+    interceptor adds to every span of a workflow)."""
+    found = [
+        (
+            span.name,
+            {key: value for key, value in (span.attributes or {}).items() if not key.startswith("temporal")},
+        )
+        for span in exporter.get_finished_spans()
+        if (span.attributes or {}).get("toolrunner.tool.hook") in ("denied", "limited")
+    ]
+    return sorted(found, key=repr)
+
+
+async def test_a_call_the_hooks_stopped_has_the_span_a_tool_runner_gives_it(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    tracing = Tracing(content=True)
+    plain_exporter, plain_provider = InMemorySpanExporter(), TracerProvider()
+    plain_provider.add_span_processor(SimpleSpanProcessor(plain_exporter))
+    await run_plainly(
+        FakeMessagesAPI(script()),
+        tools=[read],
+        hooks=HOOKS,
+        max_calls={"read": 3},
+        tracing=Tracing(content=True, tracer_provider=plain_provider),
+    )
+    exporter, provider = InMemorySpanExporter(), TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    config = temporal_env.client.config()
+    config["interceptors"] = [TracingInterceptor(provider.get_tracer("temporal"))]
+    client = Client(**config)
+    async with worker(
+        temporal_env,
+        FakeMessagesAPI(script()),
+        MemoryPayloadStore(),
+        tools=[read],
+        hooks={"guarded": HOOKS},
+        tracer_provider=provider,
+        client=client,
+    ) as queue:
+        handle = await start(
+            client,
+            queue,
+            run_id="stopped-traced",
+            tools=[read],
+            hooks="guarded",
+            max_calls={"read": 3},
+            tracing=tracing,
+        )
+        await handle.result()
+    stopped = stopped_spans(exporter)
+    assert [
+        (name, attributes["gen_ai.tool.call.id"], attributes["toolrunner.tool.hook"])
+        for name, attributes in stopped
+    ] == [
+        ("execute_tool read", "toolu_1", "denied"),
+        ("execute_tool read", "toolu_4", "limited"),
+        ("execute_tool read", "toolu_5", "limited"),
+    ]
+    assert stopped == stopped_spans(plain_exporter)  # the same names and attributes as in-process

@@ -20,7 +20,6 @@ that JSON cannot hold is recorded as its ``repr``).
 
 from __future__ import annotations
 
-import json
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar, Token
@@ -43,6 +42,14 @@ from .._core.messages import field
 from .._core.state import RunState
 from .._core.types import ToolCall
 from .._core.usage import Usage
+from .attributes import (
+    HOOK_EVENT,
+    HOOK_REASON,
+    RESULT_REPLACED,
+    json_attribute as _json,
+    stopped_attributes,
+    tool_attributes,
+)
 
 __all__ = [
     "OtelTrace",
@@ -61,18 +68,6 @@ PROVIDER = "anthropic"
 
 END_REASON = "toolrunner.end_reason"
 """Why the run's span ended: the runner's ``end_reason``, or ``"abandoned"`` (see ``_abandon``)."""
-
-HOOK = "toolrunner.tool.hook"
-"""What the run's hooks decided on a call: ``"run"``, ``"rewritten"``, ``"denied"`` or ``"limited"``."""
-
-HOOK_REASON = "toolrunner.tool.hook_reason"
-"""Why the hooks stopped a call (what the model read), or withheld its result."""
-
-RESULT_REPLACED = "toolrunner.tool.result_replaced"
-"""``True`` on a call whose result an ``after_tool_call`` hook replaced."""
-
-HOOK_EVENT = "toolrunner.hook"
-"""The run span's event for a request or an answer a hook refused (``before_request``, ``check_output``)."""
 
 
 class OtelTrace:
@@ -244,9 +239,9 @@ class OtelTrace:
         """The span of a call the hooks answered without running it: no duration, and no error
         status (the tool did not fail: it did not run)."""
         parent = trace.set_span_in_context(self._open_run())
-        span = _tool_span(self._tracer, call, parent, decision)
-        if reason is not None:
-            span.set_attribute(HOOK_REASON, reason)
+        span = self._tracer.start_span(
+            f"execute_tool {call.name}", context=parent, attributes=stopped_attributes(call, decision, reason)
+        )
         if self._content and span.is_recording():
             span.set_attribute("gen_ai.tool.call.arguments", _json(self._input_of(call)))
         span.end()
@@ -321,15 +316,7 @@ async def traced_tool_call(
 
 
 def _tool_span(tracer: trace.Tracer, call: ToolCall, parent: Context | None, hook: str | None) -> Span:
-    """A new ``execute_tool {name}`` span of ``call``, a child of ``parent``."""
-    attributes: dict[str, AttributeValue] = {
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": call.name,
-        "gen_ai.tool.call.id": call.id,
-        "gen_ai.tool.type": "function",
-    }
-    if hook is not None:
-        attributes[HOOK] = hook
+    attributes = tool_attributes(call, hook)
     return tracer.start_span(
         f"execute_tool {call.name}", context=parent, kind=SpanKind.INTERNAL, attributes=attributes
     )
@@ -491,10 +478,3 @@ def _result_content(content: object) -> str:
     """A tool_result block's content for ``gen_ai.tool.call.result``: its text as it is, or its
     blocks as JSON (text kept, other blocks as their type only)."""
     return content if isinstance(content, str) else _json(_result_parts(content))
-
-
-def _json(value: object) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-    except ValueError:  # a circular structure (in an input a person approved, say)
-        return json.dumps(repr(value), ensure_ascii=False)

@@ -87,6 +87,7 @@ with workflow.unsafe.imports_passed_through():
         Summarize,
     )
     from .._core.errors import OutputValidationError, RequestRefusedError, ToolRunnerError
+    from .._core.events import HookDecided, RunnerEvent
     from .._core.run import RunCore
     from .._core.state import Phase, RunState, usage_data
     from .._core.transitions import Limits
@@ -148,10 +149,10 @@ class WorkflowDriver:
             ended=self._ended,
             output=output,
         )
-        core.listener = events.heard.append
+        self._spans = RunSpans(run.tracing)
+        core.listener = events.heard.append if run.tracing is None else self._heard
         if self._approval_timeout is not None:
             core.timed_out(_duration(self._approval_timeout))
-        self._spans = RunSpans(run.tracing)
         self._requests = RunRequests(core, run, run_id, options, self._specs, self._spans, output)
         self._controls = ClientControls(core, run_id, options, events, self._approval_timeout)
         self._hooks = hooks = RunHooks(core, run, run_id, options, self._requests, output)
@@ -183,6 +184,12 @@ class WorkflowDriver:
             BeforeRequest: hooks.before_request,
             CheckOutput: hooks.check_output,
         }
+
+    def _heard(self, event: RunnerEvent) -> None:
+        """The core's listener in a traced run: a call the hooks stopped gets its span."""
+        self._events.heard.append(event)
+        if isinstance(event, HookDecided) and event.decision in ("denied", "limited") and event.call:
+            self._spans.stopped(event, self._core.input_of(event.call))
 
     def _ended(self, state: RunState) -> None:
         self._spans.ended(state)  # made after the core

@@ -8,7 +8,9 @@ with the names and attributes of ``ToolRunner``'s (``_tracing/otel.py``):
   (``workflow.completed_span``: workflow code cannot hold a span open across its tasks, so it has
   no duration), with the usage of the requests since the last one;
 - ``execute_tool {name}``: made in the ``toolrunner.tool`` activity around the tool, a child of
-  the activity's span;
+  the activity's span; for a call the run's hooks stopped (denied, or over its ``max_calls``), no
+  activity runs, and the workflow makes the span (``stopped``, with no duration), as it makes
+  ``invoke_agent``;
 - the SDK's span of each request, when the workers' client traces, is a child of the
   ``toolrunner.request`` activity's span.
 """
@@ -21,6 +23,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from .._core.events import HookDecided
     from .._core.state import RunState
     from .._core.usage import Usage
 
@@ -41,6 +44,22 @@ class RunSpans:
         """A request was sent with ``state``: the first one of a span gives its input (with content)."""
         if self.tracing is not None and self._input is None and self.tracing.get("content"):
             self._input = list(state.messages)
+
+    def stopped(self, event: HookDecided, input: object) -> None:
+        """The hooks stopped a call (``event``: denied, or limited) that would run with ``input``:
+        its ``execute_tool`` span, as a ``ToolRunner``'s, made now."""
+        tracing = self.tracing
+        if tracing is None or event.call is None or _untraced():
+            return
+        with workflow.unsafe.imports_passed_through():
+            from temporalio.contrib.opentelemetry import workflow as traced
+
+            from .._tracing.attributes import json_attribute, stopped_attributes
+
+        attributes = stopped_attributes(event.call, event.decision, event.reason)
+        if tracing.get("content"):
+            attributes["gen_ai.tool.call.arguments"] = json_attribute(input)
+        traced.completed_span(f"execute_tool {event.call.name}", attributes=attributes)
 
     def ended(self, state: RunState) -> None:
         """The loop ended or paused in ``state``: the span of the requests since the last one."""
@@ -76,20 +95,28 @@ def invoke_agent_span(
     """The run's ``invoke_agent`` span, made (and ended) now, from workflow code: the loop ended or
     paused in ``state``. Not made while the workflow replays, nor without Temporal's
     ``TracingInterceptor`` on the worker (and a traced client that started the run)."""
-    if workflow.unsafe.is_replaying():
+    if _untraced():
         return
     with workflow.unsafe.imports_passed_through():
-        from temporalio.contrib.opentelemetry import TracingWorkflowInboundInterceptor, workflow as traced
+        from temporalio.contrib.opentelemetry import workflow as traced
 
         from .._tracing.otel import run_attributes
 
-    # Without the interceptor, completed_span would make the span with the global tracer instead,
-    # warning, and again at each replay: the span is the interceptor's to make, or nobody's.
-    if TracingWorkflowInboundInterceptor._from_context() is None:  # pyright: ignore[reportPrivateUsage]
-        return
     traced.completed_span(
         f"invoke_agent {agent_name}" if agent_name else "invoke_agent",
         attributes=run_attributes(
             state, agent_name=agent_name, usage=usage, content=content, input_messages=input_messages
         ),
     )
+
+
+def _untraced() -> bool:
+    """Whether no span is to be made now: the workflow replays, or its worker has no Temporal
+    ``TracingInterceptor``. Without it, ``completed_span`` would make the span with the global
+    tracer instead, warning, and again at each replay: the span is the interceptor's, or nobody's."""
+    if workflow.unsafe.is_replaying():
+        return True
+    with workflow.unsafe.imports_passed_through():
+        from temporalio.contrib.opentelemetry import TracingWorkflowInboundInterceptor
+
+    return TracingWorkflowInboundInterceptor._from_context() is None  # pyright: ignore[reportPrivateUsage]
