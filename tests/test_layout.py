@@ -40,10 +40,11 @@ LAYERS: dict[str, frozenset[str]] = {
     "_tools": frozenset({"_core", "_tracing"}),
     "_stores": frozenset({"_core", "_tools"}),
     "_runner": frozenset({"_core", "_tracing", "_tools", "_stores"}),
-    "_ops": frozenset({"_core", "_tracing", "_tools", "_stores", "_runner", "inbox"}),
+    "_ops": frozenset({"_core", "_tracing", "_tools", "_stores", "_runner", "inbox", "evals"}),
     "inbox": frozenset({"_core", "_tools", "_stores", "_ops"}),
     "temporal": frozenset({"_core", "_tracing", "_tools", "_stores", "_runner"}),
     "mcp": frozenset({"_core", "_tools"}),
+    "evals": frozenset({"_core", "_tracing", "_tools", "_stores", "_runner"}),
     "testing": frozenset(),
 }
 """Each top-level part of the package, and the parts it may import (besides itself)."""

@@ -22,6 +22,7 @@ PARTS = {
     "_ops": "`_ops/`",
     "temporal": "`toolrunner.temporal`",
     "inbox": "`toolrunner.inbox`",
+    "evals": "`toolrunner.evals`",
     "testing": "`toolrunner.testing`",
 }
 """Each subpackage, and the words that open its part of the map."""

@@ -1,0 +1,53 @@
+"""Replay saved runs with changes (another model, prompt, params, tools, output type or hooks), and
+compare and score what the replays do against the record: evaluations from what production did,
+with nothing a recorded run did done again (see docs/evals.md).
+
+Modules: ``_trajectory`` (a run read as turns and calls), ``_journal`` (which recorded call
+answers a replay's call), ``_compare`` (where a replay differs from its record), ``_results`` (the
+report as data). The pure ones (``_trajectory``, ``_journal``, ``_compare``, ``_results``) do no
+I/O. It may import ``_core``, ``_tracing``, ``_tools``, ``_stores`` and ``_runner``.
+"""
+
+from ._compare import compare as compare
+from ._journal import (
+    Journal as Journal,
+    Match as Match,
+    Normalize as Normalize,
+    call_key as call_key,
+    match_call as match_call,
+    normalize_input as normalize_input,
+)
+from ._results import (
+    Comparison as Comparison,
+    ReplayReport as ReplayReport,
+    ReplayStatus as ReplayStatus,
+    RunReplay as RunReplay,
+    Score as Score,
+)
+from ._trajectory import (
+    Answered as Answered,
+    Call as Call,
+    Trajectory as Trajectory,
+    Turn as Turn,
+    trajectory_of as trajectory_of,
+)
+
+__all__ = [
+    "Answered",
+    "Call",
+    "Comparison",
+    "Journal",
+    "Match",
+    "Normalize",
+    "ReplayReport",
+    "ReplayStatus",
+    "RunReplay",
+    "Score",
+    "Trajectory",
+    "Turn",
+    "call_key",
+    "compare",
+    "match_call",
+    "normalize_input",
+    "trajectory_of",
+]
