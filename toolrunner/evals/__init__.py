@@ -4,8 +4,10 @@ with nothing a recorded run did done again (see docs/evals.md).
 
 Modules: ``_trajectory`` (a run read as turns and calls), ``_journal`` (which recorded call
 answers a replay's call), ``_compare`` (where a replay differs from its record), ``_results`` (the
-report as data). The pure ones (``_trajectory``, ``_journal``, ``_compare``, ``_results``) do no
-I/O. It may import ``_core``, ``_tracing``, ``_tools``, ``_stores`` and ``_runner``.
+report as data), ``_scorers`` (scorers: how one runs, and the built-in ones), ``_report`` (the
+report as a terminal table and as an HTML page). The pure ones (``_trajectory``, ``_journal``,
+``_compare``, ``_results``, ``_report``) do no I/O; of ``_scorers``, only ``model_graded``'s scorer
+does (a request). It may import ``_core``, ``_tracing``, ``_tools``, ``_stores`` and ``_runner``.
 """
 
 from ._compare import compare as compare
@@ -17,12 +19,22 @@ from ._journal import (
     match_call as match_call,
     normalize_input as normalize_input,
 )
+from ._report import render_html as render_html, render_table as render_table
 from ._results import (
     Comparison as Comparison,
     ReplayReport as ReplayReport,
     ReplayStatus as ReplayStatus,
     RunReplay as RunReplay,
     Score as Score,
+)
+from ._scorers import (
+    Scorer as Scorer,
+    final_answer_equal as final_answer_equal,
+    model_graded as model_graded,
+    output_fields as output_fields,
+    run_scorer as run_scorer,
+    same_calls as same_calls,
+    scorer_name as scorer_name,
 )
 from ._trajectory import (
     Answered as Answered,
@@ -43,11 +55,20 @@ __all__ = [
     "ReplayStatus",
     "RunReplay",
     "Score",
+    "Scorer",
     "Trajectory",
     "Turn",
     "call_key",
     "compare",
+    "final_answer_equal",
     "match_call",
+    "model_graded",
     "normalize_input",
+    "output_fields",
+    "render_html",
+    "render_table",
+    "run_scorer",
+    "same_calls",
+    "scorer_name",
     "trajectory_of",
 ]

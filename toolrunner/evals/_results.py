@@ -163,6 +163,18 @@ class ReplayReport:
         """``to_dict()`` as a JSON text."""
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
+    def table(self, *, width: int | None = None) -> str:
+        """The report as a plain-text table for a terminal (``render_table``)."""
+        from ._report import render_table  # _report renders this module's values
+
+        return render_table(self, width=width)
+
+    def html(self) -> str:
+        """The report as one self-contained HTML page (``render_html``)."""
+        from ._report import render_html
+
+        return render_html(self)
+
 
 def _data(value: object) -> Any:
     if isinstance(value, Decimal):

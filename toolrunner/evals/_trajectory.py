@@ -83,6 +83,7 @@ class Trajectory:
         seconds: How long it took, when known (a replay measures it; a recorded run's is the time
             between its first and its last save).
         failure: The error that stopped it, if one did (``{"type": ..., "message": ...}``).
+        task: The text of its first user message: what it was asked (``None``: it has none).
     """
 
     run_id: str | None
@@ -95,6 +96,7 @@ class Trajectory:
     requests: int = 0
     seconds: float | None = None
     failure: Mapping[str, str] | None = None
+    task: str | None = None
 
     @property
     def calls(self) -> tuple[Call, ...]:
@@ -133,6 +135,7 @@ def trajectory_of(
         requests=len(state.usage),
         seconds=seconds,
         failure=state.failure,
+        task=next((text_of(message) for message in state.messages if read(message, "role") == "user"), None),
     )
 
 
