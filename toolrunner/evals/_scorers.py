@@ -99,13 +99,14 @@ def same_calls(recorded: Trajectory, replayed: Trajectory) -> Score:
     """Whether the replay made the same tool calls as the record, turn by turn, in the same order.
 
     Calls are compared by ``call_key`` (the tool and its normalised input), so an input written
-    with its keys in another order is the same call. Turns that make no call at the end of either
-    run (a final answer in two replies rather than one) do not count; any other difference does,
-    including calls the two runs make in a different number of turns. Passed (1.0) or not (0.0);
-    the detail names the first difference.
+    with its keys in another order is the same call. A turn one run has and the other lacks counts
+    as a turn that makes no call, so a run that ends in more turns without calls (its final answer
+    in two replies rather than one) still makes the same calls; but the same calls made in another
+    number of turns (two at once rather than one after the other) are not. Passed (1.0) or not
+    (0.0); the detail names the first difference.
     """
-    ours = _call_turns(recorded)
-    theirs = _call_turns(replayed)
+    ours = [turn.calls for turn in recorded.turns]
+    theirs = [turn.calls for turn in replayed.turns]
     for index in range(max(len(ours), len(theirs))):
         made = ours[index] if index < len(ours) else ()
         making = theirs[index] if index < len(theirs) else ()
@@ -122,16 +123,8 @@ def same_calls(recorded: Trajectory, replayed: Trajectory) -> Score:
             else:
                 continue
             return Score(0.0, passed=False, detail=detail)
-    count = sum(len(calls) for calls in ours)
+    count = len(recorded.calls)
     return Score(1.0, passed=True, detail=f"the same {count} call{'' if count == 1 else 's'}")
-
-
-def _call_turns(trajectory: Trajectory) -> list[tuple[Call, ...]]:
-    """Each turn's calls, without the turns that make none at the end."""
-    turns = [turn.calls for turn in trajectory.turns]
-    while turns and not turns[-1]:
-        turns.pop()
-    return turns
 
 
 def final_answer_equal(recorded: Trajectory, replayed: Trajectory) -> Score:
@@ -186,8 +179,7 @@ class _OutputFields:
             return Score(0.0, passed=False, detail="the record has no typed answer with fields")
         if new is None:
             return Score(0.0, passed=False, detail="the replay has no typed answer with fields")
-        missing = object()
-        differ = [name for name in self.fields if old.get(name, missing) != new.get(name, missing)]
+        differ = [name for name in self.fields if old.get(name) != new.get(name)]
         value = (len(self.fields) - len(differ)) / len(self.fields)
         if not differ:
             return Score(value, passed=True, detail=f"{len(self.fields)} of {len(self.fields)} fields equal")
@@ -202,7 +194,8 @@ def output_fields(*names: str) -> Callable[[Trajectory, Trajectory], Score]:
     """A scorer of typed answers: the fraction of the fields ``names`` (keys of the answers' JSON
     objects) whose values are equal in the record and in the replay.
 
-    A field both answers lack is equal. The scorer passes when every field is equal; its detail
+    A field an answer lacks counts as ``null`` (as an optional field's default reads back), so a
+    field that one answer lacks and the other has as ``null`` is equal. The scorer passes when every field is equal; its detail
     lists the ones that differ. A run without a typed answer that is a JSON object scores 0.0,
     failed. Its name in a report is ``output_fields(name, ...)``.
 
