@@ -2,7 +2,8 @@
 compare and score what the replays do against the record: evaluations from what production did,
 with nothing a recorded run did done again (see docs/evals.md).
 
-Modules: ``_trajectory`` (a run read as turns and calls), ``_journal`` (which recorded call
+Modules: ``_replay`` (``replay_runs``: the replays run, resumed, budgeted and reported),
+``_replay_tools`` (the tools a replay offers: answered from the journal), ``_trajectory`` (a run read as turns and calls), ``_journal`` (which recorded call
 answers a replay's call), ``_compare`` (where a replay differs from its record), ``_results`` (the
 report as data). The pure ones (``_trajectory``, ``_journal``, ``_compare``, ``_results``) do no
 I/O. It may import ``_core``, ``_tracing``, ``_tools``, ``_stores`` and ``_runner``.
@@ -17,6 +18,13 @@ from ._journal import (
     match_call as match_call,
     normalize_input as normalize_input,
 )
+from ._replay import (
+    Progress as Progress,
+    Replay as Replay,
+    estimate_cost as estimate_cost,
+    replay_runs as replay_runs,
+)
+from ._replay_tools import DIVERGED as DIVERGED, Stub as Stub
 from ._results import (
     Comparison as Comparison,
     ReplayReport as ReplayReport,
@@ -33,21 +41,27 @@ from ._trajectory import (
 )
 
 __all__ = [
+    "DIVERGED",
     "Answered",
     "Call",
     "Comparison",
     "Journal",
     "Match",
     "Normalize",
+    "Progress",
+    "Replay",
     "ReplayReport",
     "ReplayStatus",
     "RunReplay",
     "Score",
+    "Stub",
     "Trajectory",
     "Turn",
     "call_key",
     "compare",
+    "estimate_cost",
     "match_call",
     "normalize_input",
+    "replay_runs",
     "trajectory_of",
 ]
