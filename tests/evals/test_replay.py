@@ -321,16 +321,16 @@ def _echo_record(request: RecordedRequest) -> ScriptedReply:
 async def test_a_failing_replay_is_reported_and_the_others_go_on() -> None:
     store = MemoryCheckpointer()
     await record(store, "r1", weather_then_email())
-    await record(store, "r2", weather_then_email(city="Rome"))
-    fake = FakeMessagesAPI(
-        [fault(400, message="prompt is too long"), *weather_then_email(city="Rome")]
-    )
+    await record(store, "r2", weather_then_email(city="Rome"), "Weather in Rome? Tell Bob.")
+
+    def answer(request: RecordedRequest) -> Any:
+        if "Paris" in request.body["messages"][0]["content"]:
+            return fault(400, message="prompt is too long")
+        return _echo_record(request)
+
+    fake = FakeMessagesAPI(responder=answer)
     report = await replay_runs(
-        fake.async_client(),
-        Replay(name="v2", tools=FORBIDDEN),
-        store=store,
-        runs=["r1", "r2"],
-        max_concurrency=1,
+        fake.async_client(), Replay(name="v2", tools=FORBIDDEN), store=store, runs=["r1", "r2"]
     )
     assert [run.status for run in report.runs] == ["failed", "replayed"]
     assert report.runs[0].error is not None

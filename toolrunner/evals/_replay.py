@@ -11,7 +11,7 @@ the evaluation, and costs nothing for what was done.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -173,15 +173,15 @@ async def replay_runs(
     plan = _Plan(client, replay, into, prices, budget, len(sources), on_progress)
     estimate = estimate_cost([source.state for source in sources], replay, prices=prices)
     results: list[RunReplay | None] = [None] * len(sources)
-    limiter = anyio.CapacityLimiter(max_concurrency)
+    queue = iter(list(enumerate(sources)))  # the workers take the runs in the order given
     async with AsyncExitStack() as stack:
         if batch:
             from ._batch import BatchSender  # pyright: ignore[reportMissingImports]
 
             plan.sender = await stack.enter_async_context(BatchSender(client, poll_interval=poll_interval))
         async with anyio.create_task_group() as group:
-            for index, source in enumerate(sources):
-                group.start_soon(plan.one, index, source, results, limiter)
+            for _ in range(min(max_concurrency, len(sources))):
+                group.start_soon(plan.work, queue, results)
     return ReplayReport(
         name=replay.name,
         runs=tuple(result for result in results if result is not None),
@@ -215,15 +215,14 @@ class _Plan:
             self.stopped = True
         return self.stopped
 
-    async def one(
-        self, index: int, source: _Source, results: list[RunReplay | None], limiter: anyio.CapacityLimiter
-    ) -> None:
-        async with limiter:
+    async def work(self, queue: Iterator[tuple[int, _Source]], results: list[RunReplay | None]) -> None:
+        """One worker: replay the next run of ``queue`` until there is none."""
+        for index, source in queue:
             result = await self._replay(source)
-        results[index] = result
-        self.done += 1
-        if self.on_progress is not None:
-            self.on_progress(self.done, self.total, result)
+            results[index] = result
+            self.done += 1
+            if self.on_progress is not None:
+                self.on_progress(self.done, self.total, result)
 
     async def _replay(self, source: _Source) -> RunReplay:
         replay = self.replay
