@@ -8,6 +8,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
 
 from toolrunner import MemoryCheckpointer, RunState, SQLiteCheckpointer, ToolError, ToolRunner, tool
@@ -404,3 +405,34 @@ async def test_bad_arguments_get_clear_errors_and_nothing_runs() -> None:
     report = await replay_runs(client, Replay(name="v2", tools=FORBIDDEN, safe_tools=["nope"]), store=store)
     assert "safe_tools names ['nope']" in (report.runs[0].error or "")
     assert fake.requests == []
+
+
+class Forecast(pydantic.BaseModel):
+    city: str
+    sunny: bool
+
+
+async def test_typed_answers_are_compared_as_data() -> None:
+    store = MemoryCheckpointer()
+    fake = FakeMessagesAPI([text_reply('{"city": "Paris", "sunny": true}')])
+    runner = ToolRunner(
+        fake.async_client(), model=MODEL, max_tokens=64, messages=[{"role": "user", "content": "Paris?"}],
+        output_format=Forecast, checkpointer=store, run_id="typed",
+    )  # fmt: skip
+    async for _ in runner:
+        pass
+    replay_fake = FakeMessagesAPI(
+        [text_reply('{"sunny": true,  "city": "Paris"}'), text_reply('{"city": "Paris", "sunny": false}')]
+    )
+    same = await replay_runs(
+        replay_fake.async_client(), Replay(name="v2", tools=[], output_format=Forecast), store=store
+    )
+    changed = await replay_runs(
+        replay_fake.async_client(), Replay(name="v3", tools=[], output_format=Forecast), store=store
+    )
+    assert same.runs[0].replayed is not None
+    assert same.runs[0].replayed.output == {"city": "Paris", "sunny": True}
+    assert same.runs[0].comparison is not None
+    assert not same.runs[0].comparison.final_answer_changed  # other words, the same data
+    assert changed.runs[0].comparison is not None
+    assert changed.runs[0].comparison.final_answer_changed

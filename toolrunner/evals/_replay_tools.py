@@ -147,8 +147,8 @@ def replay_tools(
         raise ParamsError(
             f"the tools {sorted(both)} are both marked safe and given a stub; choose one for each."
         )
-    for kind, names in (("safe_tools", set(safe)), ("stubs", set(stubs))):
-        unknown = names - offered
+    for kind, named in (("safe_tools", set(safe)), ("stubs", set(stubs))):
+        unknown = named - offered
         if unknown:
             raise ParamsError(
                 f"{kind} names {sorted(unknown)}, which the replay does not offer (it offers {sorted(offered)})."
