@@ -2,12 +2,13 @@
 compare and score what the replays do against the record: evaluations from what production did,
 with nothing a recorded run did done again (see docs/evals.md).
 
-Modules: ``_trajectory`` (a run read as turns and calls), ``_journal`` (which recorded call
-answers a replay's call), ``_compare`` (where a replay differs from its record), ``_results`` (the
-report as data), ``_scorers`` (scorers: how one runs, and the built-in ones), ``_report`` (the
-report as a terminal table and as an HTML page). The pure ones (``_trajectory``, ``_journal``,
-``_compare``, ``_results``, ``_report``) do no I/O; of ``_scorers``, only ``model_graded``'s scorer
-does (a request). It may import ``_core``, ``_tracing``, ``_tools``, ``_stores`` and ``_runner``.
+Modules: ``_replay`` (``replay_runs``: the replays run, resumed, budgeted and reported),
+``_replay_tools`` (the tools a replay offers: answered from the journal), ``_trajectory`` (a run
+read as turns and calls), ``_journal`` (which recorded call answers a replay's call), ``_compare``
+(where a replay differs from its record), ``_results`` (the report as data), ``_scorers``
+(scorers: how one runs, and the built-in ones), ``_report`` (the report as a terminal table and as
+an HTML page). The pure ones (``_trajectory``, ``_journal``, ``_compare``, ``_results``,
+``_report``) do no I/O; of ``_scorers``, only ``model_graded``'s scorer does (a request). It may import ``_core``, ``_tracing``, ``_tools``, ``_stores`` and ``_runner``.
 """
 
 from ._compare import compare as compare
@@ -19,6 +20,13 @@ from ._journal import (
     match_call as match_call,
     normalize_input as normalize_input,
 )
+from ._replay import (
+    Progress as Progress,
+    Replay as Replay,
+    estimate_cost as estimate_cost,
+    replay_runs as replay_runs,
+)
+from ._replay_tools import DIVERGED as DIVERGED, Stub as Stub
 from ._report import render_html as render_html, render_table as render_table
 from ._results import (
     Comparison as Comparison,
@@ -45,21 +53,26 @@ from ._trajectory import (
 )
 
 __all__ = [
+    "DIVERGED",
     "Answered",
     "Call",
     "Comparison",
     "Journal",
     "Match",
     "Normalize",
+    "Progress",
+    "Replay",
     "ReplayReport",
     "ReplayStatus",
     "RunReplay",
     "Score",
     "Scorer",
+    "Stub",
     "Trajectory",
     "Turn",
     "call_key",
     "compare",
+    "estimate_cost",
     "final_answer_equal",
     "match_call",
     "model_graded",
@@ -67,6 +80,7 @@ __all__ = [
     "output_fields",
     "render_html",
     "render_table",
+    "replay_runs",
     "run_scorer",
     "same_calls",
     "scorer_name",

@@ -176,14 +176,21 @@ def _call(
     results: Mapping[str, tuple[object, bool]],
     answered: Mapping[str, Answered] | None,
 ) -> Call:
-    content, is_error = results.get(call_id, (None, False))
-    if content is not None and not isinstance(content, str):
-        content = tuple(dict(block) if isinstance(block, Mapping) else block for block in content)  # type: ignore[union-attr]
+    found, is_error = results.get(call_id, (None, False))
+    content: str | tuple[Mapping[str, Any], ...] | None
+    if found is None or isinstance(found, str):
+        content = found
+    else:
+        blocks = cast("Sequence[object]", found)
+        content = tuple(
+            dict(cast("Mapping[str, Any]", block)) if isinstance(block, Mapping) else {"block": block}
+            for block in blocks
+        )
     return Call(
         id=call_id,
         name=name,
         input=input,
-        result=content,  # type: ignore[arg-type]
+        result=content,
         is_error=is_error,
         answered=(answered or {}).get(call_id, "recorded"),
     )
