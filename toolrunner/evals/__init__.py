@@ -4,10 +4,16 @@ with nothing a recorded run did done again (see docs/evals.md).
 
 Modules: ``_trajectory`` (a run read as turns and calls), ``_journal`` (which recorded call
 answers a replay's call), ``_compare`` (where a replay differs from its record), ``_results`` (the
-report as data). The pure ones (``_trajectory``, ``_journal``, ``_compare``, ``_results``) do no
+report as data), ``_batch`` (the batch path: the requests of many replays as one Message Batch,
+at batch rates) with ``_batch_client`` (the client whose ``messages.create`` queues). The pure ones (``_trajectory``, ``_journal``, ``_compare``, ``_results``) do no
 I/O. It may import ``_core``, ``_tracing``, ``_tools``, ``_stores`` and ``_runner``.
 """
 
+from ._batch import (
+    BatchRequestError as BatchRequestError,
+    BatchSender as BatchSender,
+    batch_prices as batch_prices,
+)
 from ._compare import compare as compare
 from ._journal import (
     Journal as Journal,
@@ -34,6 +40,8 @@ from ._trajectory import (
 
 __all__ = [
     "Answered",
+    "BatchRequestError",
+    "BatchSender",
     "Call",
     "Comparison",
     "Journal",
@@ -45,6 +53,7 @@ __all__ = [
     "Score",
     "Trajectory",
     "Turn",
+    "batch_prices",
     "call_key",
     "compare",
     "match_call",
