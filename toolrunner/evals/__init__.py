@@ -5,10 +5,16 @@ with nothing a recorded run did done again (see docs/evals.md).
 Modules: ``_replay`` (``replay_runs``: the replays run, resumed, budgeted and reported),
 ``_replay_tools`` (the tools a replay offers: answered from the journal), ``_trajectory`` (a run read as turns and calls), ``_journal`` (which recorded call
 answers a replay's call), ``_compare`` (where a replay differs from its record), ``_results`` (the
-report as data). The pure ones (``_trajectory``, ``_journal``, ``_compare``, ``_results``) do no
+report as data), ``_batch`` (the batch path: the requests of many replays as one Message Batch,
+at batch rates) with ``_batch_client`` (the client whose ``messages.create`` queues). The pure ones (``_trajectory``, ``_journal``, ``_compare``, ``_results``) do no
 I/O. It may import ``_core``, ``_tracing``, ``_tools``, ``_stores`` and ``_runner``.
 """
 
+from ._batch import (
+    BatchRequestError as BatchRequestError,
+    BatchSender as BatchSender,
+    batch_prices as batch_prices,
+)
 from ._compare import compare as compare
 from ._journal import (
     Journal as Journal,
@@ -43,6 +49,8 @@ from ._trajectory import (
 __all__ = [
     "DIVERGED",
     "Answered",
+    "BatchRequestError",
+    "BatchSender",
     "Call",
     "Comparison",
     "Journal",
@@ -57,6 +65,7 @@ __all__ = [
     "Stub",
     "Trajectory",
     "Turn",
+    "batch_prices",
     "call_key",
     "compare",
     "estimate_cost",
