@@ -165,13 +165,13 @@ async def _evaluate(command: _Command) -> None:
     arguments, err = command.arguments, command.err
     change = await load_replay(arguments.replay)
     states = command.exported if command.exported is not None else await _recorded(command, change)
-    done = [
-        state
+    done = {
+        state.run_id
         for state in states
         if (saved := await command.into.load(change.replay_id(str(state.run_id)))) is not None
         and saved.state.finished
-    ]
-    left = [state for state in states if state not in done]
+    }
+    left = [state for state in states if state.run_id not in done]
     _say(err, _plan(command, change, len(states), len(done), estimate_cost(left, change)))
     if not states:
         _say(err, "No runs match: nothing to replay.")
