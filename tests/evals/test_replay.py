@@ -4,6 +4,7 @@ and trio. The recorded tools fail the test if a replay calls them."""
 
 from __future__ import annotations
 
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -436,3 +437,42 @@ async def test_typed_answers_are_compared_as_data() -> None:
     assert not same.runs[0].comparison.final_answer_changed  # other words, the same data
     assert changed.runs[0].comparison is not None
     assert changed.runs[0].comparison.final_answer_changed
+
+
+async def test_the_batch_path_sends_one_batch_per_turn_for_many_replays_at_batch_rates(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteCheckpointer(tmp_path / "runs.db")
+    for number in range(5):
+        await record(
+            store,
+            f"r{number}",
+            weather_then_email(city=f"City{number}"),
+            f"Weather in City{number}? Tell Bob.",
+        )
+    listed = await replay_runs(
+        FakeMessagesAPI(responder=_echo_record).async_client(),
+        Replay(name="listed", tools=FORBIDDEN),
+        store=store,
+    )
+    fake = FakeMessagesAPI(responder=_echo_record, batch_polls=2)
+    report = await replay_runs(
+        fake.async_client(),
+        Replay(name="batched", tools=FORBIDDEN),
+        store=store,
+        batch=True,
+        poll_interval=0.001,
+    )
+    assert [run.status for run in report.runs] == ["replayed"] * 5
+    items = [request for request in fake.requests if request.custom_id is not None]
+    plain = [
+        request
+        for request in fake.requests
+        if request.url.endswith("/v1/messages") and request.batch_id is None
+    ]
+    assert plain == []  # every request went in a batch
+    batches = Counter(request.batch_id for request in items)
+    assert sorted(batches.values()) == [5, 5, 5]  # three turns, each one batch of every replay's request
+    assert listed.cost is not None
+    assert report.cost == listed.cost / 2  # priced at batch rates
+    assert all(run.comparison is not None and run.comparison.same for run in report.runs)

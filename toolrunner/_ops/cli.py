@@ -1,12 +1,14 @@
 """The command line: ``toolrunner runs list|show|approve|deny|answer|delete|prune --store URL``,
 ``toolrunner inbox --store URL`` (the web app of ``toolrunner.inbox``, imported only then) and
-``toolrunner resume --store URL --app module:function`` (``_ops.resume_command``); also
-``python -m toolrunner``.
+``toolrunner resume --store URL --app module:function`` (``_ops.resume_command``) and
+``toolrunner replay --store URL --replay module:name`` (``_ops.replay_command``: saved runs replayed as
+an evaluation); also ``python -m toolrunner``.
 
 This module reads the command line and maps what went wrong to an exit status (``ExitCode``); the
 commands themselves are ``_ops.commands``, imported only once one runs, so that ``--help`` (and a
 mistyped option) imports no store and not the SDK. Every command reads the store as a
-``RunStore``; none needs the app's code or its tools. Tables for people, ``--json`` for scripts.
+``RunStore``; only ``resume`` and ``replay`` need the app's code (``--app``, ``--replay``). Tables
+for people, ``--json`` for scripts.
 """
 
 from __future__ import annotations
@@ -28,11 +30,19 @@ __all__ = ["STORE_VARIABLE", "ExitCode", "main", "run"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; its exit status."""
-    return run(list(sys.argv[1:] if argv is None else argv), sys.stdout, sys.stderr)
+    return run(list(sys.argv[1:] if argv is None else argv), sys.stdout, sys.stderr, stdin=sys.stdin)
 
 
-def run(argv: list[str], out: TextIO, err: TextIO, *, now: Callable[[], float] = time.time) -> int:
-    """The command line, writing to ``out`` and ``err``, with the time from ``now`` (for tests)."""
+def run(
+    argv: list[str],
+    out: TextIO,
+    err: TextIO,
+    *,
+    now: Callable[[], float] = time.time,
+    stdin: TextIO | None = None,
+) -> int:
+    """The command line, writing to ``out`` and ``err``, with the time from ``now`` and the answers to
+    its questions from ``stdin`` (for tests; ``None``: no terminal, so it asks nothing)."""
     parser = _parser()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -40,11 +50,13 @@ def run(argv: list[str], out: TextIO, err: TextIO, *, now: Callable[[], float] =
     except SystemExit as exit_:  # argparse printed the usage and the error (or the help)
         return int(exit_.code or 0)
     group = getattr(arguments, "group", None)
-    if group not in ("inbox", "resume") and getattr(arguments, "command", None) is None:
+    if group not in ("inbox", "resume", "replay") and getattr(arguments, "command", None) is None:
         parser.print_help(err)
         return ExitCode.USAGE
     url = arguments.store or os.environ.get(STORE_VARIABLE)
-    if not url:
+    if not url and group == "replay" and arguments.from_file is not None and arguments.into is not None:
+        url = None  # the runs come from the file, and the replays go --into a store
+    elif not url:
         print(
             f"toolrunner: say which store with --store URL or the {STORE_VARIABLE} variable: "
             "sqlite:///path/to/runs.db, a path, or postgresql://user:password@host/dbname.",
@@ -54,7 +66,7 @@ def run(argv: list[str], out: TextIO, err: TextIO, *, now: Callable[[], float] =
     try:
         from .commands import execute  # the stores and the SDK: imported once a command runs
 
-        execute(arguments, url, out, err, datetime.fromtimestamp(now(), UTC))
+        execute(arguments, url, out, err, datetime.fromtimestamp(now(), UTC), stdin=stdin)
     except Exit as exit_:
         return _failed(err, str(exit_), exit_.code)
     except (ParamsError, ToolInputError) as error:
@@ -98,13 +110,15 @@ def _parser() -> argparse.ArgumentParser:
         prog="toolrunner",
         description="Operate the runs a toolrunner store holds: list them, read one, decide its waiting calls, "
         "clean up.",
-        epilog="Exit status: 0 done, 1 the store failed, 2 wrong usage or input (or an --app that cannot be "
-        "imported), 3 no such run or call, 4 decided already (or the run moved on).",
+        epilog="Exit status: 0 done, 1 the store failed, 2 wrong usage or input (or an --app or --replay that "
+        "cannot be imported), 3 no such run or call, 4 decided already (or the run moved on); toolrunner replay: "
+        "5 a run was not replayed, 6 the budget stopped it, 7 answered no.",
     )
-    groups = parser.add_subparsers(dest="group", metavar="{runs,inbox,resume}")
+    groups = parser.add_subparsers(dest="group", metavar="{runs,inbox,resume,replay}")
     _runs_group(groups)
     _inbox_group(groups)
     _resume_group(groups)
+    _replay_group(groups)
     return parser
 
 
@@ -284,3 +298,77 @@ def _resume_group(groups: _Groups) -> None:
         metavar="SECONDS",
         help="on SIGTERM, how long the runs in hand have to end or pause before they stop (default: 10)",
     )
+
+
+def _replay_group(groups: _Groups) -> None:
+    """``toolrunner replay``."""
+    replay = groups.add_parser(
+        "replay",
+        help="replay saved runs with a change (model, prompt, tools, ...) and compare them with the record",
+        description="Replay saved runs with the change a Replay of the app's code defines (another model, system "
+        "prompt, params, tools, output type or hooks), answering their tool calls from the recorded runs' "
+        "journals (nothing a recorded run did is done again), and report how each replay differs from its "
+        "record. It says how many runs and what they may cost first, and asks on a terminal (not with --yes).",
+        epilog="Exit status: 0 every run replayed (divergences are results), 1 the store failed, 2 wrong usage "
+        "(a --replay that cannot be imported, a malformed --from-file, no API key), 3 no such run or store, "
+        "5 a replay failed or a run cannot be replayed (the others were), 6 the budget stopped it (run it again "
+        "with a larger --max-cost to go on), 7 answered no at the question.",
+    )
+    _add_store(replay)
+    replay.add_argument(
+        "--replay",
+        required=True,
+        metavar="MODULE:NAME",
+        help="the change: a Replay, or a function without arguments that returns one (imported from the working "
+        "directory or the Python path)",
+    )
+    replay.add_argument(
+        "--run", action="append", metavar="RUN", help="replay this run of the store (repeat for several)"
+    )
+    replay.add_argument(
+        "--status",
+        action="append",
+        choices=_Statuses(),
+        metavar="STATUS",
+        help="replay the newest runs with this status, one of %(choices)s (repeat for several; default: finished)",
+    )
+    replay.add_argument(
+        "--updated-after", metavar="WHEN", help="runs last saved at or after: a duration ago (1h) or a time"
+    )
+    replay.add_argument(
+        "--updated-before", metavar="WHEN", help="runs last saved before: a duration ago (7d) or a time"
+    )
+    replay.add_argument("--limit", type=int, help="the most runs a query replays (default 50)")
+    replay.add_argument(
+        "--from-file",
+        metavar="PATH",
+        help="replay the runs of this file: `toolrunner runs show --json RUN`'s output, a JSON list of those, or "
+        "JSON Lines of them",
+    )
+    replay.add_argument(
+        "--into",
+        metavar="URL",
+        help="save the replays in this store (default: the --store one), so that the same command run again "
+        "goes on with the evaluation: the runs replayed already are read back, not run again",
+    )
+    replay.add_argument("--concurrency", type=int, default=8, help="replays run at once (default: 8)")
+    replay.add_argument(
+        "--max-cost",
+        metavar="DOLLARS",
+        help="stop once the replays cost this many US dollars (each may overshoot by a request)",
+    )
+    replay.add_argument(
+        "--batch",
+        action="store_true",
+        help="send the requests through the Message Batches API, at its discount (slower)",
+    )
+    replay.add_argument(
+        "--poll-interval",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="with --batch, how often a batch is looked at (default: 30)",
+    )
+    replay.add_argument("--yes", action="store_true", help="start without asking")
+    replay.add_argument("--json", action="store_true", help="print the report as JSON for scripts")
+    replay.add_argument("--html", metavar="PATH", help="also write the report as an HTML page")

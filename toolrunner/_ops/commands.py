@@ -7,6 +7,7 @@ Those that decide a call are ``_ops.decide_commands``.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import shlex
 from collections.abc import Awaitable, Callable, Iterable
@@ -39,13 +40,29 @@ from .render import (
 __all__ = ["execute"]
 
 
-def execute(arguments: argparse.Namespace, url: str, out: TextIO, err: TextIO, now: datetime) -> None:
-    """Run the command ``arguments`` name on the store at ``url`` (or serve the inbox over it).
+def execute(
+    arguments: argparse.Namespace,
+    url: str | None,
+    out: TextIO,
+    err: TextIO,
+    now: datetime,
+    *,
+    stdin: TextIO | None = None,
+) -> None:
+    """Run the command ``arguments`` name on the store at ``url`` (or serve the inbox over it);
+    ``stdin`` answers its questions (``None``: no terminal). Only ``replay`` goes without a store
+    (``url=None``), replaying the runs of a file into its ``--into`` store.
 
     Raises:
         Exit: The command ends with that exit status.
         ParamsError, ToolInputError, CheckpointError, StateError: As ``_ops.cli.run`` maps them.
     """
+    if getattr(arguments, "group", None) == "replay":
+        from .replay_command import replay
+
+        replay(arguments, url, out, err, now, stdin if stdin is not None else _NoTerminal())
+        return
+    assert url is not None
     path = store_path(url)
     if path is not None and not path.is_file():
         raise Exit(
@@ -245,6 +262,10 @@ async def _all_runs(
         if page.cursor is None:
             return found
         cursor = page.cursor
+
+
+class _NoTerminal(io.StringIO):
+    """Standard input when there is none: not a terminal, so a command asks nothing."""
 
 
 _COMMANDS: dict[str, Callable[[CommandContext], Awaitable[None]]] = {

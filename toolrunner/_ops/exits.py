@@ -25,6 +25,14 @@ class ExitCode(enum.IntEnum):
     """No run, or no waiting call, of that name."""
     CONFLICT = 4
     """Someone decided the call first (the message says who and when), or the run moved on."""
+    INCOMPLETE = 5
+    """``toolrunner replay``: a replay failed, or a recorded run cannot be replayed (the report says
+    which and why); the others were replayed."""
+    STOPPED = 6
+    """``toolrunner replay``: the budget (``--max-cost``) stopped the evaluation before every run was
+    replayed; the same command with a larger budget goes on."""
+    DECLINED = 7
+    """``toolrunner replay``: the answer to its question was no; nothing was replayed."""
 
 
 class Exit(Exception):

@@ -8,21 +8,29 @@ that another resumer takes them up at once. It logs what it does to standard err
 
 from __future__ import annotations
 
-import importlib
 import logging
-import os
 import signal
-import sys
 from typing import TextIO
 
 import anyio
 
-from .._core.errors import ParamsError, message_of
+from .._core.errors import ParamsError
+from .app_loader import Wanted, load_object
 from .resumer import Factory, Resumer
 
 __all__ = ["load_factory", "serve"]
 
 logger = logging.getLogger("toolrunner.resumer")
+
+
+_APP = Wanted(
+    option="--app",
+    form="module:function",
+    command="resume",
+    example="myapp.agents:resume_run",
+    what="its factory",
+    described="async def (run_id, store) -> ToolRunner",
+)
 
 
 def load_factory(spec: str) -> Factory:
@@ -33,43 +41,12 @@ def load_factory(spec: str) -> Factory:
         ParamsError: It is not ``module:function``, or the module or the function cannot be found
             or imported (the message names which).
     """
-    module_name, colon, name = spec.partition(":")
-    if not colon or not module_name.strip() or not name.strip():
-        raise ParamsError(
-            f"--app {spec!r} is not module:function; name the module and its factory, for example "
-            "--app myapp.agents:resume_run."
-        )
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as error:
-        if error.name is not None and (module_name == error.name or module_name.startswith(error.name + ".")):
-            raise ParamsError(
-                f"--app {spec!r}: there is no module {module_name!r} (looked in {os.getcwd()!r} and on the Python "
-                "path); run toolrunner resume from the app's directory, or add it to PYTHONPATH."
-            ) from None
-        raise ParamsError(
-            f"--app {spec!r}: importing the module {module_name!r} failed: {type(error).__name__}: "
-            f"{message_of(error)}."
-        ) from None
-    except Exception as error:
-        raise ParamsError(
-            f"--app {spec!r}: importing the module {module_name!r} failed: {type(error).__name__}: "
-            f"{message_of(error)}."
-        ) from None
-    found: object = module
-    for part in name.split("."):
-        if not hasattr(found, part):
-            raise ParamsError(
-                f"--app {spec!r}: the module {module_name!r} has no {name!r}; give the name of its factory, "
-                "async def (run_id, store) -> ToolRunner."
-            )
-        found = getattr(found, part)
+    found = load_object(spec, _APP)
     if not callable(found):
+        module_name, _, name = spec.partition(":")
         raise ParamsError(
             f"--app {spec!r}: {name!r} of the module {module_name!r} is {type(found).__name__!r}, not a function; "
-            "give the name of its factory, async def (run_id, store) -> ToolRunner."
+            f"give the name of its factory, {_APP.described}."
         )
     return found  # pyright: ignore[reportReturnType] - a callable of the app; its results are checked as they come
 

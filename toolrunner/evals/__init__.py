@@ -7,10 +7,18 @@ Modules: ``_replay`` (``replay_runs``: the replays run, resumed, budgeted and re
 read as turns and calls), ``_journal`` (which recorded call answers a replay's call), ``_compare``
 (where a replay differs from its record), ``_results`` (the report as data), ``_scorers``
 (scorers: how one runs, and the built-in ones), ``_report`` (the report as a terminal table and as
-an HTML page). The pure ones (``_trajectory``, ``_journal``, ``_compare``, ``_results``,
-``_report``) do no I/O; of ``_scorers``, only ``model_graded``'s scorer does (a request). It may import ``_core``, ``_tracing``, ``_tools``, ``_stores`` and ``_runner``.
+an HTML page), ``_batch`` (the batch path: the requests of many replays as one Message Batch, at
+batch rates) with ``_batch_client`` (the client whose ``messages.create`` queues). The pure ones
+(``_trajectory``, ``_journal``, ``_compare``, ``_results``, ``_report``) do no I/O; of
+``_scorers``, only ``model_graded``'s scorer does (a request). It may import ``_core``,
+``_tracing``, ``_tools``, ``_stores`` and ``_runner``.
 """
 
+from ._batch import (
+    BatchRequestError as BatchRequestError,
+    BatchSender as BatchSender,
+    batch_prices as batch_prices,
+)
 from ._compare import compare as compare
 from ._journal import (
     Journal as Journal,
@@ -55,6 +63,8 @@ from ._trajectory import (
 __all__ = [
     "DIVERGED",
     "Answered",
+    "BatchRequestError",
+    "BatchSender",
     "Call",
     "Comparison",
     "Journal",
@@ -70,6 +80,7 @@ __all__ = [
     "Stub",
     "Trajectory",
     "Turn",
+    "batch_prices",
     "call_key",
     "compare",
     "estimate_cost",

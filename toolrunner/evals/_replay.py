@@ -166,7 +166,7 @@ async def replay_runs(
     sources = await _sources(store, runs, status, updated_after, updated_before, limit)
     prices = replay.prices
     if batch:
-        from ._batch import batch_prices  # pyright: ignore[reportMissingImports]  # the batch path lands with it
+        from ._batch import batch_prices
 
         prices = batch_prices(prices)
     into = into if into is not None else MemoryCheckpointer()
@@ -176,7 +176,7 @@ async def replay_runs(
     queue = iter(list(enumerate(sources)))  # the workers take the runs in the order given
     async with AsyncExitStack() as stack:
         if batch:
-            from ._batch import BatchSender  # pyright: ignore[reportMissingImports]
+            from ._batch import BatchSender
 
             plan.sender = await stack.enter_async_context(BatchSender(client, poll_interval=poll_interval))
         async with anyio.create_task_group() as group:
