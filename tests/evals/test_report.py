@@ -1,6 +1,7 @@
 """A ``ReplayReport`` for people: ``render_table`` (its columns, totals, shortened ids, the budget's
 stop, no colour codes) and ``render_html`` (one page that loads nothing, escapes what the runs hold,
-shows the two trajectories turn by turn with the first divergent turn marked)."""
+shows the two trajectories turn by turn with the first divergent turn marked); and a report from
+``replay_runs`` with scorers, sync, async and raising, rendered both ways."""
 
 from __future__ import annotations
 
@@ -8,19 +9,27 @@ import re
 from decimal import Decimal
 from html.parser import HTMLParser
 
+import anyio.lowlevel
 import pytest
 
+from tests.support.helpers import USER, make_runner
+from toolrunner import MemoryCheckpointer, Usage, tool
 from toolrunner.evals import (
     Call,
+    Replay,
     ReplayReport,
     RunReplay,
     Score,
     Trajectory,
     Turn,
     compare,
+    final_answer_equal,
     render_html,
     render_table,
+    replay_runs,
+    same_calls,
 )
+from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 SCRIPT = "<script>alert('x')</script>"
 
@@ -28,8 +37,6 @@ SCRIPT = "<script>alert('x')</script>"
 def trajectory(
     *turns: Turn, answer: str | None, cost: str | None = "0.0100", tokens: int = 0, output: object = None
 ) -> Trajectory:
-    from toolrunner import Usage
-
     return Trajectory(
         "run",
         turns,
@@ -319,3 +326,61 @@ def test_an_empty_report_renders(render: object) -> None:
     empty = ReplayReport("nothing", ())
     text = render_table(empty) if render is render_table else render_html(empty)
     assert "0 runs" in text
+
+
+# -- from replay_runs --------------------------------------------------------------------------------
+
+
+@tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+@tool(name="get_weather")
+def get_weather_must_not_run(city: str) -> str:
+    """The weather in a city."""
+    raise AssertionError("a replay ran a recorded tool")
+
+
+async def slow_judge(recorded: Trajectory, replayed: Trajectory) -> float:
+    await anyio.lowlevel.checkpoint()
+    return 0.5
+
+
+def broken(recorded: Trajectory, replayed: Trajectory) -> bool:
+    raise RuntimeError("no judgement")
+
+
+@pytest.mark.anyio
+async def test_replay_runs_scores_each_run_and_the_report_renders_it() -> None:
+    store = MemoryCheckpointer()
+    record = FakeMessagesAPI([tool_reply(tool_call("get_weather", {"city": "Paris"})), text_reply("Sunny.")])
+    runner = make_runner(record, get_weather, checkpointer=store, run_id="weather-1")
+    await runner.until_done()
+
+    replay = Replay(
+        name="v2",
+        tools=[get_weather_must_not_run],
+        scorers=[same_calls, final_answer_equal, slow_judge, broken],
+    )
+    fake = FakeMessagesAPI(
+        [tool_reply(tool_call("get_weather", {"city": "Rome"})), text_reply(f"Rainy {SCRIPT}")]
+    )
+    result = await replay_runs(fake.async_client(), replay, store=store, runs=["weather-1"])
+    (run,) = result.runs
+    assert run.status == "replayed"
+    assert list(run.scores) == ["same_calls", "final_answer_equal", "slow_judge", "broken"]
+    assert run.scores["same_calls"].passed is False
+    assert run.scores["slow_judge"] == Score(0.5)
+    assert run.scores["broken"].detail == "the scorer 'broken' raised RuntimeError: no judgement"
+    assert run.recorded.task == USER["content"]
+
+    header, row = rows(result.table(width=200))[:2]
+    assert header[-4:] == ["same_calls", "final_answer_equal", "slow_judge", "broken"]
+    assert row[:6] == ["weather-1", "replayed", "turn 0", "+1/-1", "1", "changed"]
+    assert row[-4:] == ["0.00 fail", "0.00 fail", "0.50", "0.00 fail"]
+    page = result.html()
+    assert "<script" not in page
+    assert '<tr id="run-0-turn-0" class="divergent">' in page
+    assert "marked (divergence)" in page
