@@ -29,6 +29,7 @@ from ._replay import (
     Replay as Replay,
     estimate_cost as estimate_cost,
     replay_runs as replay_runs,
+    select_runs as select_runs,
 )
 from ._replay_tools import DIVERGED as DIVERGED, Stub as Stub
 from ._results import (
@@ -72,5 +73,6 @@ __all__ = [
     "match_call",
     "normalize_input",
     "replay_runs",
+    "select_runs",
     "trajectory_of",
 ]
