@@ -31,7 +31,7 @@ from .._core.state import RunState
 from .._runner.options import dollars
 from .._stores.open import open_store, store_path
 from .._stores.protocol import RunStore
-from ..evals import Replay, ReplayReport, RunReplay, estimate_cost, replay_runs
+from ..evals import Replay, ReplayReport, RunReplay, estimate_cost, replay_runs, select_runs
 from .app_loader import Wanted, load_object
 from .command_context import not_found, parse_time
 from .exits import Exit, ExitCode
@@ -47,9 +47,6 @@ _REPLAY = Wanted(
     what="its Replay",
     described="a Replay, or a function without arguments that returns one",
 )
-
-_PAGE = 200
-"""Runs read a page at a time when a query selects them."""
 
 
 def replay(
@@ -239,22 +236,14 @@ async def _recorded(command: _Command, change: Replay) -> list[RunState]:
     """The recorded runs the store's ``--run``s or query select, loaded."""
     store, selection = command.source, command.selection
     assert store is not None
-    ids = list(selection.ids)
-    if not ids:  # a query: the newest runs, but the evaluation's own replays (when --into is the store)
-        cursor: str | None = None
-        while len(ids) < selection.limit:
-            page = await store.list_runs(
-                status=list(selection.statuses),
-                updated_after=selection.after,
-                updated_before=selection.before,
-                limit=_PAGE,
-                cursor=cursor,
-            )
-            ids += [run.run_id for run in page.runs if not run.run_id.startswith(f"{change.name}.")]
-            cursor = page.cursor
-            if cursor is None:
-                break
-        del ids[selection.limit :]
+    ids = list(selection.ids) or await select_runs(
+        store,
+        name=change.name,
+        status=list(selection.statuses),
+        updated_after=selection.after,
+        updated_before=selection.before,
+        limit=selection.limit,
+    )
     states: list[RunState] = []
     for run_id in ids:
         loaded = await store.load(run_id)

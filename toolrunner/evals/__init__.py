@@ -33,6 +33,7 @@ from ._replay import (
     Replay as Replay,
     estimate_cost as estimate_cost,
     replay_runs as replay_runs,
+    select_runs as select_runs,
 )
 from ._replay_tools import DIVERGED as DIVERGED, Stub as Stub
 from ._report import render_html as render_html, render_table as render_table
@@ -95,5 +96,6 @@ __all__ = [
     "run_scorer",
     "same_calls",
     "scorer_name",
+    "select_runs",
     "trajectory_of",
 ]

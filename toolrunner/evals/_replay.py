@@ -37,7 +37,7 @@ from ._replay_tools import Stub, answered_by, replay_tools
 from ._results import ReplayReport, RunReplay, Score
 from ._trajectory import Trajectory, trajectory_of
 
-__all__ = ["Replay", "estimate_cost", "replay_runs"]
+__all__ = ["Replay", "estimate_cost", "replay_runs", "select_runs"]
 
 Progress = Callable[[int, int, RunReplay], None]
 """Told after each run: how many are done, how many in all, and the run's replay."""
@@ -129,7 +129,7 @@ async def replay_runs(
     *,
     store: RunStore | None = None,
     runs: Iterable[str | RunState] | None = None,
-    status: RunStatus | str | None = RunStatus.FINISHED,
+    status: RunStatus | str | Iterable[RunStatus | str] | None = RunStatus.FINISHED,
     updated_after: datetime | None = None,
     updated_before: datetime | None = None,
     limit: int = 50,
@@ -144,7 +144,8 @@ async def replay_runs(
 
     The runs are ``runs`` (run ids in ``store``, or ``RunState``s read from an export), or, with
     none given, the newest ``limit`` runs of ``store`` that ``status``, ``updated_after`` and
-    ``updated_before`` select, as ``runs list`` filters them. See docs/evals.md.
+    ``updated_before`` select, as ``runs list`` filters them, but this evaluation's own replays
+    (``select_runs``). See docs/evals.md.
 
     Args:
         into: Where the replays are saved (``None``: in memory, so a crash loses them); with a store,
@@ -163,7 +164,7 @@ async def replay_runs(
     if max_concurrency < 1:
         raise ParamsError(f"max_concurrency must be 1 or more, not {max_concurrency!r}.")
     budget = None if max_cost is None else _dollars(max_cost)
-    sources = await _sources(store, runs, status, updated_after, updated_before, limit)
+    sources = await _sources(store, replay.name, runs, status, updated_after, updated_before, limit)
     prices = replay.prices
     if batch:
         from ._batch import batch_prices
@@ -346,10 +347,40 @@ def _unreplayable(state: RunState, from_turn: int) -> str | None:
     return None
 
 
+async def select_runs(
+    store: RunStore,
+    *,
+    name: str,
+    status: RunStatus | str | Iterable[RunStatus | str] | None = RunStatus.FINISHED,
+    updated_after: datetime | None = None,
+    updated_before: datetime | None = None,
+    limit: int = 50,
+) -> list[str]:
+    """The ids of the newest ``limit`` runs of ``store`` that the query selects, as ``runs list``
+    filters them, but the replays of the evaluation ``name`` (``{name}.*``), saved in that store
+    when it is the replays' ``into`` too."""
+    ids: list[str] = []
+    cursor: str | None = None
+    while len(ids) < limit:
+        page = await store.list_runs(
+            status=status,
+            updated_after=updated_after,
+            updated_before=updated_before,
+            limit=min(max(limit, 1), 500),
+            cursor=cursor,
+        )
+        ids += [run.run_id for run in page.runs if not run.run_id.startswith(f"{name}.")]
+        cursor = page.cursor
+        if cursor is None:
+            break
+    return ids[:limit]
+
+
 async def _sources(
     store: RunStore | None,
+    name: str,
     runs: Iterable[str | RunState] | None,
-    status: RunStatus | str | None,
+    status: RunStatus | str | Iterable[RunStatus | str] | None,
     updated_after: datetime | None,
     updated_before: datetime | None,
     limit: int,
@@ -360,10 +391,14 @@ async def _sources(
             raise ParamsError(
                 "replay_runs needs the runs to replay: pass store=... (and a query), or runs=[...]."
             )
-        page = await store.list_runs(
-            status=status, updated_after=updated_after, updated_before=updated_before, limit=limit
+        runs = await select_runs(
+            store,
+            name=name,
+            status=status,
+            updated_after=updated_after,
+            updated_before=updated_before,
+            limit=limit,
         )
-        runs = [summary.run_id for summary in page.runs]
     sources: list[_Source] = []
     for entry in runs:
         if isinstance(entry, RunState):
