@@ -476,3 +476,10 @@ async def test_the_batch_path_sends_one_batch_per_turn_for_many_replays_at_batch
     assert listed.cost is not None
     assert report.cost == listed.cost / 2  # priced at batch rates
     assert all(run.comparison is not None and run.comparison.same for run in report.runs)
+
+
+def test_two_scorers_of_one_name_are_refused() -> None:
+    from toolrunner import ParamsError
+
+    with pytest.raises(ParamsError, match="two scorers named \\['<lambda>'\\]"):
+        Replay(name="v2", scorers=[lambda recorded, replayed: True, lambda recorded, replayed: 0.5])

@@ -35,6 +35,7 @@ from ._compare import compare
 from ._journal import Journal, Normalize
 from ._replay_tools import Stub, answered_by, replay_tools
 from ._results import ReplayReport, RunReplay, Score
+from ._scorers import Scorer, run_scorer, scorer_name
 from ._trajectory import Trajectory, trajectory_of
 
 __all__ = ["Replay", "estimate_cost", "replay_runs", "select_runs"]
@@ -78,7 +79,7 @@ class Replay:
     max_iterations: int | None = None
     from_turn: int = 0
     normalize: Normalize | None = None
-    scorers: Sequence[Callable[..., Any]] = ()
+    scorers: Sequence[Scorer] = ()
     prices: Mapping[str, Price] | None = None
 
     def __post_init__(self) -> None:
@@ -86,6 +87,13 @@ class Replay:
         if isinstance(self.from_turn, bool) or not isinstance(self.from_turn, int) or self.from_turn < 0:
             raise ParamsError(
                 f"Replay(from_turn) must be a turn's index (0 or more), not {self.from_turn!r}."
+            )
+        names = [scorer_name(scorer) for scorer in self.scorers]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ParamsError(
+                f"Replay(scorers) has two scorers named {twice}: the report keeps a score by its scorer's name; "
+                "give each its own (a def of its own, or a `name` attribute)."
             )
         if isinstance(self.safe_tools, str):
             raise ParamsError(
@@ -311,13 +319,7 @@ async def _seconds(store: Checkpointer, run_id: str) -> float | None:
     return None if summary is None else (summary.updated - summary.created).total_seconds()
 
 
-async def _scores(
-    scorers: Sequence[Callable[..., Any]], recorded: Trajectory, replayed: Trajectory
-) -> dict[str, Score]:
-    if not scorers:
-        return {}
-    from ._scorers import run_scorer, scorer_name  # pyright: ignore[reportMissingImports]  # lands with it
-
+async def _scores(scorers: Sequence[Scorer], recorded: Trajectory, replayed: Trajectory) -> dict[str, Score]:
     return {scorer_name(scorer): await run_scorer(scorer, recorded, replayed) for scorer in scorers}
 
 
