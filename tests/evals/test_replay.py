@@ -483,3 +483,54 @@ def test_two_scorers_of_one_name_are_refused() -> None:
 
     with pytest.raises(ParamsError, match="two scorers named \\['<lambda>'\\]"):
         Replay(name="v2", scorers=[lambda recorded, replayed: True, lambda recorded, replayed: 0.5])
+
+
+async def test_a_call_a_replays_hook_denies_is_marked_hook_and_is_no_divergence() -> None:
+    from toolrunner import Deny, Hooks, ToolCallInfo
+
+    store = MemoryCheckpointer()
+    await record(store, "r1", weather_then_email())
+
+    def no_email(info: ToolCallInfo) -> Deny | None:
+        return Deny("Emails are off during the evaluation.") if info.name == "send_email" else None
+
+    fake = FakeMessagesAPI(weather_then_email())
+    report = await replay_runs(
+        fake.async_client(),
+        Replay(name="v2", tools=FORBIDDEN, hooks=Hooks(before_tool_call=no_email)),
+        store=store,
+    )
+    (run,) = report.runs
+    assert run.replayed is not None
+    assert run.comparison is not None
+    assert [(call.answered, call.result) for call in run.replayed.calls] == [
+        ("journal", "sunny in Paris"),
+        ("hook", "Emails are off during the evaluation."),
+    ]
+    assert run.comparison.divergences == ()
+
+
+async def test_content_block_results_come_back_as_they_were_recorded() -> None:
+    @tool(name="get_weather")
+    def blocks(city: str) -> list[dict[str, str]]:
+        """The weather in a city."""
+        return [{"type": "text", "text": f"sunny in {city}"}, {"type": "text", "text": " (20 C)"}]
+
+    store = MemoryCheckpointer()
+    fake = FakeMessagesAPI([tool_reply(tool_call("get_weather", {"city": "Oslo"})), text_reply("Sunny.")])
+    runner = ToolRunner(
+        fake.async_client(), model=MODEL, max_tokens=64, messages=[{"role": "user", "content": "Oslo?"}],
+        tools=[blocks], checkpointer=store, run_id="r1",
+    )  # fmt: skip
+    async for _ in runner:
+        pass
+    replay_fake = FakeMessagesAPI(
+        [tool_reply(tool_call("get_weather", {"city": "Oslo"})), text_reply("Sunny.")]
+    )
+    report = await replay_runs(
+        replay_fake.async_client(), Replay(name="v2", tools=FORBIDDEN[:1]), store=store
+    )
+    replayed = report.runs[0].replayed
+    assert replayed is not None
+    assert [call.answered for call in replayed.calls] == ["journal"]
+    assert results_sent(replay_fake)[0][1] == results_sent(fake)[0][1]

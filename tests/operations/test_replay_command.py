@@ -13,6 +13,7 @@ import io
 import json
 import sys
 from collections.abc import Iterator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +69,7 @@ def replayer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Replay
     monkeypatch.delenv("TOOLRUNNER_STORE", raising=False)
     anyio.run(record, tmp_path / "runs.db", 3)
     (tmp_path / "ledger.txt").unlink()  # the recorded tools' lines: what follows must add none
-    fake = FakeMessagesAPI(responder=respond)
+    fake = FakeMessagesAPI(responder=respond, batch_polls=1)  # a batch ends at its first retrieve (--batch)
     with serve(fake) as served:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", served.base_url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-fake-key")
@@ -313,3 +314,19 @@ def test_the_budget_stops_it_with_exit_6_and_a_larger_one_goes_on(replayer: Repl
     report = replayer.report(*argv, "--max-cost", "1")
     assert sorted(statuses(report).values()) == ["replayed"] * 3
     assert len(replayer.fake.requests) == 9  # what was sent before is not sent again
+
+
+def test_batch_sends_the_replays_as_message_batches_and_estimates_and_prices_them_at_batch_rates(
+    replayer: Replayer,
+) -> None:
+    plain = replayer.report(
+        "--replay", REPLAY, "--run", "order-0", "--into", f"sqlite:///{replayer.directory / 'a.db'}"
+    )
+    batched = replayer.report(
+        "--replay", REPLAY, "--run", "order-0", "--batch", "--poll-interval", "0.01",
+        "--into", f"sqlite:///{replayer.directory / 'b.db'}",
+    )  # fmt: skip
+    assert "at Message Batches rates (--batch)" in replayer.err
+    assert Decimal(batched["cost"]) == Decimal(plain["cost"]) / 2
+    messages = [request for request in replayer.fake.requests if request.url.endswith("/v1/messages")]
+    assert [request.batch_id is not None for request in messages] == [False] * 3 + [True] * 3

@@ -31,7 +31,7 @@ from .._core.state import RunState
 from .._runner.options import dollars
 from .._stores.open import open_store, store_path
 from .._stores.protocol import RunStore
-from ..evals import Replay, ReplayReport, RunReplay, estimate_cost, replay_runs, select_runs
+from ..evals import Replay, ReplayReport, RunReplay, batch_prices, estimate_cost, replay_runs, select_runs
 from .app_loader import Wanted, load_object
 from .command_context import not_found, parse_time
 from .exits import Exit, ExitCode
@@ -169,7 +169,8 @@ async def _evaluate(command: _Command) -> None:
         and saved.state.finished
     }
     left = [state for state in states if state.run_id not in done]
-    _say(err, _plan(command, change, len(states), len(done), estimate_cost(left, change)))
+    prices = batch_prices(change.prices) if arguments.batch else None  # None: the replay's own
+    _say(err, _plan(command, change, len(states), len(done), estimate_cost(left, change, prices=prices)))
     if not states:
         _say(err, "No runs match: nothing to replay.")
     async with anthropic.AsyncAnthropic() as client:
@@ -269,11 +270,7 @@ def _plan(command: _Command, change: Replay, total: int, done: int, estimate: De
             lines.append(
                 f"Estimated cost: ${estimate:.4f}, if each replay uses the tokens its record used"
                 + (f", at the prices of {model}" if model else ", at the prices of its model")
-                + (
-                    " (at standard prices: --batch sends at the Message Batches API's discount)"
-                    if arguments.batch
-                    else ""
-                )
+                + (" at Message Batches rates (--batch)" if arguments.batch else "")
                 + "."
             )
     if arguments.max_cost is not None:

@@ -38,7 +38,7 @@ def compare(recorded: Trajectory, replayed: Trajectory, *, normalize: Normalize 
         calls_added=_minus(replayed.calls, recorded.calls, normalize),
         calls_dropped=_minus(recorded.calls, replayed.calls, normalize),
         final_answer_changed=_answer(recorded) != _answer(replayed),
-        divergences=tuple(call for call in replayed.calls if call.answered not in ("journal", "recorded")),
+        divergences=tuple(call for call in replayed.calls if call.answered in ("marked", "safe", "stub")),
         tokens=replayed.usage.total_tokens - recorded.usage.total_tokens,
         cost=None if replayed.cost is None or recorded.cost is None else replayed.cost - recorded.cost,
         seconds=None

@@ -22,7 +22,7 @@ from .._runner.params import runnable_of
 from .._tools.tool import ApprovalGate, ToolContext
 from .._tools.toolsets import RunnableTool, Toolset
 from ._journal import Journal, match_call
-from ._trajectory import Answered
+from ._trajectory import Answered, Call, result_text, results_of
 
 __all__ = ["DIVERGED", "Stub", "answered_by", "replay_tools"]
 
@@ -171,19 +171,40 @@ def answered_by(
     stubs: Collection[str] = (),
 ) -> dict[str, Answered]:
     """How each call of a replay's ``history`` was answered: the first ``prefix`` messages are the
-    record's own (``"recorded"``); the others as the replay's tools decided (see the module docstring)."""
+    record's own (``"recorded"``); the others as the replay's tools decided (see the module
+    docstring), but a call the journal answers whose result in the history is not the recorded one
+    (a hook denied it or replaced its result) is ``"hook"``."""
+    results = results_of(history)
     answered: dict[str, Answered] = {}
     for index, message in enumerate(history):
         for call in client_tool_calls(message):
-            answered[call.id] = "recorded" if index < prefix else _how(journal, history, call, safe, stubs)
+            answered[call.id] = (
+                "recorded" if index < prefix else _how(journal, history, call, results, safe, stubs)
+            )
     return answered
 
 
 def _how(
-    journal: Journal, history: Sequence[Any], call: ToolCall, safe: Collection[str], stubs: Collection[str]
+    journal: Journal,
+    history: Sequence[Any],
+    call: ToolCall,
+    results: Mapping[str, tuple[object, bool]],
+    safe: Collection[str],
+    stubs: Collection[str],
 ) -> Answered:
-    if match_call(journal, history, call).recorded is not None:
-        return "journal"
+    recorded = match_call(journal, history, call).recorded
+    if recorded is not None:
+        given = results.get(call.id)
+        if given is None or _same_result(given, recorded):
+            return "journal"
+        return "hook"
     if call.name in stubs:
         return "stub"
     return "safe" if call.name in safe else "marked"
+
+
+def _same_result(given: tuple[object, bool], recorded: Call) -> bool:
+    content, is_error = given
+    if is_error != recorded.is_error:
+        return False
+    return result_text(content) == recorded.result_text

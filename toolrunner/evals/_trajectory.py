@@ -19,12 +19,13 @@ from .._core.state import RunState
 from .._core.types import EndReason
 from .._core.usage import Usage
 
-__all__ = ["Answered", "Call", "Trajectory", "Turn", "result_text", "trajectory_of"]
+__all__ = ["Answered", "Call", "Trajectory", "Turn", "result_text", "results_of", "trajectory_of"]
 
-Answered: TypeAlias = Literal["recorded", "journal", "marked", "safe", "stub"]
+Answered: TypeAlias = Literal["recorded", "journal", "hook", "marked", "safe", "stub"]
 """How a call got its result. In a recorded run: ``"recorded"`` (its tool ran). In a replay:
 ``"journal"`` (the recorded run's result for the same call), or, for a call the recorded run did
-not make (a divergence), ``"marked"`` (a marked error result: nothing ran), ``"safe"`` (a tool
+not make (a divergence), ``"hook"`` (the record made it, but a hook of the replay denied it or
+replaced its result, so the model read something else), ``"marked"`` (a marked error result: nothing ran), ``"safe"`` (a tool
 marked safe to run ran) or ``"stub"`` (the stub given for the tool answered)."""
 
 
@@ -112,7 +113,7 @@ def trajectory_of(
 ) -> Trajectory:
     """The trajectory of a saved (or running) run: ``answered`` says, by tool_use id, how a replay's
     calls got their results (a call it does not name was ``"recorded"``)."""
-    results = _results(state.messages)
+    results = results_of(state.messages)
     turns: list[Turn] = []
     for message in state.messages:
         if read(message, "role") != "assistant":
@@ -154,7 +155,7 @@ def result_text(content: object) -> str:
     return "".join(parts)
 
 
-def _results(messages: Sequence[Any]) -> dict[str, tuple[object, bool]]:
+def results_of(messages: Sequence[Any]) -> dict[str, tuple[object, bool]]:
     """Each tool_use id's result in the history: its content and whether it was an error."""
     found: dict[str, tuple[object, bool]] = {}
     for message in messages:
