@@ -85,6 +85,21 @@ async def record(
     return runner.state
 
 
+async def record_one(
+    tools: list[Any], script: list[Any], question: str = "Oslo?", **options: Any
+) -> MemoryCheckpointer:
+    """A store holding one run, "r1", made with ``tools`` (and ``options``) on ``script``."""
+    store = MemoryCheckpointer()
+    fake = FakeMessagesAPI(script)
+    runner = ToolRunner(
+        fake.async_client(), model=MODEL, max_tokens=64, messages=[{"role": "user", "content": question}],
+        tools=tools, checkpointer=store, run_id="r1", **options,
+    )  # fmt: skip
+    async for _ in runner:
+        pass
+    return store
+
+
 def weather_then_email(city: str = "Paris", to: str = "bob") -> list[Any]:
     return [
         tool_reply(tool_call("get_weather", {"city": city})),
@@ -210,14 +225,9 @@ async def test_a_recorded_error_result_is_given_back_as_an_error() -> None:
         """The weather in a city."""
         raise ToolError("the weather service is down")
 
-    store = MemoryCheckpointer()
-    fake = FakeMessagesAPI([tool_reply(tool_call("get_weather", {"city": "Oslo"})), text_reply("Sorry.")])
-    runner = ToolRunner(
-        fake.async_client(), model=MODEL, max_tokens=64, messages=[{"role": "user", "content": "Oslo?"}],
-        tools=[failing], checkpointer=store, run_id="r1",
-    )  # fmt: skip
-    async for _ in runner:
-        pass
+    store = await record_one(
+        [failing], [tool_reply(tool_call("get_weather", {"city": "Oslo"})), text_reply("Sorry.")], "Oslo?"
+    )
     replay_fake = FakeMessagesAPI(
         [tool_reply(tool_call("get_weather", {"city": "Oslo"})), text_reply("Sorry!")]
     )
@@ -414,14 +424,9 @@ class Forecast(pydantic.BaseModel):
 
 
 async def test_typed_answers_are_compared_as_data() -> None:
-    store = MemoryCheckpointer()
-    fake = FakeMessagesAPI([text_reply('{"city": "Paris", "sunny": true}')])
-    runner = ToolRunner(
-        fake.async_client(), model=MODEL, max_tokens=64, messages=[{"role": "user", "content": "Paris?"}],
-        output_format=Forecast, checkpointer=store, run_id="typed",
-    )  # fmt: skip
-    async for _ in runner:
-        pass
+    store = await record_one(
+        [], [text_reply('{"city": "Paris", "sunny": true}')], "Paris?", output_format=Forecast
+    )
     replay_fake = FakeMessagesAPI(
         [text_reply('{"sunny": true,  "city": "Paris"}'), text_reply('{"city": "Paris", "sunny": false}')]
     )
@@ -516,14 +521,9 @@ async def test_content_block_results_come_back_as_they_were_recorded() -> None:
         """The weather in a city."""
         return [{"type": "text", "text": f"sunny in {city}"}, {"type": "text", "text": " (20 C)"}]
 
-    store = MemoryCheckpointer()
-    fake = FakeMessagesAPI([tool_reply(tool_call("get_weather", {"city": "Oslo"})), text_reply("Sunny.")])
-    runner = ToolRunner(
-        fake.async_client(), model=MODEL, max_tokens=64, messages=[{"role": "user", "content": "Oslo?"}],
-        tools=[blocks], checkpointer=store, run_id="r1",
-    )  # fmt: skip
-    async for _ in runner:
-        pass
+    store = await record_one(
+        [blocks], [tool_reply(tool_call("get_weather", {"city": "Oslo"})), text_reply("Sunny.")], "Oslo?"
+    )
     replay_fake = FakeMessagesAPI(
         [tool_reply(tool_call("get_weather", {"city": "Oslo"})), text_reply("Sunny.")]
     )
@@ -533,4 +533,6 @@ async def test_content_block_results_come_back_as_they_were_recorded() -> None:
     replayed = report.runs[0].replayed
     assert replayed is not None
     assert [call.answered for call in replayed.calls] == ["journal"]
-    assert results_sent(replay_fake)[0][1] == results_sent(fake)[0][1]
+    recorded = await store.load("r1")
+    assert recorded is not None
+    assert results_sent(replay_fake)[0][1] == recorded.state.messages[2]["content"][0]["content"]
