@@ -1,0 +1,76 @@
+"""What the tests of ``toolrunner.web`` share: the scripted agent (a tool, a tool that waits for
+approval, on the fake Messages API) and an ASGI app served by uvicorn on a free port of 127.0.0.1,
+in a thread of the test's process (``served``)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import uvicorn
+
+from toolrunner import MemoryCheckpointer, RunStore, tool
+from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
+from toolrunner.web import Agent
+
+__all__ = ["MODEL", "conversation", "look", "make_agent", "pay", "served"]
+
+MODEL = "claude-sonnet-4-6"
+paid: list[int] = []
+
+
+@tool
+async def look(name: str) -> str:
+    """Look up a customer."""
+    return f"{name}: account 7"
+
+
+@tool(requires_approval=True)
+async def pay(amount: int) -> str:
+    """Pay an amount."""
+    paid.append(amount)
+    return f"paid {amount}"
+
+
+def conversation(*, delay: float = 0.0) -> FakeMessagesAPI:
+    """Look Ada up (text, then a call), pay her (a call that waits), then say so."""
+    return FakeMessagesAPI(
+        [
+            tool_reply(tool_call("look", {"name": "Ada"}, id="look-1"), text="Let me look.", delay=delay),
+            tool_reply(tool_call("pay", {"amount": 3}, id="pay-1"), delay=delay),
+            text_reply("Ada is paid.", delay=delay),
+        ]
+    )
+
+
+def make_agent(fake: FakeMessagesAPI, store: RunStore | None = None) -> Agent:
+    return Agent(
+        fake.async_client(), store=store or MemoryCheckpointer(), tools=[look, pay], model=MODEL, max_tokens=256
+    )
+
+
+@contextmanager
+def served(app: Any) -> Iterator[str]:
+    """``app`` on uvicorn, on a free port of 127.0.0.1 (its lifespan run); its URL."""
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listening.bind(("127.0.0.1", 0))
+    port = listening.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
+    thread.start()
+    try:
+        started = threading.Event()
+        for _ in range(500):  # a bound, not a measurement: the server says when it listens
+            if server.started:
+                started.set()
+                break
+            threading.Event().wait(0.01)
+        assert started.is_set(), "uvicorn did not start"
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        listening.close()
