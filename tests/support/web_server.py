@@ -4,21 +4,41 @@ in a thread of the test's process (``served``)."""
 
 from __future__ import annotations
 
+import shutil
 import socket
+import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
+import pytest
 import uvicorn
 
 from toolrunner import MemoryCheckpointer, RunStore, tool
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 from toolrunner.web import Agent
 
-__all__ = ["MODEL", "conversation", "look", "make_agent", "pay", "served"]
+__all__ = ["MODEL", "ROOT", "conversation", "look", "make_agent", "pay", "run_node", "served"]
 
 MODEL = "claude-sonnet-4-6"
+ROOT = Path(__file__).resolve().parents[2]
+"""The checkout: its node_modules/ holds the official clients (npm ci)."""
+NODE = shutil.which("node")
+
+
+def run_node(script: Path, *arguments: str) -> str:
+    if NODE is None:
+        pytest.skip("node is not installed here (CI has it): the official JS clients cannot run")
+    assert (ROOT / "node_modules").is_dir(), "run `npm ci --ignore-scripts` first: node_modules/ is missing"
+    done = subprocess.run(
+        [NODE, str(script), *arguments], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, f"{script.name} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
 paid: list[int] = []
 
 
@@ -48,12 +68,16 @@ def conversation(*, delay: float = 0.0) -> FakeMessagesAPI:
 
 def make_agent(fake: FakeMessagesAPI, store: RunStore | None = None) -> Agent:
     return Agent(
-        fake.async_client(), store=store or MemoryCheckpointer(), tools=[look, pay], model=MODEL, max_tokens=256
+        fake.async_client(),
+        store=store or MemoryCheckpointer(),
+        tools=[look, pay],
+        model=MODEL,
+        max_tokens=256,
     )
 
 
 @contextmanager
-def served(app: Any) -> Iterator[str]:
+def served(app: Any) -> Generator[str]:
     """``app`` on uvicorn, on a free port of 127.0.0.1 (its lifespan run); its URL."""
     listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listening.bind(("127.0.0.1", 0))

@@ -37,19 +37,36 @@ async def test_a_conversation_streams_text_calls_results_and_pauses_on_an_interr
     agent = make_agent(conversation())
     async with agent, await client(agent) as http:
         first = events((await http.post("/", json=body(messages=ASK))).text)
-        second = events((await http.post("/", json=body(run="r2", resume=APPROVE), headers={"X-Decided-By": "ann"})).text)
+        second = events(
+            (await http.post("/", json=body(run="r2", resume=APPROVE), headers={"X-Decided-By": "ann"})).text
+        )
     kinds = [event["type"] for event in first]
-    assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
-    assert kinds.index("TEXT_MESSAGE_START") < kinds.index("TEXT_MESSAGE_CONTENT") < kinds.index("TEXT_MESSAGE_END")
-    args = "".join(event["delta"] for event in first if event["type"] == "TOOL_CALL_ARGS" and event["toolCallId"] == "pay-1")
+    assert kinds[0] == "RUN_STARTED"
+    assert kinds[-1] == "RUN_FINISHED"
+    assert (
+        kinds.index("TEXT_MESSAGE_START")
+        < kinds.index("TEXT_MESSAGE_CONTENT")
+        < kinds.index("TEXT_MESSAGE_END")
+    )
+    args = "".join(
+        event["delta"]
+        for event in first
+        if event["type"] == "TOOL_CALL_ARGS" and event["toolCallId"] == "pay-1"
+    )
     assert json.loads(args) == {"amount": 3}
     assert [event["content"] for event in first if event["type"] == "TOOL_CALL_RESULT"] == ["Ada: account 7"]
     [interrupt] = first[-1]["outcome"]["interrupts"]
-    assert (interrupt["id"], interrupt["toolCallId"], interrupt["reason"]) == ("pay-1", "pay-1", "tool_approval")
+    assert (interrupt["id"], interrupt["toolCallId"], interrupt["reason"]) == (
+        "pay-1",
+        "pay-1",
+        "tool_approval",
+    )
     assert [event["content"] for event in second if event["type"] == "TOOL_CALL_RESULT"] == ["paid 3"]
-    assert second[-1]["outcome"] == {"type": "success"} and second[-1]["result"] == "Ada is paid."
+    assert second[-1]["outcome"] == {"type": "success"}
+    assert second[-1]["result"] == "Ada is paid."
     loaded = await agent.store.load("t1")
-    assert loaded is not None and [record.by for record in loaded.state.decisions] == ["ann"]
+    assert loaded is not None
+    assert [record.by for record in loaded.state.decisions] == ["ann"]
 
 
 async def test_a_reload_sees_where_the_run_stands() -> None:
@@ -78,7 +95,10 @@ async def test_two_clients_deciding_the_same_call_one_wins_the_other_is_told() -
     [
         (b"{not json", "Invalid JSON"),
         (b'{"threadId": "t1"}', "runId"),
-        (json.dumps(body(resume=[{"interruptId": "pay-1", "status": "resolved", "payload": 3}])).encode(), "approved"),
+        (
+            json.dumps(body(resume=[{"interruptId": "pay-1", "status": "resolved", "payload": 3}])).encode(),
+            "approved",
+        ),
     ],
 )
 async def test_a_malformed_body_is_422_with_what_is_wrong(content: bytes, says: str) -> None:
@@ -96,25 +116,27 @@ async def test_an_unknown_thread_cannot_be_continued() -> None:
     async with agent, await client(agent) as http:
         decided = await http.post("/", json=body(thread="nobody", resume=APPROVE))
         followed = await http.post("/", json=body(thread="nobody"))
-    assert decided.status_code == 404 and "nobody" in decided.json()["error"]
+    assert decided.status_code == 404
+    assert "nobody" in decided.json()["error"]
     assert followed.status_code == 404
 
 
 def test_a_client_that_disconnects_mid_stream_loses_nothing() -> None:
     store = MemoryCheckpointer()
     agent = make_agent(conversation(delay=0.05), store)
-    with served(agui_app(agent)) as url:
-        with httpx2.Client(base_url=url, timeout=30) as http:
-            with http.stream("POST", "/", json=body(messages=ASK)) as answer:
-                for line in answer.iter_lines():
-                    if "TEXT_MESSAGE_CONTENT" in line:
-                        break  # the client goes away mid-text
-            # it comes back: the run went on meanwhile, and the reconnect sees it stand paused
-            for _ in range(600):  # a bound: the run pauses on its own
-                again = events(http.post("/", json=body(run="r2")).text)
-                if again[-1].get("outcome", {}).get("type") == "interrupt":
-                    break
-                anyio.run(anyio.sleep, 0.05)
+    again: list[dict[str, Any]] = []
+    with served(agui_app(agent)) as url, httpx2.Client(base_url=url, timeout=30) as http:
+        with http.stream("POST", "/", json=body(messages=ASK)) as answer:
+            for line in answer.iter_lines():
+                if "TEXT_MESSAGE_CONTENT" in line:
+                    break  # the client goes away mid-text
+        # it comes back: the run went on meanwhile, and the reconnect sees it stand paused
+        for _ in range(600):  # a bound: the run pauses on its own
+            again = events(http.post("/", json=body(run="r2")).text)
+            if again[-1].get("outcome", {}).get("type") == "interrupt":
+                break
+            anyio.run(anyio.sleep, 0.05)
     assert again[-1]["outcome"]["interrupts"][0]["toolCallId"] == "pay-1"
     summary = anyio.run(store.get_run, "t1")
-    assert summary is not None and [call.id for call in summary.waiting] == ["pay-1"]
+    assert summary is not None
+    assert [call.id for call in summary.waiting] == ["pay-1"]

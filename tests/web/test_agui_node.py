@@ -7,28 +7,12 @@ ended in the store as the client saw, with who decided."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-from pathlib import Path
 
 import anyio
-import pytest
 
-from tests.support.web_server import conversation, make_agent, served
+from tests.support.web_server import ROOT, conversation, make_agent, run_node, served
 from toolrunner import MemoryCheckpointer
 from toolrunner.web import agui_app
-
-ROOT = Path(__file__).resolve().parents[2]
-NODE = shutil.which("node")
-
-
-def run_node(script: Path, *arguments: str) -> str:
-    if NODE is None:
-        pytest.skip("node is not installed here (CI has it): the official JS clients cannot run")
-    assert (ROOT / "node_modules").is_dir(), "run `npm ci --ignore-scripts` first: node_modules/ is missing"
-    done = subprocess.run([NODE, str(script), *arguments], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"{script.name} failed:\n{done.stdout}\n{done.stderr}"
-    return done.stdout
 
 
 def test_httpagent_runs_a_conversation_with_a_tool_and_an_approval() -> None:
@@ -42,5 +26,7 @@ def test_httpagent_runs_a_conversation_with_a_tool_and_an_approval() -> None:
 
     loaded = anyio.run(store.load, "node-thread")
     assert loaded is not None
-    assert [(record.call.id, record.by, record.via) for record in loaded.state.decisions] == [("pay-1", "node", "store")]
+    assert [(record.call.id, record.by, record.via) for record in loaded.state.decisions] == [
+        ("pay-1", "node", "store")
+    ]
     assert loaded.state.end_reason == "model"

@@ -96,7 +96,9 @@ def agui_app(agent: Agent, *, decided_by: DecidedBy | None = None, page: bool = 
         try:
             body = RunAgentInput.model_validate_json(await request.body())
         except ValidationError as error:
-            return JSONResponse({"error": f"the body is no AG-UI RunAgentInput: {_first(error)}"}, status_code=422)
+            return JSONResponse(
+                {"error": f"the body is no AG-UI RunAgentInput: {_first(error)}"}, status_code=422
+            )
         try:
             turn = _turn(body)
             follow = await agent.take(turn, by=who(request))
@@ -121,15 +123,21 @@ def _turn(body: RunAgentInput) -> Turn:
             decisions.append(Decision(entry.interrupt_id, False, "The person cancelled the approval."))
             continue
         payload = entry.payload
-        if not isinstance(payload, Mapping) or not isinstance(cast("Mapping[str, Any]", payload).get("approved"), bool):
+        if not isinstance(payload, Mapping) or not isinstance(
+            cast("Mapping[str, Any]", payload).get("approved"), bool
+        ):
             raise RequestError(
-                422, f"the resume entry for {entry.interrupt_id!r} needs a payload {{'approved': true|false}}."
+                422,
+                f"the resume entry for {entry.interrupt_id!r} needs a payload {{'approved': true|false}}.",
             )
         answer = cast("Mapping[str, Any]", payload)
         reason = answer.get("reason")
         decisions.append(
             Decision(
-                entry.interrupt_id, answer["approved"], reason if isinstance(reason, str) else None, answer.get("input")
+                entry.interrupt_id,
+                answer["approved"],
+                reason if isinstance(reason, str) else None,
+                answer.get("input"),
             )
         )
     props = body.forwarded_props
@@ -143,7 +151,9 @@ def _content(content: object) -> str:
     return "".join(getattr(part, "text", "") for part in cast("Sequence[object]", content))
 
 
-async def _answer(body: RunAgentInput, events: AsyncIterator[Entry] | None, view: RunView | None) -> AsyncIterator[str]:
+async def _answer(
+    body: RunAgentInput, events: AsyncIterator[Entry] | None, view: RunView | None
+) -> AsyncIterator[str]:
     encoder = EventEncoder()
     thread, run = body.thread_id, body.run_id
     yield encoder.encode(RunStartedEvent(thread_id=thread, run_id=run))
@@ -182,7 +192,9 @@ def encode(event: object) -> BaseEvent | None:
         case ToolCallEnd(id=id):
             return ToolCallEndEvent(tool_call_id=id)
         case ToolResult(id=id, content=content):
-            return ToolCallResultEvent(message_id=f"result-{id}", tool_call_id=id, content=content, role="tool")
+            return ToolCallResultEvent(
+                message_id=f"result-{id}", tool_call_id=id, content=content, role="tool"
+            )
         case RunError(message=message, code=code):
             return RunErrorEvent(message=message, code=code)
         case _:
@@ -205,7 +217,9 @@ def _finished(thread: str, run: str, waiting: Sequence[ApprovalWanted], text: st
         )
         for call in waiting
     ]
-    return RunFinishedEvent(thread_id=thread, run_id=run, outcome=RunFinishedInterruptOutcome(interrupts=interrupts))
+    return RunFinishedEvent(
+        thread_id=thread, run_id=run, outcome=RunFinishedInterruptOutcome(interrupts=interrupts)
+    )
 
 
 def snapshot(messages: Sequence[Mapping[str, Any]]) -> list[Message]:
@@ -246,4 +260,6 @@ def snapshot(messages: Sequence[Mapping[str, Any]]) -> list[Message]:
 def _first(error: ValidationError) -> str:
     problem = error.errors()[0]
     where = ".".join(str(part) for part in problem["loc"]) or "the body"
-    return f"{where}: {problem['msg']} ({error.error_count()} problem{'s' if error.error_count() > 1 else ''})"
+    return (
+        f"{where}: {problem['msg']} ({error.error_count()} problem{'s' if error.error_count() > 1 else ''})"
+    )

@@ -3,7 +3,7 @@ errors as JSON, the streamed answer, and the example pages' files."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import TypeAlias
@@ -53,7 +53,7 @@ def make_app(
     something else did (an app serving both protocols with one agent)."""
 
     @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan(app: Starlette) -> AsyncGenerator[None]:
         if agent.entered:
             yield
             return

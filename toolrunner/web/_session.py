@@ -17,6 +17,7 @@ its events stay in the session's log (in this process) for the client that comes
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -222,9 +223,13 @@ class Agent:
             summary = await self.store.get_run(turn.run_id)
             if summary is None:
                 if turn.decisions:
-                    raise RequestError(404, f"there is no run {turn.run_id!r} to decide calls of; start it first.")
+                    raise RequestError(
+                        404, f"there is no run {turn.run_id!r} to decide calls of; start it first."
+                    )
                 if not turn.conversation:
-                    raise RequestError(404, f"there is no run {turn.run_id!r}; send a user message to start it.")
+                    raise RequestError(
+                        404, f"there is no run {turn.run_id!r}; send a user message to start it."
+                    )
                 runner = self._new_runner(turn, session)
             else:
                 runner = await self._going_on(turn, session, summary.waiting, by)
@@ -285,10 +290,13 @@ class Agent:
         if not turn.decisions and not new:
             return None
         if session.running:
-            raise RequestError(409, f"the run {turn.run_id!r} is running; wait for its end before sending more.")
+            raise RequestError(
+                409, f"the run {turn.run_id!r} is running; wait for its end before sending more."
+            )
         if new and waiting:
             raise RequestError(
-                409, f"the run {turn.run_id!r} waits for decisions on {[call.id for call in waiting]!r}; decide them first."
+                409,
+                f"the run {turn.run_id!r} waits for decisions on {[call.id for call in waiting]!r}; decide them first.",
             )
         for decision in turn.decisions:
             await self._decide(turn.run_id, decision, by)
@@ -327,10 +335,8 @@ class Agent:
                 if runner.last_message is not None and any(
                     block.type == "tool_use" for block in runner.last_message.content
                 ):
-                    try:
+                    with contextlib.suppress(ApprovalError):  # calls wait: the loop pauses next
                         await runner.generate_tool_response()
-                    except ApprovalError:
-                        pass  # calls wait: the loop pauses at its next step
             _report_results(session, runner.messages)
             if runner.end_reason == "awaiting_approval":
                 for call in runner.pending_approvals:

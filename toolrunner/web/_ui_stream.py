@@ -88,7 +88,9 @@ class _Body(BaseModel):
     messages: list[_Message]
 
 
-def ui_message_stream_app(agent: Agent, *, decided_by: DecidedBy | None = None, page: bool = True) -> Starlette:
+def ui_message_stream_app(
+    agent: Agent, *, decided_by: DecidedBy | None = None, page: bool = True
+) -> Starlette:
     """An ASGI app that serves ``agent`` as the AI SDK's UI message stream: ``POST /`` takes what
     ``useChat`` posts (``{"id": chat id, "messages": [...]}``); ``GET /{id}/stream`` reconnects
     to the chat's run while it runs (``useChat({resume: true})``; 204 when it does not).
@@ -108,13 +110,17 @@ def ui_message_stream_app(agent: Agent, *, decided_by: DecidedBy | None = None, 
         except ValidationError as error:
             problem = error.errors()[0]
             where = ".".join(str(part) for part in problem["loc"]) or "the body"
-            return JSONResponse({"error": f"the body is no useChat request: {where}: {problem['msg']}"}, status_code=422)
+            return JSONResponse(
+                {"error": f"the body is no useChat request: {where}: {problem['msg']}"}, status_code=422
+            )
         try:
             follow = await agent.take(_turn(body), by=who(request))
         except RequestError as error:
             return error_response(error)
         if follow.events is None:
-            return JSONResponse({"error": f"the chat {body.id!r} has nothing new to answer."}, status_code=409)
+            return JSONResponse(
+                {"error": f"the chat {body.id!r} has nothing new to answer."}, status_code=409
+            )
         return stream(_answer(follow.events), headers=HEADER)
 
     async def reconnect(request: Request) -> Response:
