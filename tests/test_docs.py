@@ -7,7 +7,7 @@
   page itself. A block that cannot run offline is marked with ``<!-- skip-test -->`` on the line
   before it and reported as skipped.
 - docs/api.md has a section for every name of ``toolrunner.__all__``, ``toolrunner.testing.__all__``,
-  ``toolrunner.mcp.__all__`` and ``toolrunner.temporal.__all__``, mentioning each parameter and public
+  ``toolrunner.mcp.__all__``, ``toolrunner.temporal.__all__`` and ``toolrunner.web.__all__``, mentioning each parameter and public
   method.
 - Every page is in the nav of mkdocs.yml and linked from docs/index.md; links to pages resolve.
 """
@@ -33,6 +33,7 @@ import pytest
 import toolrunner
 import toolrunner.mcp
 import toolrunner.temporal
+import toolrunner.web
 import toolrunner.testing
 from tests.support.postgres_server import new_schema
 
@@ -293,6 +294,7 @@ def _public_names() -> list[str]:
         *toolrunner.testing.__all__,
         *toolrunner.mcp.__all__,
         *toolrunner.temporal.__all__,
+        *toolrunner.web.__all__,
     ]
 
 
@@ -342,7 +344,8 @@ def test_api_reference_covers_every_public_name(name: str) -> None:
         getattr(toolrunner, name, None)
         or getattr(toolrunner.testing, name, None)
         or getattr(toolrunner.mcp, name, None)
-        or getattr(toolrunner.temporal, name)
+        or getattr(toolrunner.temporal, name, None)
+        or getattr(toolrunner.web, name)
     )
     missing = [part for part in _documented_parts(obj) if not re.search(rf"\b{re.escape(part)}\b", section)]
     assert not missing, (
