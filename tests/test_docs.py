@@ -33,8 +33,8 @@ import pytest
 import toolrunner
 import toolrunner.mcp
 import toolrunner.temporal
-import toolrunner.web
 import toolrunner.testing
+import toolrunner.web
 from tests.support.postgres_server import new_schema
 
 ROOT = Path(__file__).resolve().parent.parent

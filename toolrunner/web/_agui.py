@@ -160,8 +160,8 @@ async def _answer(
     if events is None:
         assert view is not None
         yield encoder.encode(MessagesSnapshotEvent(messages=snapshot(view.messages)))
-        waiting = [ApprovalWanted(call.id, call.name, call.input) for call in view.waiting]
-        yield encoder.encode(_finished(thread, run, waiting, ""))
+        paused = [ApprovalWanted(call.id, call.name, call.input) for call in view.waiting]
+        yield encoder.encode(_finished(thread, run, paused, ""))
         return
     waiting: list[ApprovalWanted] = []
     async for entry in events:

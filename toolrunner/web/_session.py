@@ -221,6 +221,7 @@ class Agent:
         async with self._lock:
             session = self._sessions.setdefault(turn.run_id, _Session(turn.run_id))
             summary = await self.store.get_run(turn.run_id)
+            runner: ToolRunner[Any] | None
             if summary is None:
                 if turn.decisions:
                     raise RequestError(
