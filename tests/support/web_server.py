@@ -4,6 +4,7 @@ in a thread of the test's process (``served``)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import subprocess
@@ -17,10 +18,22 @@ import pytest
 import uvicorn
 
 from toolrunner import MemoryCheckpointer, RunStore, tool
-from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
+from toolrunner.testing import FakeMessagesAPI, ScriptedReply, text_reply, tool_call, tool_reply
 from toolrunner.web import Agent
 
-__all__ = ["MODEL", "ROOT", "conversation", "look", "make_agent", "pay", "run_node", "served"]
+__all__ = [
+    "MODEL",
+    "ROOT",
+    "chunk_types",
+    "conversation",
+    "look",
+    "make_agent",
+    "pay",
+    "replies",
+    "run_node",
+    "served",
+    "twice",
+]
 
 MODEL = "claude-sonnet-4-6"
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,6 +52,14 @@ def run_node(script: Path, *arguments: str) -> str:
     return done.stdout
 
 
+def chunk_types() -> set[str]:
+    """The ``type`` of each member of the installed ``ai``'s ``UIMessageChunk``."""
+    types = (ROOT / "node_modules" / "ai" / "dist" / "index.d.ts").read_text(encoding="utf-8")
+    start = types.index("type UIMessageChunk<")
+    block = types[start : types.index("\n};", start)]
+    return set(re.findall(r"type: '([a-z-]+)';", block))
+
+
 paid: list[int] = []
 
 
@@ -55,15 +76,23 @@ async def pay(amount: int) -> str:
     return f"paid {amount}"
 
 
-def conversation(*, delay: float = 0.0) -> FakeMessagesAPI:
+def replies(*, delay: float = 0.0, name: str = "Ada") -> list[ScriptedReply]:
     """Look Ada up (text, then a call), pay her (a call that waits), then say so."""
-    return FakeMessagesAPI(
-        [
-            tool_reply(tool_call("look", {"name": "Ada"}, id="look-1"), text="Let me look.", delay=delay),
-            tool_reply(tool_call("pay", {"amount": 3}, id="pay-1"), delay=delay),
-            text_reply("Ada is paid.", delay=delay),
-        ]
-    )
+    return [
+        tool_reply(tool_call("look", {"name": name}, id="look-1"), text="Let me look.", delay=delay),
+        tool_reply(tool_call("pay", {"amount": 3}, id="pay-1"), delay=delay),
+        text_reply("Ada is paid.", delay=delay),
+    ]
+
+
+def conversation(*, delay: float = 0.0) -> FakeMessagesAPI:
+    """The conversation of ``replies``."""
+    return FakeMessagesAPI(replies(delay=delay))
+
+
+def twice() -> FakeMessagesAPI:
+    """The conversation of ``replies`` twice over, for two clients one after the other."""
+    return FakeMessagesAPI([*replies(), *replies()])
 
 
 def make_agent(fake: FakeMessagesAPI, store: RunStore | None = None) -> Agent:

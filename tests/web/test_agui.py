@@ -76,7 +76,8 @@ async def test_a_reload_sees_where_the_run_stands() -> None:
         again = events((await http.post("/", json=body(run="r2", messages=ASK))).text)
     kinds = [event["type"] for event in again]
     assert kinds == ["RUN_STARTED", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]
-    assert [message["role"] for message in again[1]["messages"]][:2] == ["user", "assistant"]
+    assert [message["role"] for message in again[1]["messages"]] == ["user", "assistant", "tool", "assistant"]
+    assert again[1]["messages"][-1]["toolCalls"][0]["id"] == "pay-1"  # the call that waits, held apart
     assert again[-1]["outcome"]["interrupts"][0]["toolCallId"] == "pay-1"
 
 

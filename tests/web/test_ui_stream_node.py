@@ -6,12 +6,11 @@ folds a conversation with a tool and an approval into the right message."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import anyio
 
-from tests.support.web_server import ROOT, conversation, make_agent, run_node, served
+from tests.support.web_server import ROOT, chunk_types, conversation, make_agent, run_node, served
 from toolrunner import MemoryCheckpointer
 from toolrunner.web import ui_message_stream_app
 from toolrunner.web._events import (
@@ -29,14 +28,6 @@ from toolrunner.web._events import (
 from toolrunner.web._ui_stream import PARTS, encode, part
 
 SCRIPT = ROOT / "tests" / "web" / "ui_stream_client.mjs"
-
-
-def chunk_types() -> set[str]:
-    """The ``type`` of each member of the installed ``ai``'s ``UIMessageChunk``."""
-    types = (ROOT / "node_modules" / "ai" / "dist" / "index.d.ts").read_text(encoding="utf-8")
-    start = types.index("type UIMessageChunk<")
-    block = types[start : types.index("\n};", start)]
-    return set(re.findall(r"type: '([a-z-]+)';", block))
 
 
 def test_the_part_types_are_the_installed_sdks() -> None:

@@ -29,6 +29,7 @@ import anyio.abc
 
 from .._core.errors import ApprovalError, ToolRunnerError
 from .._core.events import ApprovalDecided, RunnerEvent
+from .._core.messages import reply_param
 from .._core.types import ToolCall
 from .._runner.runner import ToolRunner
 from .._stores.protocol import RunStore
@@ -93,6 +94,10 @@ class RunView:
     messages: Sequence[Mapping[str, Any]]
     waiting: tuple[ToolCall, ...]
     end_reason: str | None
+    denied: frozenset[str] = frozenset()
+    """The calls a person denied (their results are the reasons the model read)."""
+    running: bool = False
+    """Whether the run is running in this process (the store has its last save)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +263,13 @@ class Agent:
         if loaded is None or summary is None:
             return None
         messages = [cast("Mapping[str, Any]", message) for message in loaded.state.messages]
-        return RunView(messages, summary.waiting, summary.end_reason)
+        reply = loaded.state.reply
+        if summary.waiting and reply is not None and (not messages or messages[-1] != reply_param(reply)):
+            messages.append(cast("Mapping[str, Any]", reply_param(reply)))  # a pause holds it apart
+        denied = frozenset(record.call.id for record in loaded.state.decisions if record.decision == "denied")
+        session = self._sessions.get(run_id)
+        running = session is not None and session.running
+        return RunView(messages, summary.waiting, summary.end_reason, denied, running)
 
     def _new_runner(self, turn: Turn, session: _Session) -> ToolRunner[Any]:
         messages = [{"role": role, "content": text} for role, text in turn.conversation]
@@ -331,6 +342,7 @@ class Agent:
         """Run the loop until it ends or pauses, logging what a client is told."""
         try:
             async for stream in runner:
+                _report_results(session, runner.messages)  # the last turn's, before the next reply
                 await _read(session, stream)
                 _report_results(session, runner.messages)
                 if runner.last_message is not None and any(
@@ -399,14 +411,14 @@ def _report_results(session: _Session, messages: Sequence[Any]) -> None:
                 session.emit(
                     ToolResult(
                         call_id,
-                        _text(block.get("content", "")),
+                        result_text(block.get("content", "")),
                         bool(block.get("is_error", False)),
                         call_id in session.denied,
                     )
                 )
 
 
-def _text(content: object) -> str:
+def result_text(content: object) -> str:
     """A tool result's content as text (what is not text, as its type in brackets)."""
     if isinstance(content, str):
         return content

@@ -41,9 +41,9 @@ from ._events import (
     UIEvent,
 )
 from ._http import DecidedBy, decided_by_header, error_response, make_app, stream
-from ._session import Agent, Decision, RequestError, Turn
+from ._session import Agent, Decision, RequestError, RunView, Turn, result_text
 
-__all__ = ["HEADER", "PARTS", "encode", "ui_message_stream_app"]
+__all__ = ["HEADER", "PARTS", "encode", "ui_message_stream_app", "ui_messages"]
 
 HEADER = {"x-vercel-ai-ui-message-stream": "v1"}
 
@@ -93,7 +93,9 @@ def ui_message_stream_app(
 ) -> Starlette:
     """An ASGI app that serves ``agent`` as the AI SDK's UI message stream: ``POST /`` takes what
     ``useChat`` posts (``{"id": chat id, "messages": [...]}``); ``GET /{id}/stream`` reconnects
-    to the chat's run while it runs (``useChat({resume: true})``; 204 when it does not).
+    to the chat's run while it runs (``useChat({resume: true})``; 204 when it does not);
+    ``GET /{id}/messages`` is the chat as the store has it, as ``UIMessage`` list (``useChat``'s
+    ``messages``: a reload starts from them), with whether it runs.
 
     Args:
         agent: The runs it serves; the app's lifespan enters it (unless something else did).
@@ -134,7 +136,17 @@ def ui_message_stream_app(
             return Response(status_code=204)
         return stream(_answer(follow.events), headers=HEADER)
 
-    extra = [Route("/{chat_id}/stream", reconnect, methods=["GET"])]
+    async def messages(request: Request) -> Response:
+        run_id = str(request.path_params["chat_id"])
+        view = await agent.view(run_id)
+        if view is None:
+            return JSONResponse({"error": f"there is no chat {run_id!r}."}, status_code=404)
+        return JSONResponse({"messages": ui_messages(view), "running": view.running})
+
+    extra = [
+        Route("/{chat_id}/stream", reconnect, methods=["GET"]),
+        Route("/{chat_id}/messages", messages, methods=["GET"]),
+    ]
     return make_app(agent, endpoint, page="chat.html" if page else None, extra=extra)
 
 
@@ -215,3 +227,48 @@ def part(type: str, **fields: object) -> dict[str, object]:
 def _sse(chunk: Mapping[str, object], index: int | None = None) -> str:
     line = f"data: {json.dumps(chunk, ensure_ascii=False, separators=(',', ':'))}\n\n"
     return line if index is None else f"id: {index}\n{line}"
+
+
+def ui_messages(view: RunView) -> list[dict[str, object]]:
+    """A run's history as the SDK's ``UIMessage`` list: a person's messages as user messages, each
+    stretch of the model's replies (with the results between them) as one assistant message, its
+    calls as ``tool-NAME`` parts in the state they stand in (ids by position: ``m0``, ``m1``, ...)."""
+    found: list[dict[str, object]] = []
+    results: dict[str, Mapping[str, Any]] = {
+        block["tool_use_id"]: block
+        for message in view.messages
+        if message["role"] == "user" and not isinstance(message["content"], str)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    }
+    waiting = {call.id for call in view.waiting}
+    for position, message in enumerate(view.messages):
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        parts: list[dict[str, object]] = []
+        for block in blocks:
+            if block.get("type") == "text" and block["text"]:
+                parts.append({"type": "text", "text": block["text"], "state": "done"})
+            elif block.get("type") == "tool_use":
+                parts.append(_tool_part(block, results.get(block["id"]), block["id"] in waiting, view.denied))
+        if message["role"] == "assistant" and found and found[-1]["role"] == "assistant":
+            cast("list[dict[str, object]]", found[-1]["parts"]).extend(parts)
+        elif parts:
+            found.append({"id": f"m{position}", "role": message["role"], "parts": parts})
+    return found
+
+
+def _tool_part(
+    call: Mapping[str, Any], result: Mapping[str, Any] | None, waiting: bool, denied: frozenset[str]
+) -> dict[str, object]:
+    id = call["id"]
+    found: dict[str, object] = {"type": f"tool-{call['name']}", "toolCallId": id, "input": call["input"]}
+    if result is None:
+        state = "approval-requested" if waiting else "input-available"
+        return {**found, "state": state, **({"approval": {"id": id}} if waiting else {})}
+    text = result_text(result.get("content", ""))
+    if id in denied:
+        return {**found, "state": "output-denied", "approval": {"id": id, "approved": False, "reason": text}}
+    if result.get("is_error"):
+        return {**found, "state": "output-error", "errorText": text}
+    return {**found, "state": "output-available", "output": text}
