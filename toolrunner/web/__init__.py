@@ -7,7 +7,9 @@ an example page. Imports ``_core``, ``_stores``, ``_runner``.
 
 Modules: ``_session.py`` (``Agent``: a request's run started, decided, followed; its events as
 the protocol-neutral ``_events.py``), ``_http.py`` (what both apps share), ``_agui.py`` and
-``_ui_stream.py`` (the two protocols: they only encode), ``static/`` (the example pages).
+``_ui_stream.py`` (the two protocols: they only encode), ``static/`` (the example pages, plain
+ES modules: ``agui.html`` and ``chat.html``, their small clients ``agui.js`` and ``chat.js``,
+what both draw with, ``page.js``, and the SSE reader, ``sse.js``).
 """
 
 from __future__ import annotations
