@@ -11,7 +11,7 @@ of the inbox, ``py.typed``) is missing only there. So this script (``.ci/run`` r
    the licence in its metadata, and that the sdist holds them, the changelog and the files a
    rebuild needs;
 2. makes a new venv and installs the wheel into it, not editable, with every extra
-   (``[server,mcp,otel,temporal,postgres,inbox]``) and Temporal's test server;
+   (``[server,mcp,otel,temporal,postgres,inbox,web]``) and Temporal's test server;
 3. from a directory outside the repository, so that the source tree cannot be imported, runs
    ``examples/quickstart.py`` (copied there), ``toolrunner --help``, the inbox on a new SQLite store
    (``GET /login`` is 200, and the stylesheet and script it links load), and one run on Temporal's
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
-EXTRAS = "server,mcp,otel,temporal,postgres,inbox"
+EXTRAS = "server,mcp,otel,temporal,postgres,inbox,web"
 TOKEN = "wheel-check-token-0123456789"
 
 T = TypeVar("T")

@@ -7,7 +7,8 @@
   page itself. A block that cannot run offline is marked with ``<!-- skip-test -->`` on the line
   before it and reported as skipped.
 - docs/api.md has a section for every name of ``toolrunner.__all__``, ``toolrunner.testing.__all__``,
-  ``toolrunner.mcp.__all__``, ``toolrunner.temporal.__all__`` and ``toolrunner.evals.__all__``, mentioning each parameter and public
+  ``toolrunner.mcp.__all__``, ``toolrunner.temporal.__all__``, ``toolrunner.evals.__all__`` and
+  ``toolrunner.web.__all__``, mentioning each parameter and public
   method.
 - Every page is in the nav of mkdocs.yml and linked from docs/index.md; links to pages resolve.
 """
@@ -35,6 +36,7 @@ import toolrunner.evals
 import toolrunner.mcp
 import toolrunner.temporal
 import toolrunner.testing
+import toolrunner.web
 from tests.support.postgres_server import new_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -295,6 +297,7 @@ def _public_names() -> list[str]:
         *toolrunner.mcp.__all__,
         *toolrunner.temporal.__all__,
         *toolrunner.evals.__all__,
+        *toolrunner.web.__all__,
     ]
 
 
@@ -345,7 +348,8 @@ def test_api_reference_covers_every_public_name(name: str) -> None:
         or getattr(toolrunner.testing, name, None)
         or getattr(toolrunner.mcp, name, None)
         or getattr(toolrunner.temporal, name, None)
-        or getattr(toolrunner.evals, name)
+        or getattr(toolrunner.evals, name, None)
+        or getattr(toolrunner.web, name)
     )
     missing = [part for part in _documented_parts(obj) if not re.search(rf"\b{re.escape(part)}\b", section)]
     assert not missing, (

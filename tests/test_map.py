@@ -22,6 +22,7 @@ PARTS = {
     "_ops": "`_ops/`",
     "temporal": "`toolrunner.temporal`",
     "inbox": "`toolrunner.inbox`",
+    "web": "`toolrunner.web`",
     "evals": "`toolrunner.evals`",
     "testing": "`toolrunner.testing`",
 }

@@ -1,0 +1,70 @@
+"""The AI SDK's UI message stream against the installed ``ai`` package (package.json pins it;
+``npm ci`` installs it): the part types ``PARTS`` names are those of its ``UIMessageChunk`` type,
+every part the encoder makes parses with its schema, and its own reader (``readUIMessageStream``)
+folds a conversation with a tool and an approval into the right message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+
+from tests.support.web_server import ROOT, chunk_types, conversation, make_agent, run_node, served
+from toolrunner import MemoryCheckpointer
+from toolrunner.web import ui_message_stream_app
+from toolrunner.web._events import (
+    ApprovalWanted,
+    RunError,
+    RunFinished,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+)
+from toolrunner.web._ui_stream import PARTS, encode, part
+
+SCRIPT = ROOT / "tests" / "web" / "ui_stream_client.mjs"
+
+
+def test_the_part_types_are_the_installed_sdks() -> None:
+    run_node(SCRIPT, "--check", "/dev/null")  # skips without node, fails without node_modules
+    assert set(PARTS) <= chunk_types(), sorted(set(PARTS) - chunk_types())
+
+
+def test_every_part_the_encoder_makes_parses(tmp_path: Path) -> None:
+    events = [
+        TextStart("t"),
+        TextDelta("t", "hi"),
+        TextEnd("t"),
+        ToolCallStart("c", "pay", "m"),
+        ToolCallArgs("c", '{"amount":3}'),
+        ToolCallEnd("c", "pay", {"amount": 3}),
+        ApprovalWanted("c", "pay", {"amount": 3}),
+        ToolResult("c", "paid 3"),
+        ToolResult("d", "failed", is_error=True),
+        ToolResult("e", "no", is_error=True, denied=True),
+        RunError("broke", "APIError"),
+        RunFinished("model"),
+    ]
+    chunks = [part("start"), *(chunk for event in events for chunk in encode(event))]
+    stream = tmp_path / "stream.sse"
+    stream.write_text("".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n")
+    types = json.loads(run_node(SCRIPT, "--check", str(stream)).strip().splitlines()[-1])["types"]
+    assert types == [chunk["type"] for chunk in chunks]
+    assert set(types) == set(PARTS)
+
+
+def test_the_sdks_reader_follows_a_conversation_with_a_tool_and_an_approval() -> None:
+    store = MemoryCheckpointer()
+    with served(ui_message_stream_app(make_agent(conversation(), store))) as url:
+        output = run_node(SCRIPT, url + "/")
+    types = json.loads(output.strip().splitlines()[-1])["types"]
+    assert "tool-approval-request" in types
+    assert types.count("finish") == 2
+    loaded = anyio.run(store.load, "node-chat")
+    assert loaded is not None
+    assert [(record.call.id, record.by) for record in loaded.state.decisions] == [("pay-1", "node")]

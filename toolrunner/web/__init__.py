@@ -1,0 +1,22 @@
+"""Agents in a web page: a run served over AG-UI or the Vercel AI SDK's UI message stream (the
+``[web]`` extra; see docs/web.md).
+
+``Agent`` holds what the runs need (the client, the store, the tools, the request params);
+``agui_app`` and ``ui_message_stream_app`` are ASGI apps (Starlette) that serve it, each with
+an example page. Imports ``_core``, ``_stores``, ``_runner``.
+
+Modules: ``_session.py`` (``Agent``: a request's run started, decided, followed; its events as
+the protocol-neutral ``_events.py``), ``_http.py`` (what both apps share), ``_agui.py`` and
+``_ui_stream.py`` (the two protocols: they only encode), ``static/`` (the example pages, plain
+ES modules: ``agui.html`` and ``chat.html``, their small clients ``agui.js`` and ``chat.js``,
+what both draw with, ``page.js``, and the SSE reader, ``sse.js``).
+"""
+
+from __future__ import annotations
+
+from ._agui import APPROVAL_SCHEMA as APPROVAL_SCHEMA, agui_app as agui_app
+from ._http import DECIDED_BY as DECIDED_BY
+from ._session import Agent as Agent
+from ._ui_stream import ui_message_stream_app as ui_message_stream_app
+
+__all__ = ["APPROVAL_SCHEMA", "DECIDED_BY", "Agent", "agui_app", "ui_message_stream_app"]

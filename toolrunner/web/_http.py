@@ -1,0 +1,83 @@
+"""What both endpoints share over HTTP: the app around an endpoint, its lifespan, who decided, the
+errors as JSON, the streamed answer, and the example pages' files."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import TypeAlias
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ._session import Agent, RequestError
+
+__all__ = ["DECIDED_BY", "DecidedBy", "decided_by_header", "error_response", "make_app", "stream"]
+
+DECIDED_BY = "X-Decided-By"
+"""The header the default ``decided_by`` reads: who decides the calls a request decides."""
+
+DecidedBy: TypeAlias = Callable[[Request], "str | None"]
+"""Who decided, as ``by=`` records it, from the request that carries the decisions."""
+
+_STATIC = {"js": "text/javascript; charset=utf-8", "html": "text/html; charset=utf-8", "css": "text/css"}
+
+
+def decided_by_header(request: Request) -> str | None:
+    """The default ``decided_by``: the ``X-Decided-By`` header, as the client sent it."""
+    return request.headers.get(DECIDED_BY) or None
+
+
+def error_response(error: RequestError) -> JSONResponse:
+    return JSONResponse({"error": str(error)}, status_code=error.status)
+
+
+def stream(chunks: AsyncIterator[str], *, headers: dict[str, str] | None = None) -> StreamingResponse:
+    """A server-sent events answer. A client that disconnects cancels the iterator (Starlette
+    watches for it); the run it follows goes on in the ``Agent``'s task group."""
+    return StreamingResponse(
+        chunks,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})},
+    )
+
+
+def make_app(
+    agent: Agent, endpoint: Callable[[Request], Awaitable[Response]], *, page: str | None, extra: list[Route]
+) -> Starlette:
+    """The app of one endpoint: ``POST /`` is the endpoint, ``GET /`` the example page ``page``
+    (``None``: no page), ``GET /static/NAME`` its files. Its lifespan enters ``agent`` unless
+    something else did (an app serving both protocols with one agent)."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncGenerator[None]:
+        if agent.entered:
+            yield
+            return
+        async with agent:
+            yield
+
+    routes = [Route("/", endpoint, methods=["POST"]), *extra]
+    if page is not None:
+        name = page
+
+        async def show(request: Request) -> Response:
+            return _static(name)
+
+        async def static(request: Request) -> Response:
+            return _static(str(request.path_params["name"]))
+
+        routes += [Route("/", show, methods=["GET"]), Route("/static/{name}", static, methods=["GET"])]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+def _static(name: str) -> Response:
+    """One of the example pages' files (a name of ``toolrunner/web/static/``, nothing else)."""
+    folder = resources.files("toolrunner.web") / "static"
+    suffix = name.rpartition(".")[2]
+    if "/" in name or suffix not in _STATIC or not (folder / name).is_file():
+        return Response("no such file", status_code=404, media_type="text/plain")
+    return Response((folder / name).read_bytes(), media_type=_STATIC[suffix])
