@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
 import uvicorn
 
 from toolrunner import MemoryCheckpointer, RunStore, tool
@@ -41,10 +40,25 @@ ROOT = Path(__file__).resolve().parents[2]
 NODE = shutil.which("node")
 
 
+def node_modules() -> Path:
+    """The checkout's node_modules/, installed from package-lock.json (``npm ci``) the first time a
+    test needs it when it is missing: README's test command works on a new machine, and CI's own
+    ``npm ci`` makes this a no-op."""
+    modules = ROOT / "node_modules"
+    if not (modules / ".package-lock.json").is_file():
+        npm = shutil.which("npm")
+        assert npm is not None, "npm is not installed: the official JS clients' tests need node 20 and npm"
+        done = subprocess.run(
+            [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--silent"],
+            cwd=ROOT, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, f"npm ci failed:\n{done.stdout}\n{done.stderr}"
+    return modules
+
+
 def run_node(script: Path, *arguments: str) -> str:
-    if NODE is None:
-        pytest.skip("node is not installed here (CI has it): the official JS clients cannot run")
-    assert (ROOT / "node_modules").is_dir(), "run `npm ci --ignore-scripts` first: node_modules/ is missing"
+    assert NODE is not None, "node is not installed: the official JS clients' tests need node 20 (CI has it)"
+    node_modules()
     done = subprocess.run(
         [NODE, str(script), *arguments], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
@@ -54,7 +68,7 @@ def run_node(script: Path, *arguments: str) -> str:
 
 def chunk_types() -> set[str]:
     """The ``type`` of each member of the installed ``ai``'s ``UIMessageChunk``."""
-    types = (ROOT / "node_modules" / "ai" / "dist" / "index.d.ts").read_text(encoding="utf-8")
+    types = (node_modules() / "ai" / "dist" / "index.d.ts").read_text(encoding="utf-8")
     start = types.index("type UIMessageChunk<")
     block = types[start : types.index("\n};", start)]
     return set(re.findall(r"type: '([a-z-]+)';", block))

@@ -31,7 +31,7 @@ SCRIPT = ROOT / "tests" / "web" / "ui_stream_client.mjs"
 
 
 def test_the_part_types_are_the_installed_sdks() -> None:
-    run_node(SCRIPT, "--check", "/dev/null")  # skips without node, fails without node_modules
+    run_node(SCRIPT, "--check", "/dev/null")  # installs node_modules/ when missing
     assert set(PARTS) <= chunk_types(), sorted(set(PARTS) - chunk_types())
 
 
