@@ -13,9 +13,11 @@ of the inbox, ``py.typed``) is missing only there. So this script (``.ci/run`` r
 2. makes a new venv and installs the wheel into it, not editable, with every extra
    (``[server,mcp,otel,temporal,postgres,inbox,web]``) and Temporal's test server;
 3. from a directory outside the repository, so that the source tree cannot be imported, runs
-   ``examples/quickstart.py`` (copied there), ``toolrunner --help``, the inbox on a new SQLite store
-   (``GET /login`` is 200, and the stylesheet and script it links load), and one run on Temporal's
-   time-skipping test server (``examples/temporal_agent.py``, copied there).
+   ``examples/quickstart.py`` (copied there), ``toolrunner --help`` and ``toolrunner replay --help``,
+   the inbox on a new SQLite store (``GET /login`` is 200, and the stylesheet and script it links
+   load), ``toolrunner.web``'s two example pages with every file they load (its ASGI apps in
+   process), and one run on Temporal's time-skipping test server (``examples/temporal_agent.py``,
+   copied there).
 
 It needs the network for the build's and the venv's packages (PyPI), as ``.ci/run`` does, and
 prints how long each step took. It exits 1 and says which check failed.
@@ -65,6 +67,7 @@ def main() -> int:
             )
             step("toolrunner --help", lambda: check_help(python, outside))
             step("the inbox: GET /login and its static files", lambda: check_inbox(python, outside))
+            step("toolrunner.web: both example pages and their scripts", lambda: check_web(python, outside))
             step(
                 "one run on Temporal's test server (examples/temporal_agent.py)",
                 lambda: run_example(python, outside, "temporal_agent.py", "Claude: I refunded 80 EUR"),
@@ -205,8 +208,11 @@ def run_example(python: Path, cwd: Path, name: str, expected: str) -> None:
 
 def check_help(python: Path, cwd: Path) -> None:
     output = run(["toolrunner", "--help"], cwd=cwd, env=user_environment(python))
-    if "inbox" not in output or "runs" not in output:
-        raise CheckFailed(f"`toolrunner --help` does not name its commands runs and inbox:\n{output}")
+    if "inbox" not in output or "runs" not in output or "replay" not in output:
+        raise CheckFailed(f"`toolrunner --help` does not name its commands runs, inbox and replay:\n{output}")
+    replay = run(["toolrunner", "replay", "--help"], cwd=cwd, env=user_environment(python))
+    if "--replay" not in replay:
+        raise CheckFailed(f"`toolrunner replay --help` does not describe --replay:\n{replay}")
 
 
 # Saves a run that waits for a decision in the SQLite file argv[1], for the inbox to show.
@@ -271,6 +277,46 @@ def check_inbox(python: Path, cwd: Path) -> None:
                 _get(url + path, "javascript")
     except RuntimeError as error:  # it did not start
         raise CheckFailed(str(error)) from None
+
+
+# GETs each example page of toolrunner.web and every script it loads, in process (the ASGI apps over
+# httpx2's transport), and prints what it fetched.
+_WEB_PAGES = """
+import re, anyio, httpx2
+from toolrunner import MemoryCheckpointer
+from toolrunner.testing import FakeMessagesAPI
+from toolrunner.web import Agent, agui_app, ui_message_stream_app
+
+async def main() -> None:
+    agent = Agent(FakeMessagesAPI().async_client(), store=MemoryCheckpointer(), tools=[],
+                  model="claude-sonnet-4-6", max_tokens=256)
+    for app in (agui_app(agent), ui_message_stream_app(agent)):
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://page") as client:
+            page = await client.get("/")
+            assert page.status_code == 200 and "text/html" in page.headers["content-type"], page
+            names = ["/static/" + name for name in re.findall(r'static/([\\w.-]+)', page.text)]
+            assert names, page.text
+            seen = set()
+            while names:
+                name = names.pop()
+                if name in seen:
+                    continue
+                seen.add(name)
+                got = await client.get(name)
+                assert got.status_code == 200 and got.content, (name, got.status_code)
+                names += ["/static/" + other for other in re.findall(r'[./]+/?([\\w-]+\\.js)', got.text)
+                          if name.endswith(".js")]
+            print(" ".join(sorted(seen)))
+
+anyio.run(main)
+"""
+
+
+def check_web(python: Path, cwd: Path) -> None:
+    output = run([str(python), "-W", "error", "-c", _WEB_PAGES], cwd=cwd, env=user_environment(python))
+    for name in ("agui.js", "chat.js", "sse.js"):
+        if f"/static/{name}" not in output:
+            raise CheckFailed(f"the example pages of the installed wheel did not load {name}:\n{output}")
 
 
 def _get(url: str, kind: str) -> str:
