@@ -12,7 +12,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from toolrunner import MemoryCheckpointer, RunState, SQLiteCheckpointer, ToolError, ToolRunner, tool
+from toolrunner import MemoryCheckpointer, RunState, SQLiteCheckpointer, ToolError, ToolRunner, Toolset, tool
 from toolrunner.evals import DIVERGED, Replay, estimate_cost, replay_runs
 from toolrunner.testing import (
     FakeMessagesAPI,
@@ -413,8 +413,36 @@ async def test_bad_arguments_get_clear_errors_and_nothing_runs() -> None:
     )  # the record's tools are code: names only
     assert report.runs[0].status == "failed"
     assert "pass them to the replay" in (report.runs[0].error or "")
-    report = await replay_runs(client, Replay(name="v2", tools=FORBIDDEN, safe_tools=["nope"]), store=store)
-    assert "safe_tools names ['nope']" in (report.runs[0].error or "")
+    mistakes: list[tuple[dict[str, Any], str]] = [
+        ({"safe_tools": ["nope"]}, "safe_tools names \\['nope'\\]"),
+        ({"stubs": {"nope": str}}, "stubs names \\['nope'\\]"),
+        ({"safe_tools": ["send_email"], "stubs": {"send_email": str}}, "both marked safe and given a stub"),
+    ]
+    for mistake, message in mistakes:  # refused before any run, not once a run
+        with pytest.raises(ParamsError, match=message):
+            await replay_runs(client, Replay(name="v2", tools=FORBIDDEN, **mistake), store=store)
+    with pytest.raises(ParamsError, match="is a toolset"):
+        await replay_runs(client, Replay(name="v2", tools=[Toolset([get_weather])]), store=store)
+    concurrencies: list[Any] = [0, 1.5, True]
+    for concurrency in concurrencies:
+        with pytest.raises(ParamsError, match="max_concurrency"):
+            await replay_runs(
+                client, Replay(name="v2", tools=FORBIDDEN), store=store, max_concurrency=concurrency
+            )
+    for interval in (0, -1.0, float("nan")):
+        with pytest.raises(ParamsError, match="poll_interval"):
+            await replay_runs(client, Replay(name="v2", tools=FORBIDDEN), store=store, poll_interval=interval)
+    with pytest.raises(ParamsError, match="needs a price for model 'my-model'"):
+        await replay_runs(
+            client,
+            Replay(name="v2", tools=FORBIDDEN, params={"model": "my-model"}),
+            store=store,
+            max_cost="1",
+        )
+    saved = await store.load("r1")
+    assert saved is not None
+    with pytest.raises(ParamsError, match="must have its run_id"):
+        await replay_runs(client, Replay(name="v2", tools=FORBIDDEN), runs=[saved.state.replace(run_id="")])
     assert fake.requests == []
 
 
@@ -536,3 +564,130 @@ async def test_content_block_results_come_back_as_they_were_recorded() -> None:
     recorded = await store.load("r1")
     assert recorded is not None
     assert results_sent(replay_fake)[0][1] == recorded.state.messages[2]["content"][0]["content"]
+
+
+# -- what an outside audit found ---------------------------------------------------------------------
+
+
+async def test_a_normalize_that_raises_fails_its_run_and_the_others_go_on() -> None:
+    store = MemoryCheckpointer()
+    await record(store, "r1", weather_then_email())
+    await record(store, "r2", [text_reply("No tools needed.")], "Hello?")
+
+    def picky(name: str, value: object) -> object:
+        raise KeyError("city")
+
+    fake = FakeMessagesAPI(
+        responder=lambda request: text_reply("Hi.") if "Hello" in str(request.body) else fault(500)
+    )
+    report = await replay_runs(
+        fake.async_client(),
+        Replay(name="v2", tools=FORBIDDEN, normalize=picky),
+        store=store,
+        runs=["r1", "r2"],
+    )
+    assert [run.status for run in report.runs] == ["failed", "replayed"]
+    assert "KeyError" in (report.runs[0].error or "") or "city" in (report.runs[0].error or "")
+
+
+async def test_a_typed_record_needs_the_output_type_in_the_replay() -> None:
+    from toolrunner import ParamsError
+
+    store = await record_one(
+        [], [text_reply('{"city": "Paris", "sunny": true}')], "Paris?", output_format=Forecast
+    )
+    with pytest.raises(ParamsError, match="typed final answer"):
+        await replay_runs(FakeMessagesAPI().async_client(), Replay(name="v2", tools=[]), store=store)
+
+
+async def test_a_hooks_runwith_is_matched_with_the_input_the_call_runs_with() -> None:
+    from toolrunner import Hooks, RunWith, ToolCallInfo
+
+    store = MemoryCheckpointer()
+    await record(store, "r1", weather_then_email())
+
+    def to_rome(
+        info: ToolCallInfo,
+    ) -> RunWith | None:  # the changed agent looks Rome up, whatever the model asked
+        return RunWith({"city": "Rome"}) if info.name == "get_weather" else None
+
+    def to_paris(info: ToolCallInfo) -> RunWith | None:
+        return RunWith({"city": "Paris"}) if info.name == "get_weather" else None
+
+    fake = FakeMessagesAPI(weather_then_email())
+    rome = await replay_runs(
+        fake.async_client(),
+        Replay(name="rome", tools=FORBIDDEN, hooks=Hooks(before_tool_call=to_rome)),
+        store=store,
+    )
+    replayed = rome.runs[0].replayed
+    assert replayed is not None
+    assert rome.runs[0].comparison is not None
+    assert [(call.answered, call.is_error) for call in replayed.calls] == [
+        ("marked", True),
+        ("journal", False),
+    ]
+    assert [call.name for call in rome.runs[0].comparison.divergences] == ["get_weather"]
+    fake = FakeMessagesAPI(weather_then_email(city="Oslo"))
+    paris = await replay_runs(
+        fake.async_client(),
+        Replay(name="paris", tools=FORBIDDEN, hooks=Hooks(before_tool_call=to_paris)),
+        store=store,
+    )
+    replayed = paris.runs[0].replayed
+    assert replayed is not None
+    assert (replayed.calls[0].answered, replayed.calls[0].result) == ("hook", "sunny in Paris")
+
+
+async def test_a_call_to_a_tool_the_replay_does_not_offer_is_marked() -> None:
+    store = MemoryCheckpointer()
+    await record(store, "r1", weather_then_email())
+    fake = FakeMessagesAPI(weather_then_email())
+    report = await replay_runs(fake.async_client(), Replay(name="v2", tools=FORBIDDEN[1:]), store=store)
+    replayed = report.runs[0].replayed
+    assert replayed is not None
+    assert [call.answered for call in replayed.calls] == ["marked", "journal"]
+
+
+async def test_a_replay_the_budget_stopped_keeps_its_cost_when_read_back(tmp_path: Path) -> None:
+    store = SQLiteCheckpointer(tmp_path / "runs.db")
+    for number in range(2):
+        await record(
+            store,
+            f"r{number}",
+            weather_then_email(city=f"City{number}"),
+            f"Weather in City{number}? Tell Bob.",
+        )
+    into = SQLiteCheckpointer(tmp_path / "evals.db")
+    fake = FakeMessagesAPI(responder=_echo_record)
+    replay = Replay(name="v2", tools=FORBIDDEN)
+    first = await replay_runs(
+        fake.async_client(), replay, store=store, into=into, max_concurrency=1, max_cost="0.00001"
+    )
+    assert first.stopped_by_budget
+    sent = len(fake.requests)
+    again = await replay_runs(
+        fake.async_client(), replay, store=store, into=into, max_concurrency=1, max_cost="0.00001"
+    )
+    assert len(fake.requests) == sent
+    assert again.cost == first.cost
+    assert again.cost is not None
+    assert again.cost > 0
+
+
+async def test_a_failed_record_is_skipped_saying_it_failed() -> None:
+    store = MemoryCheckpointer()
+    state = (await record(store, "r1", weather_then_email())).replace(
+        phase=_ready(), failure={"type": "APIStatusError", "message": "overloaded"}
+    )
+    report = await replay_runs(
+        FakeMessagesAPI().async_client(), Replay(name="v2", tools=FORBIDDEN), runs=[state]
+    )
+    assert report.runs[0].status == "skipped"
+    assert "it failed (APIStatusError: overloaded)" in (report.runs[0].error or "")
+
+
+def _ready() -> Any:
+    from toolrunner import Phase
+
+    return Phase.READY

@@ -404,3 +404,32 @@ async def test_an_error_of_the_grader_s_request_becomes_the_score_s_detail() -> 
 def test_model_graded_checks_its_arguments(arguments: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="model_graded"):
         model_graded(FakeMessagesAPI().async_client(), **arguments)
+
+
+async def test_a_scorer_whose_value_or_error_cannot_be_shown_still_gives_a_failed_score() -> None:
+    class Unshowable:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError("no str")
+
+    def bad_value(recorded: Trajectory, replayed: Trajectory) -> object:
+        return Unshowable()
+
+    def bad_error(recorded: Trajectory, replayed: Trajectory) -> object:
+        raise Unprintable
+
+    def bad_detail(recorded: Trajectory, replayed: Trajectory) -> object:
+        return Score(0.5, detail=None)  # type: ignore[arg-type]
+
+    empty = Trajectory("r", (), None)
+    for scorer, said in (
+        (bad_value, "__repr__ raised"),
+        (bad_error, "__str__ raised"),
+        (bad_detail, "Score(detail)"),
+    ):
+        score = await run_scorer(scorer, empty, empty)  # type: ignore[arg-type]
+        assert score.passed is False
+        assert said in score.detail

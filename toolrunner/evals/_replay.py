@@ -11,6 +11,7 @@ the evaluation, and costs nothing for what was done.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -169,15 +170,24 @@ async def replay_runs(
     Raises:
         ParamsError: The arguments are wrong (the message says which); nothing was replayed.
     """
-    if max_concurrency < 1:
-        raise ParamsError(f"max_concurrency must be 1 or more, not {max_concurrency!r}.")
+    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
+        raise ParamsError(f"max_concurrency must be a whole number, 1 or more, not {max_concurrency!r}.")
+    if (
+        isinstance(poll_interval, bool)
+        or not isinstance(poll_interval, int | float)
+        or not 0 < poll_interval < math.inf
+    ):
+        raise ParamsError(f"poll_interval must be a number of seconds above 0, not {poll_interval!r}.")
     budget = None if max_cost is None else _dollars(max_cost)
+    if replay.tools is not None:  # its mistakes, before anything is replayed rather than once a run
+        replay_tools(Journal(()), replay.tools, (), safe=replay.safe_tools, stubs=replay.stubs)
     sources = await _sources(store, replay.name, runs, status, updated_after, updated_before, limit)
     prices = replay.prices
     if batch:
         from ._batch import batch_prices
 
         prices = batch_prices(prices)
+    _check_sources(sources, replay, prices, budget)
     into = into if into is not None else MemoryCheckpointer()
     plan = _Plan(client, replay, into, prices, budget, len(sources), on_progress)
     estimate = estimate_cost([source.state for source in sources], replay, prices=prices)
@@ -234,33 +244,38 @@ class _Plan:
                 self.on_progress(self.done, self.total, result)
 
     async def _replay(self, source: _Source) -> RunReplay:
-        replay = self.replay
-        replay_id = replay.replay_id(source.run_id)
+        replay_id = self.replay.replay_id(source.run_id)
         recorded = trajectory_of(source.state, seconds=source.seconds)
-        journal = Journal(recorded, normalize=replay.normalize)
+        try:
+            return await self._replayed(source, replay_id, recorded)
+        except Exception as error:  # a failed replay is a result; the others go on
+            try:
+                loaded = await self.into.load(replay_id)
+                replayed = None if loaded is None else self._trajectory(loaded.state, source)
+            except Exception:  # what failed may fail again (a store, a normalize): the error says it
+                replayed = None
+            return RunReplay(source.run_id, replay_id, "failed", recorded, replayed, error=message_of(error))
+
+    async def _replayed(self, source: _Source, replay_id: str, recorded: Trajectory) -> RunReplay:
+        replay = self.replay
         skipped = _unreplayable(source.state, replay.from_turn)
         if skipped is not None:
             return RunReplay(source.run_id, replay_id, "skipped", recorded, error=skipped)
         saved = await self.into.load(replay_id)
         if saved is not None and saved.state.cost is not None:
             self.spent[replay_id] = saved.state.cost
-        if saved is None or not saved.state.finished:
-            if self.over_budget():
-                return RunReplay(source.run_id, replay_id, "stopped", recorded, error=_STOPPED)
-            try:
-                tools = replay_tools(
-                    journal, replay.tools, source.state.tools, safe=replay.safe_tools, stubs=replay.stubs
-                )
-                state, stopped = await self._drive(source, replay_id, saved is not None, tools)
-            except Exception as error:  # a failed replay is a result; the others go on
-                loaded = await self.into.load(replay_id)
-                replayed = None if loaded is None else self._trajectory(loaded.state, journal, source)
-                return RunReplay(
-                    source.run_id, replay_id, "failed", recorded, replayed, error=message_of(error)
-                )
-        else:
+        if saved is not None and saved.state.finished:
             state, stopped = saved.state, False
-        replayed = self._trajectory(state, journal, source, await _seconds(self.into, replay_id))
+        elif self.over_budget():
+            replayed = None if saved is None else self._trajectory(saved.state, source)
+            return RunReplay(source.run_id, replay_id, "stopped", recorded, replayed, error=_STOPPED)
+        else:
+            journal = Journal(recorded, normalize=replay.normalize)
+            tools = replay_tools(
+                journal, replay.tools, source.state.tools, safe=replay.safe_tools, stubs=replay.stubs
+            )
+            state, stopped = await self._drive(source, replay_id, saved is not None, tools)
+        replayed = self._trajectory(state, source, await _seconds(self.into, replay_id))
         if stopped:
             return RunReplay(source.run_id, replay_id, "stopped", recorded, replayed, error=_STOPPED)
         comparison = compare(recorded, replayed, normalize=replay.normalize)
@@ -297,15 +312,25 @@ class _Plan:
             self.spent[replay_id] = runner.state.cost or Decimal(0)
             return runner.state, False
 
-    def _trajectory(
-        self, state: RunState, journal: Journal, source: _Source, seconds: float | None = None
-    ) -> Trajectory:
+    def _trajectory(self, state: RunState, source: _Source, seconds: float | None = None) -> Trajectory:
         replay = self.replay
+        journal = Journal(trajectory_of(source.state), normalize=replay.normalize)
         prefix = len(_prefix(source.state.messages, replay.from_turn))
         answered = answered_by(
-            journal, state.messages, prefix=prefix, safe=replay.safe_tools, stubs=replay.stubs
+            journal,
+            state.messages,
+            prefix=prefix,
+            safe=replay.safe_tools,
+            stubs=replay.stubs,
+            offered=_offered(state),
+            hooked=replay.hooks is not None,
         )
         return trajectory_of(state, answered=answered, seconds=seconds)
+
+
+def _offered(state: RunState) -> set[str]:
+    """The names of the tools a replay offered (runnable by name, raw definitions by their name)."""
+    return {entry if isinstance(entry, str) else str(entry.get("name")) for entry in state.tools}
 
 
 _STOPPED = "the budget (max_cost) stopped the evaluation first; run it again with a larger budget to go on"
@@ -337,16 +362,46 @@ def _prefix(messages: Sequence[Any], from_turn: int) -> list[Any]:
 def _unreplayable(state: RunState, from_turn: int) -> str | None:
     """Why a recorded run cannot be replayed, if it cannot."""
     if state.phase is not Phase.DONE:
-        return (
-            f"the recorded run has not ended (it is {state.phase.value}); an evaluation replays runs that ended: "
-            "select them with status='finished'"
-        )
+        if state.failure is not None:
+            why = f"it failed ({state.failure.get('type')}: {state.failure.get('message')})"
+        elif state.phase is Phase.AWAITING:
+            why = "it waits for a person's decision"
+        else:
+            why = "it stopped before its end"
+        return f"the recorded run has not ended ({why}); an evaluation replays runs that ended: select them with status='finished'"
     turns = trajectory_of(state).turns
     if from_turn >= len(turns):
         return f"the recorded run has {len(turns)} turn(s), so it cannot be replayed from turn {from_turn}"
     if not _prefix(state.messages, from_turn):
         return "the recorded run has no user message before its first reply"
     return None
+
+
+def _check_sources(
+    sources: Sequence[_Source], replay: Replay, prices: Mapping[str, Price] | None, budget: Decimal | None
+) -> None:
+    """Refuse, before anything is replayed, what would go wrong in every replay of a run.
+
+    Raises:
+        ParamsError: A record had a typed final answer and the replay has no ``output_format``;
+            or there is a budget and the price table has no price for a replay's model.
+    """
+    typed = [source.run_id for source in sources if source.state.output is not None]
+    if typed and replay.output_format is None:
+        raise ParamsError(
+            f"the recorded runs {typed[:5]} had a typed final answer (output_format=...), which is code and not "
+            "saved: pass it to the replay (Replay(output_format=...)), so that the replays are asked for the same."
+        )
+    if budget is None:
+        return
+    table = prices if prices is not None else DEFAULT_PRICES
+    for source in sources:
+        model = str(replay.request_params(source.state.params).get("model", ""))
+        if find_price(table, model) is None:
+            raise ParamsError(
+                f"max_cost needs a price for model {model!r}, and the price table has none, so the budget could "
+                "not stop the evaluation; pass Replay(prices={model: Price(...)})."
+            )
 
 
 async def select_runs(
@@ -404,7 +459,7 @@ async def _sources(
     sources: list[_Source] = []
     for entry in runs:
         if isinstance(entry, RunState):
-            if entry.run_id is None:
+            if not entry.run_id:
                 raise ParamsError("a RunState to replay must have its run_id (as an exported run has).")
             sources.append(_Source(entry.run_id, entry, None))
             continue

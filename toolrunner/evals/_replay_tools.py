@@ -22,7 +22,7 @@ from .._runner.params import runnable_of
 from .._tools.tool import ApprovalGate, ToolContext
 from .._tools.toolsets import RunnableTool, Toolset
 from ._journal import Journal, match_call
-from ._trajectory import Answered, Call, result_text, results_of
+from ._trajectory import Answered, result_text, results_of
 
 __all__ = ["DIVERGED", "Stub", "answered_by", "replay_tools"]
 
@@ -75,7 +75,8 @@ class ReplayTool:
     async def _answer(self, *, raw: object, context: ToolContext) -> object:
         view = context.runner
         history = [*view.messages, *([view.last_message] if view.last_message is not None else [])]
-        found = match_call(self.journal, history, context.call).recorded
+        call = context.call  # matched with the input it runs with (a hook's RunWith may have changed it)
+        found = match_call(self.journal, history, ToolCall(id=call.id, name=call.name, input=raw)).recorded
         if found is not None:
             content = list(found.result) if isinstance(found.result, tuple) else found.result
             if found.is_error:
@@ -169,18 +170,25 @@ def answered_by(
     prefix: int = 0,
     safe: Collection[str] = (),
     stubs: Collection[str] = (),
+    offered: Collection[str] | None = None,
+    hooked: bool = False,
 ) -> dict[str, Answered]:
     """How each call of a replay's ``history`` was answered: the first ``prefix`` messages are the
     record's own (``"recorded"``); the others as the replay's tools decided (see the module
-    docstring), but a call the journal answers whose result in the history is not the recorded one
-    (a hook denied it or replaced its result) is ``"hook"``."""
+    docstring). With ``hooked`` (the replay has hooks), a call whose result in the history is not
+    what the tools would have given (a hook denied it, changed its input or replaced its result) is
+    ``"hook"``. A call of a tool the replay does not ``offer`` is ``"marked"``: nothing ran, and the
+    runner told the model so."""
     results = results_of(history)
     answered: dict[str, Answered] = {}
     for index, message in enumerate(history):
         for call in client_tool_calls(message):
-            answered[call.id] = (
-                "recorded" if index < prefix else _how(journal, history, call, results, safe, stubs)
-            )
+            if index < prefix:
+                answered[call.id] = "recorded"
+            elif offered is not None and call.name not in offered:
+                answered[call.id] = "marked"
+            else:
+                answered[call.id] = _how(journal, history, call, results.get(call.id), safe, stubs, hooked)
     return answered
 
 
@@ -188,23 +196,24 @@ def _how(
     journal: Journal,
     history: Sequence[Any],
     call: ToolCall,
-    results: Mapping[str, tuple[object, bool]],
+    given: tuple[object, bool] | None,
     safe: Collection[str],
     stubs: Collection[str],
+    hooked: bool,
 ) -> Answered:
     recorded = match_call(journal, history, call).recorded
     if recorded is not None:
-        given = results.get(call.id)
-        if given is None or _same_result(given, recorded):
-            return "journal"
-        return "hook"
-    if call.name in stubs:
-        return "stub"
-    return "safe" if call.name in safe else "marked"
-
-
-def _same_result(given: tuple[object, bool], recorded: Call) -> bool:
+        answered: Answered = "journal"
+    elif call.name in stubs:
+        answered = "stub"
+    else:
+        answered = "safe" if call.name in safe else "marked"
+    if not hooked or given is None:
+        return answered
     content, is_error = given
-    if is_error != recorded.is_error:
-        return False
-    return result_text(content) == recorded.result_text
+    text = result_text(content)
+    if is_error and text == DIVERGED.format(name=call.name):
+        return "marked"  # a hook's RunWith made it a call the record lacks
+    if recorded is not None and (is_error, text) == (recorded.is_error, recorded.result_text):
+        return "journal"
+    return "hook" if answered in ("journal", "marked") else answered

@@ -45,6 +45,10 @@ class Score:
             or not 0 <= self.value <= 1
         ):
             raise ValueError(f"Score(value) must be a number from 0 to 1, not {self.value!r}.")
+        if self.passed is not None and not isinstance(self.passed, bool):
+            raise TypeError(f"Score(passed) must be True, False or None, not {type(self.passed).__name__!r}.")
+        if not isinstance(self.detail, str):
+            raise TypeError(f"Score(detail) must be a str, not {type(self.detail).__name__!r}.")
 
 
 @dataclass(frozen=True, slots=True)

@@ -69,8 +69,26 @@ async def run_scorer(scorer: Scorer, recorded: Trajectory, replayed: Trajectory)
         if inspect.isawaitable(value):
             value = await cast("Awaitable[object]", value)
     except Exception as error:  # a scorer's error is its score's detail, not the end of the report
-        return Score(0.0, passed=False, detail=f"the scorer {name!r} raised {type(error).__name__}: {error}")
+        return Score(
+            0.0, passed=False, detail=f"the scorer {name!r} raised {type(error).__name__}: {_text(error)}"
+        )
     return _as_score(name, value)
+
+
+def _text(error: BaseException) -> str:
+    """``str(error)``, or what can be said of it when its ``__str__`` raises."""
+    try:
+        return _short(str(error))
+    except Exception:
+        return "(its message cannot be shown: its __str__ raised)"
+
+
+def _repr(value: object) -> str:
+    """``repr(value)``, or what can be said of it when its ``__repr__`` raises."""
+    try:
+        return _short(repr(value))
+    except Exception:
+        return "a value whose __repr__ raised"
 
 
 def _as_score(name: str, value: object) -> Score:
@@ -89,7 +107,7 @@ def _as_score(name: str, value: object) -> Score:
         0.0,
         passed=False,
         detail=(
-            f"the scorer {name!r} returned {_short(repr(value))} ({type(value).__name__}); a scorer "
+            f"the scorer {name!r} returned {_repr(value)} ({type(value).__name__}); a scorer "
             "must return a Score, a bool, or a number from 0 to 1"
         ),
     )
