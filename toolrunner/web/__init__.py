@@ -17,6 +17,7 @@ from __future__ import annotations
 from ._agui import APPROVAL_SCHEMA as APPROVAL_SCHEMA, agui_app as agui_app
 from ._http import DECIDED_BY as DECIDED_BY
 from ._session import Agent as Agent
+from ._temporal import TemporalAgent as TemporalAgent
 from ._ui_stream import ui_message_stream_app as ui_message_stream_app
 
-__all__ = ["APPROVAL_SCHEMA", "DECIDED_BY", "Agent", "agui_app", "ui_message_stream_app"]
+__all__ = ["APPROVAL_SCHEMA", "DECIDED_BY", "Agent", "TemporalAgent", "agui_app", "ui_message_stream_app"]
