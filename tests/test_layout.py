@@ -7,7 +7,7 @@
     _stores    where runs are kept                                    (_core, _tools)
     _runner    the in-process driver: ToolRunner, SyncToolRunner      (_core, _tracing, _tools, _stores)
     _ops       operating saved runs: the command line, rendering, the event printer, the resumer
-    temporal, inbox, web, mcp: public subpackages over the layers; testing imports nothing of toolrunner
+    temporal, inbox, web, mcp: public subpackages over the layers (web drives temporal's runs too); testing imports nothing of toolrunner
 
 Every module is read, at any depth (``temporal/`` too), with every import it makes: at the top, in
 a function, or for type checkers only. ``layer_violations`` is the checker; a test plants imports
@@ -42,7 +42,7 @@ LAYERS: dict[str, frozenset[str]] = {
     "_runner": frozenset({"_core", "_tracing", "_tools", "_stores"}),
     "_ops": frozenset({"_core", "_tracing", "_tools", "_stores", "_runner", "inbox", "evals"}),
     "inbox": frozenset({"_core", "_tools", "_stores", "_ops"}),
-    "web": frozenset({"_core", "_tracing", "_tools", "_stores", "_runner", "_ops"}),
+    "web": frozenset({"_core", "_tracing", "_tools", "_stores", "_runner", "_ops", "temporal"}),
     "temporal": frozenset({"_core", "_tracing", "_tools", "_stores", "_runner"}),
     "mcp": frozenset({"_core", "_tools"}),
     "evals": frozenset({"_core", "_tracing", "_tools", "_stores", "_runner"}),

@@ -63,8 +63,8 @@ from ._events import (
     ToolCallStart,
     ToolResult,
 )
-from ._http import DecidedBy, decided_by_header, error_response, make_app, stream
-from ._session import Agent, Decision, RequestError, RunView, Turn, input_text
+from ._http import DecidedBy, Served, decided_by_header, error_response, make_app, stream
+from ._session import Decision, RequestError, RunView, Turn, input_text
 
 __all__ = ["APPROVAL_SCHEMA", "agui_app"]
 
@@ -80,7 +80,7 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 """The answer an approval's interrupt asks for (``Interrupt.responseSchema``)."""
 
 
-def agui_app(agent: Agent, *, decided_by: DecidedBy | None = None, page: bool = True) -> Starlette:
+def agui_app(agent: Served, *, decided_by: DecidedBy | None = None, page: bool = True) -> Starlette:
     """An ASGI app that serves ``agent`` over AG-UI: ``POST /`` takes a ``RunAgentInput``.
 
     Args:

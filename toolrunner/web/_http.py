@@ -14,8 +14,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ._session import Agent, RequestError
+from ._temporal import TemporalAgent
 
-__all__ = ["DECIDED_BY", "DecidedBy", "decided_by_header", "error_response", "make_app", "stream"]
+__all__ = ["DECIDED_BY", "DecidedBy", "Served", "decided_by_header", "error_response", "make_app", "stream"]
+
+Served: TypeAlias = Agent | TemporalAgent
+"""What an app serves: runs in this process on a store (``Agent``), or workflow runs on Temporal."""
 
 DECIDED_BY = "X-Decided-By"
 """The header the default ``decided_by`` reads: who decides the calls a request decides."""
@@ -46,7 +50,7 @@ def stream(chunks: AsyncIterator[str], *, headers: dict[str, str] | None = None)
 
 
 def make_app(
-    agent: Agent, endpoint: Callable[[Request], Awaitable[Response]], *, page: str | None, extra: list[Route]
+    agent: Served, endpoint: Callable[[Request], Awaitable[Response]], *, page: str | None, extra: list[Route]
 ) -> Starlette:
     """The app of one endpoint: ``POST /`` is the endpoint, ``GET /`` the example page ``page``
     (``None``: no page), ``GET /static/NAME`` its files. Its lifespan enters ``agent`` unless

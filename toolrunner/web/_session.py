@@ -51,9 +51,19 @@ from ._events import (
 if TYPE_CHECKING:
     import anthropic
 
-__all__ = ["Agent", "Decision", "Follow", "RequestError", "RunView", "Turn"]
+__all__ = [
+    "NOT_OPTIONS",
+    "Agent",
+    "Decision",
+    "Follow",
+    "RequestError",
+    "RunView",
+    "Session",
+    "Turn",
+    "user_turns",
+]
 
-_NOT_OPTIONS = frozenset({"messages", "checkpointer", "run_id", "stream", "on_event", "tools"})
+NOT_OPTIONS = frozenset({"messages", "checkpointer", "run_id", "stream", "on_event", "tools"})
 
 
 class RequestError(Exception):
@@ -112,7 +122,7 @@ class Follow:
 
 
 @dataclass
-class _Session:
+class Session:
     """One run's events in this process. ``log[i].index == i``; ``start`` is the index of the
     first event of the last request that made the run go on; ``running`` is true from then until
     its ``RunFinished`` or ``RunError`` is logged. ``changed`` is set, and replaced, at each event."""
@@ -180,7 +190,7 @@ class Agent:
         options: Mapping[str, Any] | None = None,
     ) -> None:
         given = dict(options or {})
-        if clash := sorted(_NOT_OPTIONS & given.keys()):
+        if clash := sorted(NOT_OPTIONS & given.keys()):
             raise ValueError(f"the agent sets {clash!r} itself; leave them out of options=.")
         self.client = client
         self.store = store
@@ -189,7 +199,7 @@ class Agent:
         if system is not None:
             self._params["system"] = system
         self._options = given
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: dict[str, Session] = {}
         self._lock = anyio.Lock()
         self._group: anyio.abc.TaskGroup | None = None
 
@@ -224,7 +234,7 @@ class Agent:
         if self._group is None:
             raise RuntimeError("the Agent is not entered; use `async with agent:` (the apps' lifespan does).")
         async with self._lock:
-            session = self._sessions.setdefault(turn.run_id, _Session(turn.run_id))
+            session = self._sessions.setdefault(turn.run_id, Session(turn.run_id))
             summary = await self.store.get_run(turn.run_id)
             runner: ToolRunner[Any] | None
             if summary is None:
@@ -246,7 +256,7 @@ class Agent:
             self._group.start_soon(self._drive, session, runner)
         return Follow(session.follow(session.start - 1), None, started=True)
 
-    def _following(self, turn: Turn, session: _Session) -> Follow:
+    def _following(self, turn: Turn, session: Session) -> Follow:
         # Running: the request's part so far, then live. Not running: the events after those the
         # client says it has, if this process logged any; else the run as the store has it.
         if session.running:
@@ -271,7 +281,7 @@ class Agent:
         running = session is not None and session.running
         return RunView(messages, summary.waiting, summary.end_reason, denied, running)
 
-    def _new_runner(self, turn: Turn, session: _Session) -> ToolRunner[Any]:
+    def _new_runner(self, turn: Turn, session: Session) -> ToolRunner[Any]:
         messages = [{"role": role, "content": text} for role, text in turn.conversation]
         try:
             return ToolRunner(
@@ -290,7 +300,7 @@ class Agent:
     async def _going_on(
         self,
         turn: Turn,
-        session: _Session,
+        session: Session,
         waiting: tuple[ToolCall, ...],
         by: str | None,
     ) -> ToolRunner[Any] | None:
@@ -298,7 +308,7 @@ class Agent:
         loaded = await self.store.load(turn.run_id)
         assert loaded is not None
         history = list(loaded.state.messages)
-        new = [text for role, text in turn.conversation if role == "user"][_user_turns(history) :]
+        new = [text for role, text in turn.conversation if role == "user"][user_turns(history) :]
         if not turn.decisions and not new:
             return None
         if session.running:
@@ -338,7 +348,7 @@ class Agent:
         except ToolRunnerError as error:  # an edited input the tool refuses
             raise RequestError(422, str(error)) from error
 
-    async def _drive(self, session: _Session, runner: ToolRunner[Any]) -> None:
+    async def _drive(self, session: Session, runner: ToolRunner[Any]) -> None:
         """Run the loop until it ends or pauses, logging what a client is told."""
         try:
             async for stream in runner:
@@ -361,12 +371,12 @@ class Agent:
             session.emit(RunError(str(error) or type(error).__name__, type(error).__name__))
 
 
-def _note(session: _Session, event: RunnerEvent) -> None:
+def _note(session: Session, event: RunnerEvent) -> None:
     if isinstance(event, ApprovalDecided) and event.decision == "denied":
         session.denied.add(event.call.id)
 
 
-async def _read(session: _Session, stream: Any) -> None:
+async def _read(session: Session, stream: Any) -> None:
     """The stream's text and tool calls as UI events, as they come."""
     message_id = parent = ""
     blocks: dict[int, str] = {}
@@ -399,7 +409,7 @@ def _current(blocks: dict[int, str]) -> str | None:
     return blocks[max(blocks)] if blocks else None
 
 
-def _report_results(session: _Session, messages: Sequence[Any]) -> None:
+def _report_results(session: Session, messages: Sequence[Any]) -> None:
     """Log the results the history has that no client was told of yet."""
     for message in messages:
         if message.get("role") != "user" or isinstance(message.get("content"), str):
@@ -438,7 +448,7 @@ def _answered(history: Sequence[Any]) -> set[str]:
     }
 
 
-def _user_turns(history: Sequence[Any]) -> int:
+def user_turns(history: Sequence[Any]) -> int:
     """How many messages of the history a person wrote (tool results are not)."""
     count = 0
     for message in history:

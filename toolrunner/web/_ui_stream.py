@@ -40,8 +40,8 @@ from ._events import (
     ToolResult,
     UIEvent,
 )
-from ._http import DecidedBy, decided_by_header, error_response, make_app, stream
-from ._session import Agent, Decision, RequestError, RunView, Turn, result_text
+from ._http import DecidedBy, Served, decided_by_header, error_response, make_app, stream
+from ._session import Decision, RequestError, RunView, Turn, result_text
 
 __all__ = ["HEADER", "PARTS", "encode", "ui_message_stream_app", "ui_messages"]
 
@@ -89,7 +89,7 @@ class _Body(BaseModel):
 
 
 def ui_message_stream_app(
-    agent: Agent, *, decided_by: DecidedBy | None = None, page: bool = True
+    agent: Served, *, decided_by: DecidedBy | None = None, page: bool = True
 ) -> Starlette:
     """An ASGI app that serves ``agent`` as the AI SDK's UI message stream: ``POST /`` takes what
     ``useChat`` posts (``{"id": chat id, "messages": [...]}``); ``GET /{id}/stream`` reconnects

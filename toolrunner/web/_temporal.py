@@ -1,0 +1,367 @@
+"""``TemporalAgent``: the web endpoints over runs on Temporal, one workflow run per conversation.
+
+It answers the apps as ``Agent`` does (``take``, ``view``, ``entered``), so the protocol modules
+encode its events unchanged; what differs is where a run goes on and where its events come from:
+
+- a conversation the server does not know **starts** a run (``start_run``, the thread or chat id
+  as its ``run_id``); decisions go to the workflow's approval updates (``RunHandle.approve`` /
+  ``deny``, with ``by=``); user messages for a run whose loop ended start a new run under the
+  same id with the whole history (on Temporal a loop that ended is not opened again);
+- the run goes on in the workers, wherever they are. A watcher in the agent's task group follows
+  it through what any client can read: the ``toolrunner.state`` query (the history, large blocks
+  read back from the payload store) and ``toolrunner.pending_approvals``, polled. Each new message
+  becomes UI events: a reply's text as one delta (the workers' streaming is not seen from a
+  client), each call's input as one piece, each result; then the calls that wait and the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+import anyio
+import anyio.abc
+
+from .._core.errors import CheckpointError, RunEndedError, ToolRunnerError
+from .._core.messages import reply_param
+from .._core.state import Phase, RunState
+from ._events import (
+    ApprovalWanted,
+    RunError,
+    RunFinished,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResult,
+)
+from ._session import (
+    NOT_OPTIONS,
+    Decision,
+    Follow,
+    RequestError,
+    RunView,
+    Session,
+    Turn,
+    input_text,
+    result_text,
+    user_turns,
+)
+
+if TYPE_CHECKING:
+    from temporalio.client import Client
+
+    from ..temporal import PayloadStore, RunHandle
+
+__all__ = ["TemporalAgent"]
+
+
+class TemporalAgent:
+    """What the web endpoints serve, on Temporal: one workflow run per conversation (its workflow
+    id is the thread or chat id), run by the workers of ``task_queue`` (``create_worker``).
+
+    Enter it (``async with agent:``) for as long as it serves: it follows the runs its requests
+    started or decided in its task group; the runs themselves go on in the workers.
+
+    Args:
+        client: The Temporal client (``temporalio.client.Client``).
+        task_queue: The workers' task queue: new runs are started on it.
+        store: The workers' ``PayloadStore``: large blocks of the history are read back from it.
+        tools: The tools of new runs (``start_run(tools=...)``: every worker has them).
+        model: The model.
+        max_tokens: The request's ``max_tokens``.
+        system: The system prompt of new runs.
+        options: Any other option of ``start_run`` (``max_iterations``, ``approval_timeout``,
+            ``hooks``, ...), but ``messages``, ``run_id``, ``task_queue``, ``tools`` and ``id_reuse``.
+        poll_interval: Seconds between two looks at a running run's state.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        task_queue: str,
+        store: PayloadStore,
+        tools: Sequence[Any],
+        model: str,
+        max_tokens: int,
+        system: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        poll_interval: float = 0.05,
+    ) -> None:
+        given = dict(options or {})
+        if clash := sorted((NOT_OPTIONS | {"task_queue", "id_reuse"}) & given.keys()):
+            raise ValueError(f"the agent sets {clash!r} itself; leave them out of options=.")
+        self.client = client
+        self.task_queue = task_queue
+        self.store = store
+        self.tools = list(tools)
+        self._params: dict[str, Any] = {"model": model, "max_tokens": max_tokens, **given}
+        if system is not None:
+            self._params["system"] = system
+        self._poll = poll_interval
+        self._sessions: dict[str, Session] = {}
+        self._seen: dict[str, int] = {}
+        """How many of each run's messages the clients were told of (a paused reply counts)."""
+        self._lock = anyio.Lock()
+        self._group: anyio.abc.TaskGroup | None = None
+
+    @property
+    def entered(self) -> bool:
+        """Whether the agent is entered (serving)."""
+        return self._group is not None
+
+    async def __aenter__(self) -> TemporalAgent:
+        if self._group is not None:
+            raise RuntimeError("this TemporalAgent is entered already; enter it once, where the app starts.")
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> bool | None:
+        group, self._group = self._group, None
+        assert group is not None
+        group.cancel_scope.cancel()  # the watchers stop; the runs go on in the workers
+        return await group.__aexit__(kind, error, traceback)
+
+    def _run(self, run_id: str) -> RunHandle:
+        from ..temporal import get_run
+
+        return get_run(self.client, run_id)
+
+    async def _state(self, run: RunHandle) -> RunState | None:
+        try:
+            return await run.state()
+        except CheckpointError:
+            return None
+
+    async def take(self, turn: Turn, *, by: str | None) -> Follow:
+        """Act on what a request brings, and say what to answer it with (as ``Agent.take``).
+
+        Raises:
+            RequestError: 404 for decisions on a run Temporal does not have; 409 when the run is
+                running and the request brings something new, or a call was decided already;
+                422 when the request cannot start the run.
+        """
+        if self._group is None:
+            raise RuntimeError("the agent is not entered; use `async with agent:` (the apps' lifespan does).")
+        async with self._lock:
+            session = self._sessions.setdefault(turn.run_id, Session(turn.run_id))
+            run = self._run(turn.run_id)
+            state = await self._state(run)
+            decided: frozenset[str] = frozenset()
+            if state is None:
+                if turn.decisions:
+                    raise RequestError(
+                        404, f"there is no run {turn.run_id!r} to decide calls of; start it first."
+                    )
+                if not turn.conversation:
+                    raise RequestError(
+                        404, f"there is no run {turn.run_id!r}; send a user message to start it."
+                    )
+                messages = [{"role": role, "content": text} for role, text in turn.conversation]
+                await self._start(turn.run_id, messages, reuse="refuse")
+                self._seen[turn.run_id] = len(messages)
+            else:
+                went_on = await self._going_on(turn, session, run, state, by)
+                if went_on is None:
+                    return self._following(turn, session)
+                decided = went_on
+            session.start = len(session.log)
+            session.running = True
+            self._group.start_soon(self._watch, session, run, decided)
+        return Follow(session.follow(session.start - 1), None, started=True)
+
+    def _following(self, turn: Turn, session: Session) -> Follow:
+        if session.running:
+            after = session.start - 1 if turn.after is None else turn.after
+            return Follow(session.follow(after), None, started=False)
+        if turn.after is not None and turn.after < len(session.log) - 1:
+            return Follow(session.follow(turn.after), None, started=False)
+        return Follow(None, None, started=False)
+
+    async def _start(self, run_id: str, messages: list[Any], *, reuse: Literal["refuse", "allow"]) -> None:
+        from ..temporal import start_run
+
+        try:
+            await start_run(
+                self.client,
+                run_id=run_id,
+                task_queue=self.task_queue,
+                tools=self.tools,
+                messages=messages,
+                id_reuse=reuse,
+                **self._params,
+            )
+        except CheckpointError as error:  # started meanwhile, by another process
+            raise RequestError(409, str(error)) from error
+        except ToolRunnerError as error:
+            raise RequestError(422, f"the conversation cannot start a run: {error}") from error
+
+    async def _going_on(
+        self, turn: Turn, session: Session, run: RunHandle, state: RunState, by: str | None
+    ) -> frozenset[str] | None:
+        """Decide, or start the next run with the new messages; the calls decided (``None``: nothing new)."""
+        new = [text for role, text in turn.conversation if role == "user"][user_turns(state.messages) :]
+        if not turn.decisions and not new:
+            return None
+        if session.running or state.end_reason is None:
+            raise RequestError(
+                409, f"the run {turn.run_id!r} is running; wait for its end before sending more."
+            )
+        waiting = await run.pending_approvals() if state.phase is Phase.AWAITING else []
+        if new and waiting:
+            raise RequestError(
+                409,
+                f"the run {turn.run_id!r} waits for decisions on {[call.id for call in waiting]!r}; decide them first.",
+            )
+        if turn.run_id not in self._seen:  # loaded in this process: what it has was sent before
+            self._seen[turn.run_id] = len(state.messages) + (1 if waiting else 0)
+        for decision in turn.decisions:
+            await self._decide(run, state, decision, by)
+        if new:
+            history = await self._history(run, state)
+            await self._start(
+                turn.run_id, [*history, *({"role": "user", "content": text} for text in new)], reuse="allow"
+            )
+        return frozenset(decision.call_id for decision in turn.decisions)
+
+    async def _history(self, run: RunHandle, state: RunState) -> list[Any]:
+        """The ended run's whole history (its stubs read back), for the run that goes on from it."""
+        try:
+            return await (await run.result()).messages(self.store)
+        except Exception:  # failed or terminated: the history as its state holds it
+            return await self._resolve(state.messages)
+
+    async def _decide(self, run: RunHandle, state: RunState, decision: Decision, by: str | None) -> None:
+        from temporalio.client import WorkflowUpdateFailedError
+
+        for record in state.decisions:
+            if record.call.id == decision.call_id:
+                who = f" by {record.by!r}" if record.by else ""
+                raise RequestError(409, f"the call {decision.call_id!r} was {record.decision}{who} already.")
+        try:
+            if decision.approved:
+                await run.approve(decision.call_id, input=decision.input, by=by)
+            else:
+                reason = decision.reason or "The person denied the call."
+                await run.deny(decision.call_id, reason, by=by)
+        except WorkflowUpdateFailedError as error:
+            cause = error.cause
+            raise RequestError(409, str(getattr(cause, "message", None) or cause or error)) from error
+        except RunEndedError as error:
+            raise RequestError(409, str(error)) from error
+        except ToolRunnerError as error:  # who decided, or the reason, is refused before it is sent
+            raise RequestError(422, str(error)) from error
+
+    async def view(self, run_id: str) -> RunView | None:
+        """The run as its workflow has it (``None``: Temporal has no run of that name)."""
+        run = self._run(run_id)
+        state = await self._state(run)
+        if state is None:
+            return None
+        messages = await self._messages(state)
+        waiting = tuple(await run.pending_approvals()) if state.phase is Phase.AWAITING else ()
+        denied = frozenset(record.call.id for record in state.decisions if record.decision == "denied")
+        return RunView(messages, waiting, state.end_reason, denied, state.end_reason is None)
+
+    async def _messages(self, state: RunState) -> list[Mapping[str, Any]]:
+        """The state's history, with the reply a pause holds apart, stubs read back."""
+        messages = list(state.messages)
+        if state.phase is Phase.AWAITING and state.reply is not None:
+            held = reply_param(state.reply)
+            if not messages or messages[-1] != held:
+                messages.append(held)
+        return [cast("Mapping[str, Any]", message) for message in await self._resolve(messages)]
+
+    async def _resolve(self, messages: Sequence[Any]) -> list[Any]:
+        from ..temporal._payloads import Payloads
+
+        return await Payloads(self.store).resolve(messages)
+
+    async def _watch(self, session: Session, run: RunHandle, decided: frozenset[str]) -> None:
+        """Follow the run until its loop ends or pauses again, logging what a client is told."""
+        try:
+            while True:
+                state = await run.state()
+                waiting = await run.pending_approvals() if state.phase is Phase.AWAITING else []
+                ended = state.end_reason is not None and not (
+                    state.phase is Phase.AWAITING  # the pause the request decided on, not applied yet
+                    and (not waiting or any(call.id in decided for call in waiting))
+                )
+                self._emit_new(session, state, await self._messages(state))
+                if ended:
+                    for call in waiting:
+                        session.emit(ApprovalWanted(call.id, call.name, call.input))
+                    session.emit(RunFinished(str(state.end_reason), _final_text(await self._messages(state))))
+                    return
+                await self._ended_otherwise(run)
+                await anyio.sleep(self._poll)
+        except Exception as error:  # the run's error goes to the clients
+            session.emit(RunError(str(error) or type(error).__name__, type(error).__name__))
+
+    async def _ended_otherwise(self, run: RunHandle) -> None:
+        """Raise if the workflow is over without its loop's end (failed, terminated, cancelled)."""
+        from temporalio.client import WorkflowExecutionStatus
+
+        status = (await run.workflow.describe()).status
+        if status not in (None, WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.COMPLETED):
+            raise RuntimeError(f"the run's workflow is {status.name.lower()}")
+
+    def _emit_new(self, session: Session, state: RunState, messages: Sequence[Mapping[str, Any]]) -> None:
+        seen = self._seen.get(session.run_id, 0)
+        denied = {record.call.id for record in state.decisions if record.decision == "denied"}
+        for position in range(seen, len(messages)):
+            _emit_message(session, messages[position], position, denied)
+        self._seen[session.run_id] = max(seen, len(messages))
+
+
+def _emit_message(session: Session, message: Mapping[str, Any], position: int, denied: set[str]) -> None:
+    content = message["content"]
+    if isinstance(content, str):
+        return  # a person's message: the client has it
+    blocks = cast("Sequence[Mapping[str, Any]]", content)
+    if message["role"] == "assistant":
+        parent = f"{session.run_id}-m{position}"
+        for index, block in enumerate(blocks):
+            if block.get("type") == "text" and block.get("text"):
+                parent = f"{session.run_id}-m{position}-{index}"
+                session.emit(TextStart(parent))
+                session.emit(TextDelta(parent, str(block["text"])))  # the reply arrives whole
+                session.emit(TextEnd(parent))
+            elif block.get("type") == "tool_use":
+                call_id, name = str(block["id"]), str(block["name"])
+                session.emit(ToolCallStart(call_id, name, parent))
+                session.emit(ToolCallArgs(call_id, input_text(block["input"])))
+                session.emit(ToolCallEnd(call_id, name, block["input"]))
+        return
+    for block in blocks:
+        if block.get("type") == "tool_result" and block["tool_use_id"] not in session.reported:
+            call_id = str(block["tool_use_id"])
+            session.reported.add(call_id)
+            session.emit(
+                ToolResult(
+                    call_id,
+                    result_text(block.get("content", "")),
+                    bool(block.get("is_error", False)),
+                    call_id in denied,
+                )
+            )
+
+
+def _final_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message["role"] == "assistant":
+            content = message["content"]
+            if isinstance(content, str):
+                return content
+            return "".join(
+                str(block.get("text", "")) for block in cast("Sequence[Mapping[str, Any]]", content)
+                if block.get("type") == "text"
+            )  # fmt: skip
+    return ""
