@@ -1,22 +1,27 @@
 """``TemporalAgent``: the AG-UI and AI SDK endpoints driving workflow runs on Temporal's
 time-skipping test server, a worker in this process on the fake Messages API: a conversation with
 a tool and an approval, the decision taken in the workflow with who decided, reconnects, and a
-second decider told who was first."""
+second decider told who was first; and the official AG-UI client (``HttpAgent``) through the same
+conversation against the app on uvicorn."""
 
 from __future__ import annotations
 
 import gc
 import itertools
 import json
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import httpx2
 import pytest
+import uvicorn
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from tests.support.web_server import MODEL, conversation, look, pay
+from tests.support.web_server import MODEL, ROOT, conversation, look, pay, run_node
 from toolrunner.temporal import MemoryPayloadStore, create_worker, get_run, start_test_environment
 from toolrunner.web import TemporalAgent, agui_app, ui_message_stream_app
 
@@ -167,3 +172,39 @@ async def test_the_ai_sdk_stream_runs_a_conversation_with_an_approval_on_a_workf
     assert [chunk["delta"] for chunk in second if chunk["type"] == "text-delta"] == ["Ada is paid."]
     assert second[-1] == {"type": "finish", "finishReason": "stop"}
     assert [(record.decision, record.by) for record in state.decisions] == [("approved", "ann")]
+
+
+async def test_httpagent_runs_a_conversation_with_an_approval_on_a_workflow(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """The official AG-UI client (``tests/web/agui_client.mjs``: ``@ag-ui/client``'s ``HttpAgent``,
+    every event parsed and checked by it) against ``agui_app(TemporalAgent(...))`` on uvicorn, in
+    this loop with the worker: the conversation pauses on an interrupt, the approval goes through
+    ``resume`` to the workflow, with who decided, and the run ends."""
+    worker, agent = serving(temporal_env)
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listening.bind(("127.0.0.1", 0))
+    port = listening.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(agui_app(agent), log_level="warning", lifespan="on"))
+    script = ROOT / "tests" / "web" / "agui_client.mjs"
+    async with worker, anyio.create_task_group() as group:
+        group.start_soon(server.serve, [listening])
+        for _ in range(1000):  # a bound, not a measurement: the server says when it listens
+            if server.started:
+                break
+            await anyio.sleep(0.01)
+        assert server.started, "uvicorn did not start"
+        try:  # node in a thread: this loop serves its requests meanwhile
+            output = await anyio.to_thread.run_sync(run_node, script, f"http://127.0.0.1:{port}/")
+        finally:
+            server.should_exit = True
+        state = await get_run(temporal_env.client, "node-thread").state()  # the worker answers it
+    listening.close()
+    seen = json.loads(output.strip().splitlines()[-1])["seen"]
+    assert seen.count("RUN_STARTED") == 2
+    assert seen[-1] == "RUN_FINISHED"
+    assert {"TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS", "TOOL_CALL_RESULT"} <= set(seen)
+    assert [(record.call.id, record.decision, record.by) for record in state.decisions] == [
+        ("pay-1", "approved", "node")
+    ]
+    assert state.end_reason == "model"
