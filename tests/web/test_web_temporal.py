@@ -187,17 +187,19 @@ async def test_httpagent_runs_a_conversation_with_an_approval_on_a_workflow(
     port = listening.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(agui_app(agent), log_level="warning", lifespan="on"))
     script = ROOT / "tests" / "web" / "agui_client.mjs"
-    async with worker, anyio.create_task_group() as group:
-        group.start_soon(server.serve, [listening])
-        for _ in range(1000):  # a bound, not a measurement: the server says when it listens
-            if server.started:
-                break
-            await anyio.sleep(0.01)
-        assert server.started, "uvicorn did not start"
-        try:  # node in a thread: this loop serves its requests meanwhile
-            output = await anyio.to_thread.run_sync(run_node, script, f"http://127.0.0.1:{port}/")
-        finally:
-            server.should_exit = True
+    output = ""
+    async with worker:
+        async with anyio.create_task_group() as group:
+            group.start_soon(server.serve, [listening])
+            for _ in range(1000):  # a bound, not a measurement: the server says when it listens
+                if server.started:
+                    break
+                await anyio.sleep(0.01)
+            assert server.started, "uvicorn did not start"
+            try:  # node in a thread: this loop serves its requests meanwhile
+                output = await anyio.to_thread.run_sync(run_node, script, f"http://127.0.0.1:{port}/")
+            finally:
+                server.should_exit = True
         state = await get_run(temporal_env.client, "node-thread").state()  # the worker answers it
     listening.close()
     seen = json.loads(output.strip().splitlines()[-1])["seen"]
