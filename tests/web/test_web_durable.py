@@ -156,3 +156,27 @@ def test_a_client_that_disconnects_mid_stream_loses_nothing_on_sqlite(tmp_path: 
         anyio.run(lambda: assert_ended_with(reopened, "t1", by="ann"))
     finally:
         reopened.close()
+
+
+async def test_a_run_cut_off_mid_run_goes_on_at_the_next_request(tmp_path: Path) -> None:
+    """A server that stopped while a run ran (no pause): its store has the run as running. The next
+    request for the conversation, bringing nothing new, takes it up where it was saved, rather than
+    telling the client it ended."""
+    from tests.support.web_server import MODEL, look, pay
+    from toolrunner import ToolRunner
+
+    fake = conversation()
+    store = SQLiteCheckpointer(tmp_path / "runs.db")
+    cut = ToolRunner(
+        fake.async_client(), model=MODEL, max_tokens=256, messages=[{"role": "user", "content": "Pay Ada 3."}],
+        tools=[look, pay], checkpointer=store, run_id="t1",
+    )  # fmt: skip
+    async for _ in cut:
+        break  # the process stops with the first reply saved: look-1 asked for, not run
+    assert (await store.get_run("t1")).status.value == "running"  # type: ignore[union-attr]
+    after = make_agent(fake, SQLiteCheckpointer(tmp_path / "runs.db"))
+    async with after, http(agui_app(after)) as client:
+        going = events((await client.post("/", json=body("r2", messages=ASK))).text)
+    assert [event["content"] for event in going if event["type"] == "TOOL_CALL_RESULT"] == ["Ada: account 7"]
+    assert [interrupt["id"] for interrupt in going[-1]["outcome"]["interrupts"]] == ["pay-1"]
+    store.close()

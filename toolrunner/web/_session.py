@@ -33,6 +33,7 @@ from .._core.messages import reply_param
 from .._core.types import ToolCall
 from .._runner.runner import ToolRunner
 from .._stores.protocol import RunStore
+from .._stores.runs import RunStatus
 from ._events import (
     ApprovalWanted,
     Entry,
@@ -248,7 +249,8 @@ class Agent:
                     )
                 runner = self._new_runner(turn, session)
             else:
-                runner = await self._going_on(turn, session, summary.waiting, by)
+                stopped = summary.status in (RunStatus.RUNNING, RunStatus.READY) and not session.running
+                runner = await self._going_on(turn, session, summary.waiting, by, stopped=stopped)
             if runner is None:
                 return self._following(turn, session)
             session.start = len(session.log)
@@ -303,13 +305,17 @@ class Agent:
         session: Session,
         waiting: tuple[ToolCall, ...],
         by: str | None,
+        *,
+        stopped: bool = False,
     ) -> ToolRunner[Any] | None:
-        """Decide and append what the request brings; the runner that goes on (``None``: nothing new)."""
+        """Decide and append what the request brings; the runner that goes on (``None``: nothing new,
+        and the run is not ``stopped``: one the store has as running or ready that this process
+        does not drive, cut off by a restart or decided elsewhere, which goes on)."""
         loaded = await self.store.load(turn.run_id)
         assert loaded is not None
         history = list(loaded.state.messages)
         new = [text for role, text in turn.conversation if role == "user"][user_turns(history) :]
-        if not turn.decisions and not new:
+        if not turn.decisions and not new and not stopped:
             return None
         if session.running:
             raise RequestError(
