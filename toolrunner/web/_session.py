@@ -22,7 +22,7 @@ import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
 import anyio
 import anyio.abc
@@ -59,6 +59,7 @@ __all__ = [
     "Follow",
     "RequestError",
     "RunView",
+    "Serving",
     "Session",
     "Turn",
     "user_turns",
@@ -159,7 +160,53 @@ class Session:
             await self.changed.wait()
 
 
-class Agent:
+class Serving:
+    """What ``Agent`` and ``TemporalAgent`` share: the request params of new runs, checked, and the
+    task group the agent's work runs in, entered with the agent (``async with agent:``)."""
+
+    _group: anyio.abc.TaskGroup | None = None
+
+    @staticmethod
+    def request_params(
+        model: str,
+        max_tokens: int,
+        system: str | None,
+        options: Mapping[str, Any] | None,
+        reserved: frozenset[str],
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The params of new runs, and the options as given (the ``reserved`` ones refused)."""
+        given = dict(options or {})
+        if clash := sorted(reserved & given.keys()):
+            raise ValueError(f"the agent sets {clash!r} itself; leave them out of options=.")
+        params: dict[str, Any] = {"model": model, "max_tokens": max_tokens, **given}
+        if system is not None:
+            params["system"] = system
+        return params, given
+
+    @property
+    def entered(self) -> bool:
+        """Whether the agent is entered (serving)."""
+        return self._group is not None
+
+    async def __aenter__(self) -> Self:
+        if self._group is not None:
+            raise RuntimeError(
+                f"this {type(self).__name__} is entered already; enter it once, where the app starts."
+            )
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> bool | None:
+        group, self._group = self._group, None
+        assert group is not None
+        group.cancel_scope.cancel()  # what runs in the group stops; the runs' last saves stand
+        return await group.__aexit__(kind, error, traceback)
+
+
+class Agent(Serving):
     """What the web endpoints serve: the runs of one agent, kept in a store, one per conversation.
 
     Enter it (``async with agent:``) for as long as it serves: the runs go on in its task group,
@@ -190,39 +237,12 @@ class Agent:
         system: str | None = None,
         options: Mapping[str, Any] | None = None,
     ) -> None:
-        given = dict(options or {})
-        if clash := sorted(NOT_OPTIONS & given.keys()):
-            raise ValueError(f"the agent sets {clash!r} itself; leave them out of options=.")
+        self._params, self._options = self.request_params(model, max_tokens, system, options, NOT_OPTIONS)
         self.client = client
         self.store = store
         self.tools = list(tools)
-        self._params: dict[str, Any] = {"model": model, "max_tokens": max_tokens, **given}
-        if system is not None:
-            self._params["system"] = system
-        self._options = given
         self._sessions: dict[str, Session] = {}
         self._lock = anyio.Lock()
-        self._group: anyio.abc.TaskGroup | None = None
-
-    @property
-    def entered(self) -> bool:
-        """Whether the agent is entered (serving)."""
-        return self._group is not None
-
-    async def __aenter__(self) -> Agent:
-        if self._group is not None:
-            raise RuntimeError("this Agent is entered already; enter it once, where the app starts.")
-        self._group = anyio.create_task_group()
-        await self._group.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
-    ) -> bool | None:
-        group, self._group = self._group, None
-        assert group is not None
-        group.cancel_scope.cancel()  # the runs in flight stop; their last saves stand
-        return await group.__aexit__(kind, error, traceback)
 
     async def take(self, turn: Turn, *, by: str | None) -> Follow:
         """Act on what a request brings, and say what to answer it with.

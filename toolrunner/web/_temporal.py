@@ -17,11 +17,9 @@ encode its events unchanged; what differs is where a run goes on and where its e
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
-import anyio.abc
 
 from .._core.errors import CheckpointError, RunEndedError, ToolRunnerError
 from .._core.messages import reply_param
@@ -44,6 +42,7 @@ from ._session import (
     Follow,
     RequestError,
     RunView,
+    Serving,
     Session,
     Turn,
     input_text,
@@ -59,7 +58,7 @@ if TYPE_CHECKING:
 __all__ = ["TemporalAgent"]
 
 
-class TemporalAgent:
+class TemporalAgent(Serving):
     """What the web endpoints serve, on Temporal: one workflow run per conversation (its workflow
     id is the thread or chat id), run by the workers of ``task_queue`` (``create_worker``).
 
@@ -92,42 +91,18 @@ class TemporalAgent:
         options: Mapping[str, Any] | None = None,
         poll_interval: float = 0.05,
     ) -> None:
-        given = dict(options or {})
-        if clash := sorted((NOT_OPTIONS | {"task_queue", "id_reuse"}) & given.keys()):
-            raise ValueError(f"the agent sets {clash!r} itself; leave them out of options=.")
+        self._params, _ = self.request_params(
+            model, max_tokens, system, options, NOT_OPTIONS | {"task_queue", "id_reuse"}
+        )
         self.client = client
         self.task_queue = task_queue
         self.store = store
         self.tools = list(tools)
-        self._params: dict[str, Any] = {"model": model, "max_tokens": max_tokens, **given}
-        if system is not None:
-            self._params["system"] = system
         self._poll = poll_interval
         self._sessions: dict[str, Session] = {}
         self._seen: dict[str, int] = {}
         """How many of each run's messages the clients were told of (a paused reply counts)."""
         self._lock = anyio.Lock()
-        self._group: anyio.abc.TaskGroup | None = None
-
-    @property
-    def entered(self) -> bool:
-        """Whether the agent is entered (serving)."""
-        return self._group is not None
-
-    async def __aenter__(self) -> TemporalAgent:
-        if self._group is not None:
-            raise RuntimeError("this TemporalAgent is entered already; enter it once, where the app starts.")
-        self._group = anyio.create_task_group()
-        await self._group.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
-    ) -> bool | None:
-        group, self._group = self._group, None
-        assert group is not None
-        group.cancel_scope.cancel()  # the watchers stop; the runs go on in the workers
-        return await group.__aexit__(kind, error, traceback)
 
     def _run(self, run_id: str) -> RunHandle:
         from ..temporal import get_run
