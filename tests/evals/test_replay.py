@@ -691,3 +691,31 @@ def _ready() -> Any:
     from toolrunner import Phase
 
     return Phase.READY
+
+
+async def test_runs_exported_with_runs_show_json_are_read_back_and_replayed(tmp_path: Path) -> None:
+    import json
+
+    from toolrunner import ParamsError
+    from toolrunner.evals import read_runs
+
+    first = await record(MemoryCheckpointer(), "e1", weather_then_email())
+    second = await record(
+        MemoryCheckpointer(), "e2", weather_then_email(city="Rome"), "Weather in Rome? Tell Bob."
+    )
+    lines = tmp_path / "runs.jsonl"
+    lines.write_text(
+        "\n".join(json.dumps({"summary": {}, "state": state.to_dict()}) for state in (first, second))
+    )
+    states = read_runs(lines)
+    assert [state.run_id for state in states] == ["e1", "e2"]
+    report = await replay_runs(
+        FakeMessagesAPI(responder=_echo_record).async_client(),
+        Replay(name="v2", tools=FORBIDDEN),
+        runs=states,
+    )
+    assert [run.status for run in report.runs] == ["replayed", "replayed"]
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(json.dumps(first.to_dict()) + "\nnot json\n")
+    with pytest.raises(ParamsError, match="line 2 is not JSON"):
+        read_runs(broken)

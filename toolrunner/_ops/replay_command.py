@@ -14,24 +14,32 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import json
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import TextIO, cast
+from typing import TextIO
 
 import anthropic
 import anyio
 
-from .._core.errors import ParamsError, StateError, message_of
+from .._core.errors import ParamsError, message_of
 from .._core.ids import check_run_id
 from .._core.state import RunState
 from .._runner.options import dollars
 from .._stores.open import open_store, store_path
 from .._stores.protocol import RunStore
-from ..evals import Replay, ReplayReport, RunReplay, batch_prices, estimate_cost, replay_runs, select_runs
+from ..evals import (
+    Replay,
+    ReplayReport,
+    RunReplay,
+    batch_prices,
+    estimate_cost,
+    read_runs,
+    replay_runs,
+    select_runs,
+)
 from .app_loader import Wanted, load_object
 from .command_context import not_found, parse_time
 from .exits import Exit, ExitCode
@@ -360,80 +368,15 @@ def _report(command: _Command, report: ReplayReport) -> None:
 
 # -- the export file -----------------------------------------------------------------------------------
 
-_EXPECTED = (
-    'expected a run as `toolrunner runs show --json RUN` prints it (an object with its "summary" and '
-    '"state"), or a run\'s state'
-)
-
 
 def read_export(path: str) -> list[RunState]:
-    """The runs of an export file: one JSON object as ``runs show --json`` prints it, a JSON list of
-    those, or JSON Lines of them; bare states are read too.
+    """``read_runs(path)``, its mistakes ``Exit(USAGE)`` naming the option.
 
     Raises:
         Exit: ``USAGE``: the file cannot be read, or it holds something else (the message says
             which line or entry, and what was expected).
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        why = error.strerror if isinstance(error, OSError) else "it is not UTF-8 text"
-        raise Exit(ExitCode.USAGE, f"cannot read --from-file {path!r} ({why}).") from None
-    entries = _entries(path, text)
-    states = [_state(path, where, entry) for where, entry in entries]
-    if not states:
-        raise Exit(ExitCode.USAGE, f"--from-file {path!r} holds no run; {_EXPECTED}.")
-    return states
-
-
-def _entries(path: str, text: str) -> list[tuple[str, object]]:
-    """Each entry of the file, with where it is (for the messages)."""
-    try:
-        data: object = json.loads(text)
-    except ValueError as whole:
-        lines = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
-        if not lines:
-            raise Exit(ExitCode.USAGE, f"--from-file {path!r} is empty; {_EXPECTED}.") from None
-        entries: list[tuple[str, object]] = []
-        for index, (number, line) in enumerate(lines):
-            try:
-                entries.append((f"line {number}", json.loads(line)))
-            except ValueError as error:
-                if index == 0:  # not JSON Lines either: the JSON document's own error
-                    raise Exit(
-                        ExitCode.USAGE, f"--from-file {path!r} is not JSON: {whole}; {_EXPECTED}."
-                    ) from None
-                raise Exit(
-                    ExitCode.USAGE, f"--from-file {path!r}: line {number} is not JSON ({error}); {_EXPECTED}."
-                ) from None
-        return entries
-    if isinstance(data, list):
-        items = cast("list[object]", data)
-        return [(f"entry {index} of the list", entry) for index, entry in enumerate(items)]
-    return [("the object", data)]
-
-
-def _state(path: str, where: str, entry: object) -> RunState:
-    if not isinstance(entry, dict):
-        raise Exit(ExitCode.USAGE, f"--from-file {path!r}: {where} is {_kind(entry)}; {_EXPECTED}.")
-    fields = cast("dict[str, object]", entry)
-    data = fields["state"] if "state" in fields and "summary" in fields else fields
-    try:
-        state = RunState.from_dict(data)
-    except StateError as error:
-        raise Exit(ExitCode.USAGE, f"--from-file {path!r}: {where}: {message_of(error)}") from None
-    if state.run_id is None:
-        raise Exit(
-            ExitCode.USAGE,
-            f"--from-file {path!r}: {where} has no run_id; a replay is saved under its record's id, as an "
-            "exported run has it.",
-        )
-    return state
-
-
-_KINDS: dict[type, str] = {list: "list", str: "string", type(None): "null", bool: "boolean", float: "number"}
-
-
-def _kind(value: object) -> str:
-    name = _KINDS.get(type(value), type(value).__name__)
-    return name if name == "null" else f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+        return read_runs(path)
+    except ParamsError as error:
+        raise Exit(ExitCode.USAGE, f"--from-file {path!r}: {error}") from None

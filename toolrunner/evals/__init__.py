@@ -3,7 +3,8 @@ compare and score what the replays do against the record: evaluations from what 
 with nothing a recorded run did done again (see docs/evals.md).
 
 Modules: ``_replay`` (``replay_runs``: the replays run, resumed, budgeted and reported),
-``_replay_tools`` (the tools a replay offers: answered from the journal), ``_trajectory`` (a run
+``_replay_tools`` (the tools a replay offers: answered from the journal), ``_export`` (runs read
+from an export file), ``_trajectory`` (a run
 read as turns and calls), ``_journal`` (which recorded call answers a replay's call), ``_compare``
 (where a replay differs from its record), ``_results`` (the report as data), ``_scorers``
 (scorers: how one runs, and the built-in ones), ``_report`` (the report as a terminal table and as
@@ -20,6 +21,7 @@ from ._batch import (
     batch_prices as batch_prices,
 )
 from ._compare import compare as compare
+from ._export import read_runs as read_runs
 from ._journal import (
     Journal as Journal,
     Match as Match,
@@ -90,6 +92,7 @@ __all__ = [
     "model_graded",
     "normalize_input",
     "output_fields",
+    "read_runs",
     "render_html",
     "render_table",
     "replay_runs",
