@@ -3,7 +3,8 @@
 ``HYPOTHESIS_PROFILE`` picks one: ``ci`` (the default: 400 examples per property, so that
 ``.ci/run``, which runs the suite twice, stays within its time on two cores), ``thorough`` (5,000,
 opt-in), or ``dev`` (50, for a quick local run). The settings are applied to the
-reliability properties only, so other property tests keep Hypothesis's defaults.
+reliability properties only, so other property tests keep Hypothesis's defaults but its deadline,
+which no test of the suite has (tests/conftest.py loads the ``suite`` profile).
 """
 
 from __future__ import annotations
