@@ -100,6 +100,20 @@ async def record_one(
     return store
 
 
+async def record_cities(path: Path, count: int) -> SQLiteCheckpointer:
+    """A SQLite store of ``count`` runs, ``r0``, ``r1``, ...: each asks the weather in ``City{n}``
+    (``_echo_record`` answers a replay of any of them)."""
+    store = SQLiteCheckpointer(path)
+    for number in range(count):
+        await record(
+            store,
+            f"r{number}",
+            weather_then_email(city=f"City{number}"),
+            f"Weather in City{number}? Tell Bob.",
+        )
+    return store
+
+
 def weather_then_email(city: str = "Paris", to: str = "bob") -> list[Any]:
     return [
         tool_reply(tool_call("get_weather", {"city": city})),
@@ -262,14 +276,7 @@ async def test_replaying_from_a_later_turn_keeps_the_record_before_it() -> None:
 
 
 async def test_replays_are_saved_and_a_second_call_reads_them_back_without_a_request(tmp_path: Path) -> None:
-    store = SQLiteCheckpointer(tmp_path / "runs.db")
-    for number in range(3):
-        await record(
-            store,
-            f"r{number}",
-            weather_then_email(city=f"City{number}"),
-            f"Weather in City{number}? Tell Bob.",
-        )
+    store = await record_cities(tmp_path / "runs.db", 3)
     into = SQLiteCheckpointer(tmp_path / "evals.db")
     fake = FakeMessagesAPI(responder=_echo_record)
     first = await replay_runs(fake.async_client(), Replay(name="v2", tools=FORBIDDEN), store=store, into=into)
@@ -285,14 +292,7 @@ async def test_replays_are_saved_and_a_second_call_reads_them_back_without_a_req
 async def test_the_budget_stops_the_replays_and_a_larger_one_goes_on_where_they_stopped(
     tmp_path: Path,
 ) -> None:
-    store = SQLiteCheckpointer(tmp_path / "runs.db")
-    for number in range(4):
-        await record(
-            store,
-            f"r{number}",
-            weather_then_email(city=f"City{number}"),
-            f"Weather in City{number}? Tell Bob.",
-        )
+    store = await record_cities(tmp_path / "runs.db", 4)
     into = SQLiteCheckpointer(tmp_path / "evals.db")
     fake = FakeMessagesAPI(responder=_echo_record)
     replay = Replay(name="v2", tools=FORBIDDEN)
@@ -475,14 +475,7 @@ async def test_typed_answers_are_compared_as_data() -> None:
 async def test_the_batch_path_sends_one_batch_per_turn_for_many_replays_at_batch_rates(
     tmp_path: Path,
 ) -> None:
-    store = SQLiteCheckpointer(tmp_path / "runs.db")
-    for number in range(5):
-        await record(
-            store,
-            f"r{number}",
-            weather_then_email(city=f"City{number}"),
-            f"Weather in City{number}? Tell Bob.",
-        )
+    store = await record_cities(tmp_path / "runs.db", 5)
     listed = await replay_runs(
         FakeMessagesAPI(responder=_echo_record).async_client(),
         Replay(name="listed", tools=FORBIDDEN),
@@ -650,14 +643,7 @@ async def test_a_call_to_a_tool_the_replay_does_not_offer_is_marked() -> None:
 
 
 async def test_a_replay_the_budget_stopped_keeps_its_cost_when_read_back(tmp_path: Path) -> None:
-    store = SQLiteCheckpointer(tmp_path / "runs.db")
-    for number in range(2):
-        await record(
-            store,
-            f"r{number}",
-            weather_then_email(city=f"City{number}"),
-            f"Weather in City{number}? Tell Bob.",
-        )
+    store = await record_cities(tmp_path / "runs.db", 2)
     into = SQLiteCheckpointer(tmp_path / "evals.db")
     fake = FakeMessagesAPI(responder=_echo_record)
     replay = Replay(name="v2", tools=FORBIDDEN)

@@ -183,6 +183,18 @@ class Serving:
             params["system"] = system
         return params, given
 
+    @staticmethod
+    def following(turn: Turn, session: Session) -> Follow:
+        """What a request that brings nothing new is answered with. Running: the request's part so
+        far, then live. Not running: the events after those the client says it has, if this
+        process logged any; else nothing (the run as the store has it)."""
+        if session.running:
+            after = session.start - 1 if turn.after is None else turn.after
+            return Follow(session.follow(after), None, started=False)
+        if turn.after is not None and turn.after < len(session.log) - 1:
+            return Follow(session.follow(turn.after), None, started=False)
+        return Follow(None, None, started=False)
+
     @property
     def entered(self) -> bool:
         """Whether the agent is entered (serving)."""
@@ -272,21 +284,11 @@ class Agent(Serving):
                 stopped = summary.status in (RunStatus.RUNNING, RunStatus.READY) and not session.running
                 runner = await self._going_on(turn, session, summary.waiting, by, stopped=stopped)
             if runner is None:
-                return self._following(turn, session)
+                return self.following(turn, session)
             session.start = len(session.log)
             session.running = True
             self._group.start_soon(self._drive, session, runner)
         return Follow(session.follow(session.start - 1), None, started=True)
-
-    def _following(self, turn: Turn, session: Session) -> Follow:
-        # Running: the request's part so far, then live. Not running: the events after those the
-        # client says it has, if this process logged any; else the run as the store has it.
-        if session.running:
-            after = session.start - 1 if turn.after is None else turn.after
-            return Follow(session.follow(after), None, started=False)
-        if turn.after is not None and turn.after < len(session.log) - 1:
-            return Follow(session.follow(turn.after), None, started=False)
-        return Follow(None, None, started=False)
 
     async def view(self, run_id: str) -> RunView | None:
         """The run as the store has it (``None``: there is none)."""

@@ -145,20 +145,12 @@ class TemporalAgent(Serving):
             else:
                 went_on = await self._going_on(turn, session, run, state, by)
                 if went_on is None:
-                    return self._following(turn, session)
+                    return self.following(turn, session)
                 decided = went_on
             session.start = len(session.log)
             session.running = True
             self._group.start_soon(self._watch, session, run, decided)
         return Follow(session.follow(session.start - 1), None, started=True)
-
-    def _following(self, turn: Turn, session: Session) -> Follow:
-        if session.running:
-            after = session.start - 1 if turn.after is None else turn.after
-            return Follow(session.follow(after), None, started=False)
-        if turn.after is not None and turn.after < len(session.log) - 1:
-            return Follow(session.follow(turn.after), None, started=False)
-        return Follow(None, None, started=False)
 
     async def _start(self, run_id: str, messages: list[Any], *, reuse: Literal["refuse", "allow"]) -> None:
         from ..temporal import start_run
