@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, cast
 
+import pytest
 from hypothesis import given, strategies as st
 
 from toolrunner import ToolCall
@@ -81,6 +82,13 @@ def test_the_documented_normalisation() -> None:
     def without_time(name: str, value: object) -> object:
         assert isinstance(value, dict)
         return {"q": cast("dict[str, object]", value)["q"]}
+
+    class Same:
+        def __str__(self) -> str:
+            return "x"
+
+    with pytest.raises(TypeError, match="must be a JSON value"):  # not keyed by its str, as "x" is
+        call_key("t", {"q": "x"}, lambda name, value: {"q": Same()})
 
     custom = Journal([Call("1", "t", {"at": "10:00", "q": "x"}, result="r")], normalize=without_time)
     assert custom.recorded(custom.key("t", {"at": "11:30", "q": "x"}), 0) is not None

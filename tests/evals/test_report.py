@@ -214,6 +214,25 @@ def test_a_scorer_s_long_name_is_shortened_in_the_header() -> None:
     assert header[-1].endswith("…")
 
 
+@pytest.mark.parametrize("width", [0, 19, -5, 1.5, True, "80"])
+def test_a_width_the_table_cannot_fit_is_refused(width: object) -> None:
+    with pytest.raises(ValueError, match="at least 20"):
+        render_table(report(), width=width)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+
+
+def test_control_characters_in_names_and_errors_are_shown_as_escapes() -> None:
+    name = "graded\x1b[2J\nby model"
+    run = RunReplay(
+        "r", "e.r", "replayed", RECORDED, SAME, compare(RECORDED, SAME), {name: Score(0.5, passed=True)}
+    )
+    failed = RunReplay("f", "e.f", "failed", RECORDED, error="ToolError: \x1b]0;owned\x07 \x9b31m")
+    table = render_table(ReplayReport("e", (run, failed)), width=300)
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", table)  # only the table's own line breaks
+    assert len(table.splitlines()) == 7  # header, rule, two rows, blank, totals, the one error
+    assert "graded\\x1b[2J\\nby model" in table
+    assert "ToolError: \\x1b]0;owned\\x07 \\x9b31m" in table
+
+
 def test_the_report_s_methods_render_it() -> None:
     assert report().table(width=120) == render_table(report(), width=120)
     assert report().html() == render_html(report())

@@ -52,7 +52,18 @@ def _normal(value: object) -> object:
 def call_key(name: str, input: object, normalize: Normalize | None = None) -> str:
     """The key a call is matched by: its tool's name and its normalised input, as canonical JSON."""
     normal = (normalize or normalize_input)(name, input)
-    return json.dumps([name, normal], sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return json.dumps(
+        [name, normal], sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_not_json
+    )
+
+
+def _not_json(value: object) -> object:
+    """``json.dumps``'s ``default``: a value JSON has no form for is no key (two such values with
+    the same ``str`` are not the same call)."""
+    raise TypeError(
+        f"a call's normalised input must be a JSON value (dict, list, str, int, float, bool, None), not "
+        f"{type(value).__name__!r}: make Replay(normalize=...) return one."
+    )
 
 
 @dataclass(frozen=True, slots=True)

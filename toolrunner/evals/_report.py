@@ -10,6 +10,7 @@ only, under a Content-Security-Policy that forbids the rest), and escapes everyt
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Sequence
 from decimal import Decimal
@@ -102,12 +103,18 @@ def render_table(report: ReplayReport, *, width: int | None = None) -> str:
     record, and each scorer's value with pass or fail), then the totals (runs by status, the
     recorded and the replays' cost, the estimate, each scorer's mean, and "stopped by budget" when
     the budget stopped it), then the error of each run that has one. ``width``: the columns it
-    fits in (default: the terminal's, else 100); past that it shortens ids and scorers' names."""
+    fits in (default: the terminal's, else 100; at least ``MIN_WIDTH``); past that it shortens ids
+    and scorers' names. Control characters in a cell (a scorer's name, an error) are shown as
+    escapes."""
     if width is None:
-        width = shutil.get_terminal_size((100, 24)).columns
+        width = max(MIN_WIDTH, shutil.get_terminal_size((100, 24)).columns)
+    if isinstance(width, bool) or not isinstance(width, int) or width < MIN_WIDTH:
+        raise ValueError(
+            f"width= is the columns the table fits in: an int of at least {MIN_WIDTH}, not {width!r}."
+        )
     scorers = _scorer_names(report)
-    headers = [*_HEADERS, *scorers]
-    rows = [_cells(run, scorers) for run in report.runs]
+    headers = [*_HEADERS, *map(_visible, scorers)]
+    rows = [[_visible(cell) for cell in _cells(run, scorers)] for run in report.runs]
     widths = [
         max([len(header), *(len(row[column]) for row in rows)]) for column, header in enumerate(headers)
     ]
@@ -134,11 +141,25 @@ def render_table(report: ReplayReport, *, width: int | None = None) -> str:
 
     lines = [line(headers), "  ".join("-" * size for size in widths), *(line(row) for row in rows)]
     lines.append("")
-    lines.extend(_wrap(_totals(report), width, first="totals: "))
+    lines.extend(_wrap([_visible(phrase) for phrase in _totals(report)], width, first="totals: "))
     for run in report.runs:
         if run.error is not None:
-            lines.append(_shorten(f"{run.source_id} ({run.status}): {' '.join(run.error.split())}", width))
+            error = _visible(" ".join(run.error.split()))
+            lines.append(_shorten(f"{_visible(run.source_id)} ({run.status}): {error}", width))
     return "\n".join(lines) + "\n"
+
+
+MIN_WIDTH = 20
+"""The fewest columns a table fits in: a run id, its status and the ellipses."""
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _visible(text: str) -> str:
+    """``text`` with its control characters (an escape sequence of a terminal, a line break) shown
+    as Python escapes, so that a cell is one line and cannot drive the terminal: scorers' names and
+    errors are anyone's text."""
+    return _CONTROL.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _shorten(text: str, size: int, *, middle: bool = False) -> str:
