@@ -88,8 +88,8 @@ class OnAgent:
 
 class OnTemporal:
     """A ``TemporalAgent`` and its worker, in the loop of ``portal`` with the test server ``env``;
-    each worker runs until ``workers`` closes (the module's end), so that a run's state can be
-    queried after its app stopped."""
+    each worker runs until ``workers`` closes (``on_temporal``'s end), so that a run's state can
+    be queried after its app stopped."""
 
     via: DecisionSource = "runner"  # the workflow takes the decision (an update), as a runner does
 
