@@ -16,7 +16,7 @@ from __future__ import annotations
 import gc
 import itertools
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Generator
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager, contextmanager
 from typing import Any, Protocol
 
@@ -73,7 +73,7 @@ class OnAgent:
         self._agent: Agent | None = None
 
     @contextmanager
-    def served(self, app_of: AppOf, fake: FakeMessagesAPI) -> Iterator[str]:
+    def served(self, app_of: AppOf, fake: FakeMessagesAPI) -> Generator[str]:
         self._agent = make_agent(fake, MemoryCheckpointer())
         with served(app_of(self._agent)) as url:
             yield url
@@ -99,12 +99,12 @@ class OnTemporal:
         self.workers = workers
 
     @contextmanager
-    def served(self, app_of: AppOf, fake: FakeMessagesAPI) -> Iterator[str]:
+    def served(self, app_of: AppOf, fake: FakeMessagesAPI) -> Generator[str]:
         with self.portal.wrap_async_context_manager(self._served(app_of, fake)) as url:
             yield url
 
     @asynccontextmanager
-    async def _served(self, app_of: AppOf, fake: FakeMessagesAPI) -> AsyncIterator[str]:
+    async def _served(self, app_of: AppOf, fake: FakeMessagesAPI) -> AsyncGenerator[str]:
         worker, agent = serving(self.env, fake)
         await self.workers.enter_async_context(worker)
         async with on_uvicorn(app_of(agent)) as url:
@@ -115,7 +115,7 @@ class OnTemporal:
 
 
 @contextmanager
-def on_temporal() -> Iterator[OnTemporal]:
+def on_temporal() -> Generator[OnTemporal]:
     """``OnTemporal`` on a test server of its own, in a loop in a thread of its own, shut down at the end."""
     with (
         start_blocking_portal("asyncio") as portal,
@@ -126,7 +126,7 @@ def on_temporal() -> Iterator[OnTemporal]:
 
 
 @asynccontextmanager
-async def time_skipping() -> AsyncIterator[WorkflowEnvironment]:
+async def time_skipping() -> AsyncGenerator[WorkflowEnvironment]:
     """Temporal's time-skipping test server (``start_test_environment``), shut down at the end."""
     env = await start_test_environment()
     try:
@@ -158,7 +158,7 @@ def serving(env: WorkflowEnvironment, fake: FakeMessagesAPI | None = None) -> tu
 
 
 @asynccontextmanager
-async def on_uvicorn(app: Any) -> AsyncIterator[str]:
+async def on_uvicorn(app: Any) -> AsyncGenerator[str]:
     """``app`` on uvicorn in this loop, on a free port of 127.0.0.1 (its lifespan run); its URL."""
     listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listening.bind(("127.0.0.1", 0))
