@@ -1,5 +1,5 @@
 // @ag-ui/client's HttpAgent against toolrunner.web.agui_app (tests/web/test_agui_node.py starts it over
-// an Agent, tests/web/test_web_temporal.py over a TemporalAgent and a worker):
+// an Agent, and over a TemporalAgent and a worker: the backend fixture of tests/web/conftest.py):
 // a conversation with a tool, then a call that waits, approved through an interrupt's resume entry.
 // Every event must parse (the client verifies each against the protocol) and the end state be right.
 import assert from "node:assert/strict";

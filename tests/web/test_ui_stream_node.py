@@ -1,17 +1,16 @@
 """The AI SDK's UI message stream against the installed ``ai`` package (package.json pins it;
 ``npm ci`` installs it): the part types ``PARTS`` names are those of its ``UIMessageChunk`` type,
 every part the encoder makes parses with its schema, and its own reader (``readUIMessageStream``)
-folds a conversation with a tool and an approval into the right message."""
+folds a conversation with a tool and an approval into the right message, over each agent
+(``backend``: an ``Agent`` on a store, a ``TemporalAgent`` on Temporal's test server)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-import anyio
-
-from tests.support.web_server import ROOT, chunk_types, conversation, make_agent, run_node, served
-from toolrunner import MemoryCheckpointer
+from tests.support.web_server import ROOT, chunk_types, conversation, run_node
+from tests.web.backends import Backend
 from toolrunner.web import ui_message_stream_app
 from toolrunner.web._events import (
     ApprovalWanted,
@@ -58,13 +57,14 @@ def test_every_part_the_encoder_makes_parses(tmp_path: Path) -> None:
     assert set(types) == set(PARTS)
 
 
-def test_the_sdks_reader_follows_a_conversation_with_a_tool_and_an_approval() -> None:
-    store = MemoryCheckpointer()
-    with served(ui_message_stream_app(make_agent(conversation(), store))) as url:
+def test_the_sdks_reader_follows_a_conversation_with_a_tool_and_an_approval(backend: Backend) -> None:
+    with backend.served(ui_message_stream_app, conversation()) as url:
         output = run_node(SCRIPT, url + "/")
     types = json.loads(output.strip().splitlines()[-1])["types"]
     assert "tool-approval-request" in types
     assert types.count("finish") == 2
-    loaded = anyio.run(store.load, "node-chat")
-    assert loaded is not None
-    assert [(record.call.id, record.by) for record in loaded.state.decisions] == [("pay-1", "node")]
+    state = backend.state("node-chat")
+    assert [(record.call.id, record.decision, record.by, record.via) for record in state.decisions] == [
+        ("pay-1", "approved", "node", backend.via)
+    ]
+    assert state.end_reason == "model"

@@ -1,6 +1,8 @@
 """The example pages in a real browser: ``agui_app``'s and ``ui_message_stream_app``'s ``GET /``
 driven in Debian's Chromium through Playwright (tests/support/inbox_browser.py launches it), the
-apps on uvicorn, the fake Messages API behind the agent streaming with small delays.
+apps on uvicorn over each agent (``backend``: an ``Agent`` on a store, a ``TemporalAgent`` on
+Temporal's time-skipping test server, its worker in this process), the fake Messages API behind
+the agent streaming with small delays.
 
 For each page: the answer streams in, a tool call shows with its input and result, the call that
 waits shows an approval prompt whose Approve button decides it through the protocol (by whom the
@@ -12,21 +14,20 @@ measured.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.support.inbox_browser import in_thread, launch_chromium
-from tests.support.web_server import make_agent, replies, served
-from toolrunner import MemoryCheckpointer
+from tests.support.inbox_browser import launch_chromium
+from tests.support.web_server import replies
+from tests.web.backends import AppOf, Backend
 from toolrunner.testing import FakeMessagesAPI
-from toolrunner.web import Agent, agui_app, ui_message_stream_app
+from toolrunner.web import agui_app, ui_message_stream_app
 
 WAIT = 15_000  # ms: the most a step may take before the test fails (a bound, not a measurement)
 HOSTILE = '<img src=x onerror="window.pwned=1">'
-APPS: dict[str, Callable[[Agent], Any]] = {"agui": agui_app, "chat": ui_message_stream_app}
+APPS: dict[str, AppOf] = {"agui": agui_app, "chat": ui_message_stream_app}
 PARAMETER = {"agui": "thread", "chat": "chat"}
 
 
@@ -76,13 +77,8 @@ def approve_and_see_the_end(page: Page) -> None:
     expect(page.locator("#status")).to_have_text("done")
 
 
-def decided_by(agent: Agent, run_id: str) -> list[tuple[str, str | None]]:
-    async def load() -> list[tuple[str, str | None]]:
-        loaded = await agent.store.load(run_id)
-        assert loaded is not None
-        return [(record.call.id, record.by) for record in loaded.state.decisions]
-
-    return in_thread(load)
+def decided_by(backend: Backend, run_id: str) -> list[tuple[str, str | None]]:
+    return [(record.call.id, record.by) for record in backend.state(run_id).decisions]
 
 
 def conversation_id(page: Page, protocol: str) -> str:
@@ -93,20 +89,22 @@ def conversation_id(page: Page, protocol: str) -> str:
 
 
 @pytest.mark.parametrize("protocol", ["agui", "chat"])
-def test_the_page_streams_the_answer_asks_for_approval_and_ends(page: Page, protocol: str) -> None:
-    agent = make_agent(FakeMessagesAPI(replies(delay=0.02)), MemoryCheckpointer())
-    with served(APPS[protocol](agent)) as url:
+def test_the_page_streams_the_answer_asks_for_approval_and_ends(
+    page: Page, protocol: str, backend: Backend
+) -> None:
+    with backend.served(APPS[protocol], FakeMessagesAPI(replies(delay=0.02))) as url:
         ask(page, url, who="ada")
         shows_the_call_waiting(page, "Ada")
         expect(page.locator("li.call[data-call='pay-1'] button.deny")).to_be_visible()
         approve_and_see_the_end(page)
-        assert decided_by(agent, conversation_id(page, protocol)) == [("pay-1", "ada")]
+        assert decided_by(backend, conversation_id(page, protocol)) == [("pay-1", "ada")]
 
 
 @pytest.mark.parametrize("protocol", ["agui", "chat"])
-def test_a_reload_while_a_call_waits_reconnects_and_deciding_works(page: Page, protocol: str) -> None:
-    agent = make_agent(FakeMessagesAPI(replies(delay=0.02, name=HOSTILE)), MemoryCheckpointer())
-    with served(APPS[protocol](agent)) as url:
+def test_a_reload_while_a_call_waits_reconnects_and_deciding_works(
+    page: Page, protocol: str, backend: Backend
+) -> None:
+    with backend.served(APPS[protocol], FakeMessagesAPI(replies(delay=0.02, name=HOSTILE))) as url:
         ask(page, url, who="ada")
         expect(page.locator("li.call[data-call='pay-1']")).to_have_attribute("data-state", "waiting")
         page.reload()
@@ -116,4 +114,4 @@ def test_a_reload_while_a_call_waits_reconnects_and_deciding_works(page: Page, p
         page.fill("#who", "bob")
         approve_and_see_the_end(page)
         assert page.evaluate("window.pwned") is None
-        assert decided_by(agent, conversation_id(page, protocol)) == [("pay-1", "bob")]
+        assert decided_by(backend, conversation_id(page, protocol)) == [("pay-1", "bob")]

@@ -1,66 +1,33 @@
 """``TemporalAgent``: the AG-UI and AI SDK endpoints driving workflow runs on Temporal's
 time-skipping test server, a worker in this process on the fake Messages API: a conversation with
 a tool and an approval, the decision taken in the workflow with who decided, reconnects, and a
-second decider told who was first; and the official AG-UI client (``HttpAgent``) through the same
-conversation against the app on uvicorn."""
+second decider told who was first. The official clients in node and the example pages in a
+browser go through the same conversation on a ``TemporalAgent`` too, in the tests they share with
+``Agent`` (the ``backend`` fixture: tests/web/test_agui_node.py, test_ui_stream_node.py,
+test_web_browser.py)."""
 
 from __future__ import annotations
 
-import gc
-import itertools
 import json
-import socket
-from collections.abc import AsyncIterator
 from typing import Any
 
-import anyio
-import anyio.to_thread
 import httpx2
 import pytest
-import uvicorn
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
-from tests.support.web_server import MODEL, ROOT, conversation, look, pay, run_node
-from toolrunner.temporal import MemoryPayloadStore, create_worker, get_run, start_test_environment
-from toolrunner.web import TemporalAgent, agui_app, ui_message_stream_app
+from tests.web.backends import serving
+from toolrunner.temporal import get_run
+from toolrunner.web import agui_app, ui_message_stream_app
 
 pytestmark = pytest.mark.anyio
 
 ASK = [{"id": "u1", "role": "user", "content": "Pay Ada 3."}]
 APPROVE = [{"interruptId": "pay-1", "status": "resolved", "payload": {"approved": True}}]
-queues = itertools.count()
 
 
 @pytest.fixture(scope="module")
 def anyio_backend() -> str:
-    return "asyncio"  # Temporal's SDK runs on asyncio only
-
-
-@pytest.fixture(scope="module")
-async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
-    env = await start_test_environment()
-    yield env
-    await env.shutdown()
-    del env
-    gc.collect()  # temporalio/sdk-python#300, as tests/temporal/conftest.py says
-
-
-def serving(env: WorkflowEnvironment) -> tuple[Worker, TemporalAgent]:
-    """A worker of a task queue of its own on the scripted conversation, and the agent over it."""
-    queue = f"web-{next(queues)}"
-    store = MemoryPayloadStore()
-    worker = create_worker(
-        env.client,
-        task_queue=queue,
-        tools=[look, pay],
-        anthropic_client=conversation().async_client(),
-        store=store,
-    )
-    agent = TemporalAgent(
-        env.client, task_queue=queue, store=store, tools=[look, pay], model=MODEL, max_tokens=256
-    )
-    return worker, agent
+    return "asyncio"  # Temporal's SDK runs on asyncio only (the ``temporal_env`` of conftest.py)
 
 
 def events(text: str) -> list[dict[str, Any]]:
@@ -172,41 +139,3 @@ async def test_the_ai_sdk_stream_runs_a_conversation_with_an_approval_on_a_workf
     assert [chunk["delta"] for chunk in second if chunk["type"] == "text-delta"] == ["Ada is paid."]
     assert second[-1] == {"type": "finish", "finishReason": "stop"}
     assert [(record.decision, record.by) for record in state.decisions] == [("approved", "ann")]
-
-
-async def test_httpagent_runs_a_conversation_with_an_approval_on_a_workflow(
-    temporal_env: WorkflowEnvironment,
-) -> None:
-    """The official AG-UI client (``tests/web/agui_client.mjs``: ``@ag-ui/client``'s ``HttpAgent``,
-    every event parsed and checked by it) against ``agui_app(TemporalAgent(...))`` on uvicorn, in
-    this loop with the worker: the conversation pauses on an interrupt, the approval goes through
-    ``resume`` to the workflow, with who decided, and the run ends."""
-    worker, agent = serving(temporal_env)
-    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listening.bind(("127.0.0.1", 0))
-    port = listening.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(agui_app(agent), log_level="warning", lifespan="on"))
-    script = ROOT / "tests" / "web" / "agui_client.mjs"
-    output = ""
-    async with worker:
-        async with anyio.create_task_group() as group:
-            group.start_soon(server.serve, [listening])
-            for _ in range(1000):  # a bound, not a measurement: the server says when it listens
-                if server.started:
-                    break
-                await anyio.sleep(0.01)
-            assert server.started, "uvicorn did not start"
-            try:  # node in a thread: this loop serves its requests meanwhile
-                output = await anyio.to_thread.run_sync(run_node, script, f"http://127.0.0.1:{port}/")
-            finally:
-                server.should_exit = True
-        state = await get_run(temporal_env.client, "node-thread").state()  # the worker answers it
-    listening.close()
-    seen = json.loads(output.strip().splitlines()[-1])["seen"]
-    assert seen.count("RUN_STARTED") == 2
-    assert seen[-1] == "RUN_FINISHED"
-    assert {"TEXT_MESSAGE_CONTENT", "TOOL_CALL_ARGS", "TOOL_CALL_RESULT"} <= set(seen)
-    assert [(record.call.id, record.decision, record.by) for record in state.decisions] == [
-        ("pay-1", "approved", "node")
-    ]
-    assert state.end_reason == "model"
