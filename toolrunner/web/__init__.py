@@ -17,9 +17,9 @@ what both draw with, ``page.js``, and the SSE reader, ``sse.js``).
 
 from __future__ import annotations
 
+from ._agent import Agent as Agent
 from ._agui import APPROVAL_SCHEMA as APPROVAL_SCHEMA, agui_app as agui_app
 from ._http import DECIDED_BY as DECIDED_BY
-from ._session import Agent as Agent
 from ._temporal import TemporalAgent as TemporalAgent
 from ._ui_stream import ui_message_stream_app as ui_message_stream_app
 
