@@ -137,7 +137,7 @@ class Agent(Serving):
             session = self._sessions.setdefault(turn.run_id, Session(turn.run_id, self._base))
             summary = await self.store.get_run(turn.run_id)
             held = summary is not None
-            runner: ToolRunner[Any] | Literal["elsewhere"] | None
+            runner: ToolRunner[Any] | Literal["follow"] | None
             if summary is None:
                 if turn.decisions:
                     raise RequestError(
@@ -154,7 +154,7 @@ class Agent(Serving):
                 return self.following(turn, session)
             session.start = len(session.log)
             session.running = True
-            if runner == "elsewhere":
+            if runner == "follow":
                 self._group.start_soon(self._follow_store, session)
             else:
                 self._group.start_soon(self._drive, session, runner, held)
@@ -201,12 +201,12 @@ class Agent(Serving):
 
     async def _going_on(
         self, turn: Turn, session: Session, summary: RunSummary, by: str | None
-    ) -> ToolRunner[Any] | Literal["elsewhere"] | None:
+    ) -> ToolRunner[Any] | Literal["follow"] | None:
         """Decide and append what the request brings; the runner that goes on under this agent's
-        lease, or ``"elsewhere"`` (another process drives the run: the request follows it), or
-        ``None`` (nothing new, and the run does not go on: the store's view). A run that goes on
-        (running or ready) that no process drives (its server stopped mid-run, or its calls were
-        decided elsewhere) goes on here."""
+        lease; or ``"follow"``: nothing new for a run that goes on (running or ready) but not here,
+        or another process holds it; the request follows it from the store, which takes it up if
+        no process drives it (its server stopped mid-run, or its calls were decided elsewhere);
+        or ``None``: nothing new, and the run does not go on (the store's view)."""
         loaded = await self.store.load(turn.run_id)
         assert loaded is not None
         history = list(loaded.state.messages)
@@ -222,6 +222,8 @@ class Agent(Serving):
                 409,
                 f"the run {turn.run_id!r} waits for decisions on {[call.id for call in summary.waiting]!r}; decide them first.",
             )
+        if not turn.decisions and not new:
+            return "follow"  # a run that goes on, not here: followed, and taken up if no one drives it
         for decision in turn.decisions:  # through the store: of two deciders, one wins
             await self._decide(turn.run_id, decision, by)
         if not await self.store.lease_run(turn.run_id, self.owner, lease=self._lease):
@@ -229,7 +231,7 @@ class Agent(Serving):
                 raise RequestError(
                     409, f"the run {turn.run_id!r} is running in another process; wait for its end."
                 )
-            return "elsewhere"
+            return "follow"
         try:
             runner = await self._resume(session, turn.run_id, history)
         except BaseException:
@@ -331,11 +333,11 @@ class Agent(Serving):
         """Follow a run another process drives, as the store has it, until it pauses or ends (each
         new message whole, as ``TemporalAgent`` follows a workflow), from the start of its last
         turn; or, once no one holds its lease (its driver died), take it up and drive it."""
-        run_id, fresh = session.run_id, True
+        run_id, fresh, mine = session.run_id, True, False
         try:
             while True:
-                loaded = await self.store.load(run_id)
                 summary = await self.store.get_run(run_id)
+                loaded = await self.store.load(run_id)
                 if loaded is None or summary is None:
                     raise RuntimeError(f"the run {run_id!r} was deleted")
                 state = loaded.state
@@ -347,32 +349,36 @@ class Agent(Serving):
                     fresh = False
                 denied = {record.call.id for record in state.decisions if record.decision == "denied"}
                 emit_history(session, messages, denied)
-                if status is RunStatus.FAILED:
-                    failure = state.failure or {}
-                    session.emit(
-                        RunError(failure.get("message", "the run failed"), failure.get("type", "Error"))
-                    )
-                    return
                 if status not in LIVE:
+                    if mine:  # taken as its driver gave it up: nothing left to drive
+                        mine = False
+                        await self._release(run_id)
+                    if status is RunStatus.FAILED:
+                        failure = state.failure or {}
+                        message = failure.get("message", "the run failed")
+                        session.emit(RunError(message, failure.get("type", "Error")))
+                        return
                     for call in waiting:
                         session.emit(ApprovalWanted(call.id, call.name, call.input))
                     session.emit(RunFinished(str(state.end_reason), final_text(messages)))
                     return
-                if not self._elsewhere(summary) and await self.store.lease_run(
-                    run_id, self.owner, lease=self._lease
-                ):
+                if mine:
                     session.denied.update(denied)
-                    try:
-                        runner = await self._resume(session, run_id, state.messages)
-                    except BaseException:
-                        with anyio.CancelScope(shield=True):
-                            await self._release(run_id)
-                        raise
+                    runner = await self._resume(session, run_id, state.messages)
+                    mine = False  # _drive gives the lease up
                     await self._drive(session, runner, True)
                     return
+                if not self._elsewhere(summary):  # no one drives it: take it, and look again
+                    mine = await self.store.lease_run(run_id, self.owner, lease=self._lease)
+                    if mine:
+                        continue
                 await anyio.sleep(self._poll)
         except Exception as error:  # the run's error goes to the clients
             session.emit(RunError(str(error) or type(error).__name__, type(error).__name__))
+        finally:
+            if mine:
+                with anyio.CancelScope(shield=True):
+                    await self._release(run_id)
 
 
 def _messages(state: RunState, paused: bool) -> list[Mapping[str, Any]]:
