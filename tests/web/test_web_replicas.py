@@ -274,3 +274,25 @@ async def test_a_replica_that_died_loses_its_run_to_the_other_once_the_lease_run
     done = await b.store.get_run("t1")
     assert done is not None
     assert (done.status.value, done.lease) == ("finished", None)
+
+
+def test_an_agent_s_owner_lease_and_poll_interval_are_checked() -> None:
+    from toolrunner import MemoryCheckpointer, ParamsError
+
+    fake = waiting_script()
+    cases: list[tuple[str, Any, str]] = [
+        ("owner", "a\n", "a lease's owner"),
+        ("owner", "", "a lease's owner must be a non-empty string"),
+        ("lease", 0, "lease must be a number of seconds above 0"),
+        ("poll_interval", -1, "poll_interval must be a number of seconds above 0"),
+    ]
+    for field, value, match in cases:
+        given: dict[str, Any] = {field: value}
+        with pytest.raises(ParamsError, match=match):
+            Agent(
+                fake.async_client(), store=MemoryCheckpointer(), tools=[], model=MODEL, max_tokens=8,
+                **given,
+            )  # fmt: skip
+    made = Agent(fake.async_client(), store=MemoryCheckpointer(), tools=[], model=MODEL, max_tokens=8)
+    other = Agent(fake.async_client(), store=MemoryCheckpointer(), tools=[], model=MODEL, max_tokens=8)
+    assert made.owner != other.owner  # each its own name in the leases

@@ -38,7 +38,18 @@ from .listing import check_limit, cursor_moment
 from .postgres_schema import ROWS, set_up, sql_text
 from .protocol import Checkpoint
 from .runs import RunStatus
-from .sql import CLAIMABLE, NEXT_EXPIRY, TAKE_ONE, Dialect, EncodedSave, SQLStore, decode, deletions, encode, write_save
+from .sql import (
+    CLAIMABLE,
+    NEXT_EXPIRY,
+    TAKE_ONE,
+    Dialect,
+    EncodedSave,
+    SQLStore,
+    decode,
+    deletions,
+    encode,
+    write_save,
+)
 from .waiting import check_wait
 
 if TYPE_CHECKING:

@@ -24,7 +24,18 @@ from .leases import HANDED_OVER, check_lease, check_owner
 from .listing import check_limit, cursor_seconds, utc
 from .protocol import Checkpoint
 from .runs import RunStatus
-from .sql import CLAIMABLE, NEXT_EXPIRY, TAKE_ONE, Dialect, EncodedSave, SQLStore, decode, deletions, encode, write_save
+from .sql import (
+    CLAIMABLE,
+    NEXT_EXPIRY,
+    TAKE_ONE,
+    Dialect,
+    EncodedSave,
+    SQLStore,
+    decode,
+    deletions,
+    encode,
+    write_save,
+)
 from .sqlite_schema import history, set_up
 from .waiting import Waiters, check_wait, wait_until_claimable
 

@@ -7,9 +7,11 @@
 an example page. Imports ``_core``, ``_stores``, ``_runner`` (and ``temporal``, when a
 ``TemporalAgent`` is used).
 
-Modules: ``_session.py`` (``Agent``: a request's run started, decided, followed; its events as
-the protocol-neutral ``_events.py``), ``_temporal.py`` (``TemporalAgent``: the same, each
-conversation a workflow run), ``_http.py`` (what both apps share), ``_agui.py`` and
+Modules: ``_agent.py`` (``Agent``: a request's run started, decided, driven under its lease or
+followed from the store while another process drives it), ``_temporal.py`` (``TemporalAgent``:
+the same, each conversation a workflow run), ``_session.py`` (a request and its answer, whatever
+serves it), ``_log.py`` (a run's events in this process, numbered: from a stream, or from the
+saved history of a run followed; the protocol-neutral events are ``_events.py``), ``_http.py`` (what both apps share), ``_agui.py`` and
 ``_ui_stream.py`` (the two protocols: they only encode), ``static/`` (the example pages, plain
 ES modules: ``agui.html`` and ``chat.html``, their small clients ``agui.js`` and ``chat.js``,
 what both draw with, ``page.js``, and the SSE reader, ``sse.js``).

@@ -10,8 +10,9 @@ encode its events unchanged; what differs is where a run goes on and where its e
 - the run goes on in the workers, wherever they are. A watcher in the agent's task group follows
   it through what any client can read: the ``toolrunner.state`` query (the history, large blocks
   read back from the payload store) and ``toolrunner.pending_approvals``, polled. Each new message
-  becomes UI events: a reply's text as one delta (the workers' streaming is not seen from a
-  client), each call's input as one piece, each result; then the calls that wait and the end.
+  becomes UI events (``_log.emit_history``, as for an ``Agent`` following another process's run):
+  a reply's text as one delta (the workers' streaming is not seen from a client), each call's
+  input as one piece, each result; then the calls that wait and the end.
 """
 
 from __future__ import annotations
