@@ -3,7 +3,9 @@ it. Runs decided in full are ``ready``; a lease is taken, renewed and given up o
 without a save (the run's sequence does not move); each store takes up exactly the runs
 ``_stores.leases.claimable`` names, oldest first, each to one taker of many at once; ``wait_ready``
 returns when a save makes a run ready (through this store object or another: SQLite looks, PostgreSQL
-is told), when a lease is given up, and when one runs out.
+is told), when a lease is given up, and when one runs out. The lease of one named run (``lease_run``,
+what a web ``Agent`` takes while it drives the run) goes to an owner exactly when
+``_stores.leases.takeable`` says, whatever the run's status, and to one of many asking at once.
 
 Run on each store by the ``store`` fixture; the upgrades of tables made before leases are at the
 end, per store.
@@ -32,7 +34,7 @@ from toolrunner import (
     SQLiteCheckpointer,
     ToolRunner,
 )
-from toolrunner._stores.leases import claimable
+from toolrunner._stores.leases import claimable, takeable
 from toolrunner.testing import FakeMessagesAPI, text_reply
 
 pytestmark = pytest.mark.anyio
@@ -230,6 +232,73 @@ async def test_of_many_takers_at_once_each_run_goes_to_one(
     assert all(len(owners) == 1 for owners in taken.values()), taken
 
 
+async def test_one_run_s_lease_is_taken_exactly_when_takeable_says_whatever_its_status(
+    store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clock = Clock(1_000.0)
+    monkeypatch.setattr(store, "_now", clock)
+    [call] = await paused_run(store, "r", 120)  # awaiting: no resumer would take it up
+    assert await store.lease_run("nothing", "a", lease=30) is False  # no such run
+    before = await store.load("r")
+    cases = [  # (who asks, the lease it finds as (owner, expiry) or None, when)
+        ("a", None, 1_000.0),
+        ("b", ("a", 1_030.0), 1_010.0),  # held by another: no
+        ("a", ("a", 1_030.0), 1_020.0),  # its own: renewed
+        ("b", ("a", 1_050.0), 1_050.0),  # run out (at the very time): taken over
+        ("a", ("b", 1_080.0), 1_079.0),
+    ]
+    for owner, found, now in cases:
+        clock.now = now
+        summary = await store.get_run("r")
+        assert summary is not None
+        held = None if summary.lease is None else (summary.lease.owner, summary.lease.expires.timestamp())
+        assert held == found
+        expected = takeable(owner, *(found or (None, None)), now)
+        assert await store.lease_run("r", owner, lease=30) is expected
+        after = await store.get_run("r")
+        assert after is not None
+        assert after.lease == (Lease(owner, at(now + 30)) if expected else summary.lease)
+    outcomes = [takeable(owner, *(found or (None, None)), now) for owner, found, now in cases]
+    assert outcomes == [True, False, True, True, False]  # the rule
+    loaded = await store.load("r")
+    assert before is not None
+    assert loaded is not None
+    assert loaded.sequence == before.sequence  # a lease is no save
+
+    # A run that ended or is ready is taken too, and a lease so taken is given up as any other.
+    await store.approve_call("r", call, by="ada")
+    clock.now = 2_000.0
+    assert await store.lease_run("r", "c", lease=30) is True
+    assert await store.lease_runs("resumer", lease=30) == ()  # held: no resumer takes it up
+    assert await store.release_lease("r", "c") is True
+    assert await store.lease_runs("resumer", lease=30) == ("r",)  # ready, given up: at once
+
+
+async def test_of_many_asking_for_one_run_s_lease_at_once_one_gets_it(
+    store: RunStore, request: pytest.FixtureRequest
+) -> None:
+    await ready_run(store, "r")
+    other = twin(store, request)
+    got: list[str] = []
+
+    async def take(owner: str, source: RunStore) -> None:
+        if await source.lease_run("r", owner, lease=60):
+            got.append(owner)
+
+    try:
+        async with anyio.create_task_group() as group:
+            for number in range(6):
+                group.start_soon(take, f"taker-{number}", store if number % 2 else other)
+    finally:
+        if other is not store:
+            close(other)
+    assert len(got) == 1, got
+    summary = await store.get_run("r")
+    assert summary is not None
+    assert summary.lease is not None
+    assert summary.lease.owner == got[0]
+
+
 async def test_a_deleted_run_takes_its_lease_along(store: RunStore) -> None:
     await ready_run(store, "r")
     assert await store.lease_runs("a", lease=60) == ("r",)
@@ -248,6 +317,8 @@ async def test_the_arguments_of_leases_are_checked(store: RunStore) -> None:
             await store.lease_runs("a", lease=lease)  # pyright: ignore[reportArgumentType]
     with pytest.raises(ParamsError, match="lease must be a number of seconds above 0"):
         await store.renew_lease("r", "a", lease=0)
+    with pytest.raises(ParamsError, match="lease must be a number of seconds above 0"):
+        await store.lease_run("r", "a", lease=math.inf)
     for owner in ("", "  ", None):
         with pytest.raises(ParamsError, match="a lease's owner must be a non-empty string"):
             await store.lease_runs(owner, lease=1)  # pyright: ignore[reportArgumentType]
@@ -256,6 +327,7 @@ async def test_the_arguments_of_leases_are_checked(store: RunStore) -> None:
             store.lease_runs(owner, lease=1),
             store.renew_lease("r", owner, lease=1),
             store.release_lease("r", owner),
+            store.lease_run("r", owner, lease=1),
         ):
             with pytest.raises(
                 ParamsError,

@@ -29,6 +29,7 @@ __all__ = [
     "check_seconds",
     "claimable",
     "kept_on_release",
+    "takeable",
     "wait_time",
 ]
 
@@ -58,6 +59,15 @@ def claimable(status: RunStatus, owner: str | None, expires: float | None, now: 
     if status is RunStatus.READY:
         return True
     return status in TAKEN_OVER and owner is not None
+
+
+def takeable(owner: str, held_by: str | None, expires: float | None, now: float) -> bool:
+    """Whether ``owner`` may take the lease of one named run (``lease_run``, whatever the run's
+    status) whose lease is ``held_by`` until ``expires`` at ``now``: when no one holds it, ``owner``
+    holds it already (it is renewed), or it ran out (its holder died, or gave it up on a run still
+    to go on). A lease of another owner that has not run out holds the run: no. A web ``Agent``
+    takes its runs so, and one that finds the run held follows it instead of driving it."""
+    return held_by is None or held_by == owner or expires is None or expires <= now
 
 
 def kept_on_release(status: RunStatus) -> bool:

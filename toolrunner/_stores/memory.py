@@ -10,7 +10,7 @@ from typing import Any, cast
 
 from .._core.ids import check_run_id
 from .._core.state import RunState
-from .leases import TAKEN_OVER, check_lease, check_owner, claimable, kept_on_release
+from .leases import TAKEN_OVER, check_lease, check_owner, claimable, kept_on_release, takeable
 from .listing import Listing, check_limit, check_time, cursor_after, pruned_statuses, utc
 from .protocol import Checkpoint, ListingStore, check_sequence
 from .runs import Lease, RunPage, RunStatus, RunSummary, SummaryColumns
@@ -135,6 +135,14 @@ class MemoryCheckpointer(ListingStore):
         for _, run_id in found:
             self._leases[run_id] = (owner, now + seconds)
         return tuple(run_id for _, run_id in found)
+
+    async def lease_run(self, run_id: str, owner: str, *, lease: float) -> bool:
+        run_id, owner, seconds = check_run_id(run_id), check_owner(owner), check_lease(lease)
+        held, now = self._leases.get(run_id, (None, None)), self._now()
+        if run_id not in self._runs or not takeable(owner, held[0], held[1], now):
+            return False
+        self._leases[run_id] = (owner, now + seconds)
+        return True
 
     async def renew_lease(self, run_id: str, owner: str, *, lease: float) -> bool:
         run_id, owner, seconds = check_run_id(run_id), check_owner(owner), check_lease(lease)

@@ -38,7 +38,18 @@ from .listing import check_limit, cursor_moment
 from .postgres_schema import ROWS, set_up, sql_text
 from .protocol import Checkpoint
 from .runs import RunStatus
-from .sql import CLAIMABLE, NEXT_EXPIRY, Dialect, EncodedSave, SQLStore, decode, deletions, encode, write_save
+from .sql import (
+    CLAIMABLE,
+    NEXT_EXPIRY,
+    TAKE_ONE,
+    Dialect,
+    EncodedSave,
+    SQLStore,
+    decode,
+    deletions,
+    encode,
+    write_save,
+)
 from .waiting import check_wait
 
 if TYPE_CHECKING:
@@ -62,6 +73,7 @@ WITH taken AS (
 UPDATE toolrunner_runs AS run SET lease_owner = ?, lease_expires = ?
 FROM taken WHERE run.run_id = taken.run_id RETURNING run.run_id, run.created
 """.replace("?", "%s")
+_TAKE_ONE = TAKE_ONE.replace("?", "%s")
 _RENEW = "UPDATE toolrunner_runs SET lease_expires = %s WHERE run_id = %s AND lease_owner = %s"
 _RELEASE = f"""
 UPDATE toolrunner_runs SET
@@ -178,6 +190,16 @@ class PostgresCheckpointer(SQLStore):
             return tuple(run_id for run_id, _ in sorted(rows, key=lambda row: (row[1], row[0])))
 
         return await self._run(take, "lease runs")
+
+    async def lease_run(self, run_id: str, owner: str, *, lease: float) -> bool:
+        run_id, owner, seconds = check_run_id(run_id), check_owner(owner), check_lease(lease)
+
+        def take(connection: psycopg.Connection[Any]) -> bool:
+            now = self._now()
+            parameters = (owner, _time(now + seconds), run_id, owner, _time(now))
+            return connection.execute(_TAKE_ONE, parameters).rowcount == 1
+
+        return await self._run(take, "take the lease")
 
     async def renew_lease(self, run_id: str, owner: str, *, lease: float) -> bool:
         run_id, owner, seconds = check_run_id(run_id), check_owner(owner), check_lease(lease)

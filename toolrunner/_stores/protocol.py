@@ -156,6 +156,13 @@ class RunStore(Checkpointer, Protocol):
         their ids. Atomic: of resumers asking at once, each run goes to one."""
         ...
 
+    async def lease_run(self, run_id: str, owner: str, *, lease: float) -> bool:
+        """Take the lease of one run, whatever its status, for ``owner`` for ``lease`` seconds, unless
+        another owner's lease that has not run out holds it (``_stores.leases.takeable``); whether
+        ``owner`` holds it now (``False`` too when there is no such run). Atomic: of owners asking
+        at once, one gets it."""
+        ...
+
     async def renew_lease(self, run_id: str, owner: str, *, lease: float) -> bool:
         """Make ``owner``'s lease on the run run out ``lease`` seconds from now; ``False`` if
         ``owner`` holds none (another resumer took the run over, or it was deleted)."""

@@ -32,6 +32,7 @@ __all__ = [
     "NEXT_EXPIRY",
     "SUMMARY",
     "SUMMARY_COLUMNS",
+    "TAKE_ONE",
     "Cursor",
     "Dialect",
     "EncodedSave",
@@ -73,6 +74,13 @@ NEXT_EXPIRY = (
     "AND lease_expires > ?"
 )
 """The earliest lease still to run out of a run it would make claimable (``_stores.leases.wait_time``)."""
+TAKE_ONE = (
+    "UPDATE toolrunner_runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ? "
+    "AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires IS NULL OR lease_expires <= ?)"
+)
+"""``lease_run``: the lease of one run, taken when ``_stores.leases.takeable`` says so (the same
+predicate in the WHERE clause, so that of owners asking at once one gets it); its parameters are
+the owner, the expiry, the run, the owner again and the time now."""
 
 
 @dataclass(frozen=True, slots=True)

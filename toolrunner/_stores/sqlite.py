@@ -24,7 +24,18 @@ from .leases import HANDED_OVER, check_lease, check_owner
 from .listing import check_limit, cursor_seconds, utc
 from .protocol import Checkpoint
 from .runs import RunStatus
-from .sql import CLAIMABLE, NEXT_EXPIRY, Dialect, EncodedSave, SQLStore, decode, deletions, encode, write_save
+from .sql import (
+    CLAIMABLE,
+    NEXT_EXPIRY,
+    TAKE_ONE,
+    Dialect,
+    EncodedSave,
+    SQLStore,
+    decode,
+    deletions,
+    encode,
+    write_save,
+)
 from .sqlite_schema import history, set_up
 from .waiting import Waiters, check_wait, wait_until_claimable
 
@@ -111,6 +122,15 @@ class SQLiteCheckpointer(SQLStore):
             )
             connection.execute("COMMIT")
             return tuple(run_id for (run_id,) in found)
+
+        return await self._run(take)
+
+    async def lease_run(self, run_id: str, owner: str, *, lease: float) -> bool:
+        run_id, owner, seconds = check_run_id(run_id), check_owner(owner), check_lease(lease)
+
+        def take(connection: sqlite3.Connection) -> bool:
+            now = self._now()
+            return connection.execute(TAKE_ONE, (owner, now + seconds, run_id, owner, now)).rowcount == 1
 
         return await self._run(take)
 

@@ -7,9 +7,11 @@
 an example page. Imports ``_core``, ``_stores``, ``_runner`` (and ``temporal``, when a
 ``TemporalAgent`` is used).
 
-Modules: ``_session.py`` (``Agent``: a request's run started, decided, followed; its events as
-the protocol-neutral ``_events.py``), ``_temporal.py`` (``TemporalAgent``: the same, each
-conversation a workflow run), ``_http.py`` (what both apps share), ``_agui.py`` and
+Modules: ``_agent.py`` (``Agent``: a request's run started, decided, driven under its lease or
+followed from the store while another process drives it), ``_temporal.py`` (``TemporalAgent``:
+the same, each conversation a workflow run), ``_session.py`` (a request and its answer, whatever
+serves it), ``_log.py`` (a run's events in this process, numbered: from a stream, or from the
+saved history of a run followed; the protocol-neutral events are ``_events.py``), ``_http.py`` (what both apps share), ``_agui.py`` and
 ``_ui_stream.py`` (the two protocols: they only encode), ``static/`` (the example pages, plain
 ES modules: ``agui.html`` and ``chat.html``, their small clients ``agui.js`` and ``chat.js``,
 what both draw with, ``page.js``, and the SSE reader, ``sse.js``).
@@ -17,9 +19,9 @@ what both draw with, ``page.js``, and the SSE reader, ``sse.js``).
 
 from __future__ import annotations
 
+from ._agent import Agent as Agent
 from ._agui import APPROVAL_SCHEMA as APPROVAL_SCHEMA, agui_app as agui_app
 from ._http import DECIDED_BY as DECIDED_BY
-from ._session import Agent as Agent
 from ._temporal import TemporalAgent as TemporalAgent
 from ._ui_stream import ui_message_stream_app as ui_message_stream_app
 

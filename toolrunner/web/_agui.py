@@ -64,7 +64,8 @@ from ._events import (
     ToolResult,
 )
 from ._http import DecidedBy, Served, decided_by_header, error_response, make_app, stream
-from ._session import Decision, RequestError, RunView, Turn, input_text
+from ._log import input_text
+from ._session import Decision, RequestError, RunView, Turn
 
 __all__ = ["APPROVAL_SCHEMA", "agui_app"]
 

@@ -1,8 +1,9 @@
 """What a web client is told of a run, whatever the protocol: plain frozen data, numbered.
 
-A run's session (``_session.py``) turns the SDK's stream and the runner's events into these, in
-order, and numbers each (``Entry.index``, from 0, across the run's requests in this process) so
-that a client that reconnects can be sent what it missed; a protocol module (``_agui.py``,
+A run's session (``_log.py``) turns the SDK's stream and the runner's events (or a saved
+history) into these, in order, and numbers each (``Entry.index``, on from where the agent's
+numbers start, across the run's requests in this process) so that a client that reconnects can be
+sent what it missed; a protocol module (``_agui.py``,
 ``_ui_stream.py``) only encodes them. The order of one request's events:
 
     (TextStart TextDelta* TextEnd | ToolCallStart ToolCallArgs* ToolCallEnd)*   per reply, as it streams

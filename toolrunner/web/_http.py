@@ -13,7 +13,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ._session import Agent, RequestError
+from ._agent import Agent
+from ._session import RequestError
 from ._temporal import TemporalAgent
 
 __all__ = ["DECIDED_BY", "DecidedBy", "Served", "decided_by_header", "error_response", "make_app", "stream"]

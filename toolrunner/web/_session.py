@@ -1,66 +1,29 @@
-"""A run driven for web requests: ``Agent``, what it serves, and each run's session of UI events.
-
-One run per conversation (AG-UI's thread id, the AI SDK's chat id: the run id in the store). A
-request brings something new, or nothing:
-
-- a conversation the store does not know starts a run with its messages;
-- decisions on the calls that wait are taken through the store (``approve_call``, ``deny_call``,
-  with who decided), first decider wins, and the run goes on;
-- user messages the run has not seen are appended to an ended run, which goes on;
-- nothing new (a reload, a second tab) follows the run where it stands: the request's events so
-  far, and the rest as they come, or (the run is not running here) a view of it from the store.
-
-The run goes on in the ``Agent``'s task group, not in the request's task, so a client that
-disconnects loses nothing: the run goes on to its end or its next pause, every step saved, and
-its events stay in the session's log (in this process) for the client that comes back.
+"""What a web request is and is answered with, whatever serves it (``Agent``, ``TemporalAgent``):
+the request's turn (``Turn``, its ``Decision``s), the answer (``Follow``: the run's events, or a
+``RunView`` of it), the errors (``RequestError``), and ``Serving``, what both agents share.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Self, cast
+from typing import Any, Literal, Self
 
 import anyio
 import anyio.abc
 
-from .._core.errors import ApprovalError, ToolRunnerError
-from .._core.events import ApprovalDecided, RunnerEvent
-from .._core.messages import reply_param
 from .._core.types import ToolCall
-from .._runner.runner import ToolRunner
-from .._stores.protocol import RunStore
-from .._stores.runs import RunStatus
-from ._events import (
-    ApprovalWanted,
-    Entry,
-    RunError,
-    RunFinished,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-    UIEvent,
-)
-
-if TYPE_CHECKING:
-    import anthropic
+from ._events import Entry
+from ._log import Session
 
 __all__ = [
     "NOT_OPTIONS",
-    "Agent",
     "Decision",
     "Follow",
     "RequestError",
     "RunView",
     "Serving",
-    "Session",
     "Turn",
     "user_turns",
 ]
@@ -123,43 +86,6 @@ class Follow:
     """Whether this request started the run or made it go on (else: it follows it)."""
 
 
-@dataclass
-class Session:
-    """One run's events in this process. ``log[i].index == i``; ``start`` is the index of the
-    first event of the last request that made the run go on; ``running`` is true from then until
-    its ``RunFinished`` or ``RunError`` is logged. ``changed`` is set, and replaced, at each event."""
-
-    run_id: str
-    log: list[Entry] = field(default_factory=lambda: list[Entry]())
-    start: int = 0
-    running: bool = False
-    changed: anyio.Event = field(default_factory=anyio.Event)
-    denied: set[str] = field(default_factory=lambda: set[str]())
-    reported: set[str] = field(default_factory=lambda: set[str]())
-    """The calls whose results were sent (or were in the history when the run was loaded)."""
-
-    def emit(self, event: UIEvent) -> None:
-        self.log.append(Entry(len(self.log), event))
-        if isinstance(event, RunFinished | RunError):
-            self.running = False
-        self.changed.set()
-        self.changed = anyio.Event()
-
-    async def follow(self, after: int) -> AsyncIterator[Entry]:
-        """The events after ``after``, up to the end of the request's part of the run."""
-        position = after + 1
-        while True:
-            while position < len(self.log):
-                entry = self.log[position]
-                position += 1
-                yield entry
-                if isinstance(entry.event, RunFinished | RunError):
-                    return
-            if not self.running:
-                return
-            await self.changed.wait()
-
-
 class Serving:
     """What ``Agent`` and ``TemporalAgent`` share: the request params of new runs, checked, and the
     task group the agent's work runs in, entered with the agent (``async with agent:``)."""
@@ -187,12 +113,13 @@ class Serving:
     def following(turn: Turn, session: Session) -> Follow:
         """What a request that brings nothing new is answered with. Running: the request's part so
         far, then live. Not running: the events after those the client says it has, if this
-        process logged any; else nothing (the run as the store has it)."""
-        if session.running:
-            after = session.start - 1 if turn.after is None else turn.after
+        process logged any; else nothing (the run as the store has it). A number this process
+        did not give (another replica's) is taken for none."""
+        after = turn.after if turn.after is not None and session.knows(turn.after) else None
+        if session.running:  # a number another process gave: from the part's start, as a reload
+            return Follow(session.follow(session.first - 1 if after is None else after), None, started=False)
+        if after is not None and after < session.base + len(session.log) - 1:
             return Follow(session.follow(after), None, started=False)
-        if turn.after is not None and turn.after < len(session.log) - 1:
-            return Follow(session.follow(turn.after), None, started=False)
         return Follow(None, None, started=False)
 
     @property
@@ -218,264 +145,6 @@ class Serving:
         return await group.__aexit__(kind, error, traceback)
 
 
-class Agent(Serving):
-    """What the web endpoints serve: the runs of one agent, kept in a store, one per conversation.
-
-    Enter it (``async with agent:``) for as long as it serves: the runs go on in its task group,
-    whatever becomes of the requests that started them. ``agui_app`` and ``ui_message_stream_app``
-    enter it in their lifespan; an app that mounts them enters it in its own.
-
-    Args:
-        client: The Anthropic client (``anthropic.AsyncAnthropic``; the replies are streamed).
-        store: Where the runs are kept (``MemoryCheckpointer``, ``SQLiteCheckpointer``,
-            ``PostgresCheckpointer``): the run id is the conversation's id.
-        tools: The agent's tools.
-        model: The model.
-        max_tokens: The request's ``max_tokens``.
-        system: The system prompt of new runs.
-        options: Any other option of ``ToolRunner`` (``max_iterations``, ``approve``, ...), but
-            those the agent sets itself (``messages``, ``checkpointer``, ``run_id``, ``stream``,
-            ``on_event``, ``tools``).
-    """
-
-    def __init__(
-        self,
-        client: anthropic.AsyncAnthropic,
-        *,
-        store: RunStore,
-        tools: Sequence[Any],
-        model: str,
-        max_tokens: int,
-        system: str | None = None,
-        options: Mapping[str, Any] | None = None,
-    ) -> None:
-        self._params, self._options = self.request_params(model, max_tokens, system, options, NOT_OPTIONS)
-        self.client = client
-        self.store = store
-        self.tools = list(tools)
-        self._sessions: dict[str, Session] = {}
-        self._lock = anyio.Lock()
-
-    async def take(self, turn: Turn, *, by: str | None) -> Follow:
-        """Act on what a request brings, and say what to answer it with.
-
-        Raises:
-            RequestError: 404 for decisions on a run the store does not have; 409 when the run is
-                running and the request brings something new, or a call was decided already;
-                422 when the request cannot start or continue the run.
-        """
-        if self._group is None:
-            raise RuntimeError("the Agent is not entered; use `async with agent:` (the apps' lifespan does).")
-        async with self._lock:
-            session = self._sessions.setdefault(turn.run_id, Session(turn.run_id))
-            summary = await self.store.get_run(turn.run_id)
-            runner: ToolRunner[Any] | None
-            if summary is None:
-                if turn.decisions:
-                    raise RequestError(
-                        404, f"there is no run {turn.run_id!r} to decide calls of; start it first."
-                    )
-                if not turn.conversation:
-                    raise RequestError(
-                        404, f"there is no run {turn.run_id!r}; send a user message to start it."
-                    )
-                runner = self._new_runner(turn, session)
-            else:
-                stopped = summary.status in (RunStatus.RUNNING, RunStatus.READY) and not session.running
-                runner = await self._going_on(turn, session, summary.waiting, by, stopped=stopped)
-            if runner is None:
-                return self.following(turn, session)
-            session.start = len(session.log)
-            session.running = True
-            self._group.start_soon(self._drive, session, runner)
-        return Follow(session.follow(session.start - 1), None, started=True)
-
-    async def view(self, run_id: str) -> RunView | None:
-        """The run as the store has it (``None``: there is none)."""
-        loaded = await self.store.load(run_id)
-        summary = await self.store.get_run(run_id)
-        if loaded is None or summary is None:
-            return None
-        messages = [cast("Mapping[str, Any]", message) for message in loaded.state.messages]
-        reply = loaded.state.reply
-        if summary.waiting and reply is not None and (not messages or messages[-1] != reply_param(reply)):
-            messages.append(cast("Mapping[str, Any]", reply_param(reply)))  # a pause holds it apart
-        denied = frozenset(record.call.id for record in loaded.state.decisions if record.decision == "denied")
-        session = self._sessions.get(run_id)
-        running = session is not None and session.running
-        return RunView(messages, summary.waiting, summary.end_reason, denied, running)
-
-    def _new_runner(self, turn: Turn, session: Session) -> ToolRunner[Any]:
-        messages = [{"role": role, "content": text} for role, text in turn.conversation]
-        try:
-            return ToolRunner(
-                self.client,
-                stream=True,
-                messages=messages,
-                tools=self.tools,
-                checkpointer=self.store,
-                run_id=turn.run_id,
-                on_event=lambda event: _note(session, event),
-                **self._params,
-            )
-        except ToolRunnerError as error:
-            raise RequestError(422, f"the conversation cannot start a run: {error}") from error
-
-    async def _going_on(
-        self,
-        turn: Turn,
-        session: Session,
-        waiting: tuple[ToolCall, ...],
-        by: str | None,
-        *,
-        stopped: bool = False,
-    ) -> ToolRunner[Any] | None:
-        """Decide and append what the request brings; the runner that goes on (``None``: nothing new,
-        and the run is not ``stopped``: one the store has as running or ready that this process
-        does not drive, cut off by a restart or decided elsewhere, which goes on)."""
-        loaded = await self.store.load(turn.run_id)
-        assert loaded is not None
-        history = list(loaded.state.messages)
-        new = [text for role, text in turn.conversation if role == "user"][user_turns(history) :]
-        if not turn.decisions and not new and not stopped:
-            return None
-        if session.running:
-            raise RequestError(
-                409, f"the run {turn.run_id!r} is running; wait for its end before sending more."
-            )
-        if new and waiting:
-            raise RequestError(
-                409,
-                f"the run {turn.run_id!r} waits for decisions on {[call.id for call in waiting]!r}; decide them first.",
-            )
-        for decision in turn.decisions:
-            await self._decide(turn.run_id, decision, by)
-        if not session.log:  # loaded in this process: its results so far were sent before
-            session.reported.update(_answered(history))
-        runner = await ToolRunner.resume(
-            self.client,
-            stream=True,
-            tools=self.tools,
-            checkpointer=self.store,
-            run_id=turn.run_id,
-            on_event=lambda event: _note(session, event),
-            **self._options,
-        )
-        for text in new:
-            runner.push_messages({"role": "user", "content": text})
-        return runner
-
-    async def _decide(self, run_id: str, decision: Decision, by: str | None) -> None:
-        try:
-            if decision.approved:
-                await self.store.approve_call(run_id, decision.call_id, input=decision.input, by=by)
-            else:
-                await self.store.deny_call(run_id, decision.call_id, decision.reason, by=by)
-        except ApprovalError as error:
-            raise RequestError(409, str(error)) from error
-        except ToolRunnerError as error:  # an edited input the tool refuses
-            raise RequestError(422, str(error)) from error
-
-    async def _drive(self, session: Session, runner: ToolRunner[Any]) -> None:
-        """Run the loop until it ends or pauses, logging what a client is told."""
-        try:
-            async for stream in runner:
-                _report_results(session, runner.messages)  # the last turn's, before the next reply
-                await _read(session, stream)
-                _report_results(session, runner.messages)
-                if runner.last_message is not None and any(
-                    block.type == "tool_use" for block in runner.last_message.content
-                ):
-                    with contextlib.suppress(ApprovalError):  # calls wait: the loop pauses next
-                        await runner.generate_tool_response()
-            _report_results(session, runner.messages)
-            if runner.end_reason == "awaiting_approval":
-                for call in runner.pending_approvals:
-                    session.emit(ApprovalWanted(call.id, call.name, call.input))
-            final = runner.last_message
-            text = "" if final is None else "".join(b.text for b in final.content if b.type == "text")
-            session.emit(RunFinished(str(runner.end_reason), text))
-        except Exception as error:  # the run's error goes to the clients; the state is as last saved
-            session.emit(RunError(str(error) or type(error).__name__, type(error).__name__))
-
-
-def _note(session: Session, event: RunnerEvent) -> None:
-    if isinstance(event, ApprovalDecided) and event.decision == "denied":
-        session.denied.add(event.call.id)
-
-
-async def _read(session: Session, stream: Any) -> None:
-    """The stream's text and tool calls as UI events, as they come."""
-    message_id = parent = ""
-    blocks: dict[int, str] = {}
-    async for event in stream:
-        kind = event.type
-        if kind == "message_start":
-            message_id = event.message.id
-        elif kind == "content_block_start":
-            block = event.content_block
-            if block.type == "text":
-                blocks[event.index] = parent = f"{message_id}-{event.index}"
-                session.emit(TextStart(parent))
-            elif block.type == "tool_use":
-                blocks[event.index] = block.id
-                session.emit(ToolCallStart(block.id, block.name, parent or message_id))
-        elif kind == "text" and (id := _current(blocks)) is not None:
-            session.emit(TextDelta(id, event.text))
-        elif kind == "input_json" and (id := _current(blocks)) is not None:
-            if event.partial_json:
-                session.emit(ToolCallArgs(id, event.partial_json))
-        elif kind == "content_block_stop" and event.index in blocks:
-            block = event.content_block
-            if block.type == "text":
-                session.emit(TextEnd(blocks[event.index]))
-            elif block.type == "tool_use":
-                session.emit(ToolCallEnd(block.id, block.name, block.input))
-
-
-def _current(blocks: dict[int, str]) -> str | None:
-    return blocks[max(blocks)] if blocks else None
-
-
-def _report_results(session: Session, messages: Sequence[Any]) -> None:
-    """Log the results the history has that no client was told of yet."""
-    for message in messages:
-        if message.get("role") != "user" or isinstance(message.get("content"), str):
-            continue
-        for block in message["content"]:
-            if block.get("type") == "tool_result" and block["tool_use_id"] not in session.reported:
-                call_id = block["tool_use_id"]
-                session.reported.add(call_id)
-                session.emit(
-                    ToolResult(
-                        call_id,
-                        result_text(block.get("content", "")),
-                        bool(block.get("is_error", False)),
-                        call_id in session.denied,
-                    )
-                )
-
-
-def result_text(content: object) -> str:
-    """A tool result's content as text (what is not text, as its type in brackets)."""
-    if isinstance(content, str):
-        return content
-    parts: list[str] = []
-    for block in cast("Sequence[Mapping[str, Any]]", content):
-        parts.append(str(block.get("text", "")) if block.get("type") == "text" else f"[{block.get('type')}]")
-    return "".join(parts)
-
-
-def _answered(history: Sequence[Any]) -> set[str]:
-    return {
-        block["tool_use_id"]
-        for message in history
-        if message.get("role") == "user" and not isinstance(message.get("content"), str)
-        for block in message["content"]
-        if block.get("type") == "tool_result"
-    }
-
-
 def user_turns(history: Sequence[Any]) -> int:
     """How many messages of the history a person wrote (tool results are not)."""
     count = 0
@@ -486,8 +155,3 @@ def user_turns(history: Sequence[Any]) -> int:
         if isinstance(content, str) or not any(block.get("type") == "tool_result" for block in content):
             count += 1
     return count
-
-
-def input_text(value: object) -> str:
-    """A call's input as the JSON text a protocol carries."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

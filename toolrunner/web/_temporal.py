@@ -10,8 +10,9 @@ encode its events unchanged; what differs is where a run goes on and where its e
 - the run goes on in the workers, wherever they are. A watcher in the agent's task group follows
   it through what any client can read: the ``toolrunner.state`` query (the history, large blocks
   read back from the payload store) and ``toolrunner.pending_approvals``, polled. Each new message
-  becomes UI events: a reply's text as one delta (the workers' streaming is not seen from a
-  client), each call's input as one piece, each result; then the calls that wait and the end.
+  becomes UI events (``_log.emit_history``, as for an ``Agent`` following another process's run):
+  a reply's text as one delta (the workers' streaming is not seen from a client), each call's
+  input as one piece, each result; then the calls that wait and the end.
 """
 
 from __future__ import annotations
@@ -24,18 +25,8 @@ import anyio
 from .._core.errors import CheckpointError, RunEndedError, ToolRunnerError
 from .._core.messages import reply_param
 from .._core.state import Phase, RunState
-from ._events import (
-    ApprovalWanted,
-    RunError,
-    RunFinished,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ToolCallArgs,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolResult,
-)
+from ._events import ApprovalWanted, RunError, RunFinished
+from ._log import Session, emit_history, final_text
 from ._session import (
     NOT_OPTIONS,
     Decision,
@@ -43,10 +34,7 @@ from ._session import (
     RequestError,
     RunView,
     Serving,
-    Session,
     Turn,
-    input_text,
-    result_text,
     user_turns,
 )
 
@@ -100,8 +88,6 @@ class TemporalAgent(Serving):
         self.tools = list(tools)
         self._poll = poll_interval
         self._sessions: dict[str, Session] = {}
-        self._seen: dict[str, int] = {}
-        """How many of each run's messages the clients were told of (a paused reply counts)."""
         self._lock = anyio.Lock()
 
     def _run(self, run_id: str) -> RunHandle:
@@ -141,7 +127,7 @@ class TemporalAgent(Serving):
                     )
                 messages = [{"role": role, "content": text} for role, text in turn.conversation]
                 await self._start(turn.run_id, messages, reuse="refuse")
-                self._seen[turn.run_id] = len(messages)
+                session.told = len(messages)
             else:
                 went_on = await self._going_on(turn, session, run, state, by)
                 if went_on is None:
@@ -187,8 +173,8 @@ class TemporalAgent(Serving):
                 409,
                 f"the run {turn.run_id!r} waits for decisions on {[call.id for call in waiting]!r}; decide them first.",
             )
-        if turn.run_id not in self._seen:  # loaded in this process: what it has was sent before
-            self._seen[turn.run_id] = len(state.messages) + (1 if waiting else 0)
+        if session.told is None:  # loaded in this process: what it has was sent before
+            session.told = len(state.messages) + (1 if waiting else 0)
         for decision in turn.decisions:
             await self._decide(run, state, decision, by)
         if new:
@@ -261,11 +247,12 @@ class TemporalAgent(Serving):
                     state.phase is Phase.AWAITING  # the pause the request decided on, not applied yet
                     and (not waiting or any(call.id in decided for call in waiting))
                 )
-                self._emit_new(session, state, await self._messages(state))
+                denied = {record.call.id for record in state.decisions if record.decision == "denied"}
+                emit_history(session, await self._messages(state), denied)
                 if ended:
                     for call in waiting:
                         session.emit(ApprovalWanted(call.id, call.name, call.input))
-                    session.emit(RunFinished(str(state.end_reason), _final_text(await self._messages(state))))
+                    session.emit(RunFinished(str(state.end_reason), final_text(await self._messages(state))))
                     return
                 await self._ended_otherwise(run)
                 await anyio.sleep(self._poll)
@@ -279,56 +266,3 @@ class TemporalAgent(Serving):
         status = (await run.workflow.describe()).status
         if status not in (None, WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.COMPLETED):
             raise RuntimeError(f"the run's workflow is {status.name.lower()}")
-
-    def _emit_new(self, session: Session, state: RunState, messages: Sequence[Mapping[str, Any]]) -> None:
-        seen = self._seen.get(session.run_id, 0)
-        denied = {record.call.id for record in state.decisions if record.decision == "denied"}
-        for position in range(seen, len(messages)):
-            _emit_message(session, messages[position], position, denied)
-        self._seen[session.run_id] = max(seen, len(messages))
-
-
-def _emit_message(session: Session, message: Mapping[str, Any], position: int, denied: set[str]) -> None:
-    content = message["content"]
-    if isinstance(content, str):
-        return  # a person's message: the client has it
-    blocks = cast("Sequence[Mapping[str, Any]]", content)
-    if message["role"] == "assistant":
-        parent = f"{session.run_id}-m{position}"
-        for index, block in enumerate(blocks):
-            if block.get("type") == "text" and block.get("text"):
-                parent = f"{session.run_id}-m{position}-{index}"
-                session.emit(TextStart(parent))
-                session.emit(TextDelta(parent, str(block["text"])))  # the reply arrives whole
-                session.emit(TextEnd(parent))
-            elif block.get("type") == "tool_use":
-                call_id, name = str(block["id"]), str(block["name"])
-                session.emit(ToolCallStart(call_id, name, parent))
-                session.emit(ToolCallArgs(call_id, input_text(block["input"])))
-                session.emit(ToolCallEnd(call_id, name, block["input"]))
-        return
-    for block in blocks:
-        if block.get("type") == "tool_result" and block["tool_use_id"] not in session.reported:
-            call_id = str(block["tool_use_id"])
-            session.reported.add(call_id)
-            session.emit(
-                ToolResult(
-                    call_id,
-                    result_text(block.get("content", "")),
-                    bool(block.get("is_error", False)),
-                    call_id in denied,
-                )
-            )
-
-
-def _final_text(messages: Sequence[Mapping[str, Any]]) -> str:
-    for message in reversed(messages):
-        if message["role"] == "assistant":
-            content = message["content"]
-            if isinstance(content, str):
-                return content
-            return "".join(
-                str(block.get("text", "")) for block in cast("Sequence[Mapping[str, Any]]", content)
-                if block.get("type") == "text"
-            )  # fmt: skip
-    return ""

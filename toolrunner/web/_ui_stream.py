@@ -41,7 +41,8 @@ from ._events import (
     UIEvent,
 )
 from ._http import DecidedBy, Served, decided_by_header, error_response, make_app, stream
-from ._session import Decision, RequestError, RunView, Turn, result_text
+from ._log import result_text
+from ._session import Decision, RequestError, RunView, Turn
 
 __all__ = ["HEADER", "PARTS", "encode", "ui_message_stream_app", "ui_messages"]
 
