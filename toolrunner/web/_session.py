@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -29,9 +30,12 @@ import anyio.abc
 
 from .._core.errors import ApprovalError, ToolRunnerError
 from .._core.events import ApprovalDecided, RunnerEvent
+from .._core.ids import check_by, check_run_id
 from .._core.messages import reply_param
+from .._core.state import RunState
 from .._core.types import ToolCall
 from .._runner.runner import ToolRunner
+from .._stores.deciding import approved, denied
 from .._stores.protocol import RunStore
 from .._stores.runs import RunStatus
 from ._events import (
@@ -62,8 +66,15 @@ __all__ = [
     "Serving",
     "Session",
     "Turn",
+    "check_decisions",
+    "client_error",
+    "decider",
     "user_turns",
+    "web_run_id",
 ]
+
+LOGGER = logging.getLogger("toolrunner.web")
+"""Where a run's error goes whole (its client is told its type only: ``client_error``)."""
 
 NOT_OPTIONS = frozenset({"messages", "checkpointer", "run_id", "stream", "on_event", "tools"})
 
@@ -97,6 +108,18 @@ class Turn:
     decisions: Sequence[Decision] = ()
     after: int | None = None
     """The last event the client has (a reconnect); ``None``: from the start of the request's part."""
+
+    def __post_init__(self) -> None:
+        web_run_id(self.run_id)
+
+
+def web_run_id(value: str) -> str:
+    """``value`` if it can name a run (``_core.ids.check_run_id``); else a 422 that says why, before
+    anything is read or written."""
+    try:
+        return check_run_id(value)
+    except ToolRunnerError as error:
+        raise RequestError(422, f"the conversation's id cannot name a run: {error}") from error
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,6 +362,7 @@ class Agent(Serving):
         new = [text for role, text in turn.conversation if role == "user"][user_turns(history) :]
         if not turn.decisions and not new and not stopped:
             return None
+        check_decisions(turn.run_id, loaded.state, turn.decisions, by)
         if session.running:
             raise RequestError(
                 409, f"the run {turn.run_id!r} is running; wait for its end before sending more."
@@ -396,7 +420,54 @@ class Agent(Serving):
             text = "" if final is None else "".join(b.text for b in final.content if b.type == "text")
             session.emit(RunFinished(str(runner.end_reason), text))
         except Exception as error:  # the run's error goes to the clients; the state is as last saved
-            session.emit(RunError(str(error) or type(error).__name__, type(error).__name__))
+            session.emit(client_error(error))
+
+
+def check_decisions(run_id: str, state: RunState, decisions: Sequence[Decision], by: str | None) -> None:
+    """Every decision a request brings, taken in turn on ``state`` (pure: nothing is written),
+    before the first is taken for real: a request one of whose decisions cannot be taken takes
+    none (a call decided twice in it, a call that does not wait, or was decided already: whom by;
+    an edited input its tool refuses).
+
+    Raises:
+        RequestError: 409 for a call that does not wait, 422 for a request that cannot be right.
+    """
+    seen: set[str] = set()
+    for decision in decisions:
+        if decision.call_id in seen:
+            raise RequestError(
+                422,
+                f"nothing was decided: the request decides the call {decision.call_id!r} twice; send one "
+                "decision a call.",
+            )
+        seen.add(decision.call_id)
+        try:
+            if decision.approved:
+                state = approved(state, run_id, decision.call_id, input=decision.input, by=by, at="")
+            else:
+                state = denied(state, run_id, decision.call_id, decision.reason, by=by, at="")
+        except ApprovalError as error:
+            raise RequestError(409, f"nothing was decided: {error}") from error
+        except ToolRunnerError as error:  # an edited input the tool refuses
+            raise RequestError(422, f"nothing was decided: {error}") from error
+
+
+def decider(by: str | None) -> str | None:
+    """Who decides, as the app's ``decided_by`` said, checked (``_core.ids.check_by``) before
+    anything is read or written; a 400 that says why otherwise."""
+    try:
+        return check_by(by)
+    except ToolRunnerError as error:
+        raise RequestError(400, f"who decides cannot be recorded: {error}") from error
+
+
+def client_error(error: BaseException) -> RunError:
+    """What a client is told of the error that stopped a run: its type, not its message, which
+    may hold what a client must not read (a store's URL, a service's answer); the whole error goes
+    to the ``toolrunner.web`` logger."""
+    LOGGER.error("the run stopped with an error", exc_info=error)
+    kind = type(error).__name__
+    return RunError(f"the run stopped with an error ({kind}); the server's log has the rest.", kind)
 
 
 def _note(session: Session, event: RunnerEvent) -> None:
