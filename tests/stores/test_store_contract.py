@@ -421,8 +421,13 @@ async def test_a_call_decided_already_cannot_be_decided_again_and_says_by_whom(s
     await store.approve_call("r", second)
     runner = await resume(store, "r")
     await runner.until_done()
-    with pytest.raises(ApprovalError, match="no call of the run 'r' waits for a decision"):
+    # the turn went on: the run's audit still says who decided, a call no one decided waits nowhere
+    with pytest.raises(ApprovalError, match=re.escape(f"was denied by 'ada' at {record.decided_at};")):
+        await store.approve_call("r", first, by="bob")
+    with pytest.raises(ApprovalError, match=r"'r' was approved at [^;]+; it cannot be decided again"):
         await store.approve_call("r", second)
+    with pytest.raises(ApprovalError, match="no call of the run 'r' waits for a decision"):
+        await store.approve_call("r", "nope")
 
 
 async def test_of_two_deciders_at_once_one_wins_and_the_other_is_told_who(

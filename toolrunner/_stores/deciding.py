@@ -12,7 +12,7 @@ import json
 import math
 import sys
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol, cast
+from typing import Any, NoReturn, Protocol, cast
 
 from .._core.approval import call_decided
 from .._core.errors import ApprovalError, StateError, ToolInputError
@@ -61,13 +61,11 @@ def _waiting_record(state: RunState, run_id: str, tool_use_id: str) -> CallRecor
     record = state.calls.get(tool_use_id)
     waiting = waiting_calls(state)
     if record is not None and record.decision is not None:
-        who = "" if record.decided_by is None else f" by {record.decided_by!r}"
-        when = "" if record.decided_at is None else f" at {record.decided_at}"
-        raise ApprovalError(
-            f"the call {tool_use_id!r} of run {run_id!r} was {record.decision}{who}{when}; it cannot be "
-            "decided again."
-        )
+        _decided_already(run_id, tool_use_id, record.decision, record.decided_by, record.decided_at)
     if not any(call.id == tool_use_id for call in waiting):
+        for audit in reversed(state.decisions):  # decided in an earlier turn, or its turn went on
+            if audit.call.id == tool_use_id:
+                _decided_already(run_id, tool_use_id, audit.decision, audit.by, audit.at)
         if record is not None and record.status is CallStatus.AWAITING and state.phase is not Phase.DONE:
             raise ApprovalError(
                 f"the run {run_id!r} is going on in a runner (it has not paused for {tool_use_id!r} yet, or has "
@@ -85,6 +83,17 @@ def _waiting_record(state: RunState, run_id: str, tool_use_id: str) -> CallRecor
         )
     assert record is not None
     return record
+
+
+def _decided_already(
+    run_id: str, tool_use_id: str, decision: str, by: str | None, at: str | None
+) -> NoReturn:
+    """Raise the ``ApprovalError`` of a call someone decided already: who, and when."""
+    who = "" if by is None else f" by {by!r}"
+    when = "" if at is None else f" at {at}"
+    raise ApprovalError(
+        f"the call {tool_use_id!r} of run {run_id!r} was {decision}{who}{when}; it cannot be decided again."
+    )
 
 
 def approved(

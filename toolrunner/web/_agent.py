@@ -54,7 +54,18 @@ from ._log import (
     report_results,
     turn_start,
 )
-from ._session import NOT_OPTIONS, Decision, Follow, RequestError, RunView, Serving, Turn, user_turns
+from ._session import (
+    NOT_OPTIONS,
+    Decision,
+    Follow,
+    RequestError,
+    RunView,
+    Serving,
+    Turn,
+    check_decisions,
+    client_error,
+    user_turns,
+)
 
 if TYPE_CHECKING:
     import anthropic
@@ -213,6 +224,7 @@ class Agent(Serving):
         new = [text for role, text in turn.conversation if role == "user"][user_turns(history) :]
         if not turn.decisions and not new and (session.running or summary.status not in LIVE):
             return None
+        check_decisions(turn.run_id, loaded.state, turn.decisions, by)
         if session.running or (new and self._elsewhere(summary)):
             raise RequestError(
                 409, f"the run {turn.run_id!r} is running; wait for its end before sending more."
@@ -354,9 +366,9 @@ class Agent(Serving):
                         mine = False
                         await self._release(run_id)
                     if status is RunStatus.FAILED:
-                        failure = state.failure or {}
-                        message = failure.get("message", "the run failed")
-                        session.emit(RunError(message, failure.get("type", "Error")))
+                        failure = state.failure or {}  # its message may hold a secret, as an error's
+                        logger.error("the run %r failed: %s", run_id, failure.get("message", ""))
+                        session.emit(client_error(None, failure.get("type")))
                         return
                     for call in waiting:
                         session.emit(ApprovalWanted(call.id, call.name, call.input))
@@ -374,7 +386,7 @@ class Agent(Serving):
                         continue
                 await anyio.sleep(self._poll)
         except Exception as error:  # the run's error goes to the clients
-            session.emit(RunError(str(error) or type(error).__name__, type(error).__name__))
+            session.emit(client_error(error))
         finally:
             if mine:
                 with anyio.CancelScope(shield=True):
@@ -411,4 +423,4 @@ async def _steps(session: Session, runner: ToolRunner[Any]) -> list[UIEvent]:
         text = "" if final is None else "".join(b.text for b in final.content if b.type == "text")
         return [*closing, RunFinished(str(runner.end_reason), text)]
     except Exception as error:  # the run's error goes to the clients; the state is as last saved
-        return [RunError(str(error) or type(error).__name__, type(error).__name__)]
+        return [client_error(error)]

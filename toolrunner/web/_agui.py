@@ -65,7 +65,7 @@ from ._events import (
 )
 from ._http import DecidedBy, Served, decided_by_header, error_response, make_app, stream
 from ._log import input_text
-from ._session import Decision, RequestError, RunView, Turn
+from ._session import Decision, RequestError, RunView, Turn, decider
 
 __all__ = ["APPROVAL_SCHEMA", "agui_app"]
 
@@ -102,7 +102,7 @@ def agui_app(agent: Served, *, decided_by: DecidedBy | None = None, page: bool =
             )
         try:
             turn = _turn(body)
-            follow = await agent.take(turn, by=who(request))
+            follow = await agent.take(turn, by=decider(who(request)))
         except RequestError as error:
             return error_response(error)
         view = None if follow.events is not None else await agent.view(body.thread_id)

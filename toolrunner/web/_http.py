@@ -7,6 +7,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import TypeAlias
+from urllib.parse import unquote
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -32,8 +33,22 @@ _STATIC = {"js": "text/javascript; charset=utf-8", "html": "text/html; charset=u
 
 
 def decided_by_header(request: Request) -> str | None:
-    """The default ``decided_by``: the ``X-Decided-By`` header, as the client sent it."""
-    return request.headers.get(DECIDED_BY) or None
+    """The default ``decided_by``: the ``X-Decided-By`` header, percent-decoded as UTF-8 (a
+    browser's ``fetch`` sends only Latin-1 in a header: the example pages send
+    ``encodeURIComponent(name)``; a name of plain ASCII without ``%`` reads as it is).
+
+    Raises:
+        RequestError: 400, the header's bytes are not percent-encoded UTF-8.
+    """
+    value = request.headers.get(DECIDED_BY)
+    if not value:
+        return None
+    try:
+        return unquote(value.encode("latin-1").decode("utf-8"), errors="strict")
+    except UnicodeError as error:
+        raise RequestError(
+            400, f"the {DECIDED_BY} header is not UTF-8 (percent-encoded, as encodeURIComponent makes it)."
+        ) from error
 
 
 def error_response(error: RequestError) -> JSONResponse:

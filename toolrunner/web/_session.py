@@ -5,6 +5,7 @@ the request's turn (``Turn``, its ``Decision``s), the answer (``Follow``: the ru
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -13,8 +14,12 @@ from typing import Any, Literal, Self
 import anyio
 import anyio.abc
 
+from .._core.errors import ApprovalError, ToolRunnerError
+from .._core.ids import check_by, check_run_id
+from .._core.state import RunState
 from .._core.types import ToolCall
-from ._events import Entry
+from .._stores.deciding import approved, denied
+from ._events import Entry, RunError
 from ._log import Session
 
 __all__ = [
@@ -25,8 +30,15 @@ __all__ = [
     "RunView",
     "Serving",
     "Turn",
+    "check_decisions",
+    "client_error",
+    "decider",
     "user_turns",
+    "web_run_id",
 ]
+
+LOGGER = logging.getLogger("toolrunner.web")
+"""Where a run's error goes whole (its client is told its type only: ``client_error``)."""
 
 NOT_OPTIONS = frozenset({"messages", "checkpointer", "run_id", "stream", "on_event", "tools"})
 
@@ -60,6 +72,67 @@ class Turn:
     decisions: Sequence[Decision] = ()
     after: int | None = None
     """The last event the client has (a reconnect); ``None``: from the start of the request's part."""
+
+    def __post_init__(self) -> None:
+        web_run_id(self.run_id)
+
+
+def web_run_id(value: str) -> str:
+    """``value`` if it can name a run (``_core.ids.check_run_id``); else a 422 that says why, before
+    anything is read or written."""
+    try:
+        return check_run_id(value)
+    except ToolRunnerError as error:
+        raise RequestError(422, f"the conversation's id cannot name a run: {error}") from error
+
+
+def check_decisions(run_id: str, state: RunState, decisions: Sequence[Decision], by: str | None) -> None:
+    """Every decision a request brings, taken in turn on ``state`` (pure: nothing is written),
+    before the first is taken for real: a request one of whose decisions cannot be taken takes
+    none (a call decided twice in it, a call that does not wait, or was decided already: whom by;
+    an edited input its tool refuses).
+
+    Raises:
+        RequestError: 409 for a call that does not wait, 422 for a request that cannot be right.
+    """
+    seen: set[str] = set()
+    for decision in decisions:
+        if decision.call_id in seen:
+            raise RequestError(
+                422,
+                f"nothing was decided: the request decides the call {decision.call_id!r} twice; send one "
+                "decision a call.",
+            )
+        seen.add(decision.call_id)
+        try:
+            if decision.approved:
+                state = approved(state, run_id, decision.call_id, input=decision.input, by=by, at="")
+            else:
+                state = denied(state, run_id, decision.call_id, decision.reason, by=by, at="")
+        except ApprovalError as error:
+            raise RequestError(409, f"nothing was decided: {error}") from error
+        except ToolRunnerError as error:  # an edited input the tool refuses
+            raise RequestError(422, f"nothing was decided: {error}") from error
+
+
+def decider(by: str | None) -> str | None:
+    """Who decides, as the app's ``decided_by`` said, checked (``_core.ids.check_by``) before
+    anything is read or written; a 400 that says why otherwise."""
+    try:
+        return check_by(by)
+    except ToolRunnerError as error:
+        raise RequestError(400, f"who decides cannot be recorded: {error}") from error
+
+
+def client_error(error: BaseException | None, kind: str | None = None) -> RunError:
+    """What a client is told of the error that stopped a run: its type (``kind``, for a failure
+    read from a saved state), not its message, which may hold what a client must not read (a
+    store's URL, a service's answer); the whole error goes to the ``toolrunner.web`` logger."""
+    if error is not None:
+        LOGGER.error("the run stopped with an error", exc_info=error)
+        kind = type(error).__name__
+    kind = kind or "Error"
+    return RunError(f"the run stopped with an error ({kind}); the server's log has the rest.", kind)
 
 
 @dataclass(frozen=True, slots=True)

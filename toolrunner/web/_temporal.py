@@ -25,7 +25,7 @@ import anyio
 from .._core.errors import CheckpointError, RunEndedError, ToolRunnerError
 from .._core.messages import reply_param
 from .._core.state import Phase, RunState
-from ._events import ApprovalWanted, RunError, RunFinished
+from ._events import ApprovalWanted, RunFinished
 from ._log import Session, emit_history, final_text
 from ._session import (
     NOT_OPTIONS,
@@ -35,6 +35,8 @@ from ._session import (
     RunView,
     Serving,
     Turn,
+    check_decisions,
+    client_error,
     user_turns,
 )
 
@@ -163,6 +165,7 @@ class TemporalAgent(Serving):
         new = [text for role, text in turn.conversation if role == "user"][user_turns(state.messages) :]
         if not turn.decisions and not new:
             return None
+        check_decisions(turn.run_id, state, turn.decisions, by)
         if session.running or state.end_reason is None:
             raise RequestError(
                 409, f"the run {turn.run_id!r} is running; wait for its end before sending more."
@@ -257,7 +260,7 @@ class TemporalAgent(Serving):
                 await self._ended_otherwise(run)
                 await anyio.sleep(self._poll)
         except Exception as error:  # the run's error goes to the clients
-            session.emit(RunError(str(error) or type(error).__name__, type(error).__name__))
+            session.emit(client_error(error))
 
     async def _ended_otherwise(self, run: RunHandle) -> None:
         """Raise if the workflow is over without its loop's end (failed, terminated, cancelled)."""

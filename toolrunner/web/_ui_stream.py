@@ -42,7 +42,7 @@ from ._events import (
 )
 from ._http import DecidedBy, Served, decided_by_header, error_response, make_app, stream
 from ._log import result_text
-from ._session import Decision, RequestError, RunView, Turn
+from ._session import Decision, RequestError, RunView, Turn, decider, web_run_id
 
 __all__ = ["HEADER", "PARTS", "encode", "ui_message_stream_app", "ui_messages"]
 
@@ -117,7 +117,7 @@ def ui_message_stream_app(
                 {"error": f"the body is no useChat request: {where}: {problem['msg']}"}, status_code=422
             )
         try:
-            follow = await agent.take(_turn(body), by=who(request))
+            follow = await agent.take(_turn(body), by=decider(who(request)))
         except RequestError as error:
             return error_response(error)
         if follow.events is None:
@@ -139,7 +139,10 @@ def ui_message_stream_app(
 
     async def messages(request: Request) -> Response:
         run_id = str(request.path_params["chat_id"])
-        view = await agent.view(run_id)
+        try:
+            view = await agent.view(web_run_id(run_id))
+        except RequestError as error:
+            return error_response(error)
         if view is None:
             return JSONResponse({"error": f"there is no chat {run_id!r}."}, status_code=404)
         return JSONResponse({"messages": ui_messages(view), "running": view.running})
@@ -163,17 +166,33 @@ def _turn(body: _Body) -> Turn:
         for part in last.parts:
             extra = part.model_extra or {}
             approval = extra.get("approval")
-            if extra.get("state") == "approval-responded" and isinstance(approval, Mapping):
-                answer = cast("Mapping[str, Any]", approval)
-                reason = answer.get("reason")
-                decisions.append(
-                    Decision(
-                        str(extra.get("toolCallId")),
-                        answer.get("approved") is True,
-                        reason if isinstance(reason, str) else None,
-                    )
-                )
+            if extra.get("state") == "approval-responded":
+                decisions.append(_decision(extra.get("toolCallId"), approval))
+    if "/" in body.id:
+        raise RequestError(
+            422, f"a chat id is one segment of a URL (/{{id}}/stream): no '/', not {body.id!r}."
+        )
     return Turn(body.id, conversation, decisions)
+
+
+def _decision(call_id: object, approval: object) -> Decision:
+    """A tool part's approval response (``addToolApprovalResponse``): ``{id, approved, reason?}``,
+    its ``id`` the ``approvalId`` this stream sent (the call's id); anything else is a 422, never
+    a decision nobody made."""
+    answer: Mapping[str, Any] = cast("Mapping[str, Any]", approval) if isinstance(approval, Mapping) else {}
+    reason = answer.get("reason")
+    if (
+        not isinstance(call_id, str)
+        or not isinstance(answer.get("approved"), bool)
+        or answer.get("id") != call_id
+        or not (reason is None or isinstance(reason, str))
+    ):
+        raise RequestError(
+            422,
+            f"the approval response of the tool part {call_id!r} must be {{'id': its approvalId, 'approved': "
+            f"true|false, 'reason'?: text}}, not {approval!r}; nothing was decided.",
+        )
+    return Decision(call_id, answer["approved"], reason)
 
 
 async def _answer(events: AsyncIterator[Entry]) -> AsyncIterator[str]:

@@ -75,7 +75,7 @@ export function page(send) {
 /** The headers a request carries: who decides, if the page was told. */
 export function headers(who) {
   const name = who?.value.trim();
-  return name ? { "X-Decided-By": name } : {};
+  return name ? { "X-Decided-By": encodeURIComponent(name) } : {};
 }
 
 /** A call's input from the JSON text it streamed in (as is, while it is incomplete). */
