@@ -329,7 +329,7 @@ def _mapped(
         try:
             effect: Effect = program.send(outcome) if failure is None else program.throw(failure)
         except StopIteration as stop:
-            return stop.value
+            return cast(T, stop.value)
         finally:
             if failure is not None and after_failure is not None:
                 after_failure()

@@ -235,12 +235,12 @@ class TurnCore(HooksCore[ToolT]):
         tool = self.tool_of(call)
         plan = None if tool is None else agent_plan_of(tool)
         try:
-            if plan is not None:  # a sub-agent: its run, inside this program (_core.subruns)
-                block, seconds = (yield from self._sub_agent(call, given, plan)), 0.0
-            else:
+            if plan is None:
                 block, seconds = yield Execute(
                     call, given, self.removed(), may_repeat=tool is None or tool.idempotent
                 )
+            else:  # a sub-agent: its run, inside this program (_core.subruns)
+                block, seconds = (yield from self._sub_agent(call, given, plan)), 0.0
             if block is LOST:  # the driver lost it half way: it may or may not have acted
                 block = interrupted(call)
             if self.hooks is not None and self.hooks.after_tool_call:
