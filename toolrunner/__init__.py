@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         LoopFinished as LoopFinished,
         MessageFinished as MessageFinished,
         RunnerEvent as RunnerEvent,
+        SubRunEvent as SubRunEvent,
         TextDelta as TextDelta,
         ToolCallFinished as ToolCallFinished,
         ToolCallStarted as ToolCallStarted,
@@ -122,6 +123,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         Link as Link,
         ToolResultAdapter as ToolResultAdapter,
     )
+    from ._tools.subagents import SubAgent as SubAgent
     from ._tools.tool import (
         ApprovalGate as ApprovalGate,
         Tool as Tool,
@@ -204,6 +206,8 @@ __all__ = [
     "SQLiteCheckpointer",
     "StateError",
     "StoreBase",
+    "SubAgent",
+    "SubRunEvent",
     "SyncReplyStream",
     "SyncToolRunner",
     "TextDelta",
@@ -275,6 +279,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "LoopFinished",
         "MessageFinished",
         "RunnerEvent",
+        "SubRunEvent",
         "TextDelta",
         "ToolCallFinished",
         "ToolCallStarted",
@@ -370,6 +375,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "ToolContext",
         "tool",
     ),
+    "_tools.subagents": ("SubAgent",),
     "_tools.toolsets": (
         "RunnableTool",
         "Toolset",

@@ -28,6 +28,7 @@ from toolrunner._core.approval import awaiting, call_decided, calls_gated, turn_
 from toolrunner._core.message_checks import check_history
 from toolrunner._core.messages import client_tool_calls, reply_param
 from toolrunner._core.results import tool_result_block
+from toolrunner._core.state import SubRun
 from toolrunner._core.transitions import (
     Limits,
     _with_status,  # pyright: ignore[reportPrivateUsage]
@@ -295,6 +296,7 @@ def test_starting_and_finishing_a_call_keep_every_other_field_of_its_record() ->
         tool={"name": "act"},
         hook="rewritten",
         hook_input={"n": 3},
+        sub_run=SubRun(agent="helper", state=RunState(params={})),
     )
     for field in dataclasses.fields(CallRecord):
         assert getattr(record, field.name) is not None or field.name == "result", field.name

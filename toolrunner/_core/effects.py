@@ -35,6 +35,11 @@ effect                        outcome
 ``LoopStopped``               ``None``: the loop stopped (its tools may close)
 ============================  ================================================================
 
+A sub-agent's run (``_core.subruns``) yields its effects through its parent's call program, which
+maps them: its saves are the parent's, and the effects whose tools the driver looks up (``Send``'s
+``Request``, ``Gate``, ``Execute``) name the path of sub-agents (``agent_path``) whose tools they
+are; ``RunCalls`` names the sub-run whose call programs run (``runs``).
+
 A driver must hold one of the run's concurrency slots (``max_concurrency``) for the whole of a
 call's program, from before the call is journaled as started: a call still queued for a slot has
 not started, and must not be reported "interrupted" after a crash.
@@ -45,7 +50,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from anthropic.types import ToolResultBlockParam
 
@@ -63,6 +68,7 @@ __all__ = [
     "AwaitDecisions",
     "BeforeRequest",
     "BeforeToolCall",
+    "CallRunner",
     "CheckOutput",
     "Decisions",
     "DropStream",
@@ -128,6 +134,9 @@ class Request:
 
     state: RunState
     compaction: Mapping[str, Any] | None = None
+    agent_path: tuple[str, ...] = ()
+    """The request of a sub-agent's run (``_core.subruns``): the names of the sub-agents from the
+    run's tools down to it, whose tools the request offers; empty for the run's own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,9 +185,11 @@ class DropStream:
 
 @dataclass(frozen=True, slots=True)
 class Gate:
-    """Find which of ``calls`` must wait for a decision (their tools' ``requires_approval``)."""
+    """Find which of ``calls`` must wait for a decision (their tools' ``requires_approval``); the
+    calls of the sub-agent ``agent_path`` names, if not empty (as ``Request.agent_path``)."""
 
     calls: tuple[ToolCall, ...]
+    agent_path: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,9 +241,21 @@ class CheckOutput:
 @dataclass(frozen=True, slots=True)
 class RunCalls:
     """Run ``calls`` at once, each through ``RunCore.call`` (a call that runs elsewhere already is
-    waited for), each holding a concurrency slot (see the module docstring)."""
+    waited for), each holding a concurrency slot (see the module docstring). ``runs``: the calls
+    are a sub-run's (``_core.subruns``), run through its ``call`` and found finished in its
+    ``state``; they hold no slot (the parent's call that runs the sub-agent holds one)."""
 
     calls: tuple[ToolCall, ...]
+    runs: CallRunner | None = None
+
+
+class CallRunner(Protocol):
+    """What runs a sub-run's calls (``RunCalls.runs``): their programs, and the journal they finish in."""
+
+    @property
+    def state(self) -> RunState: ...
+
+    def call(self, call: ToolCall, *, early: bool = False) -> Program[None]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +271,8 @@ class Execute:
     input: object
     removed: frozenset[str]
     may_repeat: bool = True
+    agent_path: tuple[str, ...] = ()
+    """The call of a sub-agent's run: the tool is that sub-agent's (as ``Request.agent_path``)."""
 
 
 class Lost(enum.Enum):

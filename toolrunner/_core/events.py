@@ -5,7 +5,8 @@ Events are plain frozen data; the runner emits them in this order for each reque
 ``MessageFinished``, ``ApprovalRequested`` for each call that waits for a decision, then for each
 tool call ``ToolCallStarted`` ... ``ToolCallFinished`` (``ApprovalDecided`` when a waiting call is
 decided; ``HookDecided`` when a hook or a per-tool limit stops or changes it), and
-``LoopFinished`` when the loop ends or pauses. Calls started early
+``LoopFinished`` when the loop ends or pauses. The events of a sub-agent's run (``SubAgent``) come
+wrapped in ``SubRunEvent``, with the path to it. Calls started early
 (``run_tools_eagerly``) report ``ToolCallStarted`` before their reply's ``MessageFinished``. Each
 call is reported once, across a pause and a resume.
 """
@@ -27,6 +28,7 @@ __all__ = [
     "LoopFinished",
     "MessageFinished",
     "RunnerEvent",
+    "SubRunEvent",
     "TextDelta",
     "ToolCallFinished",
     "ToolCallStarted",
@@ -133,6 +135,18 @@ class LoopFinished:
     """The usage of each request of the whole run, as ``MessageFinished.requests``."""
 
 
+@dataclass(frozen=True, slots=True)
+class SubRunEvent:
+    """An event of a sub-agent's run (``SubAgent``), as the parent's listener hears it."""
+
+    path: tuple[str, ...]
+    """Where it happened: the id of the parent's call that runs the sub-agent and the sub-agent's
+    name, then the same pair for each level of nesting below (``("toolu_1", "researcher",
+    "toolu_7", "searcher")``)."""
+    event: RunnerEvent
+    """The sub-run's event, as its own listener would hear it (never a ``SubRunEvent``)."""
+
+
 RunnerEvent: TypeAlias = (
     TextDelta
     | MessageFinished
@@ -142,6 +156,7 @@ RunnerEvent: TypeAlias = (
     | ApprovalDecided
     | HookDecided
     | LoopFinished
+    | SubRunEvent
 )
 
 

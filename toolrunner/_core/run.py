@@ -26,7 +26,8 @@ from the last save. That is what makes every effect a safe place for a fault.
 ``RunCore`` is built in one chain of classes, a concern each (``_core.base`` draws it): its fields
 (``_core.base``), the window and compaction (``_core.window``), decisions (``_core.decisions``) and
 the turn (``_core.turn``); this module holds the iteration, the requests, steps and saves, and
-steering. The reasons the model reads are ``_core.reasons``.
+steering. A sub-agent's call runs its sub-run inside the call's program (``_core.subruns``). The
+reasons the model reads are ``_core.reasons``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
+
+from anthropic.types import ToolResultBlockParam
 
 from .base import Elided, Tools, ToolT
 from .decisions import decided_event as decided_event
@@ -47,6 +50,7 @@ from .reasons import (
     failed_reason as failed_reason,
 )
 from .state import CallStatus, Phase
+from .subruns import AgentPlan, run_sub_agent
 from .transitions import (
     closed,
     delivered,
@@ -59,7 +63,7 @@ from .transitions import (
     tools_changed,
 )
 from .turn import TurnCore
-from .types import Reply
+from .types import Reply, ToolCall
 
 __all__ = ["TIMED_OUT", "Elided", "RunCore", "Tools"]
 
@@ -99,6 +103,9 @@ class RunCore(TurnCore[ToolT]):
             yield LoopStopped()
             return None
         return item
+
+    def _sub_agent(self, call: ToolCall, input: object, plan: AgentPlan) -> Program[ToolResultBlockParam]:
+        return run_sub_agent(self, RunCore, call, input, plan)
 
     def change_tools(self, blocks: Sequence[Mapping[str, Any]]) -> None:
         """Tool changes (``tool_addition``/``tool_removal`` blocks: ``addition``, ``removal``) to

@@ -46,6 +46,7 @@ __all__ = [
     "OutputRecord",
     "Phase",
     "RunState",
+    "SubRun",
     "decided_at",
     "message_data",
     "plain_data",
@@ -128,6 +129,8 @@ class CallRecord:
             or ``"limited"`` (over its tool's ``max_calls``); ``None`` if the run has no hooks or
             they have not decided yet. A call whose hooks decided is never asked about again.
         hook_input: The input a ``before_tool_call`` hook gave the call instead (``"rewritten"``).
+        sub_run: For a call whose tool is a sub-agent (``SubAgent``): the sub-run it runs, as its
+            last save left it (``_core.subruns``); ``None`` for other calls.
     """
 
     call: ToolCall
@@ -140,6 +143,21 @@ class CallRecord:
     tool: Mapping[str, Any] | None = None
     hook: HookVerdict | None = None
     hook_input: object = None
+    sub_run: SubRun | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SubRun:
+    """The run a sub-agent's call runs (``_core.subruns``): kept in the call's record, inside the
+    parent's state, so that one save of the parent saves the tree.
+
+    Attributes:
+        agent: The sub-agent's name (its tool's name).
+        state: The sub-run's own state, as a run's (its history starts with the task).
+    """
+
+    agent: str
+    state: RunState
 
 
 @dataclass(frozen=True, slots=True)

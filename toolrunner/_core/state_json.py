@@ -25,6 +25,7 @@ from .state import (
     OutputRecord,
     Phase,
     RunState,
+    SubRun,
     message_data,
     plain_data,
     read_request_usage,
@@ -211,11 +212,14 @@ def _record_data(record: CallRecord) -> dict[str, Any]:
     if record.hook is not None:  # written only when hooks decided: other records are as before
         data["hook"] = record.hook
         data["hook_input"] = plain_data(record.hook_input, f"the hook's input of {call.id!r}")
+    if record.sub_run is not None:  # written only for a sub-agent's call: other records are as before
+        data["sub_run"] = {"agent": record.sub_run.agent, "state": state_data(record.sub_run.state)}
     return data
 
 
 def _read_record(data: Mapping[str, Any]) -> CallRecord:
     result = data["result"]
+    sub_run = data.get("sub_run")
     decision = data["decision"]
     if decision not in (None, "approved", "denied", "answered"):
         raise ValueError(f"decision {decision!r}")
@@ -230,7 +234,18 @@ def _read_record(data: Mapping[str, Any]) -> CallRecord:
         tool=None if data["tool"] is None else dict(data["tool"]),
         hook=data.get("hook"),
         hook_input=data.get("hook_input"),
+        sub_run=None if sub_run is None else _read_sub_run(data["id"], sub_run),
     )
+
+
+def _read_sub_run(call_id: str, data: Mapping[str, Any]) -> SubRun:
+    """The sub-run of a sub-agent's call: its state is read as a whole saved state is (of any
+    version this toolrunner reads), and a damaged one is named by the call it belongs to."""
+    try:
+        state = read_state(data["state"], messages=None, usage=None)
+    except StateError as error:
+        raise ValueError(f"the sub-run of the call {call_id!r} ({data['agent']!r}): {error}") from None
+    return SubRun(agent=data["agent"], state=state)
 
 
 def _decision_data(record: DecisionRecord) -> dict[str, Any]:

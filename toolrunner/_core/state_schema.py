@@ -205,6 +205,12 @@ class _ToolResultBlock(TypedDict):
 
 
 @with_config(_CONFIG)
+class _SubRun(TypedDict):
+    agent: str
+    state: dict[str, Any]
+
+
+@with_config(_CONFIG)
 class _Record(TypedDict):
     id: str
     name: str
@@ -220,6 +226,9 @@ class _Record(TypedDict):
     hook: NotRequired[Literal["run", "rewritten", "denied", "limited"] | None]
     """Written only when the run's hooks decided on the call (``_core.hooks``)."""
     hook_input: NotRequired[Any]
+    sub_run: NotRequired[_SubRun | None]
+    """Written only for a sub-agent's call (``_core.subruns``); its state is checked as a whole
+    saved state when it is read."""
 
 
 @with_config(_CONFIG)
@@ -284,7 +293,7 @@ _FIELDS = frozenset(
     for name in schema.__required_keys__ | schema.__optional_keys__
 ) | frozenset(
     name
-    for schema in (_Message, _Block, _RequestUsage, _Failure, _Output)
+    for schema in (_Message, _Block, _RequestUsage, _Failure, _Output, _SubRun)
     for name in schema.__required_keys__ | schema.__optional_keys__
 )
 """Every field name of the schema: the other names in an error's location are pydantic's labels of

@@ -242,6 +242,7 @@ def _with_status(record: CallRecord, status: CallStatus, result: ToolResultBlock
         record.tool,
         record.hook,
         record.hook_input,
+        record.sub_run,
     )
 
 
@@ -345,6 +346,8 @@ def resumed(state: RunState, *, may_run_again: Callable[[ToolCall], bool]) -> Ru
                 if record.decision == "approved" or record.hook is not None:
                     # runs again as approved, with the input approved, and as the hooks decided
                     calls[tool_use_id] = dataclasses.replace(record, status=CallStatus.APPROVED)
+                elif record.sub_run is not None:  # a sub-agent's call goes on with its sub-run
+                    calls[tool_use_id] = record
                 continue
             record = dataclasses.replace(record, status=CallStatus.FINISHED, result=interrupted(record.call))
         calls[tool_use_id] = record

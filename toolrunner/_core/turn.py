@@ -35,6 +35,7 @@ from .output import answer_judged
 from .plan import CallPlan, not_executed
 from .state import CallStatus, Phase
 from .stop_reasons import StopReasonStep, step_for
+from .subruns import AgentPlan, agent_plan_of
 from .transitions import (
     call_finished,
     call_started,
@@ -232,10 +233,14 @@ class TurnCore(HooksCore[ToolT]):
         if self.listening:
             self.emit(ToolCallStarted(call=call, early=early, input=None if given is call.input else given))
         tool = self.tool_of(call)
+        plan = None if tool is None else agent_plan_of(tool)
         try:
-            block, seconds = yield Execute(
-                call, given, self.removed(), may_repeat=tool is None or tool.idempotent
-            )
+            if plan is None:
+                block, seconds = yield Execute(
+                    call, given, self.removed(), may_repeat=tool is None or tool.idempotent
+                )
+            else:  # a sub-agent: its run, inside this program (_core.subruns)
+                block, seconds = (yield from self._sub_agent(call, given, plan)), 0.0
             if block is LOST:  # the driver lost it half way: it may or may not have acted
                 block = interrupted(call)
             if self.hooks is not None and self.hooks.after_tool_call:
@@ -246,6 +251,10 @@ class TurnCore(HooksCore[ToolT]):
             raise
         self._finished(call, block, seconds)
         yield from self._save()
+
+    def _sub_agent(self, call: ToolCall, input: object, plan: AgentPlan) -> Program[ToolResultBlockParam]:
+        """The program of a call to a sub-agent (``RunCore``'s: ``_core.subruns``)."""
+        raise NotImplementedError
 
     def _cut_off(self, call: ToolCall) -> None:
         """A call was cut off while its tool ran, or while its ``after_tool_call`` hook was asked

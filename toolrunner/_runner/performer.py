@@ -55,6 +55,7 @@ from .._core.transitions import request_params
 from .._core.types import Reply, ReplyStream, ToolCall
 from .._tools.approvals import ask, gate
 from .._tools.execution import execute
+from .._tools.subagents import agent_at, execution_at, tool_at
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool
 from .._tracing.trace import RunTrace
@@ -240,6 +241,9 @@ class Performer:
         await self._tools.open()
 
     def _kwargs(self, request: Request) -> dict[str, Any]:
+        if request.agent_path:  # a sub-agent's request: its tools (no cache policy, no typed answer yet)
+            wire = agent_at(self._tools.execution.tools, request.agent_path).wire
+            return request_params(request.state, wire) | self.transport
         kwargs = request_params(request.state, self._tools.index.wire, self._options.cache)
         if self._core.output is not None:  # the typed answer's schema, as the SDK's runner sends it
             kwargs = self._core.output.request(kwargs)
@@ -305,6 +309,9 @@ class Performer:
             await self._running.settle_early(watch.tool_use_ids, keep=False)
 
     async def _gate(self, effect: Gate) -> Any:
+        if effect.agent_path:  # a sub-agent's calls: its tools' gates
+            execution = self._tools.execution
+            return await gate(effect.calls, lambda call: tool_at(execution, effect.agent_path, call))
         return await gate(effect.calls, self._core.tool_of)
 
     async def _ask(self, effect: Ask) -> object:
@@ -339,6 +346,14 @@ class Performer:
         return await check_output(hooks.check_output, effect.reply)
 
     async def _run_calls(self, effect: RunCalls) -> None:
+        runs = effect.runs
+        if runs is not None:  # a sub-run's calls (_core.subruns): their slot is their parent call's
+            await self._running.run(
+                effect.calls,
+                lambda call: runs.state.result_of(call) is not None,
+                lambda call: self.drive(runs.call(call)),
+            )
+            return
         await self._running.run(
             effect.calls, lambda call: self._core.state.result_of(call) is not None, self._run_call
         )
@@ -357,7 +372,7 @@ class Performer:
         block = await execute(
             effect.call,
             effect.input,
-            self._tools.execution,
+            execution_at(self._tools.execution, effect.agent_path),
             self._context,
             self._trace.tool_call,
             removed=effect.removed,

@@ -10,6 +10,7 @@ from typing import Any
 
 from .._core.errors import ParamsError
 from .._core.state import OutputRecord, RunState
+from .._core.subruns import agent_plan_of
 from .._core.transitions import Limits
 from .._runner.options import ToolLike, read_options
 from .._runner.params import TRANSPORT, ToolIndex, check_params, index_tools, warn_unknown_limits
@@ -56,6 +57,12 @@ def run_input(
     params["tools"] = checked.tools
     check_params(params)
     index = index_tools(params.pop("tools"))
+    agents = sorted(name for name, tool in index.runnable.items() if agent_plan_of(tool) is not None)
+    if agents:
+        raise ParamsError(
+            f"the tool(s) {agents!r} are sub-agents (SubAgent), which a Temporal run cannot run yet; run them "
+            "with ToolRunner, or give the Temporal run plain tools."
+        )
     if hook_data is not None:
         warn_unknown_limits(plan_of(hook_data), index)  # as ToolRunner warns
     tracing = checked.tracing

@@ -1,0 +1,280 @@
+"""Sub-agents (issue 30, first slice): a run as a tool, its sub-run inside the parent's state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from toolrunner import SubAgent, SubRunEvent, ToolCallFinished, ToolRunner, text_of, tool
+from toolrunner.testing import (
+    FakeMessagesAPI,
+    RecordedRequest,
+    ScriptEntry,
+    text_reply,
+    tool_call,
+    tool_reply,
+)
+
+pytestmark = pytest.mark.anyio
+
+ran: list[str] = []
+
+
+@tool
+def lookup(city: str) -> str:
+    """Look a city up.
+
+    Args:
+        city: The city.
+    """
+    ran.append(city)
+    return f"{city}: 20 C"
+
+
+def searcher(**changes: Any) -> SubAgent:
+    options: dict[str, Any] = {
+        "name": "searcher",
+        "description": "Finds facts.",
+        "model": "claude-sub",
+        "max_tokens": 200,
+        "system": "You search.",
+        "tools": [lookup],
+    }
+    return SubAgent(**(options | changes))
+
+
+def by_model(scripts: dict[str, list[ScriptEntry]]):  # type: ignore[no-untyped-def]
+    """A responder that answers each model from its own script, in order."""
+
+    def respond(request: RecordedRequest) -> ScriptEntry:
+        return scripts[request.body["model"]].pop(0)
+
+    return respond
+
+
+async def test_a_parent_calls_a_sub_agent_that_calls_a_tool() -> None:
+    ran.clear()
+    fake = FakeMessagesAPI(
+        responder=by_model(
+            {
+                "claude-parent": [
+                    tool_reply(tool_call("searcher", {"task": "Weather in Paris?"}, id="toolu_p1")),
+                    text_reply("Paris is warm."),
+                ],
+                "claude-sub": [
+                    tool_reply(tool_call("lookup", {"city": "Paris"}, id="toolu_c1")),
+                    text_reply("Paris: 20 C, sunny."),
+                ],
+            }
+        )
+    )
+    events: list[object] = []
+    async with fake.async_client() as client:
+        runner = ToolRunner(
+            client,
+            model="claude-parent",
+            max_tokens=100,
+            messages=[{"role": "user", "content": "Weather?"}],
+            tools=[searcher()],
+            on_event=events.append,
+        )
+        final = await runner.until_done()
+    assert text_of(final) == "Paris is warm."
+    assert ran == ["Paris"]
+    # the sub-agent's request: its system, its tools, the task
+    sub = [request for request in fake.requests if request.body["model"] == "claude-sub"]
+    assert sub[0].body["system"] == "You search."
+    assert [t["name"] for t in sub[0].body["tools"]] == ["lookup"]
+    assert sub[0].messages[0] == {"role": "user", "content": "Weather in Paris?"}
+    # the parent offered the sub-agent as a tool of {"task": string}
+    parent = [request for request in fake.requests if request.body["model"] == "claude-parent"]
+    assert parent[0].body["tools"][0]["input_schema"]["required"] == ["task"]
+    # its answer reached the parent's model
+    result = parent[1].messages[-1]["content"][0]
+    assert result["tool_use_id"] == "toolu_p1"
+    assert "Paris: 20 C, sunny." in str(result["content"])
+    assert not result.get("is_error")
+    # tagged events
+    tagged = [event for event in events if isinstance(event, SubRunEvent)]
+    assert tagged
+    assert all(event.path == ("toolu_p1", "searcher") for event in tagged)
+    assert any(
+        isinstance(event.event, ToolCallFinished) and event.event.call.id == "toolu_c1" for event in tagged
+    )
+    assert not any(isinstance(event, ToolCallFinished) and event.call.id == "toolu_c1" for event in events)
+
+
+def task_of(request: RecordedRequest) -> str:
+    return str(request.messages[0]["content"])
+
+
+async def test_two_sub_agent_calls_of_one_reply_run_at_once() -> None:
+    met: list[str] = []
+    both = anyio.Event()
+
+    @tool
+    async def meet(who: str) -> str:
+        """Wait for the other one.
+
+        Args:
+            who: Who arrives.
+        """
+        met.append(who)
+        if len(met) == 2:
+            both.set()
+        with anyio.fail_after(5):  # run one after the other, they would never meet
+            await both.wait()
+        return f"{who} met"
+
+    def respond(request: RecordedRequest) -> ScriptEntry:
+        if request.body["model"] == "claude-parent":
+            if len(request.messages) == 1:
+                return tool_reply(
+                    tool_call("searcher", {"task": "a"}, id="toolu_pa"),
+                    tool_call("searcher", {"task": "b"}, id="toolu_pb"),
+                )
+            return text_reply("both met")
+        if len(request.messages) == 1:
+            return tool_reply(tool_call("meet", {"who": task_of(request)}))
+        return text_reply(f"{task_of(request)} is done")
+
+    fake = FakeMessagesAPI(responder=respond)
+    async with fake.async_client() as client:
+        runner = ToolRunner(
+            client,
+            model="claude-parent",
+            max_tokens=100,
+            messages=[{"role": "user", "content": "Go."}],
+            tools=[searcher(tools=[meet])],
+        )
+        await runner.until_done()
+    assert sorted(met) == ["a", "b"]
+    results = fake.requests[-1].messages[-1]["content"]
+    assert [block["tool_use_id"] for block in results] == ["toolu_pa", "toolu_pb"]
+    assert [block["content"] for block in results] == ["a is done", "b is done"]
+
+
+def nested(**changes: Any) -> SubAgent:
+    return SubAgent(
+        name="researcher",
+        description="Researches, with a searcher.",
+        model="claude-mid",
+        max_tokens=200,
+        tools=[searcher()],
+        **changes,
+    )
+
+
+async def test_a_sub_agent_of_a_sub_agent() -> None:
+    ran.clear()
+    fake = FakeMessagesAPI(
+        responder=by_model(
+            {
+                "claude-parent": [
+                    tool_reply(tool_call("researcher", {"task": "Research Paris."}, id="toolu_p1")),
+                    text_reply("Done: Paris is warm."),
+                ],
+                "claude-mid": [
+                    tool_reply(tool_call("searcher", {"task": "Weather in Paris?"}, id="toolu_m1")),
+                    text_reply("Research: Paris is warm."),
+                ],
+                "claude-sub": [
+                    tool_reply(tool_call("lookup", {"city": "Paris"}, id="toolu_c1")),
+                    text_reply("Paris: 20 C."),
+                ],
+            }
+        )
+    )
+    events: list[object] = []
+    async with fake.async_client() as client:
+        runner = ToolRunner(
+            client,
+            model="claude-parent",
+            max_tokens=100,
+            messages=[{"role": "user", "content": "Go."}],
+            tools=[nested()],
+            on_event=events.append,
+        )
+        final = await runner.until_done()
+    assert text_of(final) == "Done: Paris is warm."
+    assert ran == ["Paris"]
+    mid = [request for request in fake.requests if request.body["model"] == "claude-mid"]
+    assert "Paris: 20 C." in str(mid[1].messages[-1]["content"])
+    assert [t["name"] for t in mid[0].body["tools"]] == ["searcher"]
+    deepest = [
+        event.event
+        for event in events
+        if isinstance(event, SubRunEvent) and event.path == ("toolu_p1", "researcher", "toolu_m1", "searcher")
+    ]
+    assert any(isinstance(event, ToolCallFinished) and event.call.id == "toolu_c1" for event in deepest)
+    assert all(not isinstance(event.event, SubRunEvent) for event in events if isinstance(event, SubRunEvent))
+
+
+async def test_a_sub_agent_that_hits_its_limit_answers_with_an_error_result() -> None:
+    fake = FakeMessagesAPI(
+        responder=by_model(
+            {
+                "claude-parent": [
+                    tool_reply(tool_call("searcher", {"task": "Weather?"}, id="toolu_p1")),
+                    text_reply("It could not tell."),
+                ],
+                "claude-sub": [tool_reply(tool_call("lookup", {"city": "Oslo"}), text="Looking up Oslo.")],
+            }
+        )
+    )
+    async with fake.async_client() as client:
+        runner = ToolRunner(
+            client,
+            model="claude-parent",
+            max_tokens=100,
+            messages=[{"role": "user", "content": "Go."}],
+            tools=[searcher(max_iterations=1)],
+        )
+        await runner.until_done()
+    result = fake.requests[-1].messages[-1]["content"][0]
+    assert result["is_error"] is True
+    assert "max_iterations" in str(result["content"])
+    assert "Looking up Oslo." in str(result["content"])
+
+
+async def test_a_sub_agent_whose_tool_needs_approval_fails_clearly_and_keeps_its_state() -> None:
+    @tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay.
+
+        Args:
+            amount: How much.
+        """
+        raise AssertionError("never runs")
+
+    seen: list[Any] = []
+    fake = FakeMessagesAPI(
+        responder=by_model(
+            {
+                "claude-parent": [
+                    tool_reply(tool_call("searcher", {"task": "Pay 5."}, id="toolu_p1")),
+                    text_reply("It could not pay."),
+                ],
+                "claude-sub": [tool_reply(tool_call("pay", {"amount": 5}, id="toolu_c1"))],
+            }
+        )
+    )
+    async with fake.async_client() as client:
+        runner = ToolRunner(
+            client,
+            model="claude-parent",
+            max_tokens=100,
+            messages=[{"role": "user", "content": "Go."}],
+            tools=[searcher(tools=[pay])],
+            on_event=lambda event: seen.append(runner.state) if isinstance(event, ToolCallFinished) else None,
+        )
+        await runner.until_done()
+    result = fake.requests[-1].messages[-1]["content"][0]
+    assert result["is_error"] is True
+    assert "not supported yet" in str(result["content"])
+    assert "pay" in str(result["content"])
+    record = seen[-1].calls["toolu_p1"]
+    assert record.sub_run is not None
+    assert record.sub_run.state.end_reason == "awaiting_approval"

@@ -1,0 +1,343 @@
+"""Sub-agents' runs, inside their parent's (``run_sub_agent``; issue 30).
+
+A sub-agent (``SubAgent``, ``_tools.subagents``) is offered to the model as a tool that takes a
+task. Its call does not yield ``Execute``: the parent's call program makes a child ``RunCore``
+over the sub-run's state (a new one: the sub-agent's params, the task as the first message; or
+the one the call's record keeps, ``CallRecord.sub_run``) and runs the child's iterations inside
+its own, through an adapter (``SubRunner``) that maps the child's effects:
+
+- the child's ``Save`` (and ``StateDerived``) is the parent's transition ``sub_run_saved`` (the
+  record's ``sub_run`` replaced, at the time the store writes) and the parent's save: one save of
+  the parent saves the tree, so a crash anywhere in a sub-run resumes it where its last save left
+  it (its finished calls never run again);
+- ``Send``'s request, ``Gate`` and ``Execute`` gain the path of sub-agents (``agent_path``),
+  which the driver reads to find the sub-agent's tools; ``RunCalls`` names the sub-run whose call
+  programs run (``runs``), each one adapted the same way;
+- the child's events reach the parent's listener wrapped in ``SubRunEvent`` with the path;
+- the child's pause (``AwaitDecisions``), its decisions read through the store and its loop's end
+  are answered here: nested approvals are not supported yet, and a child that pauses answers
+  the call with an error result (its state stays in the record).
+
+When the child ends, its answer is the call's result (``sub_run_answer``): its final text, or an
+``is_error`` result naming the limit it stopped at and what it had found so far.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, cast
+
+from anthropic.types import ToolResultBlockParam
+
+from .effects import (
+    AwaitDecisions,
+    CallRunner,
+    Decisions,
+    DropStream,
+    Effect,
+    Execute,
+    Gate,
+    LoopStopped,
+    Program,
+    ReadDecisions,
+    RunCalls,
+    Save,
+    Send,
+    StateDerived,
+)
+from .errors import ToolRunnerError
+from .events import RunnerEvent, SubRunEvent
+from .history import text_of
+from .messages import field
+from .results import tool_result_block
+from .state import CallStatus, RunState, SubRun
+from .transitions import Limits, record_of
+from .types import Reply, ToolCall, ToolFlags
+from .usage import RequestUsage
+
+__all__ = ["AgentPlan", "AgentTools", "agent_plan_of", "run_sub_agent", "sub_run_answer", "sub_run_saved"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPlan:
+    """What the core reads of a sub-agent (``SubAgent.agent_plan``): data, and its tools' flags.
+
+    Attributes:
+        name: The sub-agent's name (its tool's).
+        params: The request params of its run but ``messages`` and ``tools`` (``model``,
+            ``max_tokens``, ``system``, ...).
+        tools: Its tools as its saved state names them.
+        flags: Its runnable tools' flags, by name (a ``SubAgent`` among them is one level down).
+        limits: The limits of its run.
+    """
+
+    name: str
+    params: Mapping[str, Any]
+    tools: tuple[str, ...]
+    flags: Mapping[str, ToolFlags]
+    limits: Limits
+
+
+@dataclass(frozen=True, slots=True)
+class AgentTools:
+    """A sub-agent's tools as its core sees them (``Tools``): found by name; none needs opening."""
+
+    tools: Mapping[str, ToolFlags]
+
+    def find(self, call: ToolCall) -> ToolFlags | None:
+        return None if call.toolset_name is not None else self.tools.get(call.name)
+
+    @property
+    def gated(self) -> bool:
+        return any(tool.requires_approval is not False for tool in self.tools.values())
+
+    @property
+    def opens(self) -> bool:
+        return False
+
+
+def agent_plan_of(tool: object) -> AgentPlan | None:
+    """The plan of ``tool`` if it is a sub-agent (it has an ``agent_plan``), else ``None``."""
+    plan = getattr(tool, "agent_plan", None)
+    return plan if isinstance(plan, AgentPlan) else None
+
+
+def sub_run_saved(state: RunState, call: ToolCall, agent: str, child: RunState) -> RunState:
+    """The sub-run of ``call`` (a sub-agent's, ``agent``) stands at ``child``: the record keeps it."""
+    record = record_of(state, call)
+    if record is None:  # not journaled (cannot be: a call is journaled before it runs)
+        return state
+    kept = dataclasses.replace(record, sub_run=SubRun(agent=agent, state=child))
+    return state.replace(calls={**state.calls, call.id: kept})
+
+
+_LIMITS = {
+    "max_iterations": "max_iterations (its number of requests)",
+    "token_budget": "max_total_tokens (its token budget)",
+    "cost_budget": "max_cost (its cost budget)",
+}
+
+
+def sub_run_answer(call: ToolCall, agent: str, state: RunState) -> ToolResultBlockParam:
+    """The result of ``call``, whose sub-run ended at ``state``: its final text; or an error
+    result the model can act on (a limit, with what it had found so far; a pause for approval)."""
+    reason = state.end_reason
+    found = _found(state)
+    if reason == "model":
+        return tool_result_block(call.id, found or f"The sub-agent {agent!r} finished without a text answer.")
+    if reason in _LIMITS:
+        text = (
+            f"The sub-agent {agent!r} stopped at its limit {_LIMITS[reason]} before it finished. "
+            f"What it had found so far: {found or 'nothing yet.'}"
+        )
+    elif reason == "awaiting_approval":
+        waiting = sorted(
+            {record.call.name for record in state.calls.values() if record.status is CallStatus.AWAITING}
+        )
+        text = (
+            f"The sub-agent {agent!r} stopped: its call(s) of the tool(s) {waiting!r} need a person's approval, "
+            "and approvals inside a sub-agent are not supported yet; those calls did not run. "
+            f"What it had found so far: {found or 'nothing yet.'}"
+        )
+    else:
+        text = f"The sub-agent {agent!r} ended ({reason}) before it finished. What it had found so far: {found or 'nothing yet.'}"
+    return tool_result_block(call.id, text, is_error=True)
+
+
+def _found(state: RunState) -> str:
+    """The latest text the sub-agent's model wrote (its answer, or what it had found so far)."""
+    if state.reply is not None and (text := text_of(state.reply)):
+        return text
+    for message in reversed(state.messages):
+        if field(message, "role") == "assistant" and (text := text_of(message)):
+            return text
+    return ""
+
+
+# -- the adapter ------------------------------------------------------------------------------------
+
+
+class Core(Protocol):
+    """What the adapter needs of a run's core (``RunCore`` is one): the parent's and the child's."""
+
+    state: RunState
+    durable: bool
+    listener: Callable[[RunnerEvent], None] | None
+    usage_of: Callable[[Reply], RequestUsage]
+
+    def make_current(self, state: RunState) -> None: ...
+    def emit(self, event: RunnerEvent) -> None: ...
+    def saveable(self, starting: str | None = None) -> RunState: ...
+    def save(self) -> Program[None]: ...
+    def iteration(self) -> Program[Any]: ...
+    def call(self, call: ToolCall, *, early: bool = False) -> Program[None]: ...
+    def resume(self) -> None: ...
+
+
+class MakeCore(Protocol):
+    """How the adapter makes the child's core (``RunCore`` itself)."""
+
+    def __call__(
+        self,
+        state: RunState,
+        *,
+        tools: AgentTools,
+        usage_of: Callable[[Reply], RequestUsage],
+        limits: Limits,
+        durable: bool,
+    ) -> Core: ...
+
+
+def run_sub_agent(
+    parent: Core, make: MakeCore, call: ToolCall, input: object, plan: AgentPlan
+) -> Program[ToolResultBlockParam]:
+    """The program of ``call`` (to the sub-agent ``plan``, with ``input``), inside the parent's
+    call program: the sub-run to its end, and its answer (see the module docstring)."""
+    task = cast("Mapping[str, object]", input).get("task") if isinstance(input, Mapping) else None
+    if not isinstance(task, str) or not task.strip():
+        return tool_result_block(
+            call.id,
+            f'The sub-agent {plan.name!r} takes an input {{"task": string}}: the task it is to do, in words.',
+            is_error=True,
+        )
+    runner = SubRunner(parent, make, call, plan, task)
+    while (yield from runner.adapted(runner.child.iteration())) is not None:
+        pass  # a reply handed over: nobody steers a sub-run, and the next iteration finishes its turn
+    return sub_run_answer(call, plan.name, runner.child.state)
+
+
+class SubRunner:
+    """The child's core, and the mapping of its effects onto the parent's (the module docstring)."""
+
+    def __init__(self, parent: Core, make: MakeCore, call: ToolCall, plan: AgentPlan, task: str) -> None:
+        self.parent = parent
+        self.call = call
+        self.agent = plan.name
+        self.path = (call.id, plan.name)
+        record = record_of(parent.state, call)
+        saved = None if record is None or record.sub_run is None else record.sub_run.state
+        state = saved or RunState(
+            params=dict(plan.params), tools=plan.tools, messages=({"role": "user", "content": task},)
+        )
+        # Durable whatever the parent is: its saves are mapped onto the parent's (which writes
+        # nothing without a store), and a call of it cut off is answered as after a crash.
+        self.child = make(
+            state, tools=AgentTools(plan.flags), usage_of=parent.usage_of, limits=plan.limits, durable=True
+        )
+        if saved is not None:  # after a crash, or a cancellation: its calls cut off are answered
+            self.child.resume()
+        if parent.listener is not None:
+            self.child.listener = self._heard
+
+    def _heard(self, event: RunnerEvent) -> None:
+        if isinstance(event, SubRunEvent):
+            self.parent.emit(SubRunEvent((*self.path, *event.path), event.event))
+        else:
+            self.parent.emit(SubRunEvent(self.path, event))
+
+    def _keep(self, child: RunState) -> None:
+        self.parent.make_current(sub_run_saved(self.parent.state, self.call, self.agent, child))
+
+    # -- the trampoline ------------------------------------------------------------------------------
+
+    def adapted(self, program: Program[T]) -> Program[T]:
+        """``program`` (one of the child's) with its effects mapped onto the parent's."""
+        return _mapped(program, self._effect, after_failure=self._resync)
+
+    def _resync(self) -> None:
+        """After the child took in a failure (a save refused: it undid a call's start), the record
+        holds what it may save now, so that no other save writes the start it undid."""
+        self._keep(self.child.saveable())
+
+    def _effect(self, effect: Effect) -> Program[Any]:
+        if isinstance(effect, Save):
+            yield from self._saved(effect.state)
+            return None
+        if isinstance(effect, StateDerived):
+            yield from self._saved(self.child.saveable)
+            return None
+        if isinstance(effect, Send):
+            request = effect.request
+            return (yield Send(dataclasses.replace(request, agent_path=(self.agent, *request.agent_path))))
+        if isinstance(effect, Gate | Execute):
+            return (yield dataclasses.replace(effect, agent_path=(self.agent, *effect.agent_path)))
+        if isinstance(effect, RunCalls):
+            runs = self.child if effect.runs is None else effect.runs
+            return (yield RunCalls(effect.calls, runs=_Adapted(self, runs)))
+        if isinstance(effect, ReadDecisions):
+            return {}  # decisions on a sub-run's calls come through no store yet
+        if isinstance(effect, AwaitDecisions):
+            return Decisions.PAUSED  # its iteration ends paused: the call's answer says why
+        if isinstance(effect, LoopStopped | DropStream):
+            return None  # the parent's tools and stream are not the sub-run's to close
+        raise ToolRunnerError(
+            f"the sub-agent {self.agent!r} asked for {type(effect).__name__}, which a sub-run cannot do yet "
+            "(a sub-run has no hooks, no approve= callback, no streaming and no toolsets)."
+        )
+
+    def _saved(self, state: Callable[[], RunState]) -> Program[None]:
+        """The child's save: its state (``state()``, when the store writes) goes into the call's
+        record, and the parent saves."""
+        if not self.parent.durable:  # nothing is written: the record keeps it in memory
+            self._keep(state())
+            return
+
+        def save(effect: Effect) -> Program[Any]:
+            if not isinstance(effect, Save):
+                return (yield effect)
+            parents = effect.state
+
+            def tree() -> RunState:
+                self._keep(state())
+                return parents()
+
+            return (yield dataclasses.replace(effect, state=tree))
+
+        yield from _mapped(self.parent.save(), save)
+
+
+class _Adapted:
+    """A sub-run's call programs, adapted (``RunCalls.runs``)."""
+
+    def __init__(self, runner: SubRunner, inner: CallRunner) -> None:
+        self._runner = runner
+        self._inner = inner
+
+    @property
+    def state(self) -> RunState:
+        return self._inner.state
+
+    def call(self, call: ToolCall, *, early: bool = False) -> Program[None]:
+        return self._runner.adapted(self._inner.call(call, early=early))
+
+
+def _mapped(
+    program: Program[T],
+    effect_of: Callable[[Effect], Program[Any]],
+    *,
+    after_failure: Callable[[], None] | None = None,
+) -> Program[T]:
+    """``program``, each of its effects replaced by the program ``effect_of`` makes of it (whose
+    value, or error, goes back to ``program``), as ``drive`` drives a program."""
+    outcome: Any = None
+    failure: BaseException | None = None
+    while True:
+        try:
+            effect: Effect = program.send(outcome) if failure is None else program.throw(failure)
+        except StopIteration as stop:
+            return cast(T, stop.value)
+        finally:
+            if failure is not None and after_failure is not None:
+                after_failure()
+        outcome, failure = None, None
+        try:
+            outcome = yield from effect_of(effect)
+        except GeneratorExit:
+            program.close()
+            raise
+        except BaseException as error:
+            failure = error

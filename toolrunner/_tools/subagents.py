@@ -1,0 +1,263 @@
+"""A run as a tool: ``SubAgent``, and where a driver finds a sub-agent's tools (``agent_at``,
+``execution_at``).
+
+A ``SubAgent`` is given in a run's ``tools=[...]`` like a tool; the model sees a tool of its name
+that takes ``{"task": string}``. It is plain data (``definition()``) plus its tools (code, saved by
+name like a run's). The core runs its call as a sub-run inside the parent's call program
+(``_core.subruns``, through ``agent_plan``); the driver is asked only for what is code: the
+sub-agent's tools' definitions for its requests, their gates and their execution, found by the
+path of sub-agents an effect names (``agent_path``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+from typing import Any, cast
+
+from .._core.errors import ParamsError, ToolInputError, ToolRunnerError
+from .._core.state import plain_data
+from .._core.subruns import AgentPlan
+from .._core.transitions import Limits
+from .._core.types import ToolCall
+from .execution import ExecutionOptions
+from .tool import Tool, ToolContext, as_tool
+from .toolsets import RunnableTool, Toolset
+
+__all__ = ["SubAgent", "agent_at", "execution_at", "tool_at"]
+
+_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_RESERVED = ("messages", "tools", "model", "max_tokens", "system", "stream", "tool_choice")
+"""Params a sub-agent sets itself (or that a sub-run cannot take), refused in ``params``."""
+
+
+class SubAgent:
+    """A sub-agent: a run of its own, offered to the parent's model as a tool that takes a task.
+
+    Args:
+        name: Its tool's name, as the model calls it.
+        description: What the parent's model reads of it: what it is good for.
+        model: Its model.
+        max_tokens: Its requests' ``max_tokens``.
+        system: Its system prompt (text, or a list of text blocks), if any.
+        tools: Its tools: ``@tool`` functions, plain functions, ``RunnableTool`` objects and
+            other sub-agents (toolsets, the SDK's tools and raw definitions are not supported yet).
+        max_iterations: The most requests its run may send.
+        max_total_tokens: Its run's token budget.
+        max_cost: Its run's cost budget, in US dollars (the model needs a price).
+        params: Other request params of its run (``temperature``, ``thinking``, ...).
+
+    Raises:
+        ParamsError: A field has a value it cannot take (the message names it).
+    """
+
+    sequential = False
+    start_early = False
+    idempotent = True
+    """Its sub-run keeps a journal: running its call again (after a crash) goes on where it was."""
+    requires_approval = False
+    is_async = True
+    timeout: float | None = None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        model: str,
+        max_tokens: int,
+        system: str | Sequence[Mapping[str, Any]] | None = None,
+        tools: Iterable[object] = (),
+        max_iterations: int | None = None,
+        max_total_tokens: int | None = None,
+        max_cost: Decimal | float | str | None = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ParamsError(
+                f"a SubAgent's name must be a tool name (1 to 64 letters, digits, '_' or '-'), not {name!r}."
+            )
+        where = f"the SubAgent {name!r}"
+        if not isinstance(description, str) or not description.strip():
+            raise ParamsError(f"{where} needs a description: what the parent's model reads of it.")
+        if not isinstance(model, str) or not model.strip():
+            raise ParamsError(
+                f"{where}: model must be a model id such as 'claude-sonnet-4-6', not {model!r}."
+            )
+        _check_count(where, "max_tokens", max_tokens, required=True)
+        _check_count(where, "max_iterations", max_iterations)
+        _check_count(where, "max_total_tokens", max_total_tokens)
+        if system is not None and not isinstance(system, str | Sequence):
+            raise ParamsError(f"{where}: system must be text or a list of text blocks, not {system!r}.")
+        given: Mapping[str, Any] = {} if params is None else params
+        if not isinstance(given, Mapping):
+            raise ParamsError(f"{where}: params must be a mapping of request params, not {params!r}.")
+        reserved = sorted(set(given) & set(_RESERVED))
+        if reserved:
+            raise ParamsError(
+                f"{where}: params cannot hold {reserved!r}; give model, max_tokens, system and tools as "
+                "SubAgent's own arguments (a sub-run does not stream)."
+            )
+        self.name = name
+        self.description = description
+        self.model = model
+        self.max_tokens = max_tokens
+        self.system = system
+        self.max_iterations = max_iterations
+        self.max_total_tokens = max_total_tokens
+        self.max_cost = None if max_cost is None else _dollars(where, max_cost)
+        self.params: Mapping[str, Any] = plain_data(dict(given), f"{where}'s params")
+        self.tools: tuple[RunnableTool, ...] = _runnable(where, tools)
+        self.runnable: Mapping[str, RunnableTool] = {tool.name: tool for tool in self.tools}
+        """Its tools by name, as they run."""
+        self.wire: list[Mapping[str, Any]] = [tool.to_param() for tool in self.tools]
+        """Its tools' definitions, as its requests send them."""
+        request: dict[str, Any] = {"model": model, "max_tokens": max_tokens}
+        if system is not None:
+            request["system"] = plain_data(system, f"{where}'s system")
+        self.agent_plan = AgentPlan(
+            name=name,
+            params={**request, **self.params},
+            tools=tuple(tool.name for tool in self.tools),
+            flags=self.runnable,
+            limits=Limits(
+                max_iterations=max_iterations, max_total_tokens=max_total_tokens, max_cost=self.max_cost
+            ),
+        )
+        """What the core reads of it (``_core.subruns``)."""
+
+    def definition(self) -> dict[str, Any]:
+        """The sub-agent as JSON data (its tools by name)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "system": plain_data(self.system, "system"),
+            "tools": [tool.name for tool in self.tools],
+            "max_iterations": self.max_iterations,
+            "max_total_tokens": self.max_total_tokens,
+            "max_cost": None if self.max_cost is None else str(self.max_cost),
+            "params": dict(self.params),
+        }
+
+    # -- as a tool (RunnableTool) -------------------------------------------------------------------
+
+    def to_param(self) -> Mapping[str, Any]:
+        """Its definition as the parent's model sees it: a tool that takes a task."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": {
+                "type": "object",
+                "properties": {"task": {"type": "string", "description": "The task, in words."}},
+                "required": ["task"],
+            },
+        }
+
+    def parse_input(self, raw: object) -> dict[str, Any]:
+        task = cast("Mapping[str, object]", raw).get("task") if isinstance(raw, Mapping) else None
+        if not isinstance(task, str):
+            raise ToolInputError(f'The sub-agent {self.name!r} takes {{"task": string}}, not {raw!r}.')
+        return {"task": task}
+
+    def call_kwargs(self, arguments: dict[str, Any], context: ToolContext) -> dict[str, Any]:
+        return arguments
+
+    @property
+    def function(self) -> Callable[..., Any]:
+        return self._not_here
+
+    async def _not_here(self, **_: object) -> object:
+        raise ToolRunnerError(
+            f"the sub-agent {self.name!r} was run as a plain tool; only a ToolRunner runs sub-agents (as sub-runs)."
+        )
+
+    def __repr__(self) -> str:
+        return f"SubAgent(name={self.name!r}, model={self.model!r}, tools={[tool.name for tool in self.tools]!r})"
+
+
+def _check_count(where: str, name: str, value: object, *, required: bool = False) -> None:
+    if value is None and not required:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ParamsError(
+            f"{where}: {name} must be a positive int{'' if required else ' or None'}, not {value!r}."
+        )
+
+
+def _dollars(where: str, value: object) -> Decimal:
+    try:
+        amount = Decimal(str(value)) if isinstance(value, Decimal | int | float | str) else Decimal(-1)
+    except InvalidOperation:
+        amount = Decimal(-1)
+    if isinstance(value, bool) or not amount.is_finite() or amount <= 0:
+        raise ParamsError(
+            f"{where}: max_cost must be a positive amount of US dollars or None, not {value!r}."
+        )
+    return amount
+
+
+def _runnable(where: str, tools: Iterable[object]) -> tuple[RunnableTool, ...]:
+    if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Iterable):
+        raise ParamsError(
+            f"{where}: tools must be a list of tools, not {type(cast(object, tools)).__name__!r}."
+        )
+    found: list[RunnableTool] = []
+    names: set[str] = set()
+    for entry in tools:
+        if isinstance(entry, Mapping | Toolset) or type(entry).__module__.startswith("anthropic"):
+            raise ParamsError(
+                f"{where}: {entry!r} cannot be a sub-agent's tool yet; give @tool functions, plain functions, "
+                "RunnableTool objects or other SubAgents."
+            )
+        if isinstance(entry, Tool | SubAgent):
+            tool = cast(RunnableTool, entry)
+        elif isinstance(entry, RunnableTool) and not inspect.isroutine(entry):
+            tool = entry
+        elif callable(entry):
+            tool = as_tool(entry)
+        else:
+            raise ParamsError(f"{where}: {entry!r} is not a tool.")
+        if tool.name in names:
+            raise ParamsError(
+                f"{where}: two of its tools are named {tool.name!r}; tool names must be unique."
+            )
+        names.add(tool.name)
+        found.append(tool)
+    return tuple(found)
+
+
+# -- where a driver finds a sub-agent's tools ---------------------------------------------------------
+
+
+def agent_at(tools: Mapping[str, RunnableTool], path: Sequence[str]) -> SubAgent:
+    """The sub-agent ``path`` names (its name among ``tools``, then among its tools, ...).
+
+    Raises:
+        ToolRunnerError: No sub-agent is there (the run's tools changed under it).
+    """
+    agent: SubAgent | None = None
+    for name in path:
+        found = tools.get(name)
+        if not isinstance(found, SubAgent):
+            raise ToolRunnerError(f"the run has no sub-agent at {list(path)!r} (its tools changed since?).")
+        agent, tools = found, found.runnable
+    assert agent is not None, "an empty agent path is the run's own"
+    return agent
+
+
+def execution_at(execution: ExecutionOptions, path: Sequence[str]) -> ExecutionOptions:
+    """How the calls of the sub-agent at ``path`` run: its tools, with the run's result adapter and
+    time limit; the run's own (``execution``) for an empty path."""
+    if not path:
+        return execution
+    agent = agent_at(execution.tools, path)
+    return ExecutionOptions(tools=agent.runnable, adapter=execution.adapter, timeout=execution.timeout)
+
+
+def tool_at(execution: ExecutionOptions, path: Sequence[str], call: ToolCall) -> RunnableTool | None:
+    """The tool that answers ``call`` of the sub-agent at ``path`` (the run's own for an empty path)."""
+    return execution_at(execution, path).find(call)
