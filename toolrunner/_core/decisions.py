@@ -24,7 +24,8 @@ from .approval import (
 from .base import ToolT
 from .effects import Ask, Gate, Gated, Program, ReadDecisions
 from .errors import ApprovalError, DecidedMeanwhileError, describe
-from .events import ApprovalDecided, ApprovalRequested, RunnerEvent
+from .events import ApprovalDecided, ApprovalRequested, RunnerEvent, SubRunEvent
+from .nested import adopted_in_tree, decided_in_tree, state_at, waiting_in_tree
 from .plan import log_handled
 from .reasons import TIMED_OUT, denied_reason, failed_reason
 from .results import tool_result_block
@@ -87,18 +88,31 @@ class DecisionsCore(WindowCore[ToolT]):
         """The calls of the current turn that wait for a decision, in tool_use order."""
         return list(awaiting(self.state, pending_calls(self.state)))
 
+    def waiting_in_tree(self) -> list[ToolCall]:
+        """The calls that wait for a decision: the current turn's, then those inside its
+        sub-agents' paused runs, each with its ``path`` (``_core.nested.waiting_in_tree``)."""
+        return list(waiting_in_tree(self.state))
+
     def find(self, tool_use_id: str) -> ToolCall | None:
         """The pending call with that id, if any."""
         return next((call for call in pending_calls(self.state) if call.id == tool_use_id), None)
 
     def decide(self, tool_use_id: str, decision: Decision, **details: Unpack[DecisionDetails]) -> None:
-        """Decide a call (``approval.call_decided``). A driver whose decisions may come from
-        several threads at once (``SyncToolRunner``) makes them one at a time: of two decisions on
-        one call, the second is then refused (``ApprovalError``)."""
-        self.make_current(call_decided(self.state, tool_use_id, decision, **details))
-        self._decided(decided_event(self.state.decisions[-1]))
+        """Decide a call (``approval.call_decided``): one of the current turn, or one inside a
+        sub-run, wherever in the tree (``_core.nested.decided_in_tree``; its ``ApprovalDecided`` is
+        heard as a ``SubRunEvent`` with its path). A driver whose decisions may come from several
+        threads at once (``SyncToolRunner``) makes them one at a time: of two decisions on one
+        call, the second is then refused (``ApprovalError``)."""
+        if self.find(tool_use_id) is not None:  # the common case: a call of the run's own turn
+            self.make_current(call_decided(self.state, tool_use_id, decision, **details))
+            self._decided(decided_event(self.state.decisions[-1]))
+            return
+        state, path = decided_in_tree(self.state, tool_use_id, decision, **details)
+        self.make_current(state)
+        event = decided_event(state_at(state, path).decisions[-1])
+        self._decided(SubRunEvent(path, event) if path else event)
 
-    def _decided(self, event: ApprovalDecided) -> None:
+    def _decided(self, event: RunnerEvent) -> None:
         """A call of the waiting turn was decided: listeners hear of it, and so does one that comes later."""
         self._decided_since_pause.append(event)
         self.emit(event)
@@ -168,6 +182,11 @@ class DecisionsCore(WindowCore[ToolT]):
         overruled: list[str] = []
         pending = pending_calls(self.state)
         for tool_use_id, theirs in decided.items():
+            if theirs.call not in pending and (nested := adopted_in_tree(self.state, theirs)) is not None:
+                # A call inside a sub-run: its sub-run's journal takes it; the sub-run reports it
+                # (a SubRunEvent) when it goes on, as it reports one it finds after a resume.
+                self.make_current(nested[0])
+                continue
             if theirs.call not in pending:
                 self.make_current(decision_kept(self.state, theirs))
                 self._decided(decided_event(self.state.decisions[-1]))
@@ -216,10 +235,14 @@ class DecisionsCore(WindowCore[ToolT]):
         self._timeout = timeout
 
     def _deny_undecided(self, calls: Sequence[ToolCall]) -> None:
-        """The time for decisions ran out: deny the calls still waiting, as any decision is taken
-        and reported. No one decided, so the journal keeps no ``decided_by``; the result says why."""
+        """The time for decisions ran out: deny the calls still waiting (those inside sub-runs
+        too), as any decision is taken and reported. No one decided, so the journal keeps no
+        ``decided_by``; the result says why."""
         for call in awaiting(self.state, calls):
             self.deny(call.id, TIMED_OUT.format(name=call.name, timeout=self._timeout), via="timeout")
+        for call in waiting_in_tree(self.state):
+            if call.path:
+                self.deny(call.id, TIMED_OUT.format(name=call.name, timeout=self._timeout), via="timeout")
 
 
 def decided_event(entry: DecisionRecord) -> ApprovalDecided:

@@ -104,7 +104,9 @@ class RunCore(TurnCore[ToolT]):
             return None
         return item
 
-    def _sub_agent(self, call: ToolCall, input: object, plan: AgentPlan) -> Program[ToolResultBlockParam]:
+    def _sub_agent(
+        self, call: ToolCall, input: object, plan: AgentPlan
+    ) -> Program[ToolResultBlockParam | None]:
         return run_sub_agent(self, RunCore, call, input, plan)
 
     def change_tools(self, blocks: Sequence[Mapping[str, Any]]) -> None:

@@ -15,8 +15,11 @@ its own, through an adapter (``SubRunner``) that maps the child's effects:
   programs run (``runs``), each one adapted the same way;
 - the child's events reach the parent's listener wrapped in ``SubRunEvent`` with the path;
 - the child's pause (``AwaitDecisions``), its decisions read through the store and its loop's end
-  are answered here: nested approvals are not supported yet, and a child that pauses answers
-  the call with an error result (its state stays in the record).
+  are answered here: a child that pauses for decisions ends its iteration, and the call's
+  program returns ``None``: the call stays started, suspended, its sub-run awaiting in its
+  record, and the parent pauses too (``_core.nested``: the tree's waiting calls, decided there;
+  the decisions are in the child's state when the call runs again, so ``ReadDecisions`` reads
+  none here).
 
 When the child ends, its answer is the call's result (``sub_run_answer``): its final text, or an
 ``is_error`` result naming the limit it stopped at and what it had found so far.
@@ -52,7 +55,7 @@ from .events import RunnerEvent, SubRunEvent
 from .history import text_of
 from .messages import field
 from .results import tool_result_block
-from .state import CallStatus, RunState, SubRun
+from .state import CallStatus, Phase, RunState, SubRun
 from .transitions import Limits, record_of
 from .types import Reply, ToolCall, ToolFlags
 from .usage import RequestUsage
@@ -194,9 +197,10 @@ class MakeCore(Protocol):
 
 def run_sub_agent(
     parent: Core, make: MakeCore, call: ToolCall, input: object, plan: AgentPlan
-) -> Program[ToolResultBlockParam]:
+) -> Program[ToolResultBlockParam | None]:
     """The program of ``call`` (to the sub-agent ``plan``, with ``input``), inside the parent's
-    call program: the sub-run to its end, and its answer (see the module docstring)."""
+    call program: the sub-run to its end, and its answer; or ``None`` if it paused for decisions
+    (see the module docstring)."""
     task = cast("Mapping[str, object]", input).get("task") if isinstance(input, Mapping) else None
     if not isinstance(task, str) or not task.strip():
         return tool_result_block(
@@ -207,6 +211,8 @@ def run_sub_agent(
     runner = SubRunner(parent, make, call, plan, task)
     while (yield from runner.adapted(runner.child.iteration())) is not None:
         pass  # a reply handed over: nobody steers a sub-run, and the next iteration finishes its turn
+    if runner.child.state.phase is Phase.AWAITING:  # paused: its calls wait for decisions
+        return None
     return sub_run_answer(call, plan.name, runner.child.state)
 
 
@@ -269,9 +275,9 @@ class SubRunner:
             runs = self.child if effect.runs is None else effect.runs
             return (yield RunCalls(effect.calls, runs=_Adapted(self, runs)))
         if isinstance(effect, ReadDecisions):
-            return {}  # decisions on a sub-run's calls come through no store yet
+            return {}  # decided in the tree (_core.nested): the child's state holds them already
         if isinstance(effect, AwaitDecisions):
-            return Decisions.PAUSED  # its iteration ends paused: the call's answer says why
+            return Decisions.PAUSED  # its iteration ends paused, and the parent's call is suspended
         if isinstance(effect, LoopStopped | DropStream):
             return None  # the parent's tools and stream are not the sub-run's to close
         raise ToolRunnerError(

@@ -31,6 +31,7 @@ from .events import MessageFinished, TextDelta, ToolCallFinished, ToolCallStarte
 from .hook_types import counts_saveable
 from .hooks import HooksCore
 from .message_checks import check_reply
+from .nested import suspended, suspended_calls
 from .output import answer_judged
 from .plan import CallPlan, not_executed
 from .state import CallStatus, Phase
@@ -162,10 +163,12 @@ class TurnCore(HooksCore[ToolT]):
             if self.hooks is not None and self.hooks.max_calls:
                 yield from self._limit_in_order(calls)
             yield from self._run(calls)
+            if suspended_calls(self.state, calls):  # a sub-run paused for decisions (_core.nested)
+                return None
             return self.results(calls)
         while True:
             state = self.state
-            waiting = awaiting(state, calls)
+            waiting = (*awaiting(state, calls), *suspended_calls(state, calls))
             ready = [call for call in calls if call not in waiting and state.result_of(call) is None]
             if not ready:
                 break
@@ -190,8 +193,14 @@ class TurnCore(HooksCore[ToolT]):
     def _run(self, calls: Sequence[ToolCall]) -> Program[None]:
         """Run the calls without a result, in the order ``CallPlan`` gives (consecutive ordinary
         calls at once, a sequential tool's call alone, a toolset family's members in order until
-        one fails); a call another caller ran but did not finish (it was cancelled) runs again."""
-        while missing := [call for call in calls if self.state.result_of(call) is None]:
+        one fails); a call another caller ran but did not finish (it was cancelled) runs again. A
+        sub-agent's call whose sub-run paused for decisions (``_core.nested.suspended``) waits: it
+        runs again once they are decided."""
+        while missing := [
+            call
+            for call in calls
+            if self.state.result_of(call) is None and not suspended(record_of(self.state, call))
+        ]:
             if len(missing) == 1:  # the common case: nothing to order or to halt
                 yield RunCalls((missing[0],))
                 continue
@@ -240,7 +249,10 @@ class TurnCore(HooksCore[ToolT]):
                     call, given, self.removed(), may_repeat=tool is None or tool.idempotent
                 )
             else:  # a sub-agent: its run, inside this program (_core.subruns)
-                block, seconds = (yield from self._sub_agent(call, given, plan)), 0.0
+                answer = yield from self._sub_agent(call, given, plan)
+                if answer is None:  # its sub-run paused for decisions: the call stays started (_core.nested)
+                    return
+                block, seconds = answer, 0.0
             if block is LOST:  # the driver lost it half way: it may or may not have acted
                 block = interrupted(call)
             if self.hooks is not None and self.hooks.after_tool_call:
@@ -252,8 +264,11 @@ class TurnCore(HooksCore[ToolT]):
         self._finished(call, block, seconds)
         yield from self._save()
 
-    def _sub_agent(self, call: ToolCall, input: object, plan: AgentPlan) -> Program[ToolResultBlockParam]:
-        """The program of a call to a sub-agent (``RunCore``'s: ``_core.subruns``)."""
+    def _sub_agent(
+        self, call: ToolCall, input: object, plan: AgentPlan
+    ) -> Program[ToolResultBlockParam | None]:
+        """The program of a call to a sub-agent (``RunCore``'s: ``_core.subruns``): its answer, or
+        ``None`` if its sub-run paused for decisions."""
         raise NotImplementedError
 
     def _cut_off(self, call: ToolCall) -> None:

@@ -8,7 +8,7 @@ Keeping them here is what lets the core and the tools (``_core.transitions``, ``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypedDict, TypeVar
 
 from anthropic.lib.streaming import AsyncMessageStream, BetaAsyncMessageStream
@@ -87,12 +87,18 @@ class ToolCall:
         input: The input as the model sent it (normally a dict; anything, when the model erred).
         toolset_name: For a call to a member of a toolset family (``browser``, ``computer``, ...),
             the family; its tool_result must carry it too.
+        path: Where the call is, for a call inside a sub-agent's run (``runner.pending_approvals``
+            lists those that wait for a decision): the id of the parent's call that runs the
+            sub-agent and the sub-agent's name, then the same pair for each level below, as
+            ``SubRunEvent.path``; ``()`` for a call of the run's own. It says where the call is,
+            not which call it is: it is not saved, and equality leaves it out.
     """
 
     id: str
     name: str
     input: object
     toolset_name: str | None = None
+    path: tuple[str, ...] = field(default=(), compare=False)
 
 
 class ToolResultMessage(TypedDict):

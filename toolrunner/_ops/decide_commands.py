@@ -10,6 +10,7 @@ from typing import cast
 
 from .._core.errors import ApprovalError
 from .._core.ids import check_by, check_reason
+from .._core.nested import record_in_tree
 from .._core.state import CallRecord
 from .._stores.deciding import parse_json
 from .._stores.runs import RunStatus, RunSummary, waiting_calls
@@ -91,7 +92,7 @@ async def _decide(context: CommandContext, what: str, decide: Callable[[], Await
     loaded = await store.load(arguments.run_id)
     if loaded is None:
         raise not_found(arguments.run_id)
-    record = loaded.state.calls.get(arguments.call_id)
+    record = record_in_tree(loaded.state, arguments.call_id)
     if record is None or (record.decision is None and record.call not in waiting_calls(loaded.state)):
         waiting = [call.id for call in waiting_calls(loaded.state)]
         raise Exit(
@@ -131,7 +132,7 @@ async def _refused(context: CommandContext) -> ExitCode:
     loaded = await context.store.load(arguments.run_id)
     if loaded is None:
         return ExitCode.NOT_FOUND
-    record = loaded.state.calls.get(arguments.call_id)
+    record = record_in_tree(loaded.state, arguments.call_id)
     still_waits = any(call.id == arguments.call_id for call in waiting_calls(loaded.state))
     if record is None or record.decision is not None or not still_waits:
         return ExitCode.CONFLICT

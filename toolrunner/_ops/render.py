@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
+from .._core.nested import record_in_tree
 from .._core.state import CallRecord, CallStatus, Phase, RunState, plain_data
 from .._core.types import ToolCall
 from .._core.unicode import sendable_text
@@ -99,7 +100,8 @@ def record_data(record: CallRecord) -> dict[str, Any]:
 
 
 def _call_data(call: ToolCall) -> dict[str, Any]:
-    return {"id": call.id, "name": call.name, "input": plain_data(call.input, "input")}
+    data = {"id": call.id, "name": call.name, "input": plain_data(call.input, "input")}
+    return data | {"path": list(call.path)} if call.path else data
 
 
 # -- tables ---------------------------------------------------------------------------------------
@@ -322,11 +324,15 @@ def decision_text(record: CallRecord) -> str:
 
 
 def waiting_lines(state: RunState, *, full: bool = False) -> list[str]:
-    """The calls that wait for a decision: id, tool and input, and the tool's description."""
+    """The calls that wait for a decision: id, tool and input, and the tool's description (and,
+    for a call inside a sub-agent's run, its path)."""
     lines: list[str] = []
     for call in waiting_calls(state):
-        record = state.calls[call.id]
+        record = record_in_tree(state, call.id)
+        assert record is not None
         lines.append(f"  {call.id}  {call_text(call, limit=None if full else INPUT_LIMIT)}")
+        if call.path:
+            lines.append(f"      in a sub-agent's run: {' → '.join(call.path)} → {call.id}")
         description = tool_description(record)
         if description:
             lines.append(f"      {_cut(' '.join(description.split()), None if full else 200)}")

@@ -26,6 +26,7 @@ from .._core.types import Decision, Reply, ToolResultMessage
 from .._core.usage import Price, UsageTracker
 from .._tools.approvals import answer_block, check_approved_input
 from .._tools.execution import current_call
+from .._tools.subagents import tool_at
 from .._tools.toolsets import RunnableTool
 from .options import Options
 from .params import TRANSPORT, check_params
@@ -103,7 +104,7 @@ class LoopBody:
             )
         results = await self._performer.step(core.settle(calls))
         if results is None:
-            waiting = [call.id for call in core.waiting()]
+            waiting = [call.id for call in core.waiting_in_tree()]
             raise ApprovalError(
                 f"the tool calls {waiting!r} wait for a decision, so there is no complete tool response yet (the "
                 "calls that need none ran); decide them with approve(), deny() or answer() first."
@@ -184,7 +185,7 @@ class LoopBody:
         """
         state = self._core.state
         if state.phase is Phase.AWAITING:
-            waiting = self._core.waiting()
+            waiting = self._core.waiting_in_tree()
             raise AwaitingApprovalError(
                 f"the run paused: the tool calls {[call.id for call in waiting]!r} wait for a decision, so there is "
                 "no final reply yet. Decide them with approve(), deny() or answer() (runner.pending_approvals "
@@ -210,7 +211,11 @@ class LoopBody:
         by = check_by(by)
         if input is not None:
             call = self._core.find(tool_use_id)
-            check_approved_input(tool_use_id, None if call is None else self._core.tool_of(call), input)
+            tool = None if call is None else self._core.tool_of(call)
+            nested = next((call for call in self._core.waiting_in_tree() if call.id == tool_use_id), None)
+            if call is None and nested is not None:  # a call inside a sub-run: its sub-agent's tool
+                tool = tool_at(self._tools.execution, nested.path[1::2], nested)
+            check_approved_input(tool_use_id, tool, input)
         self._decide(tool_use_id, "approved", approved_input=input, by=by, at=_now())
 
     def deny(self, tool_use_id: str, reason: str, *, by: str | None) -> None:

@@ -49,6 +49,7 @@ from .._core.effects import (
     Summarize,
 )
 from .._core.errors import ToolRunnerError
+from .._core.nested import settled
 from .._core.run import RunCore
 from .._core.state import CallRecord, Phase
 from .._core.transitions import request_params
@@ -350,13 +351,11 @@ class Performer:
         if runs is not None:  # a sub-run's calls (_core.subruns): their slot is their parent call's
             await self._running.run(
                 effect.calls,
-                lambda call: runs.state.result_of(call) is not None,
+                lambda call: settled(runs.state, call),
                 lambda call: self.drive(runs.call(call)),
             )
             return
-        await self._running.run(
-            effect.calls, lambda call: self._core.state.result_of(call) is not None, self._run_call
-        )
+        await self._running.run(effect.calls, lambda call: settled(self._core.state, call), self._run_call)
 
     async def _run_call(self, call: ToolCall, *, early: bool = False) -> None:
         """One call's program, holding a concurrency slot from before the call is journaled."""

@@ -324,8 +324,10 @@ class ToolRunner(Generic[ItemT]):
 
     @property
     def pending_approvals(self) -> list[ToolCall]:
-        """The calls of the current turn that wait for a decision, in tool_use order."""
-        return self._core.waiting()
+        """The calls that wait for a decision: the current turn's, in tool_use order, then those
+        inside its sub-agents' runs (``SubAgent``), each with its ``ToolCall.path`` (the parent's
+        call id, the sub-agent's name, and so on down); decide any of them by its id."""
+        return self._core.waiting_in_tree()
 
     def approve(self, tool_use_id: str, *, input: object = None, by: str | None = None) -> None:
         """Approve a call that waits; with ``input`` it runs with that input (checked like the

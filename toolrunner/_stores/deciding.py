@@ -12,14 +12,15 @@ import json
 import math
 import sys
 from collections.abc import Iterable, Mapping
-from typing import Any, NoReturn, Protocol, cast
+from typing import Any, NoReturn, Protocol, Unpack, cast
 
-from .._core.approval import call_decided
+from .._core.approval import DecisionDetails, call_decided
 from .._core.errors import ApprovalError, StateError, ToolInputError
 from .._core.ids import check_by, check_reason, check_run_id
+from .._core.nested import decided_in_tree, record_in_tree
 from .._core.results import tool_result_block
 from .._core.run import denied_reason
-from .._core.state import CallRecord, CallStatus, Phase, RunState, plain_data
+from .._core.state import CallRecord, CallStatus, Decision, Phase, RunState, plain_data
 from .._tools.approvals import answer_block
 from .._tools.results import DEFAULT_ADAPTER
 from .formats import format_checker, with_pattern
@@ -56,9 +57,10 @@ def check_decision(run_id: object, tool_use_id: object, by: object) -> str | Non
 
 
 def _waiting_record(state: RunState, run_id: str, tool_use_id: str) -> CallRecord:
-    """The record of the call a person decides, or an ``ApprovalError`` that says why it cannot
-    be decided (and who decided it, when someone did)."""
-    record = state.calls.get(tool_use_id)
+    """The record of the call a person decides (the run's own, or one inside a sub-agent's run),
+    or an ``ApprovalError`` that says why it cannot be decided (and who decided it, when someone
+    did)."""
+    record = record_in_tree(state, tool_use_id)
     waiting = waiting_calls(state)
     if record is not None and record.decision is not None:
         _decided_already(run_id, tool_use_id, record.decision, record.decided_by, record.decided_at)
@@ -109,7 +111,7 @@ def approved(
     record = _waiting_record(state, run_id, tool_use_id)
     if input is not None:
         check_input(record, input)
-    return call_decided(state, tool_use_id, "approved", approved_input=input, by=by, at=at, via="store")
+    return _decided(state, tool_use_id, "approved", approved_input=input, by=by, at=at, via="store")
 
 
 def denied(
@@ -123,7 +125,7 @@ def denied(
     if reason is None:
         reason = denied_reason(record.call)
     block = tool_result_block(tool_use_id, reason, is_error=True)
-    return call_decided(state, tool_use_id, "denied", result=block, by=by, at=at, via="store")
+    return _decided(state, tool_use_id, "denied", result=block, by=by, at=at, via="store")
 
 
 def answered(
@@ -144,7 +146,16 @@ def answered(
     """
     _waiting_record(state, run_id, tool_use_id)
     block = answer_block(DEFAULT_ADAPTER, tool_use_id, result, is_error=is_error)
-    return call_decided(state, tool_use_id, "answered", result=block, by=by, at=at, via="store")
+    return _decided(state, tool_use_id, "answered", result=block, by=by, at=at, via="store")
+
+
+def _decided(
+    state: RunState, tool_use_id: str, decision: Decision, **details: Unpack[DecisionDetails]
+) -> RunState:
+    """The decision on the call, of the run's own turn or inside a sub-run (``_core.nested``)."""
+    if tool_use_id in state.calls:
+        return call_decided(state, tool_use_id, decision, **details)
+    return decided_in_tree(state, tool_use_id, decision, **details)[0]
 
 
 def check_input(record: CallRecord, input: object) -> None:
@@ -270,6 +281,17 @@ def decisions_since(held: RunState, stored: RunState) -> dict[str, CallRecord] |
     for tool_use_id, mine in held.calls.items():
         theirs = stored.calls[tool_use_id]
         if _record(theirs) == _record(mine):
+            if mine.sub_run is None or theirs.sub_run is None:
+                if mine.sub_run is not theirs.sub_run:
+                    return None
+                continue
+            # A sub-agent's call: the decisions taken through the store inside its sub-run.
+            if mine.sub_run.agent != theirs.sub_run.agent:
+                return None
+            nested = decisions_since(mine.sub_run.state, theirs.sub_run.state)
+            if nested is None:
+                return None
+            decided.update(nested)
             continue
         # A decision as a decider leaves it: approved and not started, or answered (denied) at once.
         fresh = CallStatus.APPROVED if theirs.decision == "approved" else CallStatus.FINISHED

@@ -30,6 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .._core.errors import CheckpointConflictError, CheckpointError
 from .._core.ids import check_reason
+from .._core.nested import record_in_tree
 from .._core.state import CallRecord, RunState, decided_at
 from .._core.unicode import store_json
 from .._tools.approvals import check_is_error
@@ -302,7 +303,9 @@ class StoreBase(abc.ABC):
                 )
             except CheckpointConflictError:
                 continue  # the run moved: decide again from where it stands (or learn who decided)
-            return state.calls[tool_use_id]
+            record = record_in_tree(state, tool_use_id)  # the run's own call, or one in a sub-run
+            assert record is not None
+            return record
         raise CheckpointConflictError(
             f"the run {run_id!r} changed {self._ATTEMPTS} times while {tool_use_id!r} was being decided; try again."
         )

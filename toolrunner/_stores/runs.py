@@ -16,10 +16,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import cast
 
-from .._core.approval import awaiting
 from .._core.errors import StateError
-from .._core.state import CallStatus, Phase, RunState, plain_data
-from .._core.transitions import pending_calls
+from .._core.nested import suspended, waiting_in_tree
+from .._core.state import CallRecord, CallStatus, Phase, RunState, plain_data
 from .._core.types import EndReason, ToolCall
 from .._core.unicode import store_json
 
@@ -54,16 +53,17 @@ class RunStatus(enum.Enum):
 
 
 def waiting_calls(state: RunState) -> tuple[ToolCall, ...]:
-    """The calls of the current turn that wait for a decision, while the run is paused for them:
-    none while a runner goes on with the turn (before it pauses, and from when it takes the
-    turn up again), and none once the loop ended."""
+    """The calls of the current turn that wait for a decision, while the run is paused for them,
+    then those inside its sub-agents' paused runs, each with its ``ToolCall.path``
+    (``_core.nested``): none while a runner goes on with the turn (before it pauses, and from
+    when it takes the turn up again), and none once the loop ended."""
     if state.phase is not Phase.AWAITING or not any(
-        record.status is CallStatus.AWAITING for record in state.calls.values()
+        record.status is CallStatus.AWAITING or suspended(record) for record in state.calls.values()
     ):
         return ()
-    if any(record.status is CallStatus.STARTED for record in state.calls.values()):
+    if any(record.status is CallStatus.STARTED and not suspended(record) for record in state.calls.values()):
         return ()  # a call runs (or ran when its runner died): the turn is not paused
-    return awaiting(state, pending_calls(state))
+    return waiting_in_tree(state)
 
 
 def run_status(state: RunState) -> RunStatus:
@@ -80,13 +80,25 @@ def _status(state: RunState, waiting: tuple[ToolCall, ...]) -> RunStatus:
         return RunStatus.FAILED
     if waiting:
         return RunStatus.AWAITING
-    if state.phase is Phase.AWAITING and all(
-        record.status in (CallStatus.APPROVED, CallStatus.FINISHED) for record in state.calls.values()
-    ):
+    if state.phase is Phase.AWAITING and all(_decided(record) for record in state.calls.values()):
         # Paused, and decided since: a runner that takes the turn up saves it as going on first
         # (phase WITH_BODY: running), so this holds only while nothing has taken it up.
         return RunStatus.READY
     return RunStatus.RUNNING
+
+
+def _decided(record: CallRecord) -> bool:
+    """Whether a call of a paused turn is decided: approved or answered; or a sub-agent's call
+    whose paused sub-run's calls are all decided (it goes on once a runner takes the turn up)."""
+    if record.status in (CallStatus.APPROVED, CallStatus.FINISHED):
+        return True
+    child = None if record.sub_run is None else record.sub_run.state
+    return (
+        record.status is CallStatus.STARTED
+        and child is not None
+        and child.phase is Phase.AWAITING
+        and all(_decided(inner) for inner in child.calls.values())
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +123,8 @@ class RunSummary:
         run_id: The run's name in the store.
         status: Where it stands.
         end_reason: Why the loop ended (or ``"awaiting_approval"``: it paused), if it did.
-        waiting: The calls that wait for a decision: their id, tool and input.
+        waiting: The calls that wait for a decision: their id, tool and input; a call inside a
+            sub-agent's run has its ``path`` too (``ToolCall.path``).
         created: When the run was first saved (UTC).
         updated: When it was last saved (UTC).
         turns: How many requests got a reply.
@@ -162,9 +175,7 @@ class SummaryColumns:
         calls = waiting_calls(state)
         waiting = None
         if calls:
-            waiting = store_json(
-                [{"id": call.id, "name": call.name, "input": _input_data(call)} for call in calls]
-            )
+            waiting = store_json([_call_data(call) for call in calls])
         return cls(
             status=_status(state, calls).value,
             end_reason=state.end_reason,
@@ -231,7 +242,18 @@ def _call(item: object) -> ToolCall:
     call = cast("dict[str, object]", item)
     if not isinstance(call["id"], str) or not isinstance(call["name"], str):
         raise TypeError(f"{item!r} is not a call")
-    return ToolCall(call["id"], call["name"], call["input"])
+    path: object = call.get("path", [])
+    if not isinstance(path, list) or not all(isinstance(part, str) for part in cast("list[object]", path)):
+        raise TypeError(f"{item!r} is not a call")
+    return ToolCall(call["id"], call["name"], call["input"], path=tuple(cast("list[str]", path)))
+
+
+def _call_data(call: ToolCall) -> dict[str, object]:
+    """A waiting call as the ``waiting`` column keeps it (its path only when it has one)."""
+    data: dict[str, object] = {"id": call.id, "name": call.name, "input": _input_data(call)}
+    if call.path:
+        data["path"] = list(call.path)
+    return data
 
 
 def _failure(text: object) -> dict[str, str]:
