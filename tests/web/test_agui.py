@@ -112,6 +112,16 @@ async def test_a_malformed_body_is_422_with_what_is_wrong(content: bytes, says: 
     assert says in answer.json()["error"]
 
 
+@pytest.mark.parametrize("after", [-1, True, "3", 1.5, {"x": 1}])
+async def test_forwarded_after_is_a_non_negative_integer_else_422(after: object) -> None:
+    agent = make_agent(conversation())
+    async with agent, await client(agent) as http:
+        await http.post("/", json=body(messages=ASK))
+        answer = await http.post("/", json=body(run="r2", forwardedProps={"after": after}))
+    assert answer.status_code == 422
+    assert "forwardedProps.after" in answer.json()["error"]
+
+
 async def test_an_unknown_thread_cannot_be_continued() -> None:
     agent = make_agent(conversation())
     async with agent, await client(agent) as http:

@@ -140,9 +140,25 @@ def _turn(body: RunAgentInput) -> Turn:
                 answer.get("input"),
             )
         )
-    props = body.forwarded_props
+    return Turn(body.thread_id, conversation, decisions, _after(body.forwarded_props))
+
+
+def _after(props: object) -> int | None:
+    """``forwardedProps.after``: the number of the last event the client has (``None``: none given).
+
+    Raises:
+        RequestError: 422 for anything but a non-negative integer (JSON ``true`` and ``1.5`` too).
+    """
     after = cast("Mapping[str, Any]", props).get("after") if isinstance(props, Mapping) else None
-    return Turn(body.thread_id, conversation, decisions, after if isinstance(after, int) else None)
+    if after is None:
+        return None
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise RequestError(
+            422,
+            "forwardedProps.after must be a non-negative integer (the number of the last event "
+            f"the client has), not {json.dumps(after)[:60]}.",
+        )
+    return after
 
 
 def _content(content: object) -> str:

@@ -146,8 +146,9 @@ class Session:
         self.changed = anyio.Event()
 
     async def follow(self, after: int) -> AsyncIterator[Entry]:
-        """The events after ``after``, up to the end of the request's part of the run."""
-        position = after + 1
+        """The events after ``after``, up to the end of the request's part of the run (an ``after``
+        past the log's end: from its end on)."""
+        position = min(after + 1, len(self.log))
         while True:
             while position < len(self.log):
                 entry = self.log[position]

@@ -128,9 +128,12 @@ def ui_message_stream_app(
     async def reconnect(request: Request) -> Response:
         run_id = str(request.path_params["chat_id"])
         try:
-            after = request.query_params.get("after")
-            follow = await agent.take(Turn(run_id, after=int(after) if after else None), by=None)
-        except (RequestError, ValueError):
+            after = _after(request.query_params.getlist("after"))
+        except RequestError as error:
+            return error_response(error)
+        try:
+            follow = await agent.take(Turn(run_id, after=after), by=None)
+        except RequestError:
             return Response(status_code=204)
         if follow.events is None:
             return Response(status_code=204)
@@ -148,6 +151,26 @@ def ui_message_stream_app(
         Route("/{chat_id}/messages", messages, methods=["GET"]),
     ]
     return make_app(agent, endpoint, page="chat.html" if page else None, extra=extra)
+
+
+def _after(values: Sequence[str]) -> int | None:
+    """``?after=N``: the number (the SSE ``id:``) of the last event the client has (``None``: none).
+
+    Raises:
+        RequestError: 422 unless it is given once, as ASCII digits.
+    """
+    if not values:
+        return None
+    if len(values) > 1:
+        raise RequestError(422, f"after= is given {len(values)} times; give it once.")
+    text = values[0]
+    if not (text.isascii() and text.isdigit()):
+        raise RequestError(
+            422,
+            f"after= must be a non-negative integer in ASCII digits (an SSE id: this stream sent), not {text[:60]!r}.",
+        )
+    digits = text.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else 10**18  # past any log's end: followed from the end
 
 
 def _turn(body: _Body) -> Turn:
