@@ -81,6 +81,21 @@ async def test_a_reload_sees_where_the_run_stands() -> None:
     assert again[-1]["outcome"]["interrupts"][0]["toolCallId"] == "pay-1"
 
 
+async def test_each_event_carries_its_number_and_a_reconnect_inside_a_call_starts_at_its_start() -> None:
+    agent = make_agent(conversation())
+    async with agent, await client(agent) as http:
+        first = events((await http.post("/", json=body(messages=ASK))).text)
+        numbers = [event["metadata"]["index"] for event in first[1:]]
+        assert numbers == sorted(set(numbers))  # RUN_STARTED aside, each numbered, in order
+        inside = next(event for event in first if event["type"] == "TOOL_CALL_ARGS")
+        after = {"after": inside["metadata"]["index"]}
+        again = events((await http.post("/", json=body(run="r2", forwardedProps=after))).text)
+    start = next(event for event in first if event["type"] == "TOOL_CALL_START")
+    assert again[1] == start  # the call's start again, then the rest
+    assert again[2:-1] == first[first.index(start) + 1 : -1]
+    assert again[-1] == {**first[-1], "runId": "r2"}
+
+
 async def test_two_clients_deciding_the_same_call_one_wins_the_other_is_told() -> None:
     agent = make_agent(conversation())
     async with agent, await client(agent) as http:

@@ -6,7 +6,17 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from toolrunner.web._events import Entry, RunFinished, TextDelta, TextEnd, TextStart, UIEvent
+from toolrunner.web._events import (
+    Entry,
+    RunFinished,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCallArgs,
+    ToolCallEnd,
+    ToolCallStart,
+    UIEvent,
+)
 from toolrunner.web._session import Session
 
 pytestmark = pytest.mark.anyio
@@ -34,3 +44,39 @@ async def test_an_after_past_the_logs_end_follows_from_the_end_to_the_end_event(
     session.emit(TextStart("m"))
     got = await followed(session, 10**30, TextDelta("m", "hi"), TextEnd("m"), RunFinished("model"))
     assert got[-1] == RunFinished("model")
+
+
+CALL = [
+    TextStart("m"),
+    TextDelta("m", "Let me look."),
+    TextEnd("m"),
+    ToolCallStart("c", "look", "m"),
+    ToolCallArgs("c", '{"name"'),
+    ToolCallArgs("c", ':"Ada"}'),
+]
+
+
+async def test_an_after_inside_a_tool_call_starts_at_the_calls_start() -> None:
+    session = Session("r", running=True)
+    for event in CALL:
+        session.emit(event)
+    end = ToolCallEnd("c", "look", {"name": "Ada"})
+    got = await followed(session, 4, end, RunFinished("model"))
+    assert got == [*CALL[3:], end, RunFinished("model")]
+
+
+async def test_an_after_at_the_logs_end_inside_a_call_starts_at_the_calls_start() -> None:
+    session = Session("r", running=True)
+    for event in CALL:
+        session.emit(event)
+    got = await followed(session, len(CALL) - 1, RunFinished("model"))
+    assert got[0] == ToolCallStart("c", "look", "m")
+
+
+async def test_an_after_inside_a_text_block_starts_at_its_start_and_after_an_end_does_not() -> None:
+    session = Session("r", running=True)
+    for event in CALL:
+        session.emit(event)
+    session.emit(RunFinished("model"))
+    assert (await followed(session, 1))[0] == TextStart("m")
+    assert (await followed(session, 2))[0] == ToolCallStart("c", "look", "m")

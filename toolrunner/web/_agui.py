@@ -1,7 +1,9 @@
 """The AG-UI endpoint: ``RunAgentInput`` in, ``ag_ui.core`` events out, through AG-UI's encoder.
 
 A thread is a run (``threadId`` is the run id in the store); each request is one AG-UI run:
-``RUN_STARTED``, the run's events, then ``RUN_FINISHED`` or ``RUN_ERROR``.
+``RUN_STARTED``, the run's events, then ``RUN_FINISHED`` or ``RUN_ERROR``. Each event of the run's
+log carries its number there as ``metadata.index``: what a client that reconnects sends back as
+``forwardedProps.after`` (the last it has) to get the rest.
 
 Approvals are AG-UI interrupts: a run that pauses for decisions ends with ``RUN_FINISHED`` whose
 ``outcome`` is ``interrupt``, one ``Interrupt`` per waiting call (``id`` and ``toolCallId``: the
@@ -155,8 +157,8 @@ def _after(props: object) -> int | None:
     if isinstance(after, bool) or not isinstance(after, int) or after < 0:
         raise RequestError(
             422,
-            "forwardedProps.after must be a non-negative integer (the number of the last event "
-            f"the client has), not {json.dumps(after)[:60]}.",
+            "forwardedProps.after must be a non-negative integer (the metadata.index of the last "
+            f"event the client has), not {json.dumps(after)[:60]}.",
         )
     return after
 
@@ -182,14 +184,16 @@ async def _answer(
     waiting: list[ApprovalWanted] = []
     async for entry in events:
         event = entry.event
+        numbered = {"index": entry.index}  # what a reconnect sends back as forwardedProps.after
         if isinstance(event, ApprovalWanted):
             waiting.append(event)
         elif isinstance(event, RunFinished):
-            yield encoder.encode(_finished(thread, run, waiting, event.text))
+            finished = _finished(thread, run, waiting, event.text)
+            yield encoder.encode(finished.model_copy(update={"metadata": numbered}))
         else:
             encoded = encode(event)
             if encoded is not None:
-                yield encoder.encode(encoded)
+                yield encoder.encode(encoded.model_copy(update={"metadata": numbered}))
 
 
 def encode(event: object) -> BaseEvent | None:

@@ -147,8 +147,9 @@ class Session:
 
     async def follow(self, after: int) -> AsyncIterator[Entry]:
         """The events after ``after``, up to the end of the request's part of the run (an ``after``
-        past the log's end: from its end on)."""
-        position = min(after + 1, len(self.log))
+        past the log's end: from its end on). Never from the middle of a text block or a tool
+        call: an ``after`` inside one starts at its start event (the client sees it again)."""
+        position = self._block_start(min(after + 1, len(self.log)))
         while True:
             while position < len(self.log):
                 entry = self.log[position]
@@ -159,6 +160,17 @@ class Session:
             if not self.running:
                 return
             await self.changed.wait()
+
+    def _block_start(self, position: int) -> int:
+        """``position``, or the index of the start event of the text block or tool call that is
+        open there (started before it, not ended before it)."""
+        for back in range(position - 1, -1, -1):
+            event = self.log[back].event
+            if isinstance(event, TextStart | ToolCallStart):
+                return back
+            if not isinstance(event, TextDelta | ToolCallArgs):
+                return position  # an end, a result, or the end of a request: no block is open
+        return position
 
 
 class Serving:
