@@ -6,6 +6,20 @@ import assert from "node:assert/strict";
 import { HttpAgent } from "@ag-ui/client";
 
 const url = process.argv[2];
+if (process.argv[3] === "--cut") {
+  // a reply cut off (max_tokens) inside a call's input: the call ends, the run finishes, and the
+  // client takes every event (it rejects a run that finishes with a call still open)
+  const cut = new HttpAgent({ url, threadId: "cut-thread" });
+  cut.addMessage({ id: "u1", role: "user", content: "Pay Ada 3." });
+  const kinds = [];
+  let finished;
+  await cut.runAgent({}, {
+    onEvent: ({ event }) => { kinds.push(event.type); if (event.type === "RUN_FINISHED") finished = event; },
+  });
+  assert.deepEqual(kinds.slice(-2), ["TOOL_CALL_END", "RUN_FINISHED"]);
+  console.log(JSON.stringify({ kinds, metadata: finished.metadata }));
+  process.exit(0);
+}
 const agent = new HttpAgent({ url, threadId: "node-thread", headers: { "X-Decided-By": "node" } });
 agent.addMessage({ id: "u1", role: "user", content: "Pay Ada 3." });
 const seen = [];

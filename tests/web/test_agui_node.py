@@ -12,6 +12,7 @@ import anyio
 
 from tests.support.web_server import ROOT, conversation, make_agent, run_node, served
 from toolrunner import MemoryCheckpointer
+from toolrunner.testing import FakeMessagesAPI, tool_call, truncated_tool_reply
 from toolrunner.web import agui_app
 
 
@@ -30,3 +31,12 @@ def test_httpagent_runs_a_conversation_with_a_tool_and_an_approval() -> None:
         ("pay-1", "node", "store")
     ]
     assert loaded.state.end_reason == "model"
+
+
+def test_httpagent_takes_a_reply_cut_off_inside_a_calls_input() -> None:
+    fake = FakeMessagesAPI([truncated_tool_reply(tool_call("pay", {"amount": 3}, id="pay-1"))])
+    with served(agui_app(make_agent(fake))) as url:
+        output = run_node(ROOT / "tests" / "web" / "agui_client.mjs", url + "/", "--cut")
+    seen = json.loads(output.strip().splitlines()[-1])
+    assert seen["kinds"][-3:] == ["TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"]
+    assert seen["metadata"]["stopReason"] == "max_tokens"

@@ -12,6 +12,7 @@ import anyio
 
 from tests.support.web_server import ROOT, chunk_types, conversation, make_agent, run_node, served
 from toolrunner import MemoryCheckpointer
+from toolrunner.testing import FakeMessagesAPI, tool_call, truncated_tool_reply
 from toolrunner.web import ui_message_stream_app
 from toolrunner.web._events import (
     ApprovalWanted,
@@ -21,6 +22,7 @@ from toolrunner.web._events import (
     TextEnd,
     TextStart,
     ToolCallArgs,
+    ToolCallCut,
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
@@ -43,6 +45,7 @@ def test_every_part_the_encoder_makes_parses(tmp_path: Path) -> None:
         ToolCallStart("c", "pay", "m"),
         ToolCallArgs("c", '{"amount":3}'),
         ToolCallEnd("c", "pay", {"amount": 3}),
+        ToolCallCut("c", "pay", '{"amount": '),
         ApprovalWanted("c", "pay", {"amount": 3}),
         ToolResult("c", "paid 3"),
         ToolResult("d", "failed", is_error=True),
@@ -68,3 +71,12 @@ def test_the_sdks_reader_follows_a_conversation_with_a_tool_and_an_approval() ->
     loaded = anyio.run(store.load, "node-chat")
     assert loaded is not None
     assert [(record.call.id, record.by) for record in loaded.state.decisions] == [("pay-1", "node")]
+
+
+def test_the_sdks_reader_ends_a_call_the_reply_cut_off_and_finishes_with_length() -> None:
+    fake = FakeMessagesAPI([truncated_tool_reply(tool_call("pay", {"amount": 3}, id="pay-1"))])
+    with served(ui_message_stream_app(make_agent(fake))) as url:
+        output = run_node(SCRIPT, url + "/", "--cut")
+    seen = json.loads(output.strip().splitlines()[-1])
+    assert seen["types"][-2:] == ["tool-input-error", "finish"]
+    assert seen["finishes"] == ["length"]

@@ -61,6 +61,7 @@ from ._events import (
     TextEnd,
     TextStart,
     ToolCallArgs,
+    ToolCallCut,
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
@@ -184,12 +185,13 @@ async def _answer(
     waiting: list[ApprovalWanted] = []
     async for entry in events:
         event = entry.event
-        numbered = {"index": entry.index}  # what a reconnect sends back as forwardedProps.after
+        numbered: dict[str, Any] = {"index": entry.index}  # what a reconnect sends as forwardedProps.after
         if isinstance(event, ApprovalWanted):
             waiting.append(event)
         elif isinstance(event, RunFinished):
             finished = _finished(thread, run, waiting, event.text)
-            yield encoder.encode(finished.model_copy(update={"metadata": numbered}))
+            why = {"endReason": event.reason, "stopReason": event.stop_reason}
+            yield encoder.encode(finished.model_copy(update={"metadata": {**numbered, **why}}))
         else:
             encoded = encode(event)
             if encoded is not None:
@@ -209,7 +211,7 @@ def encode(event: object) -> BaseEvent | None:
             return ToolCallStartEvent(tool_call_id=id, tool_call_name=name, parent_message_id=parent)
         case ToolCallArgs(id=id, delta=delta):
             return ToolCallArgsEvent(tool_call_id=id, delta=delta)
-        case ToolCallEnd(id=id):
+        case ToolCallEnd(id=id) | ToolCallCut(id=id):  # a cut call ends too: it never runs
             return ToolCallEndEvent(tool_call_id=id)
         case ToolResult(id=id, content=content):
             return ToolCallResultEvent(

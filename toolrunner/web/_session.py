@@ -43,6 +43,7 @@ from ._events import (
     TextEnd,
     TextStart,
     ToolCallArgs,
+    ToolCallCut,
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
@@ -407,7 +408,9 @@ class Agent(Serving):
                     session.emit(ApprovalWanted(call.id, call.name, call.input))
             final = runner.last_message
             text = "" if final is None else "".join(b.text for b in final.content if b.type == "text")
-            session.emit(RunFinished(str(runner.end_reason), text))
+            session.emit(
+                RunFinished(str(runner.end_reason), text, None if final is None else final.stop_reason)
+            )
         except Exception as error:  # the run's error goes to the clients; the state is as last saved
             session.emit(RunError(str(error) or type(error).__name__, type(error).__name__))
 
@@ -418,9 +421,13 @@ def _note(session: Session, event: RunnerEvent) -> None:
 
 
 async def _read(session: Session, stream: Any) -> None:
-    """The stream's text and tool calls as UI events, as they come."""
+    """The stream's text and tool calls as UI events, as they come; a block the stream left open
+    (a reply cut off by ``max_tokens``) is closed at its end: a text block ends, a call is cut."""
     message_id = parent = ""
     blocks: dict[int, str] = {}
+    unclosed: dict[
+        int, tuple[str, list[str]]
+    ] = {}  # the open blocks: a call's name ("": text), its input so far
     async for event in stream:
         kind = event.type
         if kind == "message_start":
@@ -429,21 +436,28 @@ async def _read(session: Session, stream: Any) -> None:
             block = event.content_block
             if block.type == "text":
                 blocks[event.index] = parent = f"{message_id}-{event.index}"
+                unclosed[event.index] = ("", [])
                 session.emit(TextStart(parent))
             elif block.type == "tool_use":
                 blocks[event.index] = block.id
+                unclosed[event.index] = (block.name, [])
                 session.emit(ToolCallStart(block.id, block.name, parent or message_id))
         elif kind == "text" and (id := _current(blocks)) is not None:
             session.emit(TextDelta(id, event.text))
         elif kind == "input_json" and (id := _current(blocks)) is not None:
             if event.partial_json:
+                if max(blocks) in unclosed:
+                    unclosed[max(blocks)][1].append(event.partial_json)
                 session.emit(ToolCallArgs(id, event.partial_json))
         elif kind == "content_block_stop" and event.index in blocks:
+            unclosed.pop(event.index, None)
             block = event.content_block
             if block.type == "text":
                 session.emit(TextEnd(blocks[event.index]))
             elif block.type == "tool_use":
                 session.emit(ToolCallEnd(block.id, block.name, block.input))
+    for index, (name, pieces) in sorted(unclosed.items()):
+        session.emit(ToolCallCut(blocks[index], name, "".join(pieces)) if name else TextEnd(blocks[index]))
 
 
 def _current(blocks: dict[int, str]) -> str | None:

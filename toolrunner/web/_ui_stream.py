@@ -35,6 +35,7 @@ from ._events import (
     TextEnd,
     TextStart,
     ToolCallArgs,
+    ToolCallCut,
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
@@ -55,6 +56,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "tool-input-start": ("toolCallId", "toolName"),
     "tool-input-delta": ("toolCallId", "inputTextDelta"),
     "tool-input-available": ("toolCallId", "toolName", "input"),
+    "tool-input-error": ("toolCallId", "toolName", "input", "errorText"),
     "tool-output-available": ("toolCallId", "output"),
     "tool-output-error": ("toolCallId", "errorText"),
     "tool-output-denied": ("toolCallId",),
@@ -65,8 +67,23 @@ PARTS: dict[str, tuple[str, ...]] = {
 """The part types this stream sends, and the keys of each (all required by the SDK's types but
 ``finish``'s ``finishReason``, which it takes)."""
 
-FINISH_REASONS = {"awaiting_approval": "tool-calls", "model": "stop", "max_tokens": "length"}
+FINISH_REASONS = {"awaiting_approval": "tool-calls", "model": "stop"}
 """The runner's end reasons as the SDK's finish reasons (any other: ``"other"``)."""
+
+STOP_REASONS = {
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content-filter",
+}
+"""The model's stop reasons that make the SDK's finish reason of a loop the model ended."""
+
+
+def finish_reason(event: RunFinished) -> str:
+    """The ``finish`` part's ``finishReason``: the model's stop reason when it ended the loop
+    (``"length"``: cut off), else the runner's end reason."""
+    if event.reason == "model" and event.stop_reason in STOP_REASONS:
+        return STOP_REASONS[event.stop_reason]
+    return FINISH_REASONS.get(event.reason, "other")
 
 
 class _Part(BaseModel):
@@ -221,6 +238,9 @@ def encode(event: UIEvent) -> Sequence[dict[str, object]]:
             return [part("tool-input-delta", toolCallId=id, inputTextDelta=delta)]
         case ToolCallEnd(id=id, name=name, input=input):
             return [part("tool-input-available", toolCallId=id, toolName=name, input=input)]
+        case ToolCallCut(id=id, name=name, partial=partial):
+            cut = "The reply was cut off (max_tokens) before the call's input was complete; it did not run."
+            return [part("tool-input-error", toolCallId=id, toolName=name, input=partial, errorText=cut)]
         case ToolResult(id=id, denied=True):
             return [part("tool-output-denied", toolCallId=id)]
         case ToolResult(id=id, content=content, is_error=True):
@@ -229,8 +249,8 @@ def encode(event: UIEvent) -> Sequence[dict[str, object]]:
             return [part("tool-output-available", toolCallId=id, output=content)]
         case ApprovalWanted(id=id):
             return [part("tool-approval-request", approvalId=id, toolCallId=id)]
-        case RunFinished(reason=reason):
-            return [part("finish", finishReason=FINISH_REASONS.get(reason, "other"))]
+        case RunFinished():
+            return [part("finish", finishReason=finish_reason(event))]
         case RunError(message=message):
             return [part("error", errorText=message)]
 
