@@ -10,7 +10,7 @@ import anyio
 import httpx2
 import pytest
 
-from tests.support.web_server import conversation, make_agent, served
+from tests.support.web_server import conversation, hold, holding, make_agent, released, served
 from toolrunner import MemoryCheckpointer
 from toolrunner.web import Agent, agui_app
 
@@ -166,3 +166,19 @@ def test_a_client_that_disconnects_mid_stream_loses_nothing() -> None:
     summary = anyio.run(store.get_run, "t1")
     assert summary is not None
     assert [call.id for call in summary.waiting] == ["pay-1"]
+
+
+def test_a_stream_says_it_is_alive_while_a_tool_runs() -> None:
+    agent = make_agent(holding(), tools=[hold])
+    kinds: list[str] = []
+    with (
+        served(agui_app(agent, keep_alive=0.01)) as url,
+        httpx2.Client(base_url=url, timeout=30) as http,
+        http.stream("POST", "/", json=body(messages=ASK)) as answer,
+    ):
+        for line in answer.iter_lines():
+            if line == ": keep-alive":
+                released.set()  # the tool ends once the stream said it is alive
+            kinds += [json.loads(line[len("data: ") :])["type"]] if line.startswith("data: ") else []
+    assert released.is_set()
+    assert kinds[-1] == "RUN_FINISHED"

@@ -18,7 +18,9 @@ from toolrunner.web import agui_app
 
 def test_httpagent_runs_a_conversation_with_a_tool_and_an_approval() -> None:
     store = MemoryCheckpointer()
-    with served(agui_app(make_agent(conversation(), store))) as url:
+    with served(
+        agui_app(make_agent(conversation(delay=0.01), store), keep_alive=0.001)
+    ) as url:  # keep-alives too
         output = run_node(ROOT / "tests" / "web" / "agui_client.mjs", url + "/")
     seen = json.loads(output.strip().splitlines()[-1])["seen"]
     assert seen.count("RUN_STARTED") == 2

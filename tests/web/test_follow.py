@@ -80,3 +80,13 @@ async def test_an_after_inside_a_text_block_starts_at_its_start_and_after_an_end
     session.emit(RunFinished("model"))
     assert (await followed(session, 1))[0] == TextStart("m")
     assert (await followed(session, 2))[0] == ToolCallStart("c", "look", "m")
+
+
+async def test_a_silence_of_keep_alive_seconds_yields_none() -> None:
+    session = Session("r", running=True)
+    session.emit(TextStart("m"))
+    session.emit(TextEnd("m"))
+    following = session.follow(1, keep_alive=0.0)
+    assert await anext(following) is None  # nothing logged after TextEnd: the answer is alive
+    session.emit(RunFinished("model"))
+    assert [entry async for entry in following if entry is not None] == [Entry(2, RunFinished("model"))]

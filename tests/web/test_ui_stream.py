@@ -7,7 +7,7 @@ import json
 import httpx2
 import pytest
 
-from tests.support.web_server import conversation, make_agent
+from tests.support.web_server import conversation, hold, holding, make_agent, released, served
 from toolrunner.testing import FakeMessagesAPI, message_reply
 from toolrunner.web import ui_message_stream_app
 
@@ -46,3 +46,20 @@ async def test_the_finish_says_why_the_model_stopped(stop_reason: str, finish: s
         answer = await http.post("/", json=ask)
     parts = [json.loads(line[6:]) for line in answer.text.splitlines() if line.startswith("data: {")]
     assert parts[-1] == {"type": "finish", "finishReason": finish}
+
+
+def test_a_stream_says_it_is_alive_while_a_tool_runs() -> None:
+    agent = make_agent(holding(), tools=[hold])
+    ask = {"id": "c1", "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Go."}]}]}
+    lines: list[str] = []
+    with (
+        served(ui_message_stream_app(agent, keep_alive=0.01)) as url,
+        httpx2.Client(base_url=url, timeout=30) as http,
+        http.stream("POST", "/", json=ask) as answer,
+    ):
+        for line in answer.iter_lines():
+            if line == ": keep-alive":
+                released.set()  # the tool ends once the stream said it is alive
+            lines.append(line)
+    assert released.is_set()
+    assert [line for line in lines if line][-1] == "data: [DONE]"

@@ -63,7 +63,7 @@ def test_every_part_the_encoder_makes_parses(tmp_path: Path) -> None:
 
 def test_the_sdks_reader_follows_a_conversation_with_a_tool_and_an_approval() -> None:
     store = MemoryCheckpointer()
-    with served(ui_message_stream_app(make_agent(conversation(), store))) as url:
+    with served(ui_message_stream_app(make_agent(conversation(delay=0.01), store), keep_alive=0.001)) as url:
         output = run_node(SCRIPT, url + "/")
     types = json.loads(output.strip().splitlines()[-1])["types"]
     assert "tool-approval-request" in types

@@ -18,6 +18,7 @@ answer with a result, which is not what a person approving does.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal, cast
@@ -66,7 +67,7 @@ from ._events import (
     ToolCallStart,
     ToolResult,
 )
-from ._http import DecidedBy, Served, decided_by_header, error_response, make_app, stream
+from ._http import KEEP_ALIVE, DecidedBy, Served, decided_by_header, error_response, make_app, stream
 from ._session import Decision, RequestError, RunView, Turn, input_text
 
 __all__ = ["APPROVAL_SCHEMA", "agui_app"]
@@ -83,7 +84,9 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 """The answer an approval's interrupt asks for (``Interrupt.responseSchema``)."""
 
 
-def agui_app(agent: Served, *, decided_by: DecidedBy | None = None, page: bool = True) -> Starlette:
+def agui_app(
+    agent: Served, *, decided_by: DecidedBy | None = None, page: bool = True, keep_alive: float | None = 15.0
+) -> Starlette:
     """An ASGI app that serves ``agent`` over AG-UI: ``POST /`` takes a ``RunAgentInput``.
 
     Args:
@@ -92,6 +95,9 @@ def agui_app(agent: Served, *, decided_by: DecidedBy | None = None, page: bool =
             store). The default reads the ``X-Decided-By`` header, which is the client's word: an
             app with logins should give a function that reads its own session.
         page: Whether ``GET /`` serves the example page (``static/agui.html``).
+        keep_alive: After how many seconds of silence (a tool that runs long) a stream sends an
+            SSE comment line, ``: keep-alive``, which clients ignore and which keeps proxies from
+            cutting it as idle (``None``: never).
     """
     who = decided_by or decided_by_header
 
@@ -103,7 +109,7 @@ def agui_app(agent: Served, *, decided_by: DecidedBy | None = None, page: bool =
                 {"error": f"the body is no AG-UI RunAgentInput: {_first(error)}"}, status_code=422
             )
         try:
-            turn = _turn(body)
+            turn = dataclasses.replace(_turn(body), keep_alive=keep_alive)
             follow = await agent.take(turn, by=who(request))
         except RequestError as error:
             return error_response(error)
@@ -171,7 +177,7 @@ def _content(content: object) -> str:
 
 
 async def _answer(
-    body: RunAgentInput, events: AsyncIterator[Entry] | None, view: RunView | None
+    body: RunAgentInput, events: AsyncIterator[Entry | None] | None, view: RunView | None
 ) -> AsyncIterator[str]:
     encoder = EventEncoder()
     thread, run = body.thread_id, body.run_id
@@ -184,6 +190,9 @@ async def _answer(
         return
     waiting: list[ApprovalWanted] = []
     async for entry in events:
+        if entry is None:
+            yield KEEP_ALIVE
+            continue
         event = entry.event
         numbered: dict[str, Any] = {"index": entry.index}  # what a reconnect sends as forwardedProps.after
         if isinstance(event, ApprovalWanted):

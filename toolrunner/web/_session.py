@@ -98,6 +98,8 @@ class Turn:
     decisions: Sequence[Decision] = ()
     after: int | None = None
     """The last event the client has (a reconnect); ``None``: from the start of the request's part."""
+    keep_alive: float | None = None
+    """After how many seconds of silence the answer says it is alive (``None``: never)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +120,7 @@ class Follow:
     """What a request is answered with: the run's events from ``after`` on (``events``), or, the
     run not running in this process and nothing to send from its log, ``view``."""
 
-    events: AsyncIterator[Entry] | None
+    events: AsyncIterator[Entry | None] | None
     view: RunView | None
     started: bool
     """Whether this request started the run or made it go on (else: it follows it)."""
@@ -146,10 +148,12 @@ class Session:
         self.changed.set()
         self.changed = anyio.Event()
 
-    async def follow(self, after: int) -> AsyncIterator[Entry]:
+    async def follow(self, after: int, keep_alive: float | None = None) -> AsyncIterator[Entry | None]:
         """The events after ``after``, up to the end of the request's part of the run (an ``after``
         past the log's end: from its end on). Never from the middle of a text block or a tool
-        call: an ``after`` inside one starts at its start event (the client sees it again)."""
+        call: an ``after`` inside one starts at its start event (the client sees it again).
+        ``None`` after each ``keep_alive`` seconds with no event (a tool that runs long), for the
+        answer to say it is alive."""
         position = self._block_start(min(after + 1, len(self.log)))
         while True:
             while position < len(self.log):
@@ -160,7 +164,10 @@ class Session:
                     return
             if not self.running:
                 return
-            await self.changed.wait()
+            with anyio.move_on_after(keep_alive if keep_alive is not None else float("inf")) as waited:
+                await self.changed.wait()
+            if waited.cancelled_caught:
+                yield None
 
     def _block_start(self, position: int) -> int:
         """``position``, or the index of the start event of the text block or tool call that is
@@ -204,9 +211,9 @@ class Serving:
         process logged any; else nothing (the run as the store has it)."""
         if session.running:
             after = session.start - 1 if turn.after is None else turn.after
-            return Follow(session.follow(after), None, started=False)
+            return Follow(session.follow(after, turn.keep_alive), None, started=False)
         if turn.after is not None and turn.after < len(session.log) - 1:
-            return Follow(session.follow(turn.after), None, started=False)
+            return Follow(session.follow(turn.after, turn.keep_alive), None, started=False)
         return Follow(None, None, started=False)
 
     @property
@@ -302,7 +309,7 @@ class Agent(Serving):
             session.start = len(session.log)
             session.running = True
             self._group.start_soon(self._drive, session, runner)
-        return Follow(session.follow(session.start - 1), None, started=True)
+        return Follow(session.follow(session.start - 1, turn.keep_alive), None, started=True)
 
     async def view(self, run_id: str) -> RunView | None:
         """The run as the store has it (``None``: there is none)."""

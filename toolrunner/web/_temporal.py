@@ -150,7 +150,7 @@ class TemporalAgent(Serving):
             session.start = len(session.log)
             session.running = True
             self._group.start_soon(self._watch, session, run, decided)
-        return Follow(session.follow(session.start - 1), None, started=True)
+        return Follow(session.follow(session.start - 1, turn.keep_alive), None, started=True)
 
     async def _start(self, run_id: str, messages: list[Any], *, reuse: Literal["refuse", "allow"]) -> None:
         from ..temporal import start_run

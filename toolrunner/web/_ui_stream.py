@@ -16,6 +16,7 @@ in the last assistant message's tool part (``state: "approval-responded"``, ``ap
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal, cast
@@ -41,7 +42,7 @@ from ._events import (
     ToolResult,
     UIEvent,
 )
-from ._http import DecidedBy, Served, decided_by_header, error_response, make_app, stream
+from ._http import KEEP_ALIVE, DecidedBy, Served, decided_by_header, error_response, make_app, stream
 from ._session import Decision, RequestError, RunView, Turn, result_text
 
 __all__ = ["HEADER", "PARTS", "encode", "ui_message_stream_app", "ui_messages"]
@@ -106,7 +107,7 @@ class _Body(BaseModel):
 
 
 def ui_message_stream_app(
-    agent: Served, *, decided_by: DecidedBy | None = None, page: bool = True
+    agent: Served, *, decided_by: DecidedBy | None = None, page: bool = True, keep_alive: float | None = 15.0
 ) -> Starlette:
     """An ASGI app that serves ``agent`` as the AI SDK's UI message stream: ``POST /`` takes what
     ``useChat`` posts (``{"id": chat id, "messages": [...]}``); ``GET /{id}/stream`` reconnects
@@ -120,6 +121,9 @@ def ui_message_stream_app(
             store). The default reads the ``X-Decided-By`` header, which is the client's word: an
             app with logins should give a function that reads its own session.
         page: Whether ``GET /`` serves the example page (``static/chat.html``).
+        keep_alive: After how many seconds of silence (a tool that runs long) a stream sends an
+            SSE comment line, ``: keep-alive``, which clients ignore and which keeps proxies from
+            cutting it as idle (``None``: never).
     """
     who = decided_by or decided_by_header
 
@@ -133,7 +137,9 @@ def ui_message_stream_app(
                 {"error": f"the body is no useChat request: {where}: {problem['msg']}"}, status_code=422
             )
         try:
-            follow = await agent.take(_turn(body), by=who(request))
+            follow = await agent.take(
+                dataclasses.replace(_turn(body), keep_alive=keep_alive), by=who(request)
+            )
         except RequestError as error:
             return error_response(error)
         if follow.events is None:
@@ -149,7 +155,7 @@ def ui_message_stream_app(
         except RequestError as error:
             return error_response(error)
         try:
-            follow = await agent.take(Turn(run_id, after=after), by=None)
+            follow = await agent.take(Turn(run_id, after=after, keep_alive=keep_alive), by=None)
         except RequestError:
             return Response(status_code=204)
         if follow.events is None:
@@ -215,9 +221,12 @@ def _turn(body: _Body) -> Turn:
     return Turn(body.id, conversation, decisions)
 
 
-async def _answer(events: AsyncIterator[Entry]) -> AsyncIterator[str]:
+async def _answer(events: AsyncIterator[Entry | None]) -> AsyncIterator[str]:
     yield _sse(part("start"))
     async for entry in events:
+        if entry is None:
+            yield KEEP_ALIVE
+            continue
         for chunk in encode(entry.event):
             yield _sse(chunk, entry.index)
     yield "data: [DONE]\n\n"
