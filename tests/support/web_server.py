@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import uvicorn
 
 from toolrunner import MemoryCheckpointer, RunStore, tool
@@ -25,9 +27,12 @@ __all__ = [
     "ROOT",
     "chunk_types",
     "conversation",
+    "hold",
+    "holding",
     "look",
     "make_agent",
     "pay",
+    "released",
     "replies",
     "run_node",
     "served",
@@ -104,16 +109,34 @@ def conversation(*, delay: float = 0.0) -> FakeMessagesAPI:
     return FakeMessagesAPI(replies(delay=delay))
 
 
+released = threading.Event()
+
+
+@tool
+async def hold() -> str:
+    """Wait until the test releases it (``released``): a tool that runs long."""
+    await anyio.to_thread.run_sync(lambda: released.wait(30))
+    return "held"
+
+
+def holding() -> FakeMessagesAPI:
+    """A call of ``hold``, then the end."""
+    released.clear()
+    return FakeMessagesAPI([tool_reply(tool_call("hold", {}, id="hold-1")), text_reply("Done.")])
+
+
 def twice() -> FakeMessagesAPI:
     """The conversation of ``replies`` twice over, for two clients one after the other."""
     return FakeMessagesAPI([*replies(), *replies()])
 
 
-def make_agent(fake: FakeMessagesAPI, store: RunStore | None = None) -> Agent:
+def make_agent(
+    fake: FakeMessagesAPI, store: RunStore | None = None, *, tools: list[Any] | None = None
+) -> Agent:
     return Agent(
         fake.async_client(),
         store=store or MemoryCheckpointer(),
-        tools=[look, pay],
+        tools=tools or [look, pay],
         model=MODEL,
         max_tokens=256,
     )

@@ -10,7 +10,7 @@ import anyio
 import httpx2
 import pytest
 
-from tests.support.web_server import conversation, make_agent, served
+from tests.support.web_server import conversation, hold, holding, make_agent, released, served
 from toolrunner import MemoryCheckpointer
 from toolrunner.web import Agent, agui_app
 
@@ -81,6 +81,21 @@ async def test_a_reload_sees_where_the_run_stands() -> None:
     assert again[-1]["outcome"]["interrupts"][0]["toolCallId"] == "pay-1"
 
 
+async def test_each_event_carries_its_number_and_a_reconnect_inside_a_call_starts_at_its_start() -> None:
+    agent = make_agent(conversation())
+    async with agent, await client(agent) as http:
+        first = events((await http.post("/", json=body(messages=ASK))).text)
+        numbers = [event["metadata"]["index"] for event in first[1:]]
+        assert numbers == sorted(set(numbers))  # RUN_STARTED aside, each numbered, in order
+        inside = next(event for event in first if event["type"] == "TOOL_CALL_ARGS")
+        after = {"after": inside["metadata"]["index"]}
+        again = events((await http.post("/", json=body(run="r2", forwardedProps=after))).text)
+    start = next(event for event in first if event["type"] == "TOOL_CALL_START")
+    assert again[1] == start  # the call's start again, then the rest
+    assert again[2:-1] == first[first.index(start) + 1 : -1]
+    assert again[-1] == {**first[-1], "runId": "r2"}
+
+
 async def test_two_clients_deciding_the_same_call_one_wins_the_other_is_told() -> None:
     agent = make_agent(conversation())
     async with agent, await client(agent) as http:
@@ -112,6 +127,16 @@ async def test_a_malformed_body_is_422_with_what_is_wrong(content: bytes, says: 
     assert says in answer.json()["error"]
 
 
+@pytest.mark.parametrize("after", [-1, True, "3", 1.5, {"x": 1}])
+async def test_forwarded_after_is_a_non_negative_integer_else_422(after: object) -> None:
+    agent = make_agent(conversation())
+    async with agent, await client(agent) as http:
+        await http.post("/", json=body(messages=ASK))
+        answer = await http.post("/", json=body(run="r2", forwardedProps={"after": after}))
+    assert answer.status_code == 422
+    assert "forwardedProps.after" in answer.json()["error"]
+
+
 async def test_an_unknown_thread_cannot_be_continued() -> None:
     agent = make_agent(conversation())
     async with agent, await client(agent) as http:
@@ -141,3 +166,19 @@ def test_a_client_that_disconnects_mid_stream_loses_nothing() -> None:
     summary = anyio.run(store.get_run, "t1")
     assert summary is not None
     assert [call.id for call in summary.waiting] == ["pay-1"]
+
+
+def test_a_stream_says_it_is_alive_while_a_tool_runs() -> None:
+    agent = make_agent(holding(), tools=[hold])
+    kinds: list[str] = []
+    with (
+        served(agui_app(agent, keep_alive=0.01)) as url,
+        httpx2.Client(base_url=url, timeout=30) as http,
+        http.stream("POST", "/", json=body(messages=ASK)) as answer,
+    ):
+        for line in answer.iter_lines():
+            if line == ": keep-alive":
+                released.set()  # the tool ends once the stream said it is alive
+            kinds += [json.loads(line[len("data: ") :])["type"]] if line.startswith("data: ") else []
+    assert released.is_set()
+    assert kinds[-1] == "RUN_FINISHED"

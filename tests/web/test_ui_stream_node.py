@@ -7,10 +7,12 @@ folds a conversation with a tool and an approval into the right message, over ea
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 from tests.support.web_server import ROOT, chunk_types, conversation, run_node
 from tests.web.backends import Backend
+from toolrunner.testing import FakeMessagesAPI, tool_call, truncated_tool_reply
 from toolrunner.web import ui_message_stream_app
 from toolrunner.web._events import (
     ApprovalWanted,
@@ -20,6 +22,7 @@ from toolrunner.web._events import (
     TextEnd,
     TextStart,
     ToolCallArgs,
+    ToolCallCut,
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
@@ -42,6 +45,7 @@ def test_every_part_the_encoder_makes_parses(tmp_path: Path) -> None:
         ToolCallStart("c", "pay", "m"),
         ToolCallArgs("c", '{"amount":3}'),
         ToolCallEnd("c", "pay", {"amount": 3}),
+        ToolCallCut("c", "pay", '{"amount": '),
         ApprovalWanted("c", "pay", {"amount": 3}),
         ToolResult("c", "paid 3"),
         ToolResult("d", "failed", is_error=True),
@@ -58,7 +62,8 @@ def test_every_part_the_encoder_makes_parses(tmp_path: Path) -> None:
 
 
 def test_the_sdks_reader_follows_a_conversation_with_a_tool_and_an_approval(backend: Backend) -> None:
-    with backend.served(ui_message_stream_app, conversation()) as url:
+    app_of = partial(ui_message_stream_app, keep_alive=0.001)  # keep-alives too
+    with backend.served(app_of, conversation(delay=0.01)) as url:
         output = run_node(SCRIPT, url + "/")
     types = json.loads(output.strip().splitlines()[-1])["types"]
     assert "tool-approval-request" in types
@@ -68,3 +73,12 @@ def test_the_sdks_reader_follows_a_conversation_with_a_tool_and_an_approval(back
         ("pay-1", "approved", "node", backend.via)
     ]
     assert state.end_reason == "model"
+
+
+def test_the_sdks_reader_ends_a_call_the_reply_cut_off_and_finishes_with_length(backend: Backend) -> None:
+    fake = FakeMessagesAPI([truncated_tool_reply(tool_call("pay", {"amount": 3}, id="pay-1"))])
+    with backend.served(ui_message_stream_app, fake) as url:
+        output = run_node(SCRIPT, url + "/", "--cut")
+    seen = json.loads(output.strip().splitlines()[-1])
+    assert seen["types"][-2:] == ["tool-input-error", "finish"]
+    assert seen["finishes"] == ["length"]

@@ -148,6 +148,9 @@ async def test_a_reload_on_the_other_replica_follows_the_run_to_its_end(open_sto
         assert "RUN_ERROR" not in kinds, answers[name]
         assert answers[name][-1]["type"] == "RUN_FINISHED"
         assert answers[name][-1]["result"] == "It came."
+        # why it ended, driven (a) or followed from the store (b): the state's last reply says
+        assert answers[name][-1]["metadata"]["endReason"] == "model"
+        assert answers[name][-1]["metadata"]["stopReason"] == "end_turn"
         results = [event["content"] for event in answers[name] if event["type"] == "TOOL_CALL_RESULT"]
         assert results == ["the parcel came"]
     # b has whole replies: each text in one piece, from the start of the turn

@@ -9,6 +9,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { parseJsonEventStream, readUIMessageStream, uiMessageChunkSchema } from "ai";
 
+const finishes = [];
+
 function chunksOf(body) {
   const parsed = parseJsonEventStream({ stream: body, schema: uiMessageChunkSchema });
   const types = [];
@@ -17,6 +19,7 @@ function chunksOf(body) {
       transform(result, controller) {
         if (!result.success) throw new Error(`a chunk does not parse: ${result.error} (${JSON.stringify(result.rawValue)})`);
         types.push(result.value.type);
+        if (result.value.type === "finish") finishes.push(result.value.finishReason);
         controller.enqueue(result.value);
       },
     }),
@@ -39,6 +42,21 @@ if (process.argv[2] === "--check") {
 }
 
 const url = process.argv[2];
+if (process.argv[3] === "--cut") {
+  // a reply cut off (max_tokens) inside a call's input: the part ends as an input error, and the
+  // finish says why
+  const answer = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ id: "cut-chat", messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "Pay Ada 3." }] }] }),
+  });
+  const { checked, types } = chunksOf(answer.body);
+  const cut = await last(checked);
+  const tool = cut.parts.find((part) => part.type.startsWith("tool-"));
+  assert.equal(tool.state, "output-error");
+  console.log(JSON.stringify({ types, finishes, state: tool.state }));
+  process.exit(0);
+}
 const user = { id: "u1", role: "user", parts: [{ type: "text", text: "Pay Ada 3." }] };
 async function post(messages) {
   const answer = await fetch(url, {

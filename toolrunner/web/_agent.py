@@ -47,11 +47,13 @@ from ._events import ApprovalWanted, RunError, RunFinished, UIEvent
 from ._log import (
     Session,
     answered,
+    cut_call,
     emit_history,
     final_text,
     note,
     read_stream,
     report_results,
+    stop_reason,
     turn_start,
 )
 from ._session import (
@@ -169,7 +171,7 @@ class Agent(Serving):
                 self._group.start_soon(self._follow_store, session)
             else:
                 self._group.start_soon(self._drive, session, runner, held)
-        return Follow(session.follow(session.first - 1), None, started=True)
+        return Follow(session.follow(session.first - 1, turn.keep_alive), None, started=True)
 
     async def view(self, run_id: str) -> RunView | None:
         """The run as the store has it (``None``: there is none)."""
@@ -360,7 +362,7 @@ class Agent(Serving):
                     session.reported = answered(messages[: session.told])
                     fresh = False
                 denied = {record.call.id for record in state.decisions if record.decision == "denied"}
-                emit_history(session, messages, denied)
+                emit_history(session, messages, denied, cut_call(state))
                 if status not in LIVE:
                     if mine:  # taken as its driver gave it up: nothing left to drive
                         mine = False
@@ -372,7 +374,7 @@ class Agent(Serving):
                         return
                     for call in waiting:
                         session.emit(ApprovalWanted(call.id, call.name, call.input))
-                    session.emit(RunFinished(str(state.end_reason), final_text(messages)))
+                    session.emit(RunFinished(str(state.end_reason), final_text(messages), stop_reason(state)))
                     return
                 if mine:
                     session.denied.update(denied)
@@ -421,6 +423,7 @@ async def _steps(session: Session, runner: ToolRunner[Any]) -> list[UIEvent]:
             closing += [ApprovalWanted(call.id, call.name, call.input) for call in runner.pending_approvals]
         final = runner.last_message
         text = "" if final is None else "".join(b.text for b in final.content if b.type == "text")
-        return [*closing, RunFinished(str(runner.end_reason), text)]
+        stop = None if final is None else final.stop_reason
+        return [*closing, RunFinished(str(runner.end_reason), text, stop)]
     except Exception as error:  # the run's error goes to the clients; the state is as last saved
         return [client_error(error)]

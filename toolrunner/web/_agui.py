@@ -1,7 +1,9 @@
 """The AG-UI endpoint: ``RunAgentInput`` in, ``ag_ui.core`` events out, through AG-UI's encoder.
 
 A thread is a run (``threadId`` is the run id in the store); each request is one AG-UI run:
-``RUN_STARTED``, the run's events, then ``RUN_FINISHED`` or ``RUN_ERROR``.
+``RUN_STARTED``, the run's events, then ``RUN_FINISHED`` or ``RUN_ERROR``. Each event of the run's
+log carries its number there as ``metadata.index``: what a client that reconnects sends back as
+``forwardedProps.after`` (the last it has) to get the rest.
 
 Approvals are AG-UI interrupts: a run that pauses for decisions ends with ``RUN_FINISHED`` whose
 ``outcome`` is ``interrupt``, one ``Interrupt`` per waiting call (``id`` and ``toolCallId``: the
@@ -16,6 +18,7 @@ answer with a result, which is not what a person approving does.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal, cast
@@ -59,11 +62,12 @@ from ._events import (
     TextEnd,
     TextStart,
     ToolCallArgs,
+    ToolCallCut,
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
 )
-from ._http import DecidedBy, Served, decided_by_header, error_response, make_app, stream
+from ._http import KEEP_ALIVE, DecidedBy, Served, decided_by_header, error_response, make_app, stream
 from ._log import input_text
 from ._session import Decision, RequestError, RunView, Turn, decider
 
@@ -81,7 +85,9 @@ APPROVAL_SCHEMA: dict[str, Any] = {
 """The answer an approval's interrupt asks for (``Interrupt.responseSchema``)."""
 
 
-def agui_app(agent: Served, *, decided_by: DecidedBy | None = None, page: bool = True) -> Starlette:
+def agui_app(
+    agent: Served, *, decided_by: DecidedBy | None = None, page: bool = True, keep_alive: float | None = 15.0
+) -> Starlette:
     """An ASGI app that serves ``agent`` over AG-UI: ``POST /`` takes a ``RunAgentInput``.
 
     Args:
@@ -90,6 +96,9 @@ def agui_app(agent: Served, *, decided_by: DecidedBy | None = None, page: bool =
             store). The default reads the ``X-Decided-By`` header, which is the client's word: an
             app with logins should give a function that reads its own session.
         page: Whether ``GET /`` serves the example page (``static/agui.html``).
+        keep_alive: After how many seconds of silence (a tool that runs long) a stream sends an
+            SSE comment line, ``: keep-alive``, which clients ignore and which keeps proxies from
+            cutting it as idle (``None``: never).
     """
     who = decided_by or decided_by_header
 
@@ -101,7 +110,7 @@ def agui_app(agent: Served, *, decided_by: DecidedBy | None = None, page: bool =
                 {"error": f"the body is no AG-UI RunAgentInput: {_first(error)}"}, status_code=422
             )
         try:
-            turn = _turn(body)
+            turn = dataclasses.replace(_turn(body), keep_alive=keep_alive)
             follow = await agent.take(turn, by=decider(who(request)))
         except RequestError as error:
             return error_response(error)
@@ -141,9 +150,25 @@ def _turn(body: RunAgentInput) -> Turn:
                 answer.get("input"),
             )
         )
-    props = body.forwarded_props
+    return Turn(body.thread_id, conversation, decisions, _after(body.forwarded_props))
+
+
+def _after(props: object) -> int | None:
+    """``forwardedProps.after``: the number of the last event the client has (``None``: none given).
+
+    Raises:
+        RequestError: 422 for anything but a non-negative integer (JSON ``true`` and ``1.5`` too).
+    """
     after = cast("Mapping[str, Any]", props).get("after") if isinstance(props, Mapping) else None
-    return Turn(body.thread_id, conversation, decisions, after if isinstance(after, int) else None)
+    if after is None:
+        return None
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise RequestError(
+            422,
+            "forwardedProps.after must be a non-negative integer (the metadata.index of the last "
+            f"event the client has), not {json.dumps(after)[:60]}.",
+        )
+    return after
 
 
 def _content(content: object) -> str:
@@ -153,7 +178,7 @@ def _content(content: object) -> str:
 
 
 async def _answer(
-    body: RunAgentInput, events: AsyncIterator[Entry] | None, view: RunView | None
+    body: RunAgentInput, events: AsyncIterator[Entry | None] | None, view: RunView | None
 ) -> AsyncIterator[str]:
     encoder = EventEncoder()
     thread, run = body.thread_id, body.run_id
@@ -166,15 +191,21 @@ async def _answer(
         return
     waiting: list[ApprovalWanted] = []
     async for entry in events:
+        if entry is None:
+            yield KEEP_ALIVE
+            continue
         event = entry.event
+        numbered: dict[str, Any] = {"index": entry.index}  # what a reconnect sends as forwardedProps.after
         if isinstance(event, ApprovalWanted):
             waiting.append(event)
         elif isinstance(event, RunFinished):
-            yield encoder.encode(_finished(thread, run, waiting, event.text))
+            finished = _finished(thread, run, waiting, event.text)
+            why = {"endReason": event.reason, "stopReason": event.stop_reason}
+            yield encoder.encode(finished.model_copy(update={"metadata": {**numbered, **why}}))
         else:
             encoded = encode(event)
             if encoded is not None:
-                yield encoder.encode(encoded)
+                yield encoder.encode(encoded.model_copy(update={"metadata": numbered}))
 
 
 def encode(event: object) -> BaseEvent | None:
@@ -190,7 +221,7 @@ def encode(event: object) -> BaseEvent | None:
             return ToolCallStartEvent(tool_call_id=id, tool_call_name=name, parent_message_id=parent)
         case ToolCallArgs(id=id, delta=delta):
             return ToolCallArgsEvent(tool_call_id=id, delta=delta)
-        case ToolCallEnd(id=id):
+        case ToolCallEnd(id=id) | ToolCallCut(id=id):  # a cut call ends too: it never runs
             return ToolCallEndEvent(tool_call_id=id)
         case ToolResult(id=id, content=content):
             return ToolCallResultEvent(

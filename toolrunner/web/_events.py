@@ -6,7 +6,8 @@ numbers start, across the run's requests in this process) so that a client that 
 sent what it missed; a protocol module (``_agui.py``,
 ``_ui_stream.py``) only encodes them. The order of one request's events:
 
-    (TextStart TextDelta* TextEnd | ToolCallStart ToolCallArgs* ToolCallEnd)*   per reply, as it streams
+    (TextStart TextDelta* TextEnd | ToolCallStart ToolCallArgs* (ToolCallEnd | ToolCallCut))*
+                                                                                per reply, as it streams
     ToolResult*                                                                 as the results are appended
     ApprovalWanted*  RunFinished                                                a pause: the calls that wait
     RunFinished | RunError                                                      the end of the request
@@ -26,6 +27,7 @@ __all__ = [
     "TextEnd",
     "TextStart",
     "ToolCallArgs",
+    "ToolCallCut",
     "ToolCallEnd",
     "ToolCallStart",
     "ToolResult",
@@ -84,6 +86,17 @@ class ToolCallEnd:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallCut:
+    """The reply was cut off (``max_tokens``) while the model wrote the call's input: the input
+    never completed, and the call does not run."""
+
+    id: str
+    name: str
+    partial: str
+    """The input's JSON text as far as it came."""
+
+
+@dataclass(frozen=True, slots=True)
 class ToolResult:
     """What the model reads for a call: the tool's result, or the reason it did not run."""
 
@@ -111,6 +124,8 @@ class RunFinished:
     """The runner's ``end_reason`` (``"awaiting_approval"``: it paused)."""
     text: str = ""
     """The final reply's text, if it has any."""
+    stop_reason: str | None = None
+    """The final reply's ``stop_reason`` (``"max_tokens"``: it was cut off; ``"refusal"``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +143,7 @@ UIEvent: TypeAlias = (
     | ToolCallStart
     | ToolCallArgs
     | ToolCallEnd
+    | ToolCallCut
     | ToolResult
     | ApprovalWanted
     | RunFinished

@@ -18,13 +18,25 @@ from ._agent import Agent
 from ._session import RequestError
 from ._temporal import TemporalAgent
 
-__all__ = ["DECIDED_BY", "DecidedBy", "Served", "decided_by_header", "error_response", "make_app", "stream"]
+__all__ = [
+    "DECIDED_BY",
+    "KEEP_ALIVE",
+    "DecidedBy",
+    "Served",
+    "decided_by_header",
+    "error_response",
+    "make_app",
+    "stream",
+]
 
 Served: TypeAlias = Agent | TemporalAgent
 """What an app serves: runs in this process on a store (``Agent``), or workflow runs on Temporal."""
 
 DECIDED_BY = "X-Decided-By"
 """The header the default ``decided_by`` reads: who decides the calls a request decides."""
+
+KEEP_ALIVE = ": keep-alive\n\n"
+"""What a stream sends after ``keep_alive`` seconds of silence: an SSE comment, which clients ignore."""
 
 DecidedBy: TypeAlias = Callable[[Request], "str | None"]
 """Who decided, as ``by=`` records it, from the request that carries the decisions."""

@@ -8,6 +8,7 @@ that another process (a replica) saves it in (``Agent``).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -15,6 +16,7 @@ from typing import Any, cast
 import anyio
 
 from .._core.events import ApprovalDecided, RunnerEvent
+from .._core.state import RunState
 from ._events import (
     Entry,
     RunError,
@@ -23,6 +25,7 @@ from ._events import (
     TextEnd,
     TextStart,
     ToolCallArgs,
+    ToolCallCut,
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
@@ -32,6 +35,7 @@ from ._events import (
 __all__ = [
     "Session",
     "answered",
+    "cut_call",
     "emit_history",
     "final_text",
     "input_text",
@@ -39,6 +43,7 @@ __all__ = [
     "read_stream",
     "report_results",
     "result_text",
+    "stop_reason",
     "turn_start",
 ]
 
@@ -80,9 +85,13 @@ class Session:
         """The number of the first event of the last request that made the run go on."""
         return self.base + self.start
 
-    async def follow(self, after: int) -> AsyncIterator[Entry]:
-        """The events after the one numbered ``after``, up to the end of the request's part of the run."""
-        position = max(0, after - self.base + 1)
+    async def follow(self, after: int, keep_alive: float | None = None) -> AsyncIterator[Entry | None]:
+        """The events after the one numbered ``after``, up to the end of the request's part of the
+        run (an ``after`` past the log's end: from its end on). Never from the middle of a text
+        block or a tool call: an ``after`` inside one starts at its start event (the client sees
+        it again). ``None`` after each ``keep_alive`` seconds with no event (a tool that runs
+        long), for the answer to say it is alive."""
+        position = self._block_start(min(max(0, after - self.base + 1), len(self.log)))
         while True:
             while position < len(self.log):
                 entry = self.log[position]
@@ -92,7 +101,21 @@ class Session:
                     return
             if not self.running:
                 return
-            await self.changed.wait()
+            with anyio.move_on_after(math.inf if keep_alive is None else keep_alive) as waited:
+                await self.changed.wait()
+            if waited.cancelled_caught:
+                yield None
+
+    def _block_start(self, position: int) -> int:
+        """``position``, or the position of the start event of the text block or tool call that is
+        open there (started before it, not ended before it)."""
+        for back in range(position - 1, -1, -1):
+            event = self.log[back].event
+            if isinstance(event, TextStart | ToolCallStart):
+                return back
+            if not isinstance(event, TextDelta | ToolCallArgs):
+                return position  # an end, a result, or the end of a request: no block is open
+        return position
 
 
 # -- a run driven here: the SDK's stream and the runner's events ---------------------------------------
@@ -105,9 +128,11 @@ def note(session: Session, event: RunnerEvent) -> None:
 
 
 async def read_stream(session: Session, stream: Any) -> None:
-    """The stream's text and tool calls as UI events, as they come."""
+    """The stream's text and tool calls as UI events, as they come; a block the stream left open
+    (a reply cut off by ``max_tokens``) is closed at its end: a text block ends, a call is cut."""
     message_id = parent = ""
     blocks: dict[int, str] = {}
+    unclosed: dict[int, tuple[str, list[str]]] = {}  # the open blocks: a call's name ("": text), its input
     async for event in stream:
         kind = event.type
         if kind == "message_start":
@@ -116,21 +141,28 @@ async def read_stream(session: Session, stream: Any) -> None:
             block = event.content_block
             if block.type == "text":
                 blocks[event.index] = parent = f"{message_id}-{event.index}"
+                unclosed[event.index] = ("", [])
                 session.emit(TextStart(parent))
             elif block.type == "tool_use":
                 blocks[event.index] = block.id
+                unclosed[event.index] = (block.name, [])
                 session.emit(ToolCallStart(block.id, block.name, parent or message_id))
         elif kind == "text" and (id := _current(blocks)) is not None:
             session.emit(TextDelta(id, event.text))
         elif kind == "input_json" and (id := _current(blocks)) is not None:
             if event.partial_json:
+                if max(blocks) in unclosed:
+                    unclosed[max(blocks)][1].append(event.partial_json)
                 session.emit(ToolCallArgs(id, event.partial_json))
         elif kind == "content_block_stop" and event.index in blocks:
+            unclosed.pop(event.index, None)
             block = event.content_block
             if block.type == "text":
                 session.emit(TextEnd(blocks[event.index]))
             elif block.type == "tool_use":
                 session.emit(ToolCallEnd(block.id, block.name, block.input))
+    for index, (name, pieces) in sorted(unclosed.items()):
+        session.emit(ToolCallCut(blocks[index], name, "".join(pieces)) if name else TextEnd(blocks[index]))
 
 
 def _current(blocks: dict[int, str]) -> str | None:
@@ -174,18 +206,36 @@ def answered(history: Sequence[Any]) -> set[str]:
 # -- a run followed from where it is kept: its saved history, each new message whole -------------------
 
 
-def emit_history(session: Session, messages: Sequence[Mapping[str, Any]], denied: Collection[str]) -> None:
+def emit_history(
+    session: Session, messages: Sequence[Mapping[str, Any]], denied: Collection[str], cut: str | None = None
+) -> None:
     """Log the messages of the history (with the reply a pause holds apart) that the clients were
     not told of (from ``session.told`` on): a reply's text as one delta, each call's input as one
-    piece, each result."""
+    piece, each result. ``cut``: the call a ``max_tokens`` stop cut off (``cut_call``), logged
+    as cut rather than ended."""
     told = session.told or 0
     for position in range(told, len(messages)):
-        _emit_message(session, messages[position], position, denied)
+        _emit_message(session, messages[position], position, denied, cut)
     session.told = max(told, len(messages))
 
 
+def stop_reason(state: RunState) -> str | None:
+    """The ``stop_reason`` of the run's latest complete reply (``None``: it has none yet)."""
+    return None if state.reply is None else state.reply.stop_reason
+
+
+def cut_call(state: RunState) -> str | None:
+    """The call whose input the latest reply's ``max_tokens`` stop cut off: its last block, if a
+    call (``None``: none was cut)."""
+    reply = state.reply
+    if reply is None or reply.stop_reason != "max_tokens" or not reply.content:
+        return None
+    last = reply.content[-1]
+    return last.id if last.type == "tool_use" else None
+
+
 def _emit_message(
-    session: Session, message: Mapping[str, Any], position: int, denied: Collection[str]
+    session: Session, message: Mapping[str, Any], position: int, denied: Collection[str], cut: str | None
 ) -> None:
     content = message["content"]
     if isinstance(content, str):
@@ -203,7 +253,10 @@ def _emit_message(
                 call_id, name = str(block["id"]), str(block["name"])
                 session.emit(ToolCallStart(call_id, name, parent))
                 session.emit(ToolCallArgs(call_id, input_text(block["input"])))
-                session.emit(ToolCallEnd(call_id, name, block["input"]))
+                if call_id == cut:
+                    session.emit(ToolCallCut(call_id, name, input_text(block["input"])))
+                else:
+                    session.emit(ToolCallEnd(call_id, name, block["input"]))
         return
     for block in blocks:
         if block.get("type") == "tool_result" and block["tool_use_id"] not in session.reported:

@@ -72,6 +72,8 @@ class Turn:
     decisions: Sequence[Decision] = ()
     after: int | None = None
     """The last event the client has (a reconnect); ``None``: from the start of the request's part."""
+    keep_alive: float | None = None
+    """After how many seconds of silence the answer says it is alive (``None``: never)."""
 
     def __post_init__(self) -> None:
         web_run_id(self.run_id)
@@ -153,7 +155,8 @@ class Follow:
     """What a request is answered with: the run's events from ``after`` on (``events``), or, the
     run not running in this process and nothing to send from its log, ``view``."""
 
-    events: AsyncIterator[Entry] | None
+    events: AsyncIterator[Entry | None] | None
+    """``None`` in it: a silence of the turn's ``keep_alive`` seconds (the answer says it is alive)."""
     view: RunView | None
     started: bool
     """Whether this request started the run or made it go on (else: it follows it)."""
@@ -189,10 +192,12 @@ class Serving:
         process logged any; else nothing (the run as the store has it). A number this process
         did not give (another replica's) is taken for none."""
         after = turn.after if turn.after is not None and session.knows(turn.after) else None
+        keep_alive = turn.keep_alive
         if session.running:  # a number another process gave: from the part's start, as a reload
-            return Follow(session.follow(session.first - 1 if after is None else after), None, started=False)
+            after = session.first - 1 if after is None else after
+            return Follow(session.follow(after, keep_alive), None, started=False)
         if after is not None and after < session.base + len(session.log) - 1:
-            return Follow(session.follow(after), None, started=False)
+            return Follow(session.follow(after, keep_alive), None, started=False)
         return Follow(None, None, started=False)
 
     @property

@@ -26,7 +26,7 @@ from .._core.errors import CheckpointError, RunEndedError, ToolRunnerError
 from .._core.messages import reply_param
 from .._core.state import Phase, RunState
 from ._events import ApprovalWanted, RunFinished
-from ._log import Session, emit_history, final_text
+from ._log import Session, cut_call, emit_history, final_text, stop_reason
 from ._session import (
     NOT_OPTIONS,
     Decision,
@@ -138,7 +138,7 @@ class TemporalAgent(Serving):
             session.start = len(session.log)
             session.running = True
             self._group.start_soon(self._watch, session, run, decided)
-        return Follow(session.follow(session.start - 1), None, started=True)
+        return Follow(session.follow(session.start - 1, turn.keep_alive), None, started=True)
 
     async def _start(self, run_id: str, messages: list[Any], *, reuse: Literal["refuse", "allow"]) -> None:
         from ..temporal import start_run
@@ -251,11 +251,12 @@ class TemporalAgent(Serving):
                     and (not waiting or any(call.id in decided for call in waiting))
                 )
                 denied = {record.call.id for record in state.decisions if record.decision == "denied"}
-                emit_history(session, await self._messages(state), denied)
+                emit_history(session, await self._messages(state), denied, cut_call(state))
                 if ended:
                     for call in waiting:
                         session.emit(ApprovalWanted(call.id, call.name, call.input))
-                    session.emit(RunFinished(str(state.end_reason), final_text(await self._messages(state))))
+                    text = final_text(await self._messages(state))
+                    session.emit(RunFinished(str(state.end_reason), text, stop_reason(state)))
                     return
                 await self._ended_otherwise(run)
                 await anyio.sleep(self._poll)

@@ -16,6 +16,7 @@ in the last assistant message's tool part (``state: "approval-responded"``, ``ap
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal, cast
@@ -35,12 +36,13 @@ from ._events import (
     TextEnd,
     TextStart,
     ToolCallArgs,
+    ToolCallCut,
     ToolCallEnd,
     ToolCallStart,
     ToolResult,
     UIEvent,
 )
-from ._http import DecidedBy, Served, decided_by_header, error_response, make_app, stream
+from ._http import KEEP_ALIVE, DecidedBy, Served, decided_by_header, error_response, make_app, stream
 from ._log import result_text
 from ._session import Decision, RequestError, RunView, Turn, decider, web_run_id
 
@@ -56,6 +58,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "tool-input-start": ("toolCallId", "toolName"),
     "tool-input-delta": ("toolCallId", "inputTextDelta"),
     "tool-input-available": ("toolCallId", "toolName", "input"),
+    "tool-input-error": ("toolCallId", "toolName", "input", "errorText"),
     "tool-output-available": ("toolCallId", "output"),
     "tool-output-error": ("toolCallId", "errorText"),
     "tool-output-denied": ("toolCallId",),
@@ -66,8 +69,23 @@ PARTS: dict[str, tuple[str, ...]] = {
 """The part types this stream sends, and the keys of each (all required by the SDK's types but
 ``finish``'s ``finishReason``, which it takes)."""
 
-FINISH_REASONS = {"awaiting_approval": "tool-calls", "model": "stop", "max_tokens": "length"}
+FINISH_REASONS = {"awaiting_approval": "tool-calls", "model": "stop"}
 """The runner's end reasons as the SDK's finish reasons (any other: ``"other"``)."""
+
+STOP_REASONS = {
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content-filter",
+}
+"""The model's stop reasons that make the SDK's finish reason of a loop the model ended."""
+
+
+def finish_reason(event: RunFinished) -> str:
+    """The ``finish`` part's ``finishReason``: the model's stop reason when it ended the loop
+    (``"length"``: cut off), else the runner's end reason."""
+    if event.reason == "model" and event.stop_reason in STOP_REASONS:
+        return STOP_REASONS[event.stop_reason]
+    return FINISH_REASONS.get(event.reason, "other")
 
 
 class _Part(BaseModel):
@@ -90,7 +108,7 @@ class _Body(BaseModel):
 
 
 def ui_message_stream_app(
-    agent: Served, *, decided_by: DecidedBy | None = None, page: bool = True
+    agent: Served, *, decided_by: DecidedBy | None = None, page: bool = True, keep_alive: float | None = 15.0
 ) -> Starlette:
     """An ASGI app that serves ``agent`` as the AI SDK's UI message stream: ``POST /`` takes what
     ``useChat`` posts (``{"id": chat id, "messages": [...]}``); ``GET /{id}/stream`` reconnects
@@ -104,6 +122,9 @@ def ui_message_stream_app(
             store). The default reads the ``X-Decided-By`` header, which is the client's word: an
             app with logins should give a function that reads its own session.
         page: Whether ``GET /`` serves the example page (``static/chat.html``).
+        keep_alive: After how many seconds of silence (a tool that runs long) a stream sends an
+            SSE comment line, ``: keep-alive``, which clients ignore and which keeps proxies from
+            cutting it as idle (``None``: never).
     """
     who = decided_by or decided_by_header
 
@@ -117,7 +138,9 @@ def ui_message_stream_app(
                 {"error": f"the body is no useChat request: {where}: {problem['msg']}"}, status_code=422
             )
         try:
-            follow = await agent.take(_turn(body), by=decider(who(request)))
+            follow = await agent.take(
+                dataclasses.replace(_turn(body), keep_alive=keep_alive), by=decider(who(request))
+            )
         except RequestError as error:
             return error_response(error)
         if follow.events is None:
@@ -129,9 +152,12 @@ def ui_message_stream_app(
     async def reconnect(request: Request) -> Response:
         run_id = str(request.path_params["chat_id"])
         try:
-            after = request.query_params.get("after")
-            follow = await agent.take(Turn(run_id, after=int(after) if after else None), by=None)
-        except (RequestError, ValueError):
+            after = _after(request.query_params.getlist("after"))
+        except RequestError as error:
+            return error_response(error)
+        try:
+            follow = await agent.take(Turn(run_id, after=after, keep_alive=keep_alive), by=None)
+        except RequestError:
             return Response(status_code=204)
         if follow.events is None:
             return Response(status_code=204)
@@ -152,6 +178,26 @@ def ui_message_stream_app(
         Route("/{chat_id}/messages", messages, methods=["GET"]),
     ]
     return make_app(agent, endpoint, page="chat.html" if page else None, extra=extra)
+
+
+def _after(values: Sequence[str]) -> int | None:
+    """``?after=N``: the number (the SSE ``id:``) of the last event the client has (``None``: none).
+
+    Raises:
+        RequestError: 422 unless it is given once, as ASCII digits.
+    """
+    if not values:
+        return None
+    if len(values) > 1:
+        raise RequestError(422, f"after= is given {len(values)} times; give it once.")
+    text = values[0]
+    if not (text.isascii() and text.isdigit()):
+        raise RequestError(
+            422,
+            f"after= must be a non-negative integer in ASCII digits (an SSE id: this stream sent), not {text[:60]!r}.",
+        )
+    digits = text.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else 10**18  # past any log's end: followed from the end
 
 
 def _turn(body: _Body) -> Turn:
@@ -195,9 +241,12 @@ def _decision(call_id: object, approval: object) -> Decision:
     return Decision(call_id, answer["approved"], reason)
 
 
-async def _answer(events: AsyncIterator[Entry]) -> AsyncIterator[str]:
+async def _answer(events: AsyncIterator[Entry | None]) -> AsyncIterator[str]:
     yield _sse(part("start"))
     async for entry in events:
+        if entry is None:
+            yield KEEP_ALIVE
+            continue
         for chunk in encode(entry.event):
             yield _sse(chunk, entry.index)
     yield "data: [DONE]\n\n"
@@ -218,6 +267,9 @@ def encode(event: UIEvent) -> Sequence[dict[str, object]]:
             return [part("tool-input-delta", toolCallId=id, inputTextDelta=delta)]
         case ToolCallEnd(id=id, name=name, input=input):
             return [part("tool-input-available", toolCallId=id, toolName=name, input=input)]
+        case ToolCallCut(id=id, name=name, partial=partial):
+            cut = "The reply was cut off (max_tokens) before the call's input was complete; it did not run."
+            return [part("tool-input-error", toolCallId=id, toolName=name, input=partial, errorText=cut)]
         case ToolResult(id=id, denied=True):
             return [part("tool-output-denied", toolCallId=id)]
         case ToolResult(id=id, content=content, is_error=True):
@@ -226,8 +278,8 @@ def encode(event: UIEvent) -> Sequence[dict[str, object]]:
             return [part("tool-output-available", toolCallId=id, output=content)]
         case ApprovalWanted(id=id):
             return [part("tool-approval-request", approvalId=id, toolCallId=id)]
-        case RunFinished(reason=reason):
-            return [part("finish", finishReason=FINISH_REASONS.get(reason, "other"))]
+        case RunFinished():
+            return [part("finish", finishReason=finish_reason(event))]
         case RunError(message=message):
             return [part("error", errorText=message)]
 

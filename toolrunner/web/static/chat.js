@@ -15,6 +15,7 @@ export const PART = Object.freeze({
   TOOL_INPUT_START: "tool-input-start",
   TOOL_INPUT_DELTA: "tool-input-delta",
   TOOL_INPUT_AVAILABLE: "tool-input-available",
+  TOOL_INPUT_ERROR: "tool-input-error",
   TOOL_OUTPUT_AVAILABLE: "tool-output-available",
   TOOL_OUTPUT_ERROR: "tool-output-error",
   TOOL_OUTPUT_DENIED: "tool-output-denied",
@@ -138,6 +139,14 @@ export class Chat {
         const part = call(chunk.toolCallId);
         if (part) Object.assign(part, { state: "input-available", input: chunk.input });
         else message.parts.push({ type: `tool-${chunk.toolName}`, toolCallId: chunk.toolCallId, state: "input-available", input: chunk.input });
+        break;
+      }
+      case PART.TOOL_INPUT_ERROR: {
+        // a call whose input the reply cut off: as the SDK's reader, an error with the raw input
+        const part = call(chunk.toolCallId);
+        const cut = { state: "output-error", input: undefined, rawInput: chunk.input, errorText: chunk.errorText };
+        if (part) Object.assign(part, cut);
+        else message.parts.push({ type: `tool-${chunk.toolName}`, toolCallId: chunk.toolCallId, ...cut });
         break;
       }
       case PART.TOOL_APPROVAL_REQUEST:
