@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .._core.errors import ApprovalError, CheckpointConflictError, CheckpointError, ToolInputError
+from .._core.nested import record_in_tree
 from .._core.state import CallRecord, plain_data
 from .._ops.render import printable
 from .._stores.deciding import input_problems, parse_json
@@ -155,7 +156,7 @@ class Deciding(Pages):
         loaded = await self.store.load(run_id)
         if loaded is None or not any(call.id == call_id for call in waiting_calls(loaded.state)):
             return None
-        return loaded.state.calls[call_id]
+        return record_in_tree(loaded.state, call_id)  # the run's own, or one in a sub-agent's run
 
     async def _decide(
         self, asked: _Asked, field: str, decide: Callable[[], Awaitable[CallRecord]]
@@ -168,7 +169,7 @@ class Deciding(Pages):
         except (ApprovalError, CheckpointConflictError) as error:
             # Decided by someone else first (the page says who and when), or no longer waiting.
             loaded = await self.store.load(run_id)
-            record = None if loaded is None else loaded.state.calls.get(call_id)
+            record = None if loaded is None else record_in_tree(loaded.state, call_id)
             alert = f"Nothing was decided: {error}"
             page = _Form({}, {}, {call_id: alert}, alert=alert)
             if record is not None and record.decision is not None:

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from .._core.nested import record_in_tree, state_at
 from .._core.state import CallRecord, DecisionRecord, RunState, plain_data
+from .._core.types import ToolCall
 from .._core.unicode import sendable_text
 from .._ops.render import (
     VIA,
@@ -130,6 +132,8 @@ class ShownCall:
     editable: bool  # an input schema was saved with the call, so an edit can be checked
     fields: tuple[Field, ...]
     schema: str  # the whole input schema, as JSON
+    path: str = ""  # inside a sub-agent's run: its path (call id → agent → ...), as a person reads it
+    conversation: tuple[ShownMessage, ...] = ()  # inside a sub-agent's run: that run's conversation
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,11 +177,8 @@ class ShownRun:
 def shown_run(state: RunState) -> ShownRun:
     """A run's conversation, waiting calls and decided calls, as the run's page shows them."""
     return ShownRun(
-        tuple(
-            ShownMessage(printable(message.role), message.note, tuple(_part(part) for part in message.parts))
-            for message in messages(state)
-        ),
-        tuple(_waiting(state.calls[call.id]) for call in waiting_calls(state)),
+        _conversation(state),
+        tuple(_waiting(state, call) for call in waiting_calls(state)),
         tuple(shown_record(record) for record in journal(state)),
         tuple(shown_decision(entry) for entry in state.decisions),
     )
@@ -251,7 +252,18 @@ def _part(part: Part) -> ShownPart:
     return ShownPart(part.kind, Text.of(part.text), id=printable(part.id), where=part.where, error=part.error)
 
 
-def _waiting(record: CallRecord) -> ShownCall:
+def _conversation(state: RunState) -> tuple[ShownMessage, ...]:
+    return tuple(
+        ShownMessage(printable(message.role), message.note, tuple(_part(part) for part in message.parts))
+        for message in messages(state)
+    )
+
+
+def _waiting(state: RunState, waiting: ToolCall) -> ShownCall:
+    """A waiting call of the run, or of a sub-agent's run in it (its path, and that run's
+    conversation, which the person decides on)."""
+    record = record_in_tree(state, waiting.id)
+    assert record is not None, "waiting_calls lists calls of the journal"
     schema: object = (record.tool or {}).get("input_schema")
     call = record.call
     fields: tuple[Field, ...] = ()
@@ -266,6 +278,8 @@ def _waiting(record: CallRecord) -> ShownCall:
         editable=isinstance(schema, Mapping),
         fields=fields,
         schema="" if schema is None else editor_text(cast(object, schema)),
+        path=printable(" → ".join(waiting.path)) if waiting.path else "",
+        conversation=_conversation(state_at(state, waiting.path)) if waiting.path else (),
     )
 
 
