@@ -8,14 +8,8 @@ Imported only when a runner is given ``tracing=``. The spans of one runner:
   child; toolrunner emits no span per request itself, so there is never a duplicate of it.
 - ``execute_tool {name}`` (INTERNAL), one per tool call (one the hooks stopped too, with no
   duration), a child of its run's span (siblings for calls run together), current inside the tool.
-- for a call that runs a sub-agent (``_core.subruns``): its ``execute_tool {name}`` span, and under
-  it ``invoke_agent {name}``, the sub-run's, opened at the sub-run's first request or tool call and
-  ended with the call's program (``call``). It is current around the sub-run's requests and tool
-  calls (``agent``), so the SDK's ``chat`` spans and the sub-run's ``execute_tool`` spans are its
-  children; a sub-agent's sub-run nests the same way under its call's span. Which sub-run an effect
-  is of is read from the calls whose programs run in the task (``_calls``, a context variable: the
-  programs of a sub-run's calls run in tasks of the program of the call that runs it), and the
-  effect's ``agent_path``.
+- for a call that runs a sub-agent, its ``execute_tool`` span and the sub-run's ``invoke_agent
+  {name}`` under it, where the sub-run's spans nest (``subrun_spans``).
 
 The hooks' decisions come from the runner's events (``hears``, only for a run with hooks): a
 ``HookDecided`` that stops a call makes its span; one that replaces a call's result marks the span,
@@ -30,13 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 from types import TracebackType
-from typing import Any, cast
+from typing import Any
 
 from anthropic.types import ToolResultBlockParam
 from opentelemetry import context as otel_context, trace
@@ -47,7 +41,6 @@ from opentelemetry.util.types import AttributeValue
 from .._core.errors import describe
 from .._core.events import HookDecided, RunnerEvent, ToolCallFinished
 from .._core.hook_types import HookPlan
-from .._core.messages import field
 from .._core.state import RunState
 from .._core.types import ToolCall
 from .._core.usage import Usage
@@ -59,12 +52,19 @@ from .attributes import (
     stopped_attributes,
     tool_attributes,
 )
+from .content import chat_messages, output_messages, parts as _parts, result_content
 
 __all__ = [
+    "END_REASON",
+    "PROVIDER",
     "OtelTrace",
     "chat_messages",
     "output_messages",
+    "record_exception",
+    "result_content",
     "run_attributes",
+    "set_error",
+    "tool_span",
     "tool_tracer",
     "traced_tool_call",
 ]
@@ -109,8 +109,9 @@ class OtelTrace:
         self._after = hooks is not None and hooks.after_tool_call
         self._held: dict[str, Span] = {}
         """The spans of calls whose tool finished and whose ``after_tool_call`` hook has yet to answer."""
-        self._sub_runs: dict[tuple[str, ...], _SubRun] = {}
-        """The open spans of sub-runs, by the ids of the calls down to the one that runs it."""
+        from .subrun_spans import SubRunSpans  # here: it imports this module's helpers
+
+        self._subs = SubRunSpans(self._tracer, self._open_run, state, content=content)
 
     # -- RunTrace ---------------------------------------------------------------------------------
 
@@ -130,7 +131,7 @@ class OtelTrace:
         if isinstance(exc, Exception) and not isinstance(exc, StopAsyncIteration):
             self._failed = exc  # the run's span fails if the run ends before an iteration goes well
             if self._run is not None:
-                _record_exception(self._run.span, exc)
+                record_exception(self._run.span, exc)
 
     def sending(self) -> None:
         span = self._open_run()
@@ -138,7 +139,7 @@ class OtelTrace:
             self._token = otel_context.attach(trace.set_span_in_context(span))
 
     async def tool_call(self, call: ToolCall, run: Awaitable[ToolResultBlockParam]) -> ToolResultBlockParam:
-        if _inside.get() is self:  # a sub-run's call: under its invoke_agent span, current (``agent``)
+        if self._subs.inside:  # a sub-run's call: under its invoke_agent span, current (``agent``)
             return await traced_tool_call(
                 self._tracer,
                 call,
@@ -160,44 +161,17 @@ class OtelTrace:
             hold=(lambda span: self._hold(call.id, span)) if self._after else None,
         )
 
-    @contextlib.contextmanager
-    def call(self, call: ToolCall, result: Callable[[], ToolResultBlockParam | None]) -> Generator[None]:
-        owner, calls = _calls.get()
-        stack = (*(calls if owner is self else ()), _Driven(call, result))
-        token = _calls.set((self, stack))
-        failed: BaseException | None = None
-        try:
-            yield
-        except BaseException as error:
-            failed = error
-            raise
-        finally:
-            _calls.reset(token)
-            spans = self._sub_runs.pop(_key(stack), None)
-            if spans is not None:
-                self._end_sub_run(stack, spans, failed)
+    def call(
+        self, call: ToolCall, result: Callable[[], ToolResultBlockParam | None]
+    ) -> contextlib.AbstractContextManager[object]:
+        return self._subs.call(call, result)
 
-    @contextlib.contextmanager
-    def agent(self, path: tuple[str, ...]) -> Generator[None]:
-        owner, calls = _calls.get()
-        if not path or owner is not self or len(calls) < len(path):  # the run's own effect
-            yield
-            return
-        spans = self._sub_run(calls[: len(path)], path)
-        token = otel_context.attach(spans.context)
-        inside = _inside.set(self)
-        try:
-            yield
-        finally:
-            _inside.reset(inside)
-            otel_context.detach(token)
+    def agent(self, path: tuple[str, ...]) -> contextlib.AbstractContextManager[object]:
+        return self._subs.agent(path)
 
     def ended(self, state: RunState) -> None:
         _end_held(self._held)  # calls cancelled while their after_tool_call hook ran
-        while self._sub_runs:  # none is open once the calls' programs ended (they are ended there)
-            spans = self._sub_runs.popitem()[1]
-            spans.agent.end()
-            spans.tool.end()
+        self._subs.end_all()  # none is open once the calls' programs ended (they are ended there)
         run, self._run = self._run, None
         if run is None:
             return
@@ -220,7 +194,7 @@ class OtelTrace:
         if self._content and state.reply is not None:
             span.set_attribute("gen_ai.output.messages", _json(output_messages(state.reply)))
         if self._failed is not None:  # the run ends after an iteration that failed (closed, say)
-            _set_error(span, type(self._failed).__qualname__)
+            set_error(span, type(self._failed).__qualname__)
         span.end()
 
     # -- the run's span ---------------------------------------------------------------------------
@@ -259,89 +233,6 @@ class OtelTrace:
         finalizer.atexit = False  # at exit the exporters may be shut down already
         self._run = _Run(span=span, first=len(state.usage), keep=finalizer.detach)
         return span
-
-    # -- sub-runs' spans --------------------------------------------------------------------------
-
-    def _sub_run(self, stack: tuple[_Driven, ...], path: tuple[str, ...]) -> _SubRun:
-        """The open spans of the sub-run of ``stack[-1]`` (a call of the sub-agent ``path[-1]``), or
-        new ones (its sub-run's first request or tool call), under its parent's."""
-        key = _key(stack)
-        found = self._sub_runs.get(key)
-        if found is not None:
-            return found
-        if len(key) == 1:
-            parent = trace.set_span_in_context(self._open_run())
-        else:
-            parent = self._sub_run(stack[:-1], path[:-1]).context
-        call = stack[-1].call
-        tool = _tool_span(self._tracer, call, parent, None)
-        if self._content and tool.is_recording():
-            tool.set_attribute("gen_ai.tool.call.arguments", _json(call.input))
-        state = self._sub_state(key)
-        name = path[-1]
-        attributes: dict[str, AttributeValue] = {
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.provider.name": PROVIDER,
-            "gen_ai.agent.name": name,
-        }
-        model = None if state is None else state.params.get("model")
-        if isinstance(model, str):
-            attributes["gen_ai.request.model"] = model
-        agent = self._tracer.start_span(
-            f"invoke_agent {name}",
-            context=trace.set_span_in_context(tool),
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-        )
-        found = _SubRun(
-            tool=tool,
-            agent=agent,
-            context=trace.set_span_in_context(agent),
-            first=0 if state is None else len(state.usage),
-        )
-        self._sub_runs[key] = found
-        return found
-
-    def _sub_state(self, key: tuple[str, ...]) -> RunState | None:
-        """The state of the sub-run of the call ``key[-1]`` (``key``: the calls down to it), as the
-        run's state holds it (``CallRecord.sub_run``), if it does yet."""
-        state: RunState | None = self._state()
-        for call_id in key:
-            record = None if state is None else state.calls.get(call_id)
-            state = None if record is None or record.sub_run is None else record.sub_run.state
-        return state
-
-    def _end_sub_run(self, stack: tuple[_Driven, ...], spans: _SubRun, failed: BaseException | None) -> None:
-        """The program of the call that ran a sub-run ended: its spans end, with the sub-run's
-        usage and end, and the call's result (an ``is_error`` one marks the call's span)."""
-        agent, tool = spans.agent, spans.tool
-        state = self._sub_state(_key(stack))
-        if state is not None:
-            usage = sum((request.usage for request in state.usage[spans.first :]), Usage())
-            agent.set_attributes(
-                {
-                    "gen_ai.usage.input_tokens": usage.prompt_tokens,
-                    "gen_ai.usage.output_tokens": usage.output_tokens,
-                    "gen_ai.usage.cache_read.input_tokens": usage.cache_read_input_tokens,
-                    "gen_ai.usage.cache_write.input_tokens": usage.cache_creation_input_tokens,
-                }
-            )
-            model = state.params.get("model")
-            if isinstance(model, str):
-                agent.set_attribute("gen_ai.request.model", model)
-            if state.end_reason is not None:
-                agent.set_attribute(END_REASON, state.end_reason)
-        agent.end()
-        if isinstance(failed, Exception):  # around the sub-run (a save refused, say)
-            _set_error(tool, type(failed).__qualname__)
-            _record_exception(tool, failed)
-        elif failed is None:  # (a call cancelled ends with its status unset)
-            block = stack[-1].result()
-            if block is not None and block.get("is_error"):
-                _set_error(tool, "tool_error")
-            elif block is not None and self._content:
-                tool.set_attribute("gen_ai.tool.call.result", _result_content(block.get("content")))
-        tool.end()
 
     # -- what the hooks decided -------------------------------------------------------------------
 
@@ -419,14 +310,14 @@ async def traced_tool_call(
     ``hook``, what the run's hooks decided on the call (``toolrunner.tool.hook``: ``"run"`` or
     ``"rewritten"``); with ``hold``, the span of a call that finished is handed to it, not ended
     (an ``after_tool_call`` hook has yet to answer)."""
-    span = _tool_span(tracer, call, parent, hook)
+    span = tool_span(tracer, call, parent, hook)
     if arguments is not None and span.is_recording():
         span.set_attribute("gen_ai.tool.call.arguments", _json(arguments()))
     raised: list[Exception] = []
 
     def failed(error: Exception) -> None:
         raised.append(error)
-        _record_exception(span, error)
+        record_exception(span, error)
 
     token = otel_context.attach(trace.set_span_in_context(span))
     failures_token = failures.set(failed)
@@ -435,8 +326,8 @@ async def traced_tool_call(
         block = await run
         finished = True
     except Exception as error:  # around the tool (a checkpoint refused, say), not the tool itself
-        _set_error(span, type(error).__qualname__)
-        _record_exception(span, error)
+        set_error(span, type(error).__qualname__)
+        record_exception(span, error)
         raise
     finally:
         failures.reset(failures_token)
@@ -444,9 +335,9 @@ async def traced_tool_call(
         if not finished:  # a call cancelled before its result ends with its status unset
             span.end()
     if block.get("is_error"):
-        _set_error(span, type(raised[-1]).__qualname__ if raised else "tool_error")
+        set_error(span, type(raised[-1]).__qualname__ if raised else "tool_error")
     elif arguments is not None:
-        span.set_attribute("gen_ai.tool.call.result", _result_content(block.get("content")))
+        span.set_attribute("gen_ai.tool.call.result", result_content(block.get("content")))
     if hold is None:
         span.end()
     else:
@@ -454,7 +345,7 @@ async def traced_tool_call(
     return block
 
 
-def _tool_span(tracer: trace.Tracer, call: ToolCall, parent: Context | None, hook: str | None) -> Span:
+def tool_span(tracer: trace.Tracer, call: ToolCall, parent: Context | None, hook: str | None) -> Span:
     attributes = tool_attributes(call, hook)
     return tracer.start_span(
         f"execute_tool {call.name}", context=parent, kind=SpanKind.INTERNAL, attributes=attributes
@@ -507,36 +398,6 @@ def run_attributes(
 
 
 @dataclass(frozen=True, slots=True)
-class _Driven:
-    """A call whose program runs in this task (``_calls``), and how to read its result."""
-
-    call: ToolCall
-    result: Callable[[], ToolResultBlockParam | None]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _SubRun:
-    """The open spans of a sub-run: its call's and its own (``context``: its own, current)."""
-
-    tool: Span
-    agent: Span
-    context: Context
-    first: int
-    """The index in the sub-run's ``RunState.usage`` of its first request in this span."""
-
-
-_calls: ContextVar[tuple[object, tuple[_Driven, ...]]] = ContextVar("toolrunner_calls", default=(None, ()))
-"""The trace whose calls' programs run in this task, and those calls, outermost first."""
-
-_inside: ContextVar[object | None] = ContextVar("toolrunner_sub_run", default=None)
-"""The trace whose sub-run's span ``agent`` made current in this task (a tool of a sub-run runs)."""
-
-
-def _key(stack: tuple[_Driven, ...]) -> tuple[str, ...]:
-    return tuple(driven.call.id for driven in stack)
-
-
-@dataclass(frozen=True, slots=True)
 class _Run:
     span: Span
     first: int
@@ -557,7 +418,7 @@ def _end_held(held: dict[str, Span]) -> None:
         held.popitem()[1].end()
 
 
-def _record_exception(span: Span, error: BaseException) -> None:
+def record_exception(span: Span, error: BaseException) -> None:
     """``span.record_exception(error)``, which formats the error with ``str``: an exception from
     user code whose ``__str__`` raises is recorded with ``describe``'s text instead."""
     try:
@@ -569,7 +430,7 @@ def _record_exception(span: Span, error: BaseException) -> None:
         )
 
 
-def _set_error(span: Span, error_type: str) -> None:
+def set_error(span: Span, error_type: str) -> None:
     span.set_status(Status(StatusCode.ERROR))
     span.set_attribute("error.type", error_type)
 
@@ -580,70 +441,3 @@ def _version() -> str | None:
         return metadata.version("claude-toolrunner")
     except metadata.PackageNotFoundError:
         return None
-
-
-# -- content, in the shapes of the conventions' JSON schemas (gen-ai-input-messages.json, ...) ------
-
-
-def chat_messages(messages: Iterable[object]) -> list[dict[str, object]]:
-    """History messages (params or SDK messages) as the conventions' ``ChatMessage`` objects."""
-    return [
-        {"role": field(message, "role"), "parts": _parts(field(message, "content"))} for message in messages
-    ]
-
-
-def output_messages(reply: object) -> list[dict[str, object]]:
-    """A reply as the conventions' ``gen_ai.output.messages``."""
-    return [
-        {
-            "role": "assistant",
-            "parts": _parts(field(reply, "content")),
-            "finish_reason": field(reply, "stop_reason"),
-        }
-    ]
-
-
-def _parts(content: object) -> list[dict[str, object]]:
-    """Content (a string or blocks) as message parts: text, reasoning, tool calls and their
-    responses keep their content; any other block keeps only its type (no images or files)."""
-    if isinstance(content, str):
-        return [{"type": "text", "content": content}]
-    if not isinstance(content, Sequence):
-        return []
-    parts: list[dict[str, object]] = []
-    for block in cast("Sequence[object]", content):
-        kind = field(block, "type")
-        if kind == "text":
-            parts.append({"type": "text", "content": field(block, "text")})
-        elif kind == "thinking":
-            parts.append({"type": "reasoning", "content": field(block, "thinking")})
-        elif kind == "tool_use":
-            parts.append(
-                {
-                    "type": "tool_call",
-                    "id": field(block, "id"),
-                    "name": field(block, "name"),
-                    "arguments": field(block, "input"),
-                }
-            )
-        elif kind == "tool_result":
-            parts.append(
-                {
-                    "type": "tool_call_response",
-                    "id": field(block, "tool_use_id"),
-                    "response": _result_parts(field(block, "content")),
-                }
-            )
-        else:
-            parts.append({"type": str(kind)})
-    return parts
-
-
-def _result_parts(content: object) -> object:
-    return content if isinstance(content, str) or content is None else _parts(content)
-
-
-def _result_content(content: object) -> str:
-    """A tool_result block's content for ``gen_ai.tool.call.result``: its text as it is, or its
-    blocks as JSON (text kept, other blocks as their type only)."""
-    return content if isinstance(content, str) else _json(_result_parts(content))
