@@ -19,6 +19,7 @@ from typing import Any, TypeVar, cast
 
 import anyio
 import anyio.abc
+from anthropic.types import ToolResultBlockParam
 
 from .._core.compaction import compaction_request, summary_request
 from .._core.drive import drive
@@ -256,6 +257,9 @@ class Performer:
 
     async def _send(self, effect: Send) -> Reply:
         kwargs = self._kwargs(effect.request)
+        if effect.request.agent_path:  # a sub-run's request: under its span
+            with self._trace.agent(effect.request.agent_path):
+                return cast(Reply, await send_request(self._client, kwargs))
         self._trace.sending()
         return cast(Reply, await send_request(self._client, kwargs))
 
@@ -352,7 +356,7 @@ class Performer:
             await self._running.run(
                 effect.calls,
                 lambda call: settled(runs.state, call),
-                lambda call: self.drive(runs.call(call)),
+                lambda call: self._traced(call, runs.call(call), lambda: runs.state.result_of(call)),
             )
             return
         await self._running.run(effect.calls, lambda call: settled(self._core.state, call), self._run_call)
@@ -361,21 +365,33 @@ class Performer:
         """One call's program, holding a concurrency slot from before the call is journaled."""
         limiter = self._tools.limiter
         if limiter is None:
-            await self.drive(self._core.call(call, early=early))
+            await self._traced(
+                call, self._core.call(call, early=early), lambda: self._core.state.result_of(call)
+            )
             return
         async with limiter:
-            await self.drive(self._core.call(call, early=early))
+            await self._traced(
+                call, self._core.call(call, early=early), lambda: self._core.state.result_of(call)
+            )
+
+    async def _traced(
+        self, call: ToolCall, program: Program[None], result: Callable[[], ToolResultBlockParam | None]
+    ) -> None:
+        """Drive a call's program; the trace ends there the spans of the sub-run it ran, if any."""
+        with self._trace.call(call, result):
+            await self.drive(program)
 
     async def _execute(self, effect: Execute) -> tuple[Any, float]:
         started = time.perf_counter()
-        block = await execute(
-            effect.call,
-            effect.input,
-            execution_at(self._tools.execution, effect.agent_path),
-            self._context,
-            self._trace.tool_call,
-            removed=effect.removed,
-        )
+        with self._trace.agent(effect.agent_path):  # a sub-run's call: under its span
+            block = await execute(
+                effect.call,
+                effect.input,
+                execution_at(self._tools.execution, effect.agent_path),
+                self._context,
+                self._trace.tool_call,
+                removed=effect.removed,
+            )
         return block, time.perf_counter() - started
 
     async def _read_decisions(self, effect: ReadDecisions) -> Mapping[str, CallRecord]:

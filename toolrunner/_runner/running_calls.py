@@ -12,8 +12,8 @@ scopes of calls started while their reply streams. Invariants, for every tool_us
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Sequence
+from typing import Any, cast
 
 import anyio
 import anyio.abc
@@ -159,8 +159,22 @@ async def _run_all(calls: Sequence[ToolCall], run: Callable[[ToolCall], Coroutin
 def raise_single(error: BaseExceptionGroup[BaseException]) -> None:
     """A tool's exceptions are results, so only what the runner raises around a call (a refused
     checkpoint, which every call then raises again) or a ``BaseException`` (``KeyboardInterrupt``)
-    gets into a group of calls: raise it as itself, as a single call would."""
-    distinct = {id(exception): exception for exception in error.exceptions}
+    gets into a group of calls: raise it as itself, as a single call would. A group from the calls
+    of a sub-run (a nested group) counts as its exceptions, and beside such an exception the
+    cancellations it caused in sibling tasks (trio reports them) do not count."""
+    exceptions = list(_leaves(error))
+    cancelled = anyio.get_cancelled_exc_class()
+    distinct = {id(exception): exception for exception in exceptions if not isinstance(exception, cancelled)}
+    if not distinct:
+        distinct = {id(exception): exception for exception in exceptions}
     if len(distinct) == 1:
-        raise error.exceptions[0] from None
+        raise next(iter(distinct.values())) from None
     raise error
+
+
+def _leaves(error: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    for exception in error.exceptions:
+        if isinstance(exception, BaseExceptionGroup):
+            yield from _leaves(cast("BaseExceptionGroup[BaseException]", exception))
+        else:
+            yield exception

@@ -8,6 +8,8 @@ Imported only when a runner is given ``tracing=``. The spans of one runner:
   child; toolrunner emits no span per request itself, so there is never a duplicate of it.
 - ``execute_tool {name}`` (INTERNAL), one per tool call (one the hooks stopped too, with no
   duration), a child of its run's span (siblings for calls run together), current inside the tool.
+- for a call that runs a sub-agent, its ``execute_tool`` span and the sub-run's ``invoke_agent
+  {name}`` under it, where the sub-run's spans nest (``subrun_spans``).
 
 The hooks' decisions come from the runner's events (``hears``, only for a run with hooks): a
 ``HookDecided`` that stops a call makes its span; one that replaces a call's result marks the span,
@@ -20,14 +22,15 @@ that JSON cannot hold is recorded as its ``repr``).
 
 from __future__ import annotations
 
+import contextlib
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from functools import cache
 from importlib import metadata
 from types import TracebackType
-from typing import Any, cast
+from typing import Any
 
 from anthropic.types import ToolResultBlockParam
 from opentelemetry import context as otel_context, trace
@@ -38,7 +41,6 @@ from opentelemetry.util.types import AttributeValue
 from .._core.errors import describe
 from .._core.events import HookDecided, RunnerEvent, ToolCallFinished
 from .._core.hook_types import HookPlan
-from .._core.messages import field
 from .._core.state import RunState
 from .._core.types import ToolCall
 from .._core.usage import Usage
@@ -50,12 +52,19 @@ from .attributes import (
     stopped_attributes,
     tool_attributes,
 )
+from .content import chat_messages, output_messages, parts as _parts, result_content
 
 __all__ = [
+    "END_REASON",
+    "PROVIDER",
     "OtelTrace",
     "chat_messages",
     "output_messages",
+    "record_exception",
+    "result_content",
     "run_attributes",
+    "set_error",
+    "tool_span",
     "tool_tracer",
     "traced_tool_call",
 ]
@@ -100,6 +109,9 @@ class OtelTrace:
         self._after = hooks is not None and hooks.after_tool_call
         self._held: dict[str, Span] = {}
         """The spans of calls whose tool finished and whose ``after_tool_call`` hook has yet to answer."""
+        from .subrun_spans import SubRunSpans  # here: it imports this module's helpers
+
+        self._subs = SubRunSpans(self._tracer, self._open_run, state, content=content)
 
     # -- RunTrace ---------------------------------------------------------------------------------
 
@@ -119,7 +131,7 @@ class OtelTrace:
         if isinstance(exc, Exception) and not isinstance(exc, StopAsyncIteration):
             self._failed = exc  # the run's span fails if the run ends before an iteration goes well
             if self._run is not None:
-                _record_exception(self._run.span, exc)
+                record_exception(self._run.span, exc)
 
     def sending(self) -> None:
         span = self._open_run()
@@ -127,6 +139,15 @@ class OtelTrace:
             self._token = otel_context.attach(trace.set_span_in_context(span))
 
     async def tool_call(self, call: ToolCall, run: Awaitable[ToolResultBlockParam]) -> ToolResultBlockParam:
+        if self._subs.inside:  # a sub-run's call: under its invoke_agent span, current (``agent``)
+            return await traced_tool_call(
+                self._tracer,
+                call,
+                run,
+                parent=None,
+                arguments=(lambda: call.input) if self._content else None,
+                failures=self._failures,
+            )
         parent = trace.set_span_in_context(self._open_run())  # not the current span: calls are siblings
         record = self._state().calls.get(call.id)
         return await traced_tool_call(
@@ -140,8 +161,17 @@ class OtelTrace:
             hold=(lambda span: self._hold(call.id, span)) if self._after else None,
         )
 
+    def call(
+        self, call: ToolCall, result: Callable[[], ToolResultBlockParam | None]
+    ) -> contextlib.AbstractContextManager[object]:
+        return self._subs.call(call, result)
+
+    def agent(self, path: tuple[str, ...]) -> contextlib.AbstractContextManager[object]:
+        return self._subs.agent(path)
+
     def ended(self, state: RunState) -> None:
         _end_held(self._held)  # calls cancelled while their after_tool_call hook ran
+        self._subs.end_all()  # none is open once the calls' programs ended (they are ended there)
         run, self._run = self._run, None
         if run is None:
             return
@@ -164,7 +194,7 @@ class OtelTrace:
         if self._content and state.reply is not None:
             span.set_attribute("gen_ai.output.messages", _json(output_messages(state.reply)))
         if self._failed is not None:  # the run ends after an iteration that failed (closed, say)
-            _set_error(span, type(self._failed).__qualname__)
+            set_error(span, type(self._failed).__qualname__)
         span.end()
 
     # -- the run's span ---------------------------------------------------------------------------
@@ -280,14 +310,14 @@ async def traced_tool_call(
     ``hook``, what the run's hooks decided on the call (``toolrunner.tool.hook``: ``"run"`` or
     ``"rewritten"``); with ``hold``, the span of a call that finished is handed to it, not ended
     (an ``after_tool_call`` hook has yet to answer)."""
-    span = _tool_span(tracer, call, parent, hook)
+    span = tool_span(tracer, call, parent, hook)
     if arguments is not None and span.is_recording():
         span.set_attribute("gen_ai.tool.call.arguments", _json(arguments()))
     raised: list[Exception] = []
 
     def failed(error: Exception) -> None:
         raised.append(error)
-        _record_exception(span, error)
+        record_exception(span, error)
 
     token = otel_context.attach(trace.set_span_in_context(span))
     failures_token = failures.set(failed)
@@ -296,8 +326,8 @@ async def traced_tool_call(
         block = await run
         finished = True
     except Exception as error:  # around the tool (a checkpoint refused, say), not the tool itself
-        _set_error(span, type(error).__qualname__)
-        _record_exception(span, error)
+        set_error(span, type(error).__qualname__)
+        record_exception(span, error)
         raise
     finally:
         failures.reset(failures_token)
@@ -305,9 +335,9 @@ async def traced_tool_call(
         if not finished:  # a call cancelled before its result ends with its status unset
             span.end()
     if block.get("is_error"):
-        _set_error(span, type(raised[-1]).__qualname__ if raised else "tool_error")
+        set_error(span, type(raised[-1]).__qualname__ if raised else "tool_error")
     elif arguments is not None:
-        span.set_attribute("gen_ai.tool.call.result", _result_content(block.get("content")))
+        span.set_attribute("gen_ai.tool.call.result", result_content(block.get("content")))
     if hold is None:
         span.end()
     else:
@@ -315,7 +345,7 @@ async def traced_tool_call(
     return block
 
 
-def _tool_span(tracer: trace.Tracer, call: ToolCall, parent: Context | None, hook: str | None) -> Span:
+def tool_span(tracer: trace.Tracer, call: ToolCall, parent: Context | None, hook: str | None) -> Span:
     attributes = tool_attributes(call, hook)
     return tracer.start_span(
         f"execute_tool {call.name}", context=parent, kind=SpanKind.INTERNAL, attributes=attributes
@@ -388,7 +418,7 @@ def _end_held(held: dict[str, Span]) -> None:
         held.popitem()[1].end()
 
 
-def _record_exception(span: Span, error: BaseException) -> None:
+def record_exception(span: Span, error: BaseException) -> None:
     """``span.record_exception(error)``, which formats the error with ``str``: an exception from
     user code whose ``__str__`` raises is recorded with ``describe``'s text instead."""
     try:
@@ -400,7 +430,7 @@ def _record_exception(span: Span, error: BaseException) -> None:
         )
 
 
-def _set_error(span: Span, error_type: str) -> None:
+def set_error(span: Span, error_type: str) -> None:
     span.set_status(Status(StatusCode.ERROR))
     span.set_attribute("error.type", error_type)
 
@@ -411,70 +441,3 @@ def _version() -> str | None:
         return metadata.version("claude-toolrunner")
     except metadata.PackageNotFoundError:
         return None
-
-
-# -- content, in the shapes of the conventions' JSON schemas (gen-ai-input-messages.json, ...) ------
-
-
-def chat_messages(messages: Iterable[object]) -> list[dict[str, object]]:
-    """History messages (params or SDK messages) as the conventions' ``ChatMessage`` objects."""
-    return [
-        {"role": field(message, "role"), "parts": _parts(field(message, "content"))} for message in messages
-    ]
-
-
-def output_messages(reply: object) -> list[dict[str, object]]:
-    """A reply as the conventions' ``gen_ai.output.messages``."""
-    return [
-        {
-            "role": "assistant",
-            "parts": _parts(field(reply, "content")),
-            "finish_reason": field(reply, "stop_reason"),
-        }
-    ]
-
-
-def _parts(content: object) -> list[dict[str, object]]:
-    """Content (a string or blocks) as message parts: text, reasoning, tool calls and their
-    responses keep their content; any other block keeps only its type (no images or files)."""
-    if isinstance(content, str):
-        return [{"type": "text", "content": content}]
-    if not isinstance(content, Sequence):
-        return []
-    parts: list[dict[str, object]] = []
-    for block in cast("Sequence[object]", content):
-        kind = field(block, "type")
-        if kind == "text":
-            parts.append({"type": "text", "content": field(block, "text")})
-        elif kind == "thinking":
-            parts.append({"type": "reasoning", "content": field(block, "thinking")})
-        elif kind == "tool_use":
-            parts.append(
-                {
-                    "type": "tool_call",
-                    "id": field(block, "id"),
-                    "name": field(block, "name"),
-                    "arguments": field(block, "input"),
-                }
-            )
-        elif kind == "tool_result":
-            parts.append(
-                {
-                    "type": "tool_call_response",
-                    "id": field(block, "tool_use_id"),
-                    "response": _result_parts(field(block, "content")),
-                }
-            )
-        else:
-            parts.append({"type": str(kind)})
-    return parts
-
-
-def _result_parts(content: object) -> object:
-    return content if isinstance(content, str) or content is None else _parts(content)
-
-
-def _result_content(content: object) -> str:
-    """A tool_result block's content for ``gen_ai.tool.call.result``: its text as it is, or its
-    blocks as JSON (text kept, other blocks as their type only)."""
-    return content if isinstance(content, str) else _json(_result_parts(content))

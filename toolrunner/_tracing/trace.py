@@ -1,7 +1,9 @@
 """Tracing: the seam between the driver and OpenTelemetry (``tracing=Tracing(...)``).
 
 The driver tells a ``RunTrace`` about a run at four points: around each iteration, before each
-request, around each tool call, and when the loop ends or pauses; a run with hooks (``hooks=``,
+request, around each tool call, and when the loop ends or pauses; and about sub-agents' runs
+(``_core.subruns``) at two more: around each call's program (``call``) and around each effect of a
+sub-run that makes a span (``agent``, with the effect's ``agent_path``); a run with hooks (``hooks=``,
 ``max_calls=``) also lets it hear the run's events (``hears``), for what the hooks decided. Without
 ``tracing=`` the runner holds ``NO_TRACE``, whose methods do nothing, and OpenTelemetry is never
 imported: ``otel`` (the one implementation) is imported by ``start_trace`` only when tracing is
@@ -114,6 +116,21 @@ class RunTrace(Protocol):
         """The loop ended or paused in ``state``: end the run's span, if one is open."""
         ...
 
+    def call(
+        self, call: ToolCall, result: Callable[[], ToolResultBlockParam | None]
+    ) -> contextlib.AbstractContextManager[object]:
+        """Around the program of ``call`` (of the run, or of a sub-run), whose result ``result()``
+        reads once it ended: if the call ran a sub-agent (``agent`` was entered below it), the
+        spans of its sub-run end here."""
+        ...
+
+    def agent(self, path: tuple[str, ...]) -> contextlib.AbstractContextManager[object]:
+        """Around a sub-run's request or tool call (``path``: the sub-agents' names, the effect's
+        ``agent_path``; empty for the run's own, which this leaves as it is): the sub-run's
+        ``invoke_agent`` span (opened with its call's ``execute_tool`` span if none is open) is
+        current, so that the SDK's request span and the tool calls' spans are its children."""
+        ...
+
 
 def untraced(call: ToolCall, run: Awaitable[ToolResultBlockParam]) -> Awaitable[ToolResultBlockParam]:
     """``RunTrace.tool_call`` without tracing: ``run`` itself (no extra frame on the common path)."""
@@ -136,6 +153,14 @@ class _NoTrace:
 
     def ended(self, state: RunState) -> None:
         pass
+
+    def call(
+        self, call: ToolCall, result: Callable[[], ToolResultBlockParam | None]
+    ) -> contextlib.AbstractContextManager[object]:
+        return self._nothing
+
+    def agent(self, path: tuple[str, ...]) -> contextlib.AbstractContextManager[object]:
+        return self._nothing
 
 
 NO_TRACE: RunTrace = _NoTrace()
