@@ -22,6 +22,7 @@ from .._core.results import tool_result_block
 from .._core.run import RunCore
 from .._core.state import Phase, decided_at
 from .._core.transitions import pending_calls
+from .._core.tree_usage import requests_by_agent
 from .._core.types import Decision, Reply, ToolResultMessage
 from .._core.usage import Price, UsageTracker
 from .._tools.approvals import answer_block, check_approved_input
@@ -83,6 +84,20 @@ class LoopBody:
         if self._usage is None or self._usage[0] is not usage:
             self._usage = (usage, UsageTracker.of_requests(usage, prices=self._prices))
         return self._usage[1]
+
+    def usage_by_agent(self) -> dict[tuple[str, ...], UsageTracker]:
+        """``ToolRunner.usage_by_agent()``: the tree's requests by the path of sub-agents' names."""
+        found = requests_by_agent(self._core.state)
+        return {
+            path: UsageTracker.of_requests(requests, prices=self._prices) for path, requests in found.items()
+        }
+
+    def tree_usage(self) -> UsageTracker:
+        """``ToolRunner.tree_usage``: the run's requests, then its sub-runs'."""
+        found = requests_by_agent(self._core.state).values()
+        return UsageTracker.of_requests(
+            (request for requests in found for request in requests), prices=self._prices
+        )
 
     # -- tools ------------------------------------------------------------------------------------
 

@@ -268,8 +268,18 @@ class ToolRunner(Generic[ItemT]):
 
     @property
     def usage(self) -> UsageTracker:
-        """Token usage per request and in total, and the cost when the model has a price."""
+        """Token usage per request and in total, and the cost when the model has a price: the run's
+        own requests (its sub-agents' are in ``tree_usage``)."""
         return self._body.usage()
+
+    @property
+    def tree_usage(self) -> UsageTracker:
+        """The usage of the run's tree, which its limits hold for: its own requests, then its sub-agents'."""
+        return self._body.tree_usage()
+
+    def usage_by_agent(self) -> dict[tuple[str, ...], UsageTracker]:
+        """The tree's usage by the path of sub-agents' names: ``()`` is the run's own requests."""
+        return self._body.usage_by_agent()
 
     @property
     def finished(self) -> bool:
