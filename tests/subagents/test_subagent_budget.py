@@ -11,6 +11,7 @@ import pytest
 
 from toolrunner import (
     MemoryCheckpointer,
+    ParamsError,
     Price,
     RunState,
     StateError,
@@ -404,3 +405,15 @@ def test_a_sub_runs_limits_are_capped_by_what_its_parents_tree_has_left() -> Non
     assert limit_reached(parent, Limits(max_total_tokens=350)) == "token_budget"
     assert limit_reached(parent, Limits(max_iterations=3)) == "max_iterations"
     assert capped(own, child, parent, "toolu_2", Limits()) is own
+
+
+def test_a_cost_budget_needs_a_price_for_every_sub_agents_model() -> None:
+    fake = FakeMessagesAPI([])
+    unpriced = SubAgent(name="odd", description="Odd.", model="claude-unpriced", max_tokens=10)
+    deep = SubAgent(name="outer", description="Outer.", model="claude-mid", max_tokens=10, tools=[unpriced])
+    with pytest.raises(ParamsError, match=r"'odd'.*'claude-unpriced'"):
+        runner_of(fake.async_client(), [deep], max_cost="1")
+    own = SubAgent(name="odd", description="Odd.", model="claude-unpriced", max_tokens=10, max_cost="1")
+    with pytest.raises(ParamsError, match="'claude-unpriced'"):
+        runner_of(fake.async_client(), [own])
+    runner_of(fake.async_client(), [deep])  # without a cost budget, no price is needed
