@@ -27,6 +27,7 @@ from toolrunner._core.usage import RequestUsage
 from toolrunner.testing import (
     FakeMessagesAPI,
     RecordedRequest,
+    ScriptedReply,
     ScriptEntry,
     text_reply,
     tool_call,
@@ -91,7 +92,7 @@ def by_model(scripts: dict[str, list[ScriptEntry]]):  # type: ignore[no-untyped-
     return respond
 
 
-def looping(model_tokens: dict[str, int], parent: list[ScriptEntry]):  # type: ignore[no-untyped-def]
+def looping(model_tokens: dict[str, int], parent: list[ScriptedReply]):  # type: ignore[no-untyped-def]
     """The parent follows its script; a sub-agent looks a city up again and again."""
 
     def respond(request: RecordedRequest) -> ScriptEntry:
