@@ -1,5 +1,6 @@
 """What the loop body may ask of a runner (``LoopBody``, a part of ``ToolRunner``): the params of
-the next request, the usage, the tool results, steering (and the params it installs), decisions.
+the next request, the usage, the tool results, steering (and the params it installs), decisions;
+and ``ToolRunner``'s usage members (``UsageViews``: the run's own requests, and its tree's).
 
 These change the run only through the core (``RunCore``: its transitions and its programs, driven
 by the runner's ``Performer``), and they refuse to steer from inside a tool or while the runner is
@@ -33,7 +34,7 @@ from .params import TRANSPORT, check_params
 from .performer import Performer
 from .sdk_features import RunnerTools
 
-__all__ = ["LoopBody"]
+__all__ = ["LoopBody", "UsageViews"]
 
 
 class LoopBody:
@@ -259,3 +260,26 @@ class LoopBody:
 def _now() -> str:
     """The time of a decision, as the state keeps it (ISO 8601, UTC, to the second)."""
     return decided_at(datetime.now(UTC))
+
+
+class UsageViews:
+    """``ToolRunner``'s usage members, read through its body: the run's own requests, and its tree's."""
+
+    _body: LoopBody
+
+    @property
+    def usage(self) -> UsageTracker:
+        """Token usage per request and in total, and the cost when the model has a price: the run's
+        own requests (its sub-agents' are in ``tree_usage``)."""
+        return self._body.usage()
+
+    @property
+    def tree_usage(self) -> UsageTracker:
+        """The usage of the run's tree, which its limits hold for: its own requests, then its
+        sub-agents' (those that ended, and those running)."""
+        return self._body.tree_usage()
+
+    def usage_by_agent(self) -> dict[tuple[str, ...], UsageTracker]:
+        """``tree_usage`` by the path of sub-agents' names: ``()`` is the run's own requests,
+        ``("researcher", "searcher")`` a sub-agent's sub-agent's (every sub-run there, added up)."""
+        return self._body.usage_by_agent()
