@@ -155,6 +155,9 @@ class CoreBase(Generic[ToolT]):
         """The typed final answer (``output_format=``, ``_core.output``), if the run has one."""
         self.hooks = hooks
         """The run's hooks and per-tool limits (``_core.hooks``); ``None``: none, nothing to check."""
+        self.cap: Callable[[RunState, Limits], Limits] | None = None
+        """For a sub-run: its limits (given its state), capped by what its parent's tree has left
+        (set by its adapter, ``_core.subruns``; ``_core.transitions.capped``)."""
 
     # -- the state ------------------------------------------------------------------------------
 

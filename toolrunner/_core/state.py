@@ -47,6 +47,7 @@ __all__ = [
     "Phase",
     "RunState",
     "SubRun",
+    "SubRunSummary",
     "decided_at",
     "message_data",
     "plain_data",
@@ -161,6 +162,55 @@ class SubRun:
 
 
 @dataclass(frozen=True, slots=True)
+class SubRunSummary:
+    """A sub-run that ended, as its parent keeps it for the life of the run (``RunState.sub_runs``;
+    the call's record, and the sub-run's state in it, leave the journal with the turn).
+
+    Attributes:
+        path: Where it ran, as ``SubRunEvent.path`` says it: the id of the call that ran it and
+            the sub-agent's name, then, for a sub-run of a sub-run, the next call id and name, ...
+        usage: The usage of each of its own requests that got a reply (those of its own
+            sub-runs are in their summaries).
+        end_reason: Why it ended (its state's ``end_reason``).
+    """
+
+    path: tuple[str, ...]
+    usage: tuple[RequestUsage, ...] = ()
+    end_reason: EndReason | None = None
+
+    @property
+    def call_id(self) -> str:
+        """The id of the call that ran it (in the run one level up)."""
+        return self.path[-2]
+
+    @property
+    def agent(self) -> str:
+        """The sub-agent's name."""
+        return self.path[-1]
+
+    @property
+    def agents(self) -> tuple[str, ...]:
+        """The path of sub-agents' names alone (``("researcher", "searcher")``)."""
+        return self.path[1::2]
+
+    @property
+    def total(self) -> Usage:
+        """The sum of ``usage``."""
+        total = Usage()
+        for request in self.usage:
+            total += request.usage
+        return total
+
+    @property
+    def cost(self) -> Decimal | None:
+        """The sum of its requests' costs in US dollars; ``None`` if one had no price."""
+        cost: Decimal | None = Decimal(0)
+        for request in self.usage:
+            cost = None if cost is None or request.cost is None else cost + request.cost
+        return cost
+
+
+@dataclass(frozen=True, slots=True)
 class DecisionRecord:
     """One decision on a tool call, as the run's audit keeps it for the life of the run (the
     journal, ``RunState.calls``, holds only the current turn).
@@ -216,8 +266,8 @@ class RunState:
         usage: The usage of every request that got a complete reply, in order.
         total: The sum of ``usage``.
         cost: The sum of the requests' costs in US dollars; ``None`` once one had no price.
-        opened_at: How many requests had got a reply when the loop last (re)opened;
-            ``max_iterations`` counts from there.
+        opened_at: How many requests of the run's tree (its own and its sub-runs') had got a
+            reply when the loop last (re)opened; ``max_iterations`` counts from there.
         final_answer: The limit that made the request under way the last one (sent with
             ``tool_choice: none``), if any.
         end_reason: Why the loop ended (or paused); set exactly in ``DONE`` and ``AWAITING``.
@@ -233,6 +283,9 @@ class RunState:
             and the retries of the answer under way (``OutputRecord``); ``None`` otherwise.
         call_counts: How many calls of each tool (by name) started in the run, for a run with
             per-tool limits or hooks (``max_calls=``, ``hooks=``; ``_core.hooks``); empty otherwise.
+        sub_runs: Every sub-run of the tree below this run that ended (``SubRunSummary``: where,
+            its requests' usage, why it ended), in the order they ended; kept for the life of the
+            run, for the tree's budget and per-agent figures (``_core.tree_usage``).
     """
 
     params: Mapping[str, Any]
@@ -254,6 +307,7 @@ class RunState:
     decisions: tuple[DecisionRecord, ...] = ()
     output: OutputRecord | None = None
     call_counts: Mapping[str, int] = field(default_factory=dict[str, int])
+    sub_runs: tuple[SubRunSummary, ...] = ()
 
     @property
     def requests_sent(self) -> int:

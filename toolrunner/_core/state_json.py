@@ -26,6 +26,7 @@ from .state import (
     Phase,
     RunState,
     SubRun,
+    SubRunSummary,
     message_data,
     plain_data,
     read_request_usage,
@@ -63,6 +64,8 @@ def state_data(state: RunState, *, history: bool = True) -> dict[str, Any]:
         data["output"] = {"schema": state.output.schema, "retries": state.output.retries}
     if state.call_counts:  # written only for a run with hooks or limits
         data["call_counts"] = dict(state.call_counts)
+    if state.sub_runs:  # written only for a run whose sub-agents ran: other states are as before
+        data["sub_runs"] = [_summary_data(summary) for summary in state.sub_runs]
     if history:
         data["messages"] = [message_data(message, index) for index, message in enumerate(state.messages)]
         data["usage"] = [request_usage_data(request) for request in state.usage]
@@ -166,6 +169,7 @@ def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]
         decisions=tuple(_read_decision(item) for item in data["decisions"]),
         output=None if output is None else OutputRecord(schema=output["schema"], retries=output["retries"]),
         call_counts=dict(data.get("call_counts") or {}),
+        sub_runs=tuple(_read_summary(item) for item in data.get("sub_runs") or ()),
     )
 
 
@@ -246,6 +250,25 @@ def _read_sub_run(call_id: str, data: Mapping[str, Any]) -> SubRun:
     except StateError as error:
         raise ValueError(f"the sub-run of the call {call_id!r} ({data['agent']!r}): {error}") from None
     return SubRun(agent=data["agent"], state=state)
+
+
+def _summary_data(summary: SubRunSummary) -> dict[str, Any]:
+    return {
+        "path": list(summary.path),
+        "usage": [request_usage_data(request) for request in summary.usage],
+        "end_reason": summary.end_reason,
+    }
+
+
+def _read_summary(data: Mapping[str, Any]) -> SubRunSummary:
+    path = tuple(data["path"])
+    if not path or len(path) % 2:
+        raise ValueError(f"sub_runs has a path {list(path)!r}: call ids and agents' names, in pairs")
+    return SubRunSummary(
+        path=path,
+        usage=tuple(read_request_usage(item) for item in data["usage"]),
+        end_reason=data["end_reason"],
+    )
 
 
 def _decision_data(record: DecisionRecord) -> dict[str, Any]:

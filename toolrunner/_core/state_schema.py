@@ -211,6 +211,13 @@ class _SubRun(TypedDict):
 
 
 @with_config(_CONFIG)
+class _SubRunSummary(TypedDict):
+    path: list[str]
+    usage: list[_RequestUsage]
+    end_reason: _EndReason | None
+
+
+@with_config(_CONFIG)
 class _Record(TypedDict):
     id: str
     name: str
@@ -285,6 +292,8 @@ class _State(TypedDict):
     """Written only for a run with a typed answer (``output_format=``), so older states have none."""
     call_counts: NotRequired[dict[str, _Count]]
     """Written only for a run with hooks or per-tool limits (``_core.hooks``)."""
+    sub_runs: NotRequired[list[_SubRunSummary]]
+    """Written only for a run whose sub-agents ran (``_core.tree_usage``), so older states have none."""
 
 
 _FIELDS = frozenset(
@@ -293,7 +302,7 @@ _FIELDS = frozenset(
     for name in schema.__required_keys__ | schema.__optional_keys__
 ) | frozenset(
     name
-    for schema in (_Message, _Block, _RequestUsage, _Failure, _Output, _SubRun)
+    for schema in (_Message, _Block, _RequestUsage, _Failure, _Output, _SubRun, _SubRunSummary)
     for name in schema.__required_keys__ | schema.__optional_keys__
 )
 """Every field name of the schema: the other names in an error's location are pydantic's labels of

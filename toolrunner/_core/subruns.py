@@ -22,7 +22,14 @@ its own, through an adapter (``SubRunner``) that maps the child's effects:
   none here).
 
 When the child ends, its answer is the call's result (``sub_run_answer``): its final text, or an
-``is_error`` result naming the limit it stopped at and what it had found so far.
+``is_error`` result naming the limit it stopped at and what it had found so far; and its summary
+(its requests' usage, why it ended), with those of the sub-runs below it, joins the parent's
+``RunState.sub_runs`` (``_core.tree_usage.sub_run_ended``).
+
+One budget: the limits hold for the tree. The child's limits, when each of its requests is
+checked, are the least of its own and what the parent's tree has left of the parent's limits
+(``_core.transitions.capped``, through the child core's ``cap``), so the tree's budget spent stops
+the child, whose call is answered with the limit's error result, and the parent at its next check.
 """
 
 from __future__ import annotations
@@ -55,8 +62,9 @@ from .events import RunnerEvent, SubRunEvent
 from .history import text_of
 from .messages import field
 from .results import tool_result_block
-from .state import CallStatus, Phase, RunState, SubRun
-from .transitions import Limits, record_of
+from .state import Phase, RunState, SubRun
+from .transitions import Limits, capped, limit_reached, record_of
+from .tree_usage import sub_run_ended
 from .types import Reply, ToolCall, ToolFlags
 from .usage import RequestUsage
 
@@ -123,27 +131,34 @@ _LIMITS = {
     "token_budget": "max_total_tokens (its token budget)",
     "cost_budget": "max_cost (its cost budget)",
 }
+_TREE_LIMITS = {
+    "max_iterations": "max_iterations (requests)",
+    "token_budget": "max_total_tokens (tokens)",
+    "cost_budget": "max_cost (US dollars)",
+}
 
 
-def sub_run_answer(call: ToolCall, agent: str, state: RunState) -> ToolResultBlockParam:
+def sub_run_answer(
+    call: ToolCall, agent: str, state: RunState, own: Limits | None = None
+) -> ToolResultBlockParam:
     """The result of ``call``, whose sub-run ended at ``state``: its final text; or an error
-    result the model can act on (a limit, with what it had found so far; a pause for approval)."""
+    result the model can act on (a limit, with what it had found so far). A sub-run that pauses
+    for approval has not ended: its call waits (``_core.nested``), and is never answered here.
+    With ``own`` (the sub-agent's own limits), a limit it had not reached itself is named as the
+    budget of the whole tree, which the run that called it shares."""
     reason = state.end_reason
     found = _found(state)
     if reason == "model":
         return tool_result_block(call.id, found or f"The sub-agent {agent!r} finished without a text answer.")
-    if reason in _LIMITS:
+    if reason in _LIMITS and own is not None and limit_reached(state, own) != reason:
         text = (
-            f"The sub-agent {agent!r} stopped at its limit {_LIMITS[reason]} before it finished. "
+            f"The sub-agent {agent!r} stopped before it finished: the budget of the whole run "
+            f"({_TREE_LIMITS[reason]}, shared with the agents that called it) is spent. "
             f"What it had found so far: {found or 'nothing yet.'}"
         )
-    elif reason == "awaiting_approval":
-        waiting = sorted(
-            {record.call.name for record in state.calls.values() if record.status is CallStatus.AWAITING}
-        )
+    elif reason in _LIMITS:
         text = (
-            f"The sub-agent {agent!r} stopped: its call(s) of the tool(s) {waiting!r} need a person's approval, "
-            "and approvals inside a sub-agent are not supported yet; those calls did not run. "
+            f"The sub-agent {agent!r} stopped at its limit {_LIMITS[reason]} before it finished. "
             f"What it had found so far: {found or 'nothing yet.'}"
         )
     else:
@@ -172,7 +187,10 @@ class Core(Protocol):
     listener: Callable[[RunnerEvent], None] | None
     usage_of: Callable[[Reply], RequestUsage]
 
+    cap: Callable[[RunState, Limits], Limits] | None
+
     def make_current(self, state: RunState) -> None: ...
+    def limits_now(self) -> Limits: ...
     def emit(self, event: RunnerEvent) -> None: ...
     def saveable(self, starting: str | None = None) -> RunState: ...
     def save(self) -> Program[None]: ...
@@ -211,9 +229,12 @@ def run_sub_agent(
     runner = SubRunner(parent, make, call, plan, task)
     while (yield from runner.adapted(runner.child.iteration())) is not None:
         pass  # a reply handed over: nobody steers a sub-run, and the next iteration finishes its turn
-    if runner.child.state.phase is Phase.AWAITING:  # paused: its calls wait for decisions
+    ended = runner.child.state
+    if ended.phase is Phase.AWAITING:  # paused: its calls wait for decisions; it has not ended
         return None
-    return sub_run_answer(call, plan.name, runner.child.state)
+    # Its summary is kept (saved with the call's result, by the call program's next save).
+    parent.make_current(sub_run_ended(parent.state, call.id, plan.name, ended))
+    return sub_run_answer(call, plan.name, ended, plan.limits)
 
 
 class SubRunner:
@@ -236,6 +257,7 @@ class SubRunner:
         )
         if saved is not None:  # after a crash, or a cancellation: its calls cut off are answered
             self.child.resume()
+        self.child.cap = self._capped  # one budget: the tree's limits hold for the sub-run
         if parent.listener is not None:
             self.child.listener = self._heard
 
@@ -244,6 +266,11 @@ class SubRunner:
             self.parent.emit(SubRunEvent((*self.path, *event.path), event.event))
         else:
             self.parent.emit(SubRunEvent(self.path, event))
+
+    def _capped(self, child: RunState, own: Limits) -> Limits:
+        """The child's limits when its next request is checked (``capped``): its own, or what the
+        parent's tree has left of the parent's limits (themselves capped one level up)."""
+        return capped(own, child, self.parent.state, self.call.id, self.parent.limits_now())
 
     def _keep(self, child: RunState) -> None:
         self.parent.make_current(sub_run_saved(self.parent.state, self.call, self.agent, child))

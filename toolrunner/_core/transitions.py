@@ -27,7 +27,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal, cast
+from typing import Any, Literal, TypeVar, cast
 
 from anthropic.types import ToolResultBlockParam
 
@@ -36,6 +36,7 @@ from .messages import TOOL_ID_PATTERN, reply_param
 from .results import tool_result_block
 from .state import CallRecord, CallStatus, Phase, RunState
 from .stop_reasons import StopReasonStep, calls_to_answer, step_for
+from .tree_usage import spent
 from .types import EndReason, Reply, ToolCall, ToolFlags, ToolResultMessage
 from .usage import RequestUsage
 
@@ -45,6 +46,7 @@ __all__ = [
     "call_finished",
     "call_started",
     "calls_dropped",
+    "capped",
     "closed",
     "container_param",
     "delivered",
@@ -89,14 +91,50 @@ def pending_calls(state: RunState) -> tuple[ToolCall, ...]:
 
 
 def limit_reached(state: RunState, limits: Limits) -> EndReason | None:
-    """The limit that stops the next request, if one is reached."""
-    if limits.max_iterations is not None and state.requests_sent - state.opened_at >= limits.max_iterations:
+    """The limit that stops the next request, if one is reached. The limits hold for the run's
+    tree (``_core.tree_usage``): the requests, tokens and cost of its sub-runs count with its own."""
+    if limits.max_iterations is None and limits.max_total_tokens is None and limits.max_cost is None:
+        return None
+    tree = spent(state)
+    if limits.max_iterations is not None and tree.requests - state.opened_at >= limits.max_iterations:
         return "max_iterations"
-    if limits.max_total_tokens is not None and state.total.total_tokens >= limits.max_total_tokens:
+    if limits.max_total_tokens is not None and tree.total.total_tokens >= limits.max_total_tokens:
         return "token_budget"
-    if limits.max_cost is not None and (state.cost or 0) >= limits.max_cost:
+    if limits.max_cost is not None and (tree.cost or 0) >= limits.max_cost:
         return "cost_budget"
     return None
+
+
+def capped(own: Limits, child: RunState, parent: RunState, call_id: str, outer: Limits) -> Limits:
+    """The limits of a sub-run (at ``child``, run by the call ``call_id`` of the run at ``parent``)
+    when its next request is checked: the least of its ``own`` and what its parent's tree has left
+    of the parent's limits (``outer``, themselves capped the same way one level up). What the
+    parent's tree spent besides this sub-run counts: the parent's own requests, its ended
+    sub-runs, and the sub-runs in flight beside this one (as their last save left them). So a
+    sub-run stops once the tree's budget is spent, and its parent at its next check."""
+    if outer.max_iterations is None and outer.max_total_tokens is None and outer.max_cost is None:
+        return own
+    others = spent(parent, leave_out=call_id)
+    iterations = (
+        None
+        if outer.max_iterations is None
+        else outer.max_iterations - (others.requests - parent.opened_at) - child.opened_at
+    )
+    tokens = None if outer.max_total_tokens is None else outer.max_total_tokens - others.total.total_tokens
+    cost = None if outer.max_cost is None else outer.max_cost - (others.cost or 0)
+    return dataclasses.replace(
+        own,
+        max_iterations=_least(own.max_iterations, iterations),
+        max_total_tokens=_least(own.max_total_tokens, tokens),
+        max_cost=_least(own.max_cost, cost),
+    )
+
+
+_N = TypeVar("_N", int, Decimal)
+
+
+def _least(own: _N | None, left: _N | None) -> _N | None:
+    return left if own is None else own if left is None else min(own, left)
 
 
 def container_param(current: object, reply_container_id: str | None) -> object:
@@ -194,7 +232,7 @@ def steered(state: RunState, **changes: Any) -> RunState:
             "phase": Phase.READY,
             "end_reason": None,
             "final_answer": None,
-            "opened_at": state.requests_sent,
+            "opened_at": spent(state).requests,
         }
     return state.replace(steered=True, **changes)
 

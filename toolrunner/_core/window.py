@@ -43,11 +43,18 @@ class WindowCore(CoreBase[ToolT]):
     # -- the window ---------------------------------------------------------------------------------
 
     def _limits(self) -> Limits:
-        """The limits, less the elided requests that count toward ``max_iterations``."""
+        """The limits the next request is checked against: the run's, less the elided requests
+        that count toward ``max_iterations``; for a sub-run, capped by what its parent's tree has
+        left (``cap``)."""
         counted, limits = self.elided.counted, self.limits
-        if not counted or limits.max_iterations is None:
-            return limits
-        return dataclasses.replace(limits, max_iterations=limits.max_iterations - counted)
+        if counted and limits.max_iterations is not None:
+            limits = dataclasses.replace(limits, max_iterations=limits.max_iterations - counted)
+        return limits if self.cap is None else self.cap(self.state, limits)
+
+    def limits_now(self) -> Limits:
+        """The limits the next request would be checked against now (``_limits``): a sub-run's
+        adapter caps its child's with them (``_core.subruns``)."""
+        return self._limits()
 
     def carry(self) -> dict[str, Any]:
         """What a new segment of this run needs of the core besides its state, as JSON data: what

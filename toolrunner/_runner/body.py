@@ -1,5 +1,6 @@
 """What the loop body may ask of a runner (``LoopBody``, a part of ``ToolRunner``): the params of
-the next request, the usage, the tool results, steering (and the params it installs), decisions.
+the next request, the usage, the tool results, steering (and the params it installs), decisions;
+and ``ToolRunner``'s usage members (``UsageViews``: the run's own requests, and its tree's).
 
 These change the run only through the core (``RunCore``: its transitions and its programs, driven
 by the runner's ``Performer``), and they refuse to steer from inside a tool or while the runner is
@@ -22,6 +23,7 @@ from .._core.results import tool_result_block
 from .._core.run import RunCore
 from .._core.state import Phase, decided_at
 from .._core.transitions import pending_calls
+from .._core.tree_usage import requests_by_agent
 from .._core.types import Decision, Reply, ToolResultMessage
 from .._core.usage import Price, UsageTracker
 from .._tools.approvals import answer_block, check_approved_input
@@ -33,7 +35,7 @@ from .params import TRANSPORT, check_params
 from .performer import Performer
 from .sdk_features import RunnerTools
 
-__all__ = ["LoopBody"]
+__all__ = ["LoopBody", "UsageViews"]
 
 
 class LoopBody:
@@ -84,6 +86,20 @@ class LoopBody:
         if self._usage is None or self._usage[0] is not usage:
             self._usage = (usage, UsageTracker.of_requests(usage, prices=self._prices))
         return self._usage[1]
+
+    def usage_by_agent(self) -> dict[tuple[str, ...], UsageTracker]:
+        """``ToolRunner.usage_by_agent()``: the tree's requests by the path of sub-agents' names."""
+        found = requests_by_agent(self._core.state)
+        return {
+            path: UsageTracker.of_requests(requests, prices=self._prices) for path, requests in found.items()
+        }
+
+    def tree_usage(self) -> UsageTracker:
+        """``ToolRunner.tree_usage``: the run's requests, then its sub-runs'."""
+        found = requests_by_agent(self._core.state).values()
+        return UsageTracker.of_requests(
+            (request for requests in found for request in requests), prices=self._prices
+        )
 
     # -- tools ------------------------------------------------------------------------------------
 
@@ -249,3 +265,26 @@ class LoopBody:
 def _now() -> str:
     """The time of a decision, as the state keeps it (ISO 8601, UTC, to the second)."""
     return decided_at(datetime.now(UTC))
+
+
+class UsageViews:
+    """``ToolRunner``'s usage members, read through its body: the run's own requests, and its tree's."""
+
+    _body: LoopBody
+
+    @property
+    def usage(self) -> UsageTracker:
+        """Token usage per request and in total, and the cost when the model has a price: the run's
+        own requests (its sub-agents' are in ``tree_usage``)."""
+        return self._body.usage()
+
+    @property
+    def tree_usage(self) -> UsageTracker:
+        """The usage of the run's tree, which its limits hold for: its own requests, then its
+        sub-agents' (those that ended, and those running)."""
+        return self._body.tree_usage()
+
+    def usage_by_agent(self) -> dict[tuple[str, ...], UsageTracker]:
+        """``tree_usage`` by the path of sub-agents' names: ``()`` is the run's own requests,
+        ``("researcher", "searcher")`` a sub-agent's sub-agent's (every sub-run there, added up)."""
+        return self._body.usage_by_agent()

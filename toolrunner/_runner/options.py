@@ -65,6 +65,7 @@ from .._stores.protocol import Checkpointer
 from .._tools.approvals import ApproveCallback
 from .._tools.results import DEFAULT_ADAPTER, ToolResultAdapter
 from .._tools.sdk import SdkObject
+from .._tools.subagents import SubAgent
 from .._tools.tool import Tool
 from .._tools.toolsets import RunnableTool, Toolset
 from .._tracing.trace import Tracing
@@ -402,12 +403,30 @@ def _limits(given: Mapping[str, Any], model: object, on_limit: Any) -> Limits:
         raise ParamsError(
             f"max_cost needs a price for model {model!r}, and the price table has none; pass prices={{model: Price(...)}}."
         )
+    for agent in _sub_agents(given.get("tools")):  # a cost budget holds for the tree (_core.tree_usage)
+        if (max_cost is not None or agent.max_cost is not None) and find_price(
+            prices or DEFAULT_PRICES, agent.model
+        ) is None:
+            raise ParamsError(
+                f"max_cost holds for the run's tree and needs a price for the sub-agent {agent.name!r}'s model "
+                f"{agent.model!r}, and the price table has none; pass prices={{model: Price(...)}}."
+            )
     return Limits(
         max_iterations=given.get("max_iterations"),
         max_total_tokens=given.get("max_total_tokens"),
         max_cost=max_cost,
         on_limit=on_limit,
     )
+
+
+def _sub_agents(tools: object) -> Iterable[SubAgent]:
+    """The sub-agents among ``tools`` (a run's ``tools=``), and theirs."""
+    if not isinstance(tools, Iterable) or isinstance(tools, str | bytes | Mapping):
+        return
+    for tool in cast("Iterable[object]", tools):
+        if isinstance(tool, SubAgent):
+            yield tool
+            yield from _sub_agents(tool.tools)
 
 
 def _compaction_control(value: object) -> CompactionControl | None:

@@ -6,7 +6,8 @@ the core and its parts, and its public methods delegate to them:
 
 - ``Performer`` (``performer.py``) performs the effects, in the caller's task, with the runner's
   client, store, tools and task group; one iteration (``__anext__``) is one step it drives;
-- ``LoopBody`` (``body.py``): what the loop body asks: the params, steering, tool results, decisions;
+- ``LoopBody`` (``body.py``): what the loop body asks: the params, steering, tool results, decisions
+  (and ``UsageViews``, the usage members: the run's own requests, and its tree's);
 - ``RunnerTools`` (``sdk_features.py``): the tools' index and lifetime, and tool changes mid-run.
 
 What lives in the parts and not in the state cannot be saved: the client, the tools, open streams,
@@ -30,12 +31,12 @@ from .._core.run import RunCore
 from .._core.state import Phase, RunState
 from .._core.tool_changes import added_definitions, pending_message
 from .._core.types import EndReason, ParsedReply, Reply, ReplyStream, ToolCall, ToolResultMessage
-from .._core.usage import DEFAULT_PRICES, UsageTracker, request_usage
+from .._core.usage import DEFAULT_PRICES, request_usage
 from .._tools.execution import ExecutionOptions
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool
 from .._tracing.trace import start_trace, traced_listener
-from .body import LoopBody
+from .body import LoopBody, UsageViews
 from .events import run_with_events
 from .options import ResumeArguments, RunnerArguments, read_options
 from .params import TRANSPORT, resolve_tools, warn_unknown_limits
@@ -50,7 +51,7 @@ ItemT = DefaultTypeVar("ItemT", default=Reply)
 OutputT = TypeVar("OutputT")
 
 
-class ToolRunner(Generic[ItemT]):
+class ToolRunner(UsageViews, Generic[ItemT]):
     """Runs Claude's tool-use loop: sends requests, yields replies, runs the requested tools.
 
     Args:
@@ -265,11 +266,6 @@ class ToolRunner(Generic[ItemT]):
     def requests_sent(self) -> int:
         """How many requests got a reply."""
         return self._core.state.requests_sent
-
-    @property
-    def usage(self) -> UsageTracker:
-        """Token usage per request and in total, and the cost when the model has a price."""
-        return self._body.usage()
 
     @property
     def finished(self) -> bool:

@@ -157,8 +157,17 @@ class SyncToolRunner(Generic[SyncItemT]):
 
     @property
     def usage(self) -> UsageTracker:
-        """Token usage per request and in total, and the cost when the model has a price."""
+        """Token usage per request and in total, and the cost when the model has a price (the run's own)."""
         return self._runner.usage
+
+    @property
+    def tree_usage(self) -> UsageTracker:
+        """The usage of the run's tree: its own requests, then its sub-agents' (``ToolRunner.tree_usage``)."""
+        return self._runner.tree_usage
+
+    def usage_by_agent(self) -> dict[tuple[str, ...], UsageTracker]:
+        """The tree's usage by the path of sub-agents' names (``ToolRunner.usage_by_agent()``)."""
+        return self._runner.usage_by_agent()
 
     @property
     def finished(self) -> bool:
