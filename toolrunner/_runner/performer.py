@@ -4,7 +4,7 @@
 ``RunCore``'s programs yield effects (send this request, save, run these calls, execute this tool,
 wait for decisions); ``Performer.drive`` performs each one with the runner's client, store, tools
 and task group, and sends the outcome back (``_core.drive``, the one trampoline). ``step`` drives a
-program as a step of the run, and ``advance`` guards that one task advances the runner at a time.
+program as a step of the run, and ``start_advancing`` guards that one task advances the runner at a time.
 
 What lives here and not in the state cannot be saved: the client, open streams, the calls running
 now, and the transport params sent with each request.
@@ -12,9 +12,8 @@ now, and the transport params sent with each request.
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
 import anyio
@@ -144,18 +143,15 @@ class Performer:
         """Drive ``program`` as a step of the run (``RunCore.step``: a failure is recorded and saved)."""
         return await drive(self._core.step(program), self._perform, core=self._core)
 
-    @contextlib.contextmanager
-    def advance(self) -> Generator[None]:
-        """One task advances the runner at a time."""
+    def start_advancing(self) -> None:
+        """One task advances the runner at a time: the caller sets ``advancing`` back to ``False``
+        when its step is over (a plain flag and ``try``/``finally``, not a context manager: this
+        runs at every iteration)."""
         if self.advancing:
             raise ToolRunnerError(
                 "this runner is already advancing in another task; iterate a runner from one task at a time."
             )
         self.advancing = True
-        try:
-            yield
-        finally:
-            self.advancing = False
 
     async def close(self) -> None:
         """``ToolRunner.aclose``: the loop ends; an unread stream is closed, tools started early are

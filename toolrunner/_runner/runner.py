@@ -230,8 +230,13 @@ class ToolRunner(Generic[ItemT]):
         return self
 
     async def __anext__(self) -> ItemT:
-        with self._performer.advance(), self._trace.iteration():
-            item = await self._performer.step(self._core.iteration())
+        performer = self._performer
+        performer.start_advancing()
+        try:
+            with self._trace.iteration():
+                item = await performer.step(self._core.iteration())
+        finally:
+            performer.advancing = False
         if item is None:
             raise StopAsyncIteration
         return cast(ItemT, item)
