@@ -116,7 +116,8 @@ class RunCore(TurnCore[ToolT]):
         state = self.state
         check_history(state.messages, self.checked)
         self.checked = max(len(state.messages) - 1, 0)
-        yield from self._save()
+        if self.durable:
+            yield from self._save()
         if self.hooks is not None and self.hooks.before_request:  # a guardrail may refuse (_core.hooks)
             yield from self._before_request()
         request = Request(state, None if self._compacting is None else self._compacting[0])
@@ -136,7 +137,8 @@ class RunCore(TurnCore[ToolT]):
             yield OpenTools()
         if self.tools.gated:  # else no call waits: the reply's calls are not read for nothing
             yield from self._gate(pending_calls(self.state))
-        yield from self._save()
+        if self.durable:
+            yield from self._save()
         self.make_current(delivered(self.state))
         assert self.state.reply is not None
         return self.state.reply
