@@ -27,7 +27,7 @@ def sendable(value: T) -> T:
     one encoding pass for other text. A value with some comes back as a copy (tuples as lists).
     """
     if isinstance(value, str):
-        return cast("T", sendable_text(value))
+        return value if value.isascii() else cast("T", sendable_text(value))
     if _is_sendable(value):
         return value
     return cast("T", _repaired(value))
