@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from types import TracebackType
 from typing import Any, Generic, Literal, NoReturn, Self, TypeVar, cast, overload
 
@@ -186,7 +187,7 @@ class ToolRunner(Generic[ItemT]):
         self._core: RunCore[RunnableTool] = RunCore(
             RunState(params={}, run_id=run_id, output=None if output is None else output.record()),
             tools=execution,
-            usage_of=lambda reply: request_usage(reply, prices),
+            usage_of=partial(request_usage, prices=prices),  # no Python frame of its own per reply
             limits=self._options.limits,
             stream=self._options.stream,
             durable=saver is not None,
