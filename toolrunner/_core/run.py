@@ -127,8 +127,14 @@ class RunCore(TurnCore[ToolT]):
             self.make_current(stream_opened(self.state))
             return stream
         reply = yield Send(request)
-        self._accept(reply)
-        return (yield from self._hand_over())
+        if self.durable or self.tools.opens or self.tools.gated or self.listener is not None:
+            self._accept(reply)
+            return (yield from self._hand_over())
+        # Nothing to do between taking the reply and handing it over (no save, no tools to open, no
+        # gate, no listener to see it received): the body has it in the same state, not in a copy.
+        self._accept(reply, handed_over=True)
+        assert self.state.reply is not None
+        return self.state.reply
 
     def _hand_over(self) -> Program[Reply]:
         """A complete reply (``RECEIVED``): its calls that need a decision wait, it is saved, and

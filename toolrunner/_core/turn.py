@@ -56,12 +56,13 @@ class TurnCore(HooksCore[ToolT]):
 
     # -- the reply ----------------------------------------------------------------------------------
 
-    def _accept(self, reply: Reply, *, streamed: bool = False) -> None:
-        """Take a complete reply: it is the latest, its usage counts, listeners hear of it."""
+    def _accept(self, reply: Reply, *, streamed: bool = False, handed_over: bool = False) -> None:
+        """Take a complete reply: it is the latest, its usage counts, listeners hear of it; with
+        ``handed_over``, the body has it at once (``reply_received``)."""
         check_reply(reply)
         if self.output is not None:  # a typed answer: the reply as the SDK's runner yields it
             reply = self.output.parse(reply)
-        self.make_current(reply_received(self.state, reply, self.usage_of(reply)))
+        self.make_current(reply_received(self.state, reply, self.usage_of(reply), handed_over=handed_over))
         if self.listener is not None:
             if not streamed:  # a streamed reply's text was reported as it arrived
                 for index, block in enumerate(reply.content):
