@@ -46,7 +46,7 @@ from .reasons import (
     denied_reason as denied_reason,
     failed_reason as failed_reason,
 )
-from .state import CallStatus, Phase
+from .state import FINISHED_PHASES, CallStatus, Phase
 from .transitions import (
     closed,
     delivered,
@@ -84,10 +84,12 @@ class RunCore(TurnCore[ToolT]):
         if self.state.phase in (Phase.STREAMING, Phase.WITH_BODY, Phase.AWAITING):
             yield from self._finish_turn()
         if self.state.phase is Phase.READY:
-            self.make_current(ready_to_send(self.state, self._limits()))
+            ready = ready_to_send(self.state, self._limits())
+            if ready is not self.state:  # a limit was reached
+                self.make_current(ready)
         if self.closing:
             self._close_now()
-        if self.state.finished:
+        if self.state.phase in FINISHED_PHASES:
             yield from self._save()
             yield LoopStopped()
             return None
@@ -114,7 +116,8 @@ class RunCore(TurnCore[ToolT]):
             yield OpenTools()
         self._before_send()
         state = self.state
-        check_history(state.messages, self.checked)
+        if self.checked < len(state.messages) or not state.messages:  # else all was checked already
+            check_history(state.messages, self.checked)
         self.checked = max(len(state.messages) - 1, 0)
         if self.durable:
             yield from self._save()

@@ -111,7 +111,7 @@ class TurnCore(HooksCore[ToolT]):
                 return  # paused, or closed while calls waited
         message: ToolResultMessage | None = {"role": "user", "content": results} if results else None
         before = self.state
-        finished = turn_finished(turn_resumed(before), message)
+        finished = turn_finished(turn_resumed(before) if before.phase is Phase.AWAITING else before, message)
         rejected = None
         if self.output is not None and message is None:  # a final answer: does it fit? (_core.output)
             finished, rejected = answer_judged(finished, self.output)

@@ -130,8 +130,10 @@ async def execute(
     if removed is not None and removed != options.removed:
         options = dataclasses.replace(options, removed=removed)
     if traced is untraced:  # no tracing: no wrapper around the call
-        return for_call(await _run_one(call, input, options, context), call)
-    return for_call(await traced(call, _run_one(call, input, options, context)), call)
+        block = await _run_one(call, input, options, context)
+    else:
+        block = await traced(call, _run_one(call, input, options, context))
+    return block if call.toolset_name is None else for_call(block, call)
 
 
 async def _run_one(
