@@ -19,7 +19,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Se
 from contextlib import asynccontextmanager
 from functools import partial
 from types import TracebackType
-from typing import Any, Generic, Literal, NoReturn, Self, TypeVar, overload
+from typing import Any, Generic, Literal, NoReturn, Self, TypeVar, cast, overload
 
 import anthropic
 from typing_extensions import TypeVar as DefaultTypeVar, Unpack
@@ -240,7 +240,7 @@ class ToolRunner(Generic[ItemT]):
             performer.advancing = False
         if item is None:
             raise StopAsyncIteration
-        return item  # the reply, or the stream (Any: no cast call per iteration)
+        return cast(ItemT, item)
 
     # -- the run's state -----------------------------------------------------------------------------
 
