@@ -35,6 +35,7 @@ from toolrunner._core.transitions import (
     call_finished,
     call_started,
     closed,
+    delivered,
     pending_calls,
     ready_to_send,
     record_of,
@@ -280,6 +281,18 @@ def test_a_decision_stays_with_its_call_however_often_it_is_started_again() -> N
         {"n": 50},
         "2026-11-26T09:00:00Z",
     )
+
+
+def test_a_reply_handed_over_at_once_is_the_state_delivered_makes_of_it() -> None:
+    # A runner with nothing to do between taking a reply and handing it over (no store, gate, tools
+    # to open or listener) makes the one state: it must be the one the two steps make.
+    usage = RequestUsage("claude-sonnet-4-6", Usage(10, 5), Decimal("0.001"))
+    ready = RunState(params={}, messages=(USER,))
+    for state in (ready, closed(ready), steered(ready, messages=(USER, USER))):
+        for stop in ("tool_use", "end_turn"):
+            message = reply(1, 1, stop, True)
+            received = reply_received(state, message, usage)
+            assert reply_received(state, message, usage, handed_over=True) == delivered(received)
 
 
 def test_starting_and_finishing_a_call_keep_every_other_field_of_its_record() -> None:

@@ -35,6 +35,8 @@ __all__ = [
 
 def awaiting(state: RunState, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
     """Those of ``calls`` that wait for a decision."""
+    if not state.calls:  # the common case: a turn whose calls are not journaled yet
+        return ()
     return tuple(
         call for call in calls if (record := record_of(state, call)) and record.status is CallStatus.AWAITING
     )

@@ -26,7 +26,7 @@ from .effects import Save
 from .events import LoopFinished, RunnerEvent
 from .hook_types import HookPlan, counts_saveable
 from .output import OutputFormat
-from .state import CallRecord, Phase, RunState
+from .state import FINISHED_PHASES, CallRecord, Phase, RunState
 from .tool_changes import last_changes, pending_message, removed_by
 from .transitions import Limits, may_start_early, pending_calls, resumed
 from .types import Reply, ToolCall, ToolFlags
@@ -163,7 +163,8 @@ class CoreBase(Generic[ToolT]):
 
     def make_current(self, state: RunState) -> None:
         """Make ``state`` current; the one place the state changes, and where the end is reported."""
-        ended = state.finished and not self.state.finished
+        # ``finished``, read inline: this runs at every change of the state
+        ended = state.phase in FINISHED_PHASES and self.state.phase not in FINISHED_PHASES
         self.state = state
         if ended:
             assert state.end_reason is not None
@@ -204,13 +205,19 @@ class CoreBase(Generic[ToolT]):
         state = self.state
         folded = self._folded
         if folded is None or folded[0] is not state.messages or folded[1] is not state.tool_changes:
-            messages = state.messages
+            messages, pending = state.messages, state.tool_changes
             if folded is not None and messages[: len(folded[0])] == folded[0]:
-                history = folded[2] | last_changes(messages[len(folded[0]) :])
+                appended = last_changes(messages[len(folded[0]) :])
+                if not appended and not pending and not folded[1]:  # a turn without tool changes
+                    self._folded = (messages, pending, folded[2])
+                    return self._removed | self.kept_removals if self.kept_removals else self._removed
+                history = folded[2] | appended
             else:
                 history = dict(self.elided.changes) | last_changes(messages)
-            self._removed = removed_by(history | last_changes((pending_message(state.tool_changes),)))
-            self._folded = (messages, state.tool_changes, history)
+            self._removed = removed_by(
+                history | last_changes((pending_message(pending),)) if pending else history
+            )
+            self._folded = (messages, pending, history)
         return self._removed | self.kept_removals if self.kept_removals else self._removed
 
     def tool_of(self, call: ToolCall) -> ToolT | None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Generator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .effects import Effect, Program
 
@@ -89,7 +89,8 @@ async def drive(program: Program[T], perform: Perform, *, core: RunCore[Any] | N
         try:
             effect: Effect = program.send(outcome) if failure is None else program.throw(failure)
         except StopIteration as stop:
-            return cast(T, stop.value)
+            value: T = stop.value  # (a StopIteration's value is Any: no cast call per program)
+            return value
         failure = None
         try:
             if _interceptors:

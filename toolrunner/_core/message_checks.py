@@ -54,6 +54,12 @@ def check_reply(reply: object) -> None:
             "appended, and iterating the runner again sends the same request again."
         )
     ids = [block.id for block in reply.content if block.type == "tool_use"]
+    if not ids:
+        return
+    if len(ids) == 1:  # the common case, checked inline
+        only = ids[0]
+        if isinstance(only, str) and TOOL_ID_PATTERN.fullmatch(only) is not None:
+            return
     duplicate = _duplicate(ids)
     malformed = _malformed_id(ids)
     if duplicate is not None or malformed is not None:

@@ -24,6 +24,7 @@ from .unicode import sendable
 __all__ = [
     "ROLES",
     "TOOL_ID_PATTERN",
+    "api_exclude",
     "client_tool_calls",
     "content_blocks",
     "field",
@@ -150,8 +151,22 @@ def read_reply(data: Mapping[str, Any], *, beta: bool) -> Reply:
     return model.construct(**data)
 
 
+_API_EXCLUDES: dict[type[BaseModel], Any] = {}
+
+
+def api_exclude(model: type[BaseModel]) -> Any:
+    """The fields the SDK leaves out when it sends a model of this class (``__api_exclude__``), or
+    ``None``. Read once per class: a missing class attribute goes through pydantic's metaclass
+    ``__getattr__``, which raises, and a reply's every block asks."""
+    try:
+        return _API_EXCLUDES[model]
+    except KeyError:
+        exclude = _API_EXCLUDES[model] = getattr(model, "__api_exclude__", None)
+        return exclude
+
+
 def _block_param(block: BaseModel) -> dict[str, Any]:
-    exclude = getattr(type(block), "__api_exclude__", None)
+    exclude = api_exclude(type(block))
     try:
         return block.model_dump(
             mode="json", by_alias=True, exclude_unset=True, exclude=exclude, warnings=False

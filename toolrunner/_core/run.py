@@ -49,7 +49,7 @@ from .reasons import (
     denied_reason as denied_reason,
     failed_reason as failed_reason,
 )
-from .state import CallStatus, Phase
+from .state import FINISHED_PHASES, CallStatus, Phase
 from .subruns import AgentPlan, run_sub_agent
 from .transitions import (
     closed,
@@ -88,10 +88,12 @@ class RunCore(TurnCore[ToolT]):
         if self.state.phase in (Phase.STREAMING, Phase.WITH_BODY, Phase.AWAITING):
             yield from self._finish_turn()
         if self.state.phase is Phase.READY:
-            self.make_current(ready_to_send(self.state, self._limits()))
+            ready = ready_to_send(self.state, self._limits())
+            if ready is not self.state:  # a limit was reached
+                self.make_current(ready)
         if self.closing:
             self._close_now()
-        if self.state.finished:
+        if self.state.phase in FINISHED_PHASES:
             yield from self._save()
             yield LoopStopped()
             return None
@@ -123,9 +125,11 @@ class RunCore(TurnCore[ToolT]):
             yield OpenTools()
         self._before_send()
         state = self.state
-        check_history(state.messages, self.checked)
+        if self.checked < len(state.messages) or not state.messages:  # else all was checked already
+            check_history(state.messages, self.checked)
         self.checked = max(len(state.messages) - 1, 0)
-        yield from self._save()
+        if self.durable:
+            yield from self._save()
         if self.hooks is not None and self.hooks.before_request:  # a guardrail may refuse (_core.hooks)
             yield from self._before_request()
         request = Request(state, None if self._compacting is None else self._compacting[0])
@@ -135,8 +139,14 @@ class RunCore(TurnCore[ToolT]):
             self.make_current(stream_opened(self.state))
             return stream
         reply = yield Send(request)
-        self._accept(reply)
-        return (yield from self._hand_over())
+        if self.durable or self.tools.opens or self.tools.gated or self.listener is not None:
+            self._accept(reply)
+            return (yield from self._hand_over())
+        # Nothing to do between taking the reply and handing it over (no save, no tools to open, no
+        # gate, no listener to see it received): the body has it in the same state, not in a copy.
+        self._accept(reply, handed_over=True)
+        assert self.state.reply is not None
+        return self.state.reply
 
     def _hand_over(self) -> Program[Reply]:
         """A complete reply (``RECEIVED``): its calls that need a decision wait, it is saved, and
@@ -145,7 +155,8 @@ class RunCore(TurnCore[ToolT]):
             yield OpenTools()
         if self.tools.gated:  # else no call waits: the reply's calls are not read for nothing
             yield from self._gate(pending_calls(self.state))
-        yield from self._save()
+        if self.durable:
+            yield from self._save()
         self.make_current(delivered(self.state))
         assert self.state.reply is not None
         return self.state.reply

@@ -34,10 +34,12 @@ import pydantic
 from anthropic.types import ToolResultBlockParam
 
 from .errors import StateError
+from .messages import api_exclude
 from .types import Decision, DecisionSource, EndReason, HookVerdict, Reply, ToolCall
 from .usage import RequestUsage, Usage
 
 __all__ = [
+    "FINISHED_PHASES",
     "STATE_VERSION",
     "CallRecord",
     "CallStatus",
@@ -87,6 +89,10 @@ class Phase(enum.Enum):
     ``"awaiting_approval"``). Once every call is decided, iterating again goes on."""
     DONE = "done"
     """The loop is over; ``end_reason`` says why. Steering opens it again."""
+
+
+FINISHED_PHASES = (Phase.DONE, Phase.AWAITING)
+"""The phases in which the loop has ended or is paused (``RunState.finished``)."""
 
 
 def decided_at(now: datetime) -> str:
@@ -317,7 +323,7 @@ class RunState:
     @property
     def finished(self) -> bool:
         """Whether the loop has ended, or is paused for decisions."""
-        return self.phase in (Phase.DONE, Phase.AWAITING)
+        return self.phase in FINISHED_PHASES
 
     def result_of(self, call: ToolCall) -> ToolResultBlockParam | None:
         """The journal's result for a call of the current turn, if that very call (id, name and
@@ -330,12 +336,12 @@ class RunState:
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes``, as the dataclass's ``replace`` makes it, but without running
         ``__init__``: the transitions make several copies a turn, and the fields need no checks."""
-        unknown = changes.keys() - _FIELD_NAMES
-        if unknown:
-            raise TypeError(f"RunState has no field(s) {sorted(unknown)!r}")
         new = object.__new__(type(self))
-        new.__dict__.update(self.__dict__)
-        new.__dict__.update(changes)
+        values = new.__dict__
+        values.update(self.__dict__)
+        values.update(changes)
+        if len(values) != len(self.__dict__):  # a name that is not a field added a key
+            raise TypeError(f"RunState has no field(s) {sorted(changes.keys() - _FIELD_NAMES)!r}")
         return new
 
     # -- JSON ---------------------------------------------------------------------------------
@@ -436,7 +442,7 @@ def _plain(value: object, where: str) -> Any:
             mode="json",
             by_alias=True,
             exclude_unset=True,
-            exclude=getattr(type(value), "__api_exclude__", None),
+            exclude=api_exclude(type(value)),
             warnings=False,
         )
     raise StateError(

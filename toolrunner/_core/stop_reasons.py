@@ -9,6 +9,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
+from anthropic.types import Message
+from anthropic.types.beta import BetaMessage
+
 from .messages import client_tool_calls, field
 from .types import ToolCall
 
@@ -65,11 +68,15 @@ def calls_to_answer(last_message: object | None, last_reply: object | None) -> t
     if last_message is None:
         return ()
     calls = client_tool_calls(last_message)
-    if (
-        not calls
-        or last_reply is None
-        or step_for(field(last_reply, "stop_reason")) is StopReasonStep.RUN_TOOLS
-    ):
+    if not calls or last_reply is None:
+        return calls
+    # A reply is read directly: field() would ask the Mapping ABC first, a Python-level check.
+    stop_reason = (
+        last_reply.stop_reason
+        if isinstance(last_reply, Message | BetaMessage)
+        else field(last_reply, "stop_reason")
+    )
+    if step_for(stop_reason) is StopReasonStep.RUN_TOOLS:
         return calls
     reply_ids = [call.id for call in client_tool_calls(last_reply)]
     return () if [call.id for call in calls] == reply_ids else calls

@@ -200,12 +200,16 @@ def stream_abandoned(state: RunState) -> RunState:
     return state.replace(phase=Phase.READY, calls={})
 
 
-def reply_received(state: RunState, reply: Reply, usage: RequestUsage) -> RunState:
+def reply_received(
+    state: RunState, reply: Reply, usage: RequestUsage, *, handed_over: bool = False
+) -> RunState:
     """A complete reply (checked with ``check_reply``): its usage counts, and it waits to be
     handed to the body (``RECEIVED``); a streamed reply is with the body already (it held the
-    stream). A reply whose stream the body closed the loop on counts, but the loop stays closed."""
+    stream), and so is one ``handed_over`` at once (``delivered`` in the same step, for a driver
+    with nothing to do in between). A reply whose stream the body closed the loop on counts, but
+    the loop stays closed."""
     streamed = state.phase is Phase.STREAMING
-    phase = Phase.WITH_BODY if streamed else Phase.RECEIVED
+    phase = Phase.WITH_BODY if streamed or handed_over else Phase.RECEIVED
     return state.replace(
         phase=Phase.DONE if state.phase is Phase.DONE else phase,
         reply=reply,

@@ -58,13 +58,14 @@ class TurnCore(HooksCore[ToolT]):
 
     # -- the reply ----------------------------------------------------------------------------------
 
-    def _accept(self, reply: Reply, *, streamed: bool = False) -> None:
-        """Take a complete reply: it is the latest, its usage counts, listeners hear of it."""
+    def _accept(self, reply: Reply, *, streamed: bool = False, handed_over: bool = False) -> None:
+        """Take a complete reply: it is the latest, its usage counts, listeners hear of it; with
+        ``handed_over``, the body has it at once (``reply_received``)."""
         check_reply(reply)
         if self.output is not None:  # a typed answer: the reply as the SDK's runner yields it
             reply = self.output.parse(reply)
-        self.make_current(reply_received(self.state, reply, self.usage_of(reply)))
-        if self.listening:
+        self.make_current(reply_received(self.state, reply, self.usage_of(reply), handed_over=handed_over))
+        if self.listener is not None:
             if not streamed:  # a streamed reply's text was reported as it arrived
                 for index, block in enumerate(reply.content):
                     if block.type == "text":
@@ -112,7 +113,7 @@ class TurnCore(HooksCore[ToolT]):
                 return  # paused, or closed while calls waited
         message: ToolResultMessage | None = {"role": "user", "content": results} if results else None
         before = self.state
-        finished = turn_finished(turn_resumed(before), message)
+        finished = turn_finished(turn_resumed(before) if before.phase is Phase.AWAITING else before, message)
         rejected = None
         if self.output is not None and message is None:  # a final answer: does it fit? (_core.output)
             finished, rejected = answer_judged(finished, self.output)
@@ -128,7 +129,8 @@ class TurnCore(HooksCore[ToolT]):
             # made: the next check starts after them. A reply appended without results may hold
             # calls its stop reason kept from running: the check starts at it.
             self.checked = len(finished.messages) - (message is None)
-        yield from self._after_turn()
+        if self.compaction_control is not None:
+            yield from self._after_turn()
         if rejected is not None:  # no retries left: the run ended with that answer, saved
             yield from self._save()
             raise rejected
@@ -157,8 +159,10 @@ class TurnCore(HooksCore[ToolT]):
             yield OpenTools()
         if self.state.phase is Phase.AWAITING:  # after a pause: decisions may have come through the store
             yield from self._read_decisions(calls)
-        yield from self._gate(calls)
-        yield from self._ask()
+        if self.tools.gated:
+            yield from self._gate(calls)
+        if self.asks:
+            yield from self._ask()
         if not awaiting(self.state, calls):  # the common case: nothing waits
             if self.hooks is not None and self.hooks.max_calls:
                 yield from self._limit_in_order(calls)
@@ -231,15 +235,17 @@ class TurnCore(HooksCore[ToolT]):
             self.make_current(call_started(self.state, call))
         elif not (yield from self._start_hooked(call, previous)):
             return  # answered without running: over its tool's limit, or denied by a hook
-        self._starting[call.id] = previous
-        try:
-            yield from self._save(starting=call.id)
-        except BaseException:
-            self._unstart(call)
-            raise
-        del self._starting[call.id]
-        given = self.input_of(call)
-        if self.listening:
+        if self.durable:  # without a store there is no save to wait for, nor a start to undo
+            self._starting[call.id] = previous
+            try:
+                yield from self._save(starting=call.id)
+            except BaseException:
+                self._unstart(call)
+                raise
+            del self._starting[call.id]
+        # A call with no record before it started has no other input (none approved, no hook's).
+        given = call.input if previous is None and self.hooks is None else self.input_of(call)
+        if self.listener is not None:
             self.emit(ToolCallStarted(call=call, early=early, input=None if given is call.input else given))
         tool = self.tool_of(call)
         plan = None if tool is None else agent_plan_of(tool)
@@ -262,7 +268,8 @@ class TurnCore(HooksCore[ToolT]):
             self._cut_off(call)
             raise
         self._finished(call, block, seconds)
-        yield from self._save()
+        if self.durable:
+            yield from self._save()
 
     def _sub_agent(
         self, call: ToolCall, input: object, plan: AgentPlan
@@ -314,7 +321,7 @@ class TurnCore(HooksCore[ToolT]):
 
     def _finished(self, call: ToolCall, block: ToolResultBlockParam, seconds: float) -> None:
         self.make_current(call_finished(self.state, call, block))
-        if self.listening:
+        if self.listener is not None:
             self.emit(ToolCallFinished(call=call, duration=seconds, is_error=bool(block.get("is_error"))))
 
     def input_of(self, call: ToolCall) -> object:

@@ -27,7 +27,7 @@ def sendable(value: T) -> T:
     one encoding pass for other text. A value with some comes back as a copy (tuples as lists).
     """
     if isinstance(value, str):
-        return cast("T", sendable_text(value))
+        return value if value.isascii() else cast("T", sendable_text(value))
     if _is_sendable(value):
         return value
     return cast("T", _repaired(value))
@@ -50,26 +50,35 @@ def store_json(value: object) -> str:
 
 
 def _is_sendable(value: object) -> bool:
-    # One loop over a stack, with ASCII strings (nearly all) checked inline: this runs on every reply
-    # and every result, where a call per string would cost more than the check (``Any`` items, so
-    # that no ``cast`` call is made per item).
+    # One loop over a stack, with ASCII strings (nearly all) checked inline and numbers, booleans
+    # and ``None`` never pushed: this runs on every reply and every result, where a call per item
+    # would cost more than the check (``Any`` items, so that no ``cast`` call is made per item).
     stack: list[Any] = [value]
     while stack:
         item: Any = stack.pop()
-        if type(item) is str:
+        kind: type[Any] = type(item)  # pyright: ignore[reportUnknownVariableType]
+        if kind is str:
             if not item.isascii() and not _is_sendable_text(item):
                 return False
-        elif isinstance(item, dict):
+        elif kind is dict or isinstance(item, dict):
             for key, inner in item.items():  # pyright: ignore[reportUnknownVariableType]
                 if type(key) is not str or not key.isascii():  # pyright: ignore[reportUnknownArgumentType]
                     stack.append(key)
-                if type(inner) is not str or not inner.isascii():  # pyright: ignore[reportUnknownArgumentType]
+                inner_kind: type[Any] = type(inner)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+                if inner_kind is str:
+                    if not inner.isascii():  # pyright: ignore[reportUnknownMemberType]
+                        stack.append(inner)
+                elif inner_kind not in _PLAIN:
                     stack.append(inner)
-        elif isinstance(item, list | tuple):
+        elif kind is list or isinstance(item, list | tuple):
             stack.extend(item)  # pyright: ignore[reportUnknownArgumentType]
-        elif isinstance(item, str) and not _is_sendable_text(item):  # a str subclass
+        elif kind not in _PLAIN and isinstance(item, str) and not _is_sendable_text(item):  # a str subclass
             return False
     return True
+
+
+_PLAIN: frozenset[type] = frozenset((int, float, bool, type(None)))
+"""Types that hold no text (exactly these, not subclasses: a subclass is looked at)."""
 
 
 def _is_sendable_text(text: str) -> bool:

@@ -4,7 +4,7 @@
 ``RunCore``'s programs yield effects (send this request, save, run these calls, execute this tool,
 wait for decisions); ``Performer.drive`` performs each one with the runner's client, store, tools
 and task group, and sends the outcome back (``_core.drive``, the one trampoline). ``step`` drives a
-program as a step of the run, and ``advance`` guards that one task advances the runner at a time.
+program as a step of the run, and ``start_advancing`` guards that one task advances the runner at a time.
 
 What lives here and not in the state cannot be saved: the client, open streams, the calls running
 now, and the transport params sent with each request.
@@ -12,10 +12,9 @@ now, and the transport params sent with each request.
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Generator, Mapping
-from typing import Any, TypeVar, cast
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, ClassVar, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -114,28 +113,6 @@ class Performer:
         """Inside ``__anext__``: steering now would change the history under the turn."""
         self._running = RunningCalls()
         self._open: StreamWatch | None = None  # the stream of the reply being received
-        self._performers: dict[type[Any], Callable[[Any], Any]] = {
-            Save: self._save,
-            StateDerived: self._state_derived,
-            OpenTools: self._open_tools,
-            Send: self._send,
-            Summarize: self._summarize,
-            OpenStream: self._open_stream,
-            ReadStream: self._read_stream,
-            EndStream: self._end_stream,
-            DropStream: self._drop_stream,
-            Gate: self._gate,
-            Ask: self._ask,
-            BeforeToolCall: self._before_tool_call,
-            AfterToolCall: self._after_tool_call,
-            BeforeRequest: self._before_request,
-            CheckOutput: self._check_output,
-            RunCalls: self._run_calls,
-            Execute: self._execute,
-            ReadDecisions: self._read_decisions,
-            AwaitDecisions: self._await_decisions,
-            LoopStopped: self._loop_stopped,
-        }
 
     # -- driving --------------------------------------------------------------------------------
 
@@ -147,18 +124,15 @@ class Performer:
         """Drive ``program`` as a step of the run (``RunCore.step``: a failure is recorded and saved)."""
         return await drive(self._core.step(program), self._perform, core=self._core)
 
-    @contextlib.contextmanager
-    def advance(self) -> Generator[None]:
-        """One task advances the runner at a time."""
+    def start_advancing(self) -> None:
+        """One task advances the runner at a time: the caller sets ``advancing`` back to ``False``
+        when its step is over (a plain flag and ``try``/``finally``, not a context manager: this
+        runs at every iteration)."""
         if self.advancing:
             raise ToolRunnerError(
                 "this runner is already advancing in another task; iterate a runner from one task at a time."
             )
         self.advancing = True
-        try:
-            yield
-        finally:
-            self.advancing = False
 
     async def close(self) -> None:
         """``ToolRunner.aclose``: the loop ends; an unread stream is closed, tools started early are
@@ -220,7 +194,7 @@ class Performer:
         await self.close()
 
     async def _perform(self, effect: Effect) -> Any:
-        return await self._performers[type(effect)](effect)
+        return await self._PERFORMERS[type(effect)](self, effect)
 
     # -- the effects ------------------------------------------------------------------------------
 
@@ -409,3 +383,28 @@ class Performer:
         self.streamed.append(call)
         if self._core.may_start_early(call):
             self._running.start_early(call, self.task_group, lambda call: self._run_call(call, early=True))
+
+    _PERFORMERS: ClassVar[dict[type[Any], Callable[[Performer, Any], Awaitable[Any]]]] = {
+        Save: _save,
+        StateDerived: _state_derived,
+        OpenTools: _open_tools,
+        Send: _send,
+        Summarize: _summarize,
+        OpenStream: _open_stream,
+        ReadStream: _read_stream,
+        EndStream: _end_stream,
+        DropStream: _drop_stream,
+        Gate: _gate,
+        Ask: _ask,
+        BeforeToolCall: _before_tool_call,
+        AfterToolCall: _after_tool_call,
+        BeforeRequest: _before_request,
+        CheckOutput: _check_output,
+        RunCalls: _run_calls,
+        Execute: _execute,
+        ReadDecisions: _read_decisions,
+        AwaitDecisions: _await_decisions,
+        LoopStopped: _loop_stopped,
+    }
+    """What performs each effect: one table for every runner, not a dict of bound methods made per
+    runner."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from types import TracebackType
 from typing import Any, Generic, Literal, NoReturn, Self, TypeVar, cast, overload
 
@@ -187,7 +188,7 @@ class ToolRunner(UsageViews, Generic[ItemT]):
         self._core: RunCore[RunnableTool] = RunCore(
             RunState(params={}, run_id=run_id, output=None if output is None else output.record()),
             tools=execution,
-            usage_of=lambda reply: request_usage(reply, prices),
+            usage_of=partial(request_usage, prices=prices),  # no Python frame of its own per reply
             limits=self._options.limits,
             stream=self._options.stream,
             durable=saver is not None,
@@ -231,8 +232,13 @@ class ToolRunner(UsageViews, Generic[ItemT]):
         return self
 
     async def __anext__(self) -> ItemT:
-        with self._performer.advance(), self._trace.iteration():
-            item = await self._performer.step(self._core.iteration())
+        performer = self._performer
+        performer.start_advancing()
+        try:
+            with self._trace.iteration():
+                item = await performer.step(self._core.iteration())
+        finally:
+            performer.advancing = False
         if item is None:
             raise StopAsyncIteration
         return cast(ItemT, item)

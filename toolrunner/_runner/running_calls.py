@@ -67,6 +67,21 @@ class RunningCalls:
         Raises:
             ToolRunnerError: A call this ran ended without a result (a bug).
         """
+        if len(calls) == 1:  # the common case, without the lists: one call, run here or elsewhere
+            call = calls[0]
+            elsewhere = self.running.get(call.id)
+            if elsewhere is None and not finished(call):
+                done = self.running[call.id] = Stopped()
+                try:
+                    await run(call)
+                finally:
+                    del self.running[call.id]
+                    done.set()
+                if not finished(call):
+                    raise _lost([call.id])
+            elif elsewhere is not None:
+                await elsewhere.wait()  # if it was cancelled, the core runs it again
+            return
         mine = [call for call in calls if call.id not in self.running and not finished(call)]
         if mine:
             done = Stopped()
@@ -85,10 +100,7 @@ class RunningCalls:
             # returned without would run again and again.
             lost = [call.id for call in mine if not finished(call)]
             if lost:
-                raise ToolRunnerError(
-                    f"the tool calls {lost!r} ended without a result; this is a bug in toolrunner, please "
-                    "report it with the tools involved."
-                )
+                raise _lost(lost)
         for call in calls:
             if (event := self.running.get(call.id)) is not None:
                 await event.wait()  # run elsewhere; if it was cancelled, the core runs it again
@@ -124,6 +136,13 @@ class RunningCalls:
             if (event := self.running.get(call_id)) is not None:
                 await event.wait()
         return [call_id for call_id, _ in scopes]
+
+
+def _lost(ids: list[str]) -> ToolRunnerError:
+    return ToolRunnerError(
+        f"the tool calls {ids!r} ended without a result; this is a bug in toolrunner, please report it with "
+        "the tools involved."
+    )
 
 
 async def _run_all(calls: Sequence[ToolCall], run: Callable[[ToolCall], Coroutine[Any, Any, None]]) -> None:

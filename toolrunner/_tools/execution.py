@@ -130,8 +130,10 @@ async def execute(
     if removed is not None and removed != options.removed:
         options = dataclasses.replace(options, removed=removed)
     if traced is untraced:  # no tracing: no wrapper around the call
-        return for_call(await _run_one(call, input, options, context), call)
-    return for_call(await traced(call, _run_one(call, input, options, context)), call)
+        block = await _run_one(call, input, options, context)
+    else:
+        block = await traced(call, _run_one(call, input, options, context))
+    return block if call.toolset_name is None else for_call(block, call)
 
 
 async def _run_one(
@@ -237,10 +239,17 @@ async def _convert(
 ) -> ResultBlock:
     """Turn a tool's value (or a ToolError) into a tool_result block; file I/O runs in a thread."""
 
-    def convert() -> ToolResultContent | None:
-        return adapter.error_content(value) if isinstance(value, ToolError) else adapter.to_content(value)
+    content: ToolResultContent | None
+    if adapter.needs_thread(value):
 
-    content = await anyio.to_thread.run_sync(convert) if adapter.needs_thread(value) else convert()
+        def convert() -> ToolResultContent | None:
+            return adapter.error_content(value) if isinstance(value, ToolError) else adapter.to_content(value)
+
+        content = await anyio.to_thread.run_sync(convert)
+    elif isinstance(value, ToolError):
+        content = adapter.error_content(value)
+    else:  # the common case: no closure, no thread
+        content = adapter.to_content(value)
     return tool_result_block(tool_use_id, content, is_error=is_error)
 
 

@@ -33,7 +33,7 @@ def input_mapping(name: str, raw: object) -> Mapping[str, Any]:
     Raises:
         ToolInputError: Anything else; the message is written for the model.
     """
-    if isinstance(raw, Mapping):
+    if type(raw) is dict or isinstance(raw, Mapping):  # the exact type first: an ABC check costs more
         return cast("Mapping[str, Any]", raw)
     what = f"a {type(raw).__name__}"
     if isinstance(raw, str):

@@ -215,7 +215,7 @@ class Tool(Generic[P, R]):
             ToolInputError: The input is not an object or does not match the schema; the message is
                 written for the model.
         """
-        data = input_mapping(self.name, raw)
+        data = raw if type(raw) is dict else input_mapping(self.name, raw)  # pyright: ignore[reportUnknownVariableType]
         try:
             validated = self._model.model_validate(data)
         except pydantic.ValidationError as error:
