@@ -4,17 +4,14 @@ tool calls' spans nest under that, two levels down too."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from opentelemetry.trace import StatusCode
 
 from tests.operations.test_otel import Traces, attributes, client, parent_id, span_id, traces
-from toolrunner import MemoryCheckpointer, SubAgent, ToolRunner, Tracing, text_of, tool
+from tests.support.subagents import by_model, lookup, researcher, searcher
+from toolrunner import MemoryCheckpointer, ToolRunner, Tracing, text_of
 from toolrunner.testing import (
     FakeMessagesAPI,
-    RecordedRequest,
-    ScriptEntry,
     text_reply,
     tool_call,
     tool_reply,
@@ -23,44 +20,6 @@ from toolrunner.testing import (
 pytestmark = pytest.mark.anyio
 
 __all__ = ["traces"]  # the fixture, used by name
-
-
-@tool
-def lookup(city: str) -> str:
-    """Look a city up.
-
-    Args:
-        city: The city.
-    """
-    return f"{city}: 20 C"
-
-
-def searcher(**changes: Any) -> SubAgent:
-    options: dict[str, Any] = {
-        "name": "searcher",
-        "description": "Finds facts.",
-        "model": "claude-sub",
-        "max_tokens": 200,
-        "tools": [lookup],
-    }
-    return SubAgent(**(options | changes))
-
-
-def researcher() -> SubAgent:
-    return SubAgent(
-        name="researcher",
-        description="Researches, with a searcher.",
-        model="claude-mid",
-        max_tokens=200,
-        tools=[searcher()],
-    )
-
-
-def by_model(scripts: dict[str, list[ScriptEntry]]) -> Any:
-    def respond(request: RecordedRequest) -> ScriptEntry:
-        return scripts[request.body["model"]].pop(0)
-
-    return respond
 
 
 def two_levels() -> FakeMessagesAPI:

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.support.subagents import by_model
 from toolrunner import (
     ApprovalDecided,
     ApprovalError,
@@ -26,7 +27,6 @@ from toolrunner._ops.cli import run as run_cli  # pyright: ignore[reportPrivateU
 from toolrunner.testing import (
     FailingCheckpointer,
     FakeMessagesAPI,
-    RecordedRequest,
     ScriptEntry,
     text_reply,
     tool_call,
@@ -58,13 +58,6 @@ def payer(**changes: Any) -> SubAgent:
         "tools": [pay],
     }
     return SubAgent(**(options | changes))
-
-
-def by_model(scripts: dict[str, list[ScriptEntry]]):  # type: ignore[no-untyped-def]
-    def respond(request: RecordedRequest) -> ScriptEntry:
-        return scripts[request.body["model"]].pop(0)
-
-    return respond
 
 
 def one_level() -> dict[str, list[ScriptEntry]]:

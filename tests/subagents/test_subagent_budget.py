@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.subagents import by_model, researcher, searcher
 from toolrunner import (
     MemoryCheckpointer,
     ParamsError,
@@ -19,7 +20,6 @@ from toolrunner import (
     ToolRunner,
     Usage,
     text_of,
-    tool,
 )
 from toolrunner._core.state import SubRunSummary
 from toolrunner._core.transitions import Limits, capped, limit_reached
@@ -50,46 +50,8 @@ def used(tokens: int) -> dict[str, int]:
     }
 
 
-@tool
-def lookup(city: str) -> str:
-    """Look a city up.
-
-    Args:
-        city: The city.
-    """
-    return f"{city}: 20 C"
-
-
-def searcher(**changes: Any) -> SubAgent:
-    options: dict[str, Any] = {
-        "name": "searcher",
-        "description": "Finds facts.",
-        "model": "claude-sub",
-        "max_tokens": 200,
-        "tools": [lookup],
-    }
-    return SubAgent(**(options | changes))
-
-
-def researcher() -> SubAgent:
-    return SubAgent(
-        name="researcher",
-        description="Researches, with a searcher.",
-        model="claude-mid",
-        max_tokens=200,
-        tools=[searcher()],
-    )
-
-
 def writer() -> SubAgent:
     return SubAgent(name="writer", description="Writes.", model="claude-writer", max_tokens=200)
-
-
-def by_model(scripts: dict[str, list[ScriptEntry]]):  # type: ignore[no-untyped-def]
-    def respond(request: RecordedRequest) -> ScriptEntry:
-        return scripts[request.body["model"]].pop(0)
-
-    return respond
 
 
 def looping(model_tokens: dict[str, int], parent: list[ScriptedReply]):  # type: ignore[no-untyped-def]

@@ -7,6 +7,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.support.subagents import by_model, ran, searcher
 from toolrunner import SubAgent, SubRunEvent, ToolCallFinished, ToolRunner, text_of, tool
 from toolrunner.testing import (
     FakeMessagesAPI,
@@ -18,40 +19,6 @@ from toolrunner.testing import (
 )
 
 pytestmark = pytest.mark.anyio
-
-ran: list[str] = []
-
-
-@tool
-def lookup(city: str) -> str:
-    """Look a city up.
-
-    Args:
-        city: The city.
-    """
-    ran.append(city)
-    return f"{city}: 20 C"
-
-
-def searcher(**changes: Any) -> SubAgent:
-    options: dict[str, Any] = {
-        "name": "searcher",
-        "description": "Finds facts.",
-        "model": "claude-sub",
-        "max_tokens": 200,
-        "system": "You search.",
-        "tools": [lookup],
-    }
-    return SubAgent(**(options | changes))
-
-
-def by_model(scripts: dict[str, list[ScriptEntry]]):  # type: ignore[no-untyped-def]
-    """A responder that answers each model from its own script, in order."""
-
-    def respond(request: RecordedRequest) -> ScriptEntry:
-        return scripts[request.body["model"]].pop(0)
-
-    return respond
 
 
 async def test_a_parent_calls_a_sub_agent_that_calls_a_tool() -> None:

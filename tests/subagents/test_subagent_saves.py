@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from toolrunner import MemoryCheckpointer, ParamsError, RunState, SubAgent, ToolRunner, tool
+from tests.support.subagents import by_model, lookup, ran, searcher
+from toolrunner import MemoryCheckpointer, ParamsError, RunState, ToolRunner, tool
 from toolrunner.testing import (
     FakeMessagesAPI,
-    RecordedRequest,
     ScriptEntry,
     text_reply,
     tool_call,
@@ -18,30 +18,6 @@ from toolrunner.testing import (
 )
 
 pytestmark = pytest.mark.anyio
-
-ran: list[str] = []
-
-
-@tool
-def lookup(city: str) -> str:
-    """Look a city up.
-
-    Args:
-        city: The city.
-    """
-    ran.append(city)
-    return f"{city}: 20 C"
-
-
-def searcher(**changes: Any) -> SubAgent:
-    options: dict[str, Any] = {
-        "name": "searcher",
-        "description": "Finds facts.",
-        "model": "claude-sub",
-        "max_tokens": 200,
-        "tools": [lookup],
-    }
-    return SubAgent(**(options | changes))
 
 
 def script() -> dict[str, list[ScriptEntry]]:
@@ -56,13 +32,6 @@ def script() -> dict[str, list[ScriptEntry]]:
             text_reply("Paris and Berlin: 20 C."),
         ],
     }
-
-
-def by_model(scripts: dict[str, list[ScriptEntry]]):  # type: ignore[no-untyped-def]
-    def respond(request: RecordedRequest) -> ScriptEntry:
-        return scripts[request.body["model"]].pop(0)
-
-    return respond
 
 
 class Crash(BaseException):

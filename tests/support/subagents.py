@@ -1,0 +1,60 @@
+"""What the tests of sub-agents share: a tool that counts its calls (``lookup``, into ``ran``), the
+sub-agents over it (``searcher``, and ``researcher`` over a searcher), and a responder that plays
+each model from its own script (``by_model``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from toolrunner import SubAgent, tool
+from toolrunner.testing import RecordedRequest, ScriptEntry
+
+__all__ = ["by_model", "lookup", "ran", "researcher", "searcher"]
+
+ran: list[str] = []
+"""The cities ``lookup`` looked up, in order (a test that counts them clears it first)."""
+
+
+@tool
+def lookup(city: str) -> str:
+    """Look a city up.
+
+    Args:
+        city: The city.
+    """
+    ran.append(city)
+    return f"{city}: 20 C"
+
+
+def searcher(**changes: Any) -> SubAgent:
+    """A sub-agent of model ``claude-sub`` with ``lookup``; ``changes`` replace its fields."""
+    options: dict[str, Any] = {
+        "name": "searcher",
+        "description": "Finds facts.",
+        "model": "claude-sub",
+        "max_tokens": 200,
+        "system": "You search.",
+        "tools": [lookup],
+    }
+    return SubAgent(**(options | changes))
+
+
+def researcher() -> SubAgent:
+    """A sub-agent of model ``claude-mid`` whose tool is a ``searcher``: two levels."""
+    return SubAgent(
+        name="researcher",
+        description="Researches, with a searcher.",
+        model="claude-mid",
+        max_tokens=200,
+        tools=[searcher()],
+    )
+
+
+def by_model(scripts: dict[str, list[ScriptEntry]]) -> Callable[[RecordedRequest], ScriptEntry]:
+    """A responder that answers each model from its own script, in order."""
+
+    def respond(request: RecordedRequest) -> ScriptEntry:
+        return scripts[request.body["model"]].pop(0)
+
+    return respond
