@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import AsyncIterator
 from typing import Any, cast
 from urllib.parse import quote
 
@@ -205,3 +206,29 @@ async def test_a_run_s_error_reaches_the_client_as_its_type_and_the_log_whole(
         assert "hunter2" not in shown
         assert "(OSError)" in shown
     assert "hunter2-SECRET" in caplog.text  # the server's log has it whole
+
+
+@pytest.mark.parametrize("make", [agui_app, ui_message_stream_app])
+@pytest.mark.parametrize("chunked", [False, True])
+async def test_a_body_over_max_body_is_413_and_not_read(make: Any, chunked: bool) -> None:
+    agent = make_agent(conversation())
+    big = json.dumps(agui(messages=[{"id": "u1", "role": "user", "content": "x" * 5000}])).encode()
+
+    async def pieces() -> AsyncIterator[bytes]:  # no content-length: counted as it comes
+        for start in range(0, len(big), 1000):
+            yield big[start : start + 1000]
+
+    async with agent, http(make(agent, max_body=4096)) as client:
+        headers = {"content-type": "application/json"}
+        answer = await client.post("/", content=pieces() if chunked else big, headers=headers)
+        assert await agent.store.get_run("t1") is None
+    assert answer.status_code == 413
+    assert "larger than 4096 bytes" in answer.json()["error"]
+
+
+@pytest.mark.parametrize("limit", [0, -1, 1.5, True, "1"])
+def test_max_body_is_a_positive_int(limit: object) -> None:
+    agent = make_agent(conversation())
+    for make in (agui_app, ui_message_stream_app):
+        with pytest.raises(ValueError, match="max_body="):
+            make(agent, max_body=limit)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]

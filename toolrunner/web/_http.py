@@ -4,7 +4,7 @@ errors as JSON, the streamed answer, and the example pages' files."""
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from importlib import resources
 from typing import TypeAlias
 from urllib.parse import unquote
@@ -21,11 +21,14 @@ from ._temporal import TemporalAgent
 __all__ = [
     "DECIDED_BY",
     "KEEP_ALIVE",
+    "MAX_BODY",
     "DecidedBy",
     "Served",
+    "check_max_body",
     "decided_by_header",
     "error_response",
     "make_app",
+    "read_body",
     "stream",
 ]
 
@@ -42,6 +45,46 @@ DecidedBy: TypeAlias = Callable[[Request], "str | None"]
 """Who decided, as ``by=`` records it, from the request that carries the decisions."""
 
 _STATIC = {"js": "text/javascript; charset=utf-8", "html": "text/html; charset=utf-8", "css": "text/css"}
+
+
+MAX_BODY = 16 * 1024**2
+"""The largest request body an app reads by default (``max_body=``): a conversation's whole history
+(AG-UI sends it with each request) is well within it."""
+
+
+def check_max_body(value: object) -> int:
+    """An app's ``max_body``, checked at its construction.
+
+    Raises:
+        ValueError: It is not a whole number of bytes above 0.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"max_body= is the largest request body in bytes, an int above 0, not {value!r}.")
+    return value
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request's body, read up to ``limit`` bytes.
+
+    Raises:
+        RequestError: 413, the body is larger (its declared length refused before a byte is read,
+            a body of no stated length as soon as it passes the limit); nothing was read into a run.
+    """
+    too_large = RequestError(
+        413, f"the body is larger than {limit} bytes, so it was not read; send a shorter conversation."
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    async with aclosing(request.stream()) as stream:  # left unread past the limit: closed here
+        async for chunk in stream:
+            size += len(chunk)
+            if size > limit:
+                raise too_large
+            chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def decided_by_header(request: Request) -> str | None:

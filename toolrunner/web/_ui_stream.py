@@ -42,7 +42,18 @@ from ._events import (
     ToolResult,
     UIEvent,
 )
-from ._http import KEEP_ALIVE, DecidedBy, Served, decided_by_header, error_response, make_app, stream
+from ._http import (
+    KEEP_ALIVE,
+    MAX_BODY,
+    DecidedBy,
+    Served,
+    check_max_body,
+    decided_by_header,
+    error_response,
+    make_app,
+    read_body,
+    stream,
+)
 from ._log import result_text
 from ._session import Decision, RequestError, RunView, Turn, decider, web_run_id
 
@@ -108,7 +119,12 @@ class _Body(BaseModel):
 
 
 def ui_message_stream_app(
-    agent: Served, *, decided_by: DecidedBy | None = None, page: bool = True, keep_alive: float | None = 15.0
+    agent: Served,
+    *,
+    decided_by: DecidedBy | None = None,
+    page: bool = True,
+    keep_alive: float | None = 15.0,
+    max_body: int = MAX_BODY,
 ) -> Starlette:
     """An ASGI app that serves ``agent`` as the AI SDK's UI message stream: ``POST /`` takes what
     ``useChat`` posts (``{"id": chat id, "messages": [...]}``); ``GET /{id}/stream`` reconnects
@@ -125,12 +141,19 @@ def ui_message_stream_app(
         keep_alive: After how many seconds of silence (a tool that runs long) a stream sends an
             SSE comment line, ``: keep-alive``, which clients ignore and which keeps proxies from
             cutting it as idle (``None``: never).
+        max_body: The largest request body it reads, in bytes; a larger one is a 413, refused
+            before it is read.
     """
     who = decided_by or decided_by_header
+    check_max_body(max_body)
 
     async def endpoint(request: Request) -> Response:
         try:
-            body = _Body.model_validate_json(await request.body())
+            raw = await read_body(request, max_body)
+        except RequestError as error:
+            return error_response(error)
+        try:
+            body = _Body.model_validate_json(raw)
         except ValidationError as error:
             problem = error.errors()[0]
             where = ".".join(str(part) for part in problem["loc"]) or "the body"
