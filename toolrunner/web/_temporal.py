@@ -197,10 +197,6 @@ class TemporalAgent(Serving):
     async def _decide(self, run: RunHandle, state: RunState, decision: Decision, by: str | None) -> None:
         from temporalio.client import WorkflowUpdateFailedError
 
-        for record in state.decisions:
-            if record.call.id == decision.call_id:
-                who = f" by {record.by!r}" if record.by else ""
-                raise RequestError(409, f"the call {decision.call_id!r} was {record.decision}{who} already.")
         try:
             if decision.approved:
                 await run.approve(decision.call_id, input=decision.input, by=by)
