@@ -173,6 +173,8 @@ def test_a_coordinator_paused_in_a_specialist_is_decided_in_the_inbox_and_a_resu
     assert (finished.usage.total.input_tokens, finished.usage.total.output_tokens) == (200, 20)
     tree = finished.tree_usage
     assert (len(tree.requests), tree.total.input_tokens, tree.total.output_tokens) == (6, 300, 30)
+    listed = summaries(url)["office"]
+    assert (listed.turns, listed.cost) == (2, tree.cost)  # the coordinator's turns, the tree's cost
     by_agent = finished.usage_by_agent()
     assert {path: usage.total.input_tokens for path, usage in by_agent.items()} == {
         (): 200,
