@@ -38,10 +38,7 @@ from tests.support.stores import KINDS
 from toolrunner import Resumer, RunStatus, RunSummary, open_store
 
 GUARD = 60.0  # seconds; reached only when a process hangs
-RESUME = [
-    *(sys.executable, "-W", "error", "-m", "toolrunner", "resume"),
-    *("--app", "tests.support.resumer_app:factory", "--poll-interval", "0.1"),
-]
+RESUME = [sys.executable, "-W", "error", "-m", "toolrunner", "resume", "--poll-interval", "0.1"]
 
 
 @pytest.fixture(params=[kind for kind in KINDS if kind != "memory"])
@@ -61,25 +58,26 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 class Resumers:
-    """``toolrunner resume`` processes, each logging to a file of its own."""
+    """``toolrunner resume --app app`` processes, each logging to a file of its own."""
 
-    def __init__(self, url: str, place: Path) -> None:
-        self.url, self.place = url, place
+    def __init__(self, url: str, place: Path, app: str = "tests.support.resumer_app:factory") -> None:
+        self.url, self.place, self.app = url, place, app
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
 
     def start(self, *names: str, options: tuple[str, ...] = ()) -> None:
         """Start a resumer of each name, and wait until each serves."""
         for name in names:
-            self._spawn(name, options)
+            self.spawn(name, options)
         for name in names:
             process = self.processes[name]
             wait_for(lambda: " serves; stop it with SIGTERM" in self.log(name) or process.poll() is not None)  # noqa: B023 - called at once
             assert process.poll() is None, self.log(name)
 
-    def _spawn(self, name: str, options: tuple[str, ...]) -> None:
+    def spawn(self, name: str, options: tuple[str, ...] = ()) -> None:
+        """Start a resumer of that name, without waiting until it serves."""
         log = (self.place / f"{name}.log").open("wb")
         process = subprocess.Popen(
-            [*RESUME, "--store", self.url, *options],
+            [*RESUME, "--app", self.app, "--store", self.url, *options],
             cwd=ROOT,
             env={**environment(), "RESUMER_TEST_DIR": str(self.place)},
             stdout=subprocess.DEVNULL,

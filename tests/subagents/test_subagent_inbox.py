@@ -1,17 +1,31 @@
 """The inbox and a call waiting inside a sub-agent's run (issue 30): the run's page shows the call
 with its path and the sub-agent's conversation, and approving it there decides it in the tree, as
-who logged in; the resumed run pays once."""
+who logged in; the resumed run pays once. The run is listed and shown with what its whole tree
+spent."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import pytest
 
 from tests.support.inbox_helpers import TOKEN, Person
-from toolrunner import MemoryCheckpointer, RunStatus, SubAgent, ToolRunner, tool
+from toolrunner import (
+    MemoryCheckpointer,
+    Price,
+    RunStatus,
+    RunStore,
+    SQLiteCheckpointer,
+    SubAgent,
+    ToolRunner,
+    tool,
+)
 from toolrunner._core.nested import record_in_tree
+from toolrunner._ops.cli import run as run_cli
 from toolrunner.inbox import create_app
 from toolrunner.testing import (
     FakeMessagesAPI,
@@ -35,6 +49,11 @@ def pay(amount: int) -> str:
 
 
 PAYER = SubAgent(name="payer", description="Pays bills.", model="claude-sub", max_tokens=200, tools=[pay])
+PRICES = {
+    model: Price(input=1000, output=1000, cache_read=0, cache_write=0)
+    for model in ("claude-parent", "claude-sub")
+}
+"""A token costs a thousandth of a dollar."""
 
 
 def fake() -> FakeMessagesAPI:
@@ -63,7 +82,7 @@ async def ada() -> AsyncIterator[tuple[Person, MemoryCheckpointer]]:
         yield person, store
 
 
-def runner(client: Any, store: MemoryCheckpointer) -> ToolRunner:
+def runner(client: Any, store: RunStore, **options: Any) -> ToolRunner:
     return ToolRunner(
         client,
         model="claude-parent",
@@ -72,6 +91,7 @@ def runner(client: Any, store: MemoryCheckpointer) -> ToolRunner:
         tools=[PAYER],
         checkpointer=store,
         run_id="bill",
+        **options,
     )
 
 
@@ -106,3 +126,39 @@ async def test_the_inbox_shows_a_nested_call_with_its_path_and_decides_it(
     await later.until_done()
     assert paid == [5]
     assert later.messages[-1]["content"][0]["text"] == "Paid."
+
+
+async def test_the_run_is_listed_and_shown_with_what_its_whole_tree_spent(tmp_path: Path) -> None:
+    """The store's summary (``runs list``, the inbox's tables), ``runs show`` and the inbox's run
+    page give the cost and tokens of the whole tree, as its budget counts them, not of the
+    parent's own requests only: its sub-agents' requests are paid for too."""
+    paid.clear()
+    store = SQLiteCheckpointer(tmp_path / "runs.db")
+    try:
+        paused = runner(fake().async_client(), store, prices=PRICES)
+        async for _ in paused:
+            pass
+        tree, own = paused.tree_usage, paused.usage
+        assert (len(tree.requests), len(own.requests)) == (2, 1)
+        assert tree.cost is not None
+        assert own.cost is not None
+        assert tree.cost > own.cost
+        summary = await store.get_run("bill")
+        assert summary is not None
+        assert (summary.turns, summary.cost) == (1, tree.cost)  # the parent's turns; the tree's cost
+        spent = (
+            f"1 turn, {tree.total.input_tokens:,} input and {tree.total.output_tokens:,} output tokens "
+            f"(with its sub-agents' 1 request), ${tree.cost:.4f}"
+        )
+        async with Person(create_app(store, token=TOKEN)) as ada:
+            await ada.log_in("ada")
+            await ada.get("/run", id="bill")
+            assert f"{spent}.".replace("'", "&#39;") in ada.last  # escaped as HTML
+            assert f'<td data-label="Cost">${tree.cost:.4f}</td>' in (await ada.get("/")).text
+        out, err = io.StringIO(), io.StringIO()
+        url = f"sqlite:///{tmp_path / 'runs.db'}"
+        shown = await anyio.to_thread.run_sync(run_cli, ["runs", "show", "bill", "--store", url], out, err)
+        assert shown == 0, err
+        assert spent in out.getvalue().splitlines()
+    finally:
+        store.close()

@@ -1,9 +1,9 @@
 """What the inbox's tests share: its token, a person using it through the app's ASGI interface,
 and saved runs that hold hostile text or secrets.
 
-``Person`` talks to the app in process (httpx2's ``ASGITransport``), as a browser would: it logs
-in, keeps the session cookie, reads each page's CSRF token and sends the ``Origin`` header a
-browser sends with a form.
+``Person`` talks to the app in process (httpx2's ``ASGITransport``), or to an inbox served in a
+process of its own, as a browser would: it logs in, keeps the session cookie, reads each page's
+CSRF token and sends the ``Origin`` header a browser sends with a form.
 """
 
 from __future__ import annotations
@@ -49,10 +49,12 @@ SECRETS = ("Bearer sk-header-secret-1", "bound-api-key-secret-2")
 
 
 class Person:
-    """One person using the inbox's app: their own cookies, the page they last read."""
+    """One person using the inbox's app: their own cookies, the page they last read. Without an
+    app, the inbox served at ``base_url``, over HTTP."""
 
-    def __init__(self, app: Starlette, *, base_url: str = ORIGIN) -> None:
-        self.client = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=base_url)
+    def __init__(self, app: Starlette | None = None, *, base_url: str = ORIGIN) -> None:
+        transport = None if app is None else httpx2.ASGITransport(app=app)
+        self.client = httpx2.AsyncClient(transport=transport, base_url=base_url)
         self.origin = base_url
         self.last = ""
 

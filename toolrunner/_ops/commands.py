@@ -34,6 +34,7 @@ from .render import (
     plural,
     runs_table,
     summary_data,
+    tree_tokens,
     waiting_lines,
 )
 
@@ -119,9 +120,8 @@ async def _show(context: CommandContext) -> None:
         context.json({"summary": summary_data(summary), "state": state.to_dict()})
         return
     context.print(*_heading(summary, context.now))
-    total = state.total
     context.print(
-        f"{plural(summary.turns, 'turn')}, {total.input_tokens:,} input and {total.output_tokens:,} output tokens"
+        f"{plural(summary.turns, 'turn')}, {tree_tokens(state)}"
         + ("" if summary.cost is None else f", ${summary.cost:.4f}")
     )
     context.print(*conversation(state, full=arguments.full))

@@ -15,6 +15,7 @@ from typing import Any, Literal, cast
 
 from .._core.nested import record_in_tree
 from .._core.state import CallRecord, CallStatus, Phase, RunState, plain_data
+from .._core.tree_usage import spent
 from .._core.types import ToolCall
 from .._core.unicode import sendable_text
 from .._stores.runs import RunStatus, RunSummary, waiting_calls
@@ -42,6 +43,7 @@ __all__ = [
     "summary_data",
     "table",
     "tool_description",
+    "tree_tokens",
     "waiting_lines",
 ]
 
@@ -165,6 +167,15 @@ def going_on(summary: RunSummary, now: datetime) -> str:
             return f"decided: resumer {lease.owner} takes it up"
         return "decided: goes on once a resumer takes it up, or the app resumes it"
     return "" if lease is None else f"in resumer {lease.owner}"
+
+
+def tree_tokens(state: RunState) -> str:
+    """The tokens of the run's tree (its sub-agents' requests too, saying how many), as ``runs
+    show`` and the inbox's run page give them beside the turns and the cost."""
+    tree = spent(state)
+    tokens = f"{tree.total.input_tokens:,} input and {tree.total.output_tokens:,} output tokens"
+    below = tree.requests - state.requests_sent
+    return f"{tokens} (with its sub-agents' {plural(below, 'request')})" if below else tokens
 
 
 def plural(count: int, noun: str, many: str | None = None) -> str:

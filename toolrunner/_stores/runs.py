@@ -19,6 +19,7 @@ from typing import cast
 from .._core.errors import StateError
 from .._core.nested import suspended, waiting_in_tree
 from .._core.state import CallRecord, CallStatus, Phase, RunState, plain_data
+from .._core.tree_usage import spent
 from .._core.types import EndReason, ToolCall
 from .._core.unicode import store_json
 
@@ -127,8 +128,9 @@ class RunSummary:
             sub-agent's run has its ``path`` too (``ToolCall.path``).
         created: When the run was first saved (UTC).
         updated: When it was last saved (UTC).
-        turns: How many requests got a reply.
-        cost: What they cost in US dollars; ``None`` once one had no price.
+        turns: How many requests of the run got a reply.
+        cost: What the run's tree cost in US dollars: its requests and its sub-agents' (as its
+            budget counts them, ``_core.tree_usage``); ``None`` once one had no price.
         failure: The error that stopped the last step (``{"type": ..., "message": ...}``), if any.
         lease: The lease of the resumer that holds the run (or held it, and stopped: it ran out),
             if one does.
@@ -181,7 +183,7 @@ class SummaryColumns:
             end_reason=state.end_reason,
             waiting=waiting,
             turns=state.requests_sent,
-            cost=None if state.cost is None else str(state.cost),
+            cost=None if (cost := spent(state).cost) is None else str(cost),
             failure=None if state.failure is None else store_json(dict(state.failure)),
         )
 

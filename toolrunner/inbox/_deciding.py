@@ -17,7 +17,7 @@ from starlette.responses import Response
 from .._core.errors import ApprovalError, CheckpointConflictError, CheckpointError, ToolInputError
 from .._core.nested import record_in_tree
 from .._core.state import CallRecord, plain_data
-from .._ops.render import printable
+from .._ops.render import printable, tree_tokens
 from .._stores.deciding import input_problems, parse_json
 from .._stores.runs import waiting_calls
 from ._auth import Session
@@ -68,13 +68,12 @@ class Deciding(Pages):
         if summary is None or loaded is None:
             return self._no_run(request, session, run_id)
         state = loaded.state
-        total = state.total
         now = datetime.now(UTC)
         run = {
             "run_id": summary.run_id,
             "status": summary.status.value,
             "turns": summary.turns,
-            "tokens": f"{total.input_tokens:,} input and {total.output_tokens:,} output tokens",
+            "tokens": tree_tokens(state),
             "cost": cost(summary) if summary.cost is not None else "cost unknown",
             "created": when(summary.created, now),
             "updated": when(summary.updated, now),
