@@ -261,12 +261,32 @@ async def test_a_worker_without_the_sub_agent_fails_the_run_naming_it(
 ) -> None:
     from temporalio.client import WorkflowFailureError
 
-    fake = FakeMessagesAPI(responder=by_model(one_level()))
-    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=[lookup]) as queue:
-        run = await start(temporal_env.client, queue, run_id="sub-missing", tools=[searcher()])
-        with pytest.raises(WorkflowFailureError) as failed:
-            await run.result()
-    assert "'searcher' is not registered on this worker" in str(failed.value.cause)
+    @tool(name="searcher")
+    def plain_searcher(task: str) -> str:
+        """A tool, not a sub-agent."""
+        return task
+
+    # Without it, the run's first request fails (its tools name it); with a tool of its name that is
+    # no sub-agent, the sub-run's first request does.
+    cases: list[tuple[list[Any], str, list[str]]] = [
+        ([lookup], "'searcher' is not registered on this worker", []),
+        ([plain_searcher], "'searcher' of this worker is not a sub-agent", ["claude-parent"]),
+    ]
+    for number, (tools, error, sent) in enumerate(cases):
+        fake = FakeMessagesAPI(responder=by_model(one_level()))
+        async with worker(temporal_env, fake, MemoryPayloadStore(), tools=tools) as queue:
+            run = await start(
+                temporal_env.client,
+                queue,
+                run_id=f"sub-missing-{number}",
+                tools=[searcher()],
+                model="claude-parent",
+                max_tokens=100,
+            )
+            with pytest.raises(WorkflowFailureError) as failed:
+                await run.result()
+        assert error in str(failed.value.cause)
+        assert [request.body["model"] for request in fake.requests] == sent
 
 
 # -- approvals ------------------------------------------------------------------------------------

@@ -133,8 +133,15 @@ def agent_of(tools: Mapping[str, RunnableTool], path: Sequence[str]) -> SubAgent
     agent: SubAgent | None = None
     for name in path[1::2]:
         found = tools.get(name)
-        if not isinstance(found, SubAgent):
+        if found is None:
             not_registered(name, tools)
+        if not isinstance(found, SubAgent):
+            raise ApplicationError(
+                f"the tool {name!r} of this worker is not a sub-agent (SubAgent), and the run's {name!r} is; every "
+                "worker of the task queue must be created with the runs' sub-agents: create_worker(tools=[...]).",
+                type=TOOL_NOT_REGISTERED,
+                non_retryable=True,
+            )
         agent, tools = found, found.runnable
     assert agent is not None, "a sub-run's path names its sub-agent"
     return agent
