@@ -1,5 +1,6 @@
 """Sub-agents' runs saved inside the parent's state: the JSON round trip, a crash inside the child
-and the resume, the Temporal driver's refusal, and definitions refused at construction."""
+and the resume, and definitions refused at construction (sub-agents on Temporal:
+tests/temporal/test_temporal_subagents.py)."""
 
 from __future__ import annotations
 
@@ -206,11 +207,3 @@ def test_a_sub_agents_definition_is_json_and_bad_ones_are_refused() -> None:
     for changes, match in cases:
         with pytest.raises(ParamsError, match=match):
             searcher(**changes)
-
-
-def test_a_temporal_run_refuses_a_sub_agent() -> None:
-    pytest.importorskip("temporalio")
-    from toolrunner.temporal._run_input import run_input  # pyright: ignore[reportPrivateUsage]
-
-    with pytest.raises(ParamsError, match="sub-agent"):
-        run_input(model="m", max_tokens=10, messages=[{"role": "user", "content": "Go."}], tools=[searcher()])

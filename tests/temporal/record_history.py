@@ -1,12 +1,13 @@
 """Record the workflow history that ``test_temporal_replay.py`` replays.
 
-    python -m tests.temporal.record_history            # core_history.json, output_history.json
+    python -m tests.temporal.record_history            # core_, output_ and subagent_history.json
     python -m tests.temporal.record_history --timeout  # and timeout_history.json (do not)
     python -m tests.temporal.record_history --all      # and the legacy histories (do not)
 
 writes ``tests/temporal/fixtures/run_history.json``, ``approval_history.json``,
-``family_history.json``, ``core_history.json``, ``timeout_history.json`` and ``output_history.json``
-(a typed answer, sent back once). Record it again only on purpose: the committed
+``family_history.json``, ``core_history.json``, ``timeout_history.json``, ``output_history.json``
+(a typed answer, sent back once) and ``subagent_history.json`` (a sub-agent's sub-agent, whose call
+waits for a decision). Record it again only on purpose: the committed
 history is what runs started by an older toolrunner left behind, and the replay test checks that
 today's workflow code still makes the same decisions for it. A change that breaks the replay
 breaks every run in flight; guard it with ``workflow.patched()`` instead of recording anew.
@@ -29,9 +30,17 @@ from temporalio.client import WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 
 from tests.temporal.temporal_helpers import Browser, member
-from toolrunner import ToolError, tool
+from toolrunner import SubAgent, ToolError, tool
 from toolrunner.temporal import MemoryPayloadStore, RunResult, create_worker, start_run
-from toolrunner.testing import FakeMessagesAPI, ScriptEntry, message_reply, text_reply, tool_call, tool_reply
+from toolrunner.testing import (
+    FakeMessagesAPI,
+    RecordedRequest,
+    ScriptEntry,
+    message_reply,
+    text_reply,
+    tool_call,
+    tool_reply,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FIXTURE = FIXTURES / "run_history.json"
@@ -46,6 +55,8 @@ TIMEOUT_FIXTURE = FIXTURES / "timeout_history.json"
 TIMEOUT_RUN_ID = "recorded-timeout"
 OUTPUT_FIXTURE = FIXTURES / "output_history.json"
 OUTPUT_RUN_ID = "recorded-output"
+SUBAGENT_FIXTURE = FIXTURES / "subagent_history.json"
+SUBAGENT_RUN_ID = "recorded-subagent"
 TASK_QUEUE = "recorded"
 
 
@@ -340,11 +351,84 @@ async def record_output(env: WorkflowEnvironment) -> tuple[RunResult, WorkflowHi
         return result, await run.workflow.fetch_history()
 
 
+def sub_agents() -> SubAgent:
+    """A coordinator whose specialist looks the weather up and pays (a payment waits for a decision)."""
+    specialist = SubAgent(
+        name="specialist", description="Pays.", model="claude-haiku-4-5", max_tokens=200, tools=[weather, pay]
+    )
+    return SubAgent(
+        name="coordinator",
+        description="Hands work out.",
+        model="claude-sonnet-4-5",
+        max_tokens=200,
+        tools=[specialist],
+    )
+
+
+def sub_agent_reply(request: RecordedRequest) -> ScriptEntry:
+    """The run's model calls the coordinator and a tool at once; the coordinator, its specialist;
+    the specialist, a tool and a payment at once; then each answers."""
+    model, first = request.body["model"], len(request.messages) == 1
+    if model == "claude-sonnet-4-6":
+        if first:
+            return tool_reply(
+                tool_call("coordinator", {"task": "Settle the bill."}, id="toolu_p1"),
+                tool_call("weather", {"city": "Oslo"}, id="toolu_p2"),
+            )
+        return text_reply("Settled, and it is sunny.")
+    if model == "claude-sonnet-4-5":
+        if first:
+            return tool_reply(tool_call("specialist", {"task": "Pay 500."}, id="toolu_m1"))
+        return text_reply("The specialist paid 50.")
+    if first:
+        return tool_reply(
+            tool_call("weather", {"city": "Bergen"}, id="toolu_c1"),
+            tool_call("pay", {"amount": 500}, id="toolu_c2"),
+        )
+    return text_reply("Paid 50.")
+
+
+async def record_subagents(env: WorkflowEnvironment) -> tuple[RunResult, WorkflowHistory]:
+    """A run whose sub-agent's sub-agent's payment waits for a decision, approved with an edited
+    input; its result and history."""
+    fake = FakeMessagesAPI(responder=sub_agent_reply)
+    tools: list[Any] = [weather, sub_agents()]
+    async with create_worker(
+        env.client,
+        task_queue=TASK_QUEUE,
+        tools=tools,
+        anthropic_client=fake.async_client(),
+        store=MemoryPayloadStore(),
+        on_event=lambda run_id, event: None,
+    ):
+        run = await start_run(
+            env.client,
+            run_id=SUBAGENT_RUN_ID,
+            task_queue=TASK_QUEUE,
+            tools=tools,
+            model="claude-sonnet-4-6",
+            max_tokens=1024,
+            messages=[{"role": "user", "content": "Settle the bill; and the weather in Oslo?"}],
+            max_iterations=20,
+        )
+        while True:  # until the tree pauses for the payment (the workflow runs on: poll its state)
+            if (await run.state()).end_reason == "awaiting_approval":
+                break
+            await asyncio.sleep(0.02)
+        await run.approve("toolu_c2", input={"amount": 50}, by="ada")
+        result = await run.result()
+        return result, await run.workflow.fetch_history()
+
+
 async def main() -> None:
     from toolrunner.temporal import start_test_environment
 
     async with await start_test_environment() as env:
-        recorders = [(record_core, CORE_FIXTURE), (record_output, OUTPUT_FIXTURE)]
+        recorders = [
+            (record_core, CORE_FIXTURE),
+            (record_output, OUTPUT_FIXTURE),
+            (record_subagents, SUBAGENT_FIXTURE),
+        ]
         if "--timeout" in sys.argv:  # recorded before the approval timeout was the core's: never again
             recorders.append((record_timeout, TIMEOUT_FIXTURE))
         if "--all" in sys.argv:  # the legacy histories: never again, but on purpose

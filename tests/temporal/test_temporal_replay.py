@@ -2,7 +2,8 @@
 started by an earlier toolrunner (the committed histories) go on after an upgrade: those recorded
 before the workflow drove the run's core through the legacy body (no ``effects-core`` marker),
 those recorded since through the core's driver (one of them, a run whose approval timed out, when
-the workflow still denied the undecided calls itself; one, a run with a typed answer sent back once).
+the workflow still denied the undecided calls itself; one, a run with a typed answer sent back once;
+one, a run whose sub-agent's sub-agent waited for a decision).
 
 The legacy body's histories: three recorded before the core (``record_history.py``), and six of
 ``record_legacy.py`` (close, deny and answer, an approval timeout, ``final_answer``,
@@ -33,6 +34,8 @@ from tests.temporal.record_history import (
     OUTPUT_FIXTURE,
     OUTPUT_RUN_ID,
     RUN_ID,
+    SUBAGENT_FIXTURE,
+    SUBAGENT_RUN_ID,
     TIMEOUT_FIXTURE,
     TIMEOUT_RUN_ID,
     record,
@@ -63,7 +66,12 @@ LEGACY = [
     *((run_id, path) for _, run_id, path in LEGACY_RECORDERS),
 ]
 """The histories of runs on the legacy body: no ``effects-core`` marker."""
-CORE = [(CORE_RUN_ID, CORE_FIXTURE), (TIMEOUT_RUN_ID, TIMEOUT_FIXTURE), (OUTPUT_RUN_ID, OUTPUT_FIXTURE)]
+CORE = [
+    (CORE_RUN_ID, CORE_FIXTURE),
+    (TIMEOUT_RUN_ID, TIMEOUT_FIXTURE),
+    (OUTPUT_RUN_ID, OUTPUT_FIXTURE),
+    (SUBAGENT_RUN_ID, SUBAGENT_FIXTURE),
+]
 """The histories recorded by the core's driver."""
 
 
@@ -170,3 +178,20 @@ def test_the_typed_answer_is_in_the_recorded_result() -> None:
     history = load(OUTPUT_RUN_ID, OUTPUT_FIXTURE)
     assert result_of(history)["output"] == {"city": "Paris", "celsius": 21}
     assert commands(history).count("activity toolrunner.request") == 3  # the answer sent back once
+
+
+def test_the_sub_agents_history_runs_its_sub_runs_in_the_workflow() -> None:
+    history = load(SUBAGENT_RUN_ID, SUBAGENT_FIXTURE)
+    asked = commands(history)
+    # the run's requests, the coordinator's and the specialist's; three tool calls; the approved input checked
+    assert asked.count("activity toolrunner.request") == 6
+    assert asked.count("activity toolrunner.tool") == 3
+    assert asked.count("activity toolrunner.decision") == 1
+    assert "child_workflow" not in history.to_json()
+    paths = [
+        json.loads(event.activity_task_scheduled_event_attributes.input.payloads[0].data)["path"]
+        for event in history.events
+        if event.activity_task_scheduled_event_attributes.activity_type.name == "toolrunner.tool"
+    ]
+    specialist = ["toolu_p1", "coordinator", "toolu_m1", "specialist"]
+    assert sorted(paths, key=repr) == sorted([None, specialist, specialist], key=repr)

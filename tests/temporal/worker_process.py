@@ -3,7 +3,8 @@
     python -m tests.temporal.worker_process --target HOST:PORT --task-queue Q --base-url URL --store DIR --log FILE [--block]
 
 Its tools write a line to ``--log`` as each call starts and ends; with ``--block``, ``charge`` and
-``lookup`` never end (the test kills this process while they run).
+``lookup`` never end (the test kills this process while they run). The sub-agent ``auditor`` looks
+orders up with ``lookup``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 import anthropic
 from temporalio.client import Client
 
-from toolrunner import tool
+from toolrunner import SubAgent, tool
 from toolrunner.temporal import FilePayloadStore, create_worker
 
 parser = argparse.ArgumentParser()
@@ -62,12 +63,17 @@ async def lookup(order: str) -> str:
     return f"order {order}: paid"
 
 
+auditor = SubAgent(
+    name="auditor", description="Checks an order.", model="claude-haiku-4-5", max_tokens=100, tools=[lookup]
+)
+
+
 async def main() -> None:
     client = await Client.connect(args.target)
     worker = create_worker(
         client,
         task_queue=args.task_queue,
-        tools=[step, charge, lookup],
+        tools=[step, charge, lookup, auditor],
         anthropic_client=anthropic.AsyncAnthropic(api_key="sk-ant-fake-key", base_url=args.base_url),
         store=FilePayloadStore(args.store),
         max_cached_workflows=0,  # no sticky queue: the next worker takes the run at once

@@ -1,4 +1,5 @@
-"""A run as a tool: ``SubAgent``, and where a driver finds a sub-agent's tools (``agent_at``,
+"""A run as a tool: ``SubAgent``, what the core reads of one (``agent_plan``, also from its
+``definition()`` data alone), and where a driver finds a sub-agent's tools (``agent_at``,
 ``execution_at``).
 
 A ``SubAgent`` is given in a run's ``tools=[...]`` like a tool; the model sees a tool of its name
@@ -21,12 +22,12 @@ from .._core.errors import ParamsError, ToolInputError, ToolRunnerError
 from .._core.state import plain_data
 from .._core.subruns import AgentPlan
 from .._core.transitions import Limits
-from .._core.types import ToolCall
+from .._core.types import ToolCall, ToolFlags
 from .execution import ExecutionOptions
 from .tool import Tool, ToolContext, as_tool
 from .toolsets import RunnableTool, Toolset
 
-__all__ = ["SubAgent", "agent_at", "execution_at", "tool_at"]
+__all__ = ["SubAgent", "agent_at", "agent_plan", "execution_at", "tool_at"]
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _RESERVED = ("messages", "tools", "model", "max_tokens", "system", "stream", "tool_choice")
@@ -114,18 +115,9 @@ class SubAgent:
         """Its tools by name, as they run."""
         self.wire: list[Mapping[str, Any]] = [tool.to_param() for tool in self.tools]
         """Its tools' definitions, as its requests send them."""
-        request: dict[str, Any] = {"model": model, "max_tokens": max_tokens}
         if system is not None:
-            request["system"] = plain_data(system, f"{where}'s system")
-        self.agent_plan = AgentPlan(
-            name=name,
-            params={**request, **self.params},
-            tools=tuple(tool.name for tool in self.tools),
-            flags=self.runnable,
-            limits=Limits(
-                max_iterations=max_iterations, max_total_tokens=max_total_tokens, max_cost=self.max_cost
-            ),
-        )
+            plain_data(system, f"{where}'s system")
+        self.agent_plan = agent_plan(self.definition(), self.runnable)
         """What the core reads of it (``_core.subruns``)."""
 
     def definition(self) -> dict[str, Any]:
@@ -172,7 +164,8 @@ class SubAgent:
 
     async def _not_here(self, **_: object) -> object:
         raise ToolRunnerError(
-            f"the sub-agent {self.name!r} was run as a plain tool; only a ToolRunner runs sub-agents (as sub-runs)."
+            f"the sub-agent {self.name!r} was run as a plain tool; sub-agents run as sub-runs, in a ToolRunner or in "
+            "a Temporal run's workflow."
         )
 
     def __repr__(self) -> str:
@@ -228,6 +221,27 @@ def _runnable(where: str, tools: Iterable[object]) -> tuple[RunnableTool, ...]:
         names.add(tool.name)
         found.append(tool)
     return tuple(found)
+
+
+def agent_plan(definition: Mapping[str, Any], flags: Mapping[str, ToolFlags]) -> AgentPlan:
+    """What the core reads of the sub-agent ``definition`` (``SubAgent.definition()``'s data) whose
+    tools have ``flags`` (by name): a ``SubAgent``'s own, or, in a Temporal workflow, the flags of
+    tools whose code is on the workers."""
+    request: dict[str, Any] = {"model": definition["model"], "max_tokens": definition["max_tokens"]}
+    if definition["system"] is not None:
+        request["system"] = definition["system"]
+    max_cost = definition["max_cost"]
+    return AgentPlan(
+        name=definition["name"],
+        params={**request, **definition["params"]},
+        tools=tuple(definition["tools"]),
+        flags=flags,
+        limits=Limits(
+            max_iterations=definition["max_iterations"],
+            max_total_tokens=definition["max_total_tokens"],
+            max_cost=None if max_cost is None else Decimal(max_cost),
+        ),
+    )
 
 
 # -- where a driver finds a sub-agent's tools ---------------------------------------------------------

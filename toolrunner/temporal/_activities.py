@@ -14,12 +14,18 @@ workflow heard.
 A worker's ``Toolset`` objects (an MCP server's session, say) are opened once, when the worker
 starts, and closed when it stops (``open_tools``, ``close_tools``); their tools are read again
 when they change, and each call is an activity like any other.
+
+A sub-agent (``SubAgent``) is registered like a tool, by name: its sub-runs run in the workflow,
+and the activities of a sub-run (its requests, its gates, its calls, the decisions on them) name
+the sub-run's path (``SubRunEvent.path``), by which they find its sub-agent among the worker's
+tools, and its tools among the sub-agent's (``_tools.subagents``, as a ``ToolRunner`` does); the
+events they report are the sub-run's, ``SubRunEvent`` s with that path.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
@@ -37,6 +43,7 @@ from .._core.events import (
     ApprovalRequested,
     MessageFinished,
     RunnerEvent,
+    SubRunEvent,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -54,10 +61,11 @@ from .._runner.streaming import StreamWatch
 from .._tools.approvals import evaluate_gates, tool_definition
 from .._tools.execution import CallHooks, ExecutionOptions, run_one
 from .._tools.results import DEFAULT_ADAPTER, ToolResultAdapter
+from .._tools.subagents import execution_at
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool, Toolset
 from .._tracing.trace import TracedCall, trace_tool_calls, untraced
-from ._activity_support import NoRunner, heartbeating, not_registered, raise_for_status
+from ._activity_support import NoRunner, agent_of, agent_wire, heartbeating, not_registered, raise_for_status
 from ._data import (
     DecisionInput,
     EventsInput,
@@ -229,6 +237,11 @@ class Activities:
             not_registered(entry, self.definitions)
         return definitions
 
+    def _agent_options(self, path: Sequence[str], timeout: float | None) -> ExecutionOptions:
+        """How the calls of the sub-run at ``path`` run: its sub-agent's tools (``execution_at``)."""
+        agent_of(self.tools, path)  # one the worker has
+        return execution_at(self._options(timeout), path[1::2])
+
     # -- toolrunner.request -----------------------------------------------------------------------
 
     @activity.defn(name=REQUEST_ACTIVITY)
@@ -243,22 +256,26 @@ class Activities:
             messages=tuple(await self.payloads.resolve(history.messages)),
             final_answer=cast(Any, input.final_answer),
         )
-        wire = [definition for entry in history.tools for definition in self._definitions(entry)]
-        cache = None if input.cache is None else Caching(CachePolicy(**input.cache))
-        kwargs = request_params(state, wire, cache)
+        path = input.path
         output = None if input.output is None else self.outputs.find(input.output)
-        if output is not None:  # the type's schema, as ToolRunner sends it (_core.output)
-            kwargs = output.request(kwargs)
-        if input.compaction is not None:
-            kwargs = compaction_request(kwargs, input.compaction)
-        reply = await heartbeating(self._send(input.run_id, kwargs))
+        if path:  # a sub-run's: its sub-agent's tools (no cache policy, no typed answer yet: as ToolRunner)
+            kwargs = request_params(state, agent_wire(agent_of(self.tools, path), history.tools))
+        else:
+            wire = [definition for entry in history.tools for definition in self._definitions(entry)]
+            cache = None if input.cache is None else Caching(CachePolicy(**input.cache))
+            kwargs = request_params(state, wire, cache)
+            if output is not None:  # the type's schema, as ToolRunner sends it (_core.output)
+                kwargs = output.request(kwargs)
+            if input.compaction is not None:
+                kwargs = compaction_request(kwargs, input.compaction)
+        reply = await heartbeating(self._send(input.run_id, kwargs, path=path))
         _check(reply)
         parsed, answer = (reply, None) if output is None else answer_data(output, reply)
         if answer is not None:  # a large answer travels by reference, as a large block does
             answer["value"] = await self.payloads.stash_value(answer["value"])
-        self._emit(input.run_id, MessageFinished(message=parsed))  # with parsed_output, as ToolRunner's
+        self._emit(input.run_id, MessageFinished(message=parsed), path)  # with parsed_output, as ToolRunner's
         calls = pending_calls(RunState(params={}, phase=Phase.WITH_BODY, reply=reply))
-        gated = await self._gate(input.run_id, calls, input.removed or ())
+        gated = await self._gate(input.run_id, calls, input.removed or (), path)
         return RequestOutput(
             reply=await self.payloads.stash_reply(reply),
             beta=isinstance(reply, BetaMessage),
@@ -267,24 +284,30 @@ class Activities:
             gated=gated.gated,
             denied=gated.denied,
             definitions=gated.definitions,
-            specs=self._specs_of(calls),
+            specs=[] if path else self._specs_of(calls),
             output=answer,
         )
 
-    async def _gate(self, run_id: str, calls: Iterable[ToolCall], removed: Iterable[str]) -> GateOutput:
+    async def _gate(
+        self,
+        run_id: str,
+        calls: Iterable[ToolCall],
+        removed: Iterable[str],
+        path: Sequence[str] | None = None,
+    ) -> GateOutput:
         """Which of ``calls`` wait for a decision, as ``ToolRunner`` finds them (the tools' gates
         may be functions of the call), with their tools' definitions; a gate that raises denies
-        its call."""
-        find = self._options(None, removed=removed).find
+        its call. ``path``: the calls of that sub-run, whose tools are its sub-agent's."""
+        find = (self._agent_options(path, None) if path else self._options(None, removed=removed)).find
         gated, denied = await evaluate_gates(list(calls), find)
         definitions: dict[str, dict[str, Any]] = {}
         for call in gated:
-            self._emit(run_id, ApprovalRequested(call=call))
+            self._emit(run_id, ApprovalRequested(call=call), path)
             tool = find(call)
             if tool is not None:
                 definitions[call.id] = tool_definition(tool)
         for call, reason in denied:
-            self._emit(run_id, ApprovalDecided(call=call, decision="denied", reason=reason, via="gate"))
+            self._emit(run_id, ApprovalDecided(call=call, decision="denied", reason=reason, via="gate"), path)
         return GateOutput(
             gated=[call.id for call in gated],
             denied={call.id: reason for call, reason in denied},
@@ -307,17 +330,19 @@ class Activities:
                 )
         return list(specs.values())
 
-    async def _send(self, run_id: str, kwargs: dict[str, Any], *, report: bool = True) -> Reply:
+    async def _send(
+        self, run_id: str, kwargs: dict[str, Any], *, report: bool = True, path: Sequence[str] | None = None
+    ) -> Reply:
         emit: Callable[[RunnerEvent], None] | None = None
         if self.on_event is not None and report:
-            emit = partial(self._emit, run_id)
+            emit = partial(self._emit, run_id, path=path)
         try:
             if not self.stream or not report:
                 reply = cast(Reply, await send_request(self.client, kwargs))
                 if report:
                     for index, block in enumerate(reply.content):
                         if block.type == "text":
-                            self._emit(run_id, TextDelta(text=block.text, index=index))
+                            self._emit(run_id, TextDelta(text=block.text, index=index), path)
                 return reply
             watch = cast(StreamWatch, await send_request(self.client, kwargs, stream=True, emit=emit))
             try:
@@ -352,7 +377,8 @@ class Activities:
     async def gate(self, input: GateInput) -> GateOutput:
         """Evaluate the gates of calls no request saw (the calls of a history a client set)."""
         self._fresh()
-        return await self._gate(input.run_id, [read_call(call) for call in input.calls], input.removed)
+        calls = [read_call(call) for call in input.calls]
+        return await self._gate(input.run_id, calls, input.removed, input.path)
 
     # -- toolrunner.tool --------------------------------------------------------------------------
 
@@ -361,10 +387,15 @@ class Activities:
         """Run one tool call as a ``ToolRunner`` would; a large result goes to the store."""
         self._fresh()
         call = ToolCall(id=input.id, name=input.name, input=input.input, toolset_name=input.toolset_name)
-        # For a call to no tool of the run, the core's message names the run's tools.
-        options = self._options(input.timeout, input.available, input.unrunnable, input.removed)
-        if input.available is None and options.find(call) is None:
-            not_registered(call.toolset_name or call.name, {**self.tools, **self.families})
+        path = input.path
+        if path:  # a sub-run's call: its sub-agent's tools (to no tool of it, the message names them)
+            options = self._agent_options(path, input.timeout)
+            if input.available is None and options.find(call) is None:
+                not_registered(call.name, options.tools)
+        else:  # for a call to no tool of the run, the core's message names the run's tools
+            options = self._options(input.timeout, input.available, input.unrunnable, input.removed)
+            if input.available is None and options.find(call) is None:
+                not_registered(call.toolset_name or call.name, {**self.tools, **self.families})
         approved = input.approved_input
 
         def input_of(call: ToolCall) -> object:
@@ -380,8 +411,8 @@ class Activities:
         hooks = CallHooks(
             context=lambda call: ToolContext(call=call, runner=NoRunner(input.run_id)),
             input_of=input_of,
-            started=lambda call, early: self._started(input.run_id, call),
-            finished=lambda call, block, duration: self._finished(input.run_id, call, block, duration),
+            started=lambda call, early: self._started(input.run_id, call, path),
+            finished=lambda call, block, duration: self._finished(input.run_id, call, block, duration, path),
             traced=traced,
         )
         block = await heartbeating(run_one(call, options, hooks))
@@ -395,9 +426,16 @@ class Activities:
         answer as a tool's return value is converted (its tool_result block)."""
         self._fresh()
         if input.kind == "approve":
-            tool = self._options(None).find(ToolCall(input.id, input.name, None, input.toolset_name))
-            if tool is None:
-                not_registered(input.toolset_name or input.name, {**self.tools, **self.families})
+            call = ToolCall(input.id, input.name, None, input.toolset_name)
+            if input.path:  # a call inside a sub-run: its sub-agent's tool
+                options = self._agent_options(input.path, None)
+                tool = options.find(call)
+                if tool is None:
+                    not_registered(input.name, options.tools)
+            else:
+                tool = self._options(None).find(call)
+                if tool is None:
+                    not_registered(input.toolset_name or input.name, {**self.tools, **self.families})
             try:
                 tool.parse_input(input.value)
             except ToolInputError as error:
@@ -424,19 +462,30 @@ class Activities:
         for data in input.events:
             self._emit(input.run_id, read_event(data))
 
-    async def _started(self, run_id: str, call: ToolCall) -> None:
-        self._emit(run_id, ToolCallStarted(call=call))
+    async def _started(self, run_id: str, call: ToolCall, path: Sequence[str] | None) -> None:
+        self._emit(run_id, ToolCallStarted(call=call), path)
 
     async def _finished(
-        self, run_id: str, call: ToolCall, block: ToolResultBlockParam, duration: float
+        self,
+        run_id: str,
+        call: ToolCall,
+        block: ToolResultBlockParam,
+        duration: float,
+        path: Sequence[str] | None,
     ) -> None:
         self._emit(
-            run_id, ToolCallFinished(call=call, duration=duration, is_error=bool(block.get("is_error")))
+            run_id,
+            ToolCallFinished(call=call, duration=duration, is_error=bool(block.get("is_error"))),
+            path,
         )
 
-    def _emit(self, run_id: str, event: RunnerEvent) -> None:
+    def _emit(self, run_id: str, event: RunnerEvent, path: Sequence[str] | None = None) -> None:
+        """Hand ``on_event`` an event of the run; of the sub-run at ``path``, as its parent's
+        listener hears it (a ``SubRunEvent``)."""
         if self.on_event is None:
             return
+        if path:
+            event = SubRunEvent(tuple(path), event)
         try:
             self.on_event(run_id, event)
         except Exception:  # a listener's failure must not fail (and so retry) a call that finished

@@ -1,5 +1,5 @@
-"""What the activities share: heartbeats, errors as Temporal's retry policy reads them, and the
-runner a tool in an activity does not have."""
+"""What the activities share: heartbeats, errors as Temporal's retry policy reads them, the
+runner a tool in an activity does not have, and a sub-run's sub-agent found by its path."""
 
 from __future__ import annotations
 
@@ -16,9 +16,11 @@ from temporalio.exceptions import ApplicationError
 
 from .._core.errors import ToolRunnerError
 from .._core.types import Reply, RunnerView
+from .._tools.subagents import SubAgent
+from .._tools.toolsets import RunnableTool
 from ._names import TOOL_NOT_REGISTERED
 
-__all__ = ["NoRunner", "heartbeating", "not_registered", "raise_for_status"]
+__all__ = ["NoRunner", "agent_of", "agent_wire", "heartbeating", "not_registered", "raise_for_status"]
 
 T = TypeVar("T")
 
@@ -123,3 +125,37 @@ def not_registered(name: str, tools: Mapping[str, object]) -> NoReturn:
         type=TOOL_NOT_REGISTERED,
         non_retryable=True,
     )
+
+
+def agent_of(tools: Mapping[str, RunnableTool], path: Sequence[str]) -> SubAgent:
+    """The sub-agent whose sub-run is at ``path`` (``SubRunEvent.path``): its name among a worker's
+    ``tools``, then among its tools, ...; a worker that has none there fails the run (``not_registered``)."""
+    agent: SubAgent | None = None
+    for name in path[1::2]:
+        found = tools.get(name)
+        if found is None:
+            not_registered(name, tools)
+        if not isinstance(found, SubAgent):
+            raise ApplicationError(
+                f"the tool {name!r} of this worker is not a sub-agent (SubAgent), and the run's {name!r} is; every "
+                "worker of the task queue must be created with the runs' sub-agents: create_worker(tools=[...]).",
+                type=TOOL_NOT_REGISTERED,
+                non_retryable=True,
+            )
+        agent, tools = found, found.runnable
+    assert agent is not None, "a sub-run's path names its sub-agent"
+    return agent
+
+
+def agent_wire(agent: SubAgent, tools: Sequence[object]) -> list[Any]:
+    """The definitions of the tools of ``agent`` that ``tools`` (a sub-run's ``tools`` param) names."""
+    wire = {tool.name: definition for tool, definition in zip(agent.tools, agent.wire, strict=True)}
+    found: list[Any] = []
+    for entry in tools:
+        if not isinstance(entry, str):
+            found.append(entry)
+        elif entry in wire:
+            found.append(wire[entry])
+        else:
+            not_registered(entry, agent.runnable)
+    return found

@@ -10,6 +10,10 @@ semantics: it is queued, and applied at the next point where a loop body could s
 next reply is handed over (that reply is then not appended by the run, and its calls do not run:
 the history is the one steered), or at once while the run is paused for decisions. The update returns once it is
 applied, or fails if the run ended first or the history it makes would be refused by the service.
+
+The calls that wait are the tree's (``_core.nested``): the run's own, then those inside its
+sub-agents' paused sub-runs, each with its path; a decision takes the call's id, wherever in the
+tree it is, as a ``ToolRunner``'s does.
 """
 
 from __future__ import annotations
@@ -25,15 +29,16 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from anthropic.types import ToolResultBlockParam
 
-    from .._core.approval import call_decided
     from .._core.effects import Decisions
     from .._core.errors import ParamsError, ToolRunnerError
     from .._core.ids import check_by, check_reason
     from .._core.messages import message_param
+    from .._core.nested import decided_in_tree
     from .._core.results import tool_result_block
     from .._core.run import RunCore
-    from .._core.state import Phase, decided_at
-    from .._core.types import Decision
+    from .._core.state import CallStatus, Phase, RunState, decided_at
+    from .._core.transitions import pending_calls, record_of
+    from .._core.types import Decision, ToolCall
     from .._runner.params import TRANSPORT, check_params
     from .._tools.toolsets import RunnableTool
     from ._data import ActivityOptions, Answer, Approval, DecisionInput, Denial
@@ -231,7 +236,7 @@ class ClientControls:
         try:
             self.apply_steering()
             await workflow.wait_condition(
-                lambda: core.closing or not core.waiting(), timeout=self._approval_timeout
+                lambda: core.closing or not core.waiting_in_tree(), timeout=self._approval_timeout
             )
         except TimeoutError:
             return Decisions.TIMED_OUT
@@ -258,11 +263,12 @@ class ClientControls:
         self._check_decision(answer.id, "answered")
 
     def _check_decision(self, tool_use_id: str, decision: Decision) -> None:
-        """Refuse (before anything is recorded) a decision the lifecycle would refuse."""
+        """Refuse (before anything is recorded) a decision the lifecycle would refuse (on a call
+        anywhere in the tree, as ``RunCore.decide`` takes it)."""
         self._check_going_on(_DECIDING[decision])
         placeholder = tool_result_block(tool_use_id, "", is_error=True)
         try:
-            call_decided(self._core.state, tool_use_id, decision, result=placeholder)
+            decided_in_tree(self._core.state, tool_use_id, decision, result=placeholder)
         except ToolRunnerError as error:
             raise ApplicationError(str(error), type=type(error).__name__) from None
 
@@ -292,12 +298,20 @@ class ClientControls:
     ) -> dict[str, Any]:
         """Check an approved input, or convert an answer, on a worker: the tools and the result
         adapter are code. What the worker refuses is refused to the client, and nothing changes."""
-        call = self._core.find(tool_use_id)
-        assert call is not None  # the validator checked
+        call = self._find(tool_use_id)
         try:
             decided: dict[str, Any] = await workflow.execute_activity(
                 DECISION_ACTIVITY,
-                DecisionInput(self._run_id, call.id, call.name, kind, value, is_error, call.toolset_name),
+                DecisionInput(
+                    self._run_id,
+                    call.id,
+                    call.name,
+                    kind,
+                    value,
+                    is_error,
+                    call.toolset_name,
+                    path=list(call.path) if call.path else None,
+                ),
                 result_type=dict,
                 start_to_close_timeout=self._options.tool_start_to_close,
                 retry_policy=self._options.tool_retry,
@@ -311,6 +325,13 @@ class ClientControls:
             raise
         return decided
 
+    def _find(self, tool_use_id: str) -> ToolCall:
+        """The call a decision is on: of the run's turn, or one inside a sub-run (with its path,
+        whose sub-agent's tool checks an approved input)."""
+        call = self._core.find(tool_use_id) or _nested(self._core.state, tool_use_id)
+        assert call is not None  # the validator checked
+        return call
+
     def close(self) -> None:
         """``ToolRunner.close()``: while a step is under way it finishes whole, then the loop ends."""
         self._core.close()
@@ -319,10 +340,24 @@ class ClientControls:
         return self._core.state.to_dict()
 
     def pending_approvals(self) -> list[dict[str, Any]]:
-        return [call_data(call) for call in self._core.waiting()]
+        """The calls of the tree that wait, each with its path (``call_data``)."""
+        return [call_data(call) for call in self._core.waiting_in_tree()]
 
 
 _DECIDING: dict[Decision, str] = {"approved": "approve", "denied": "deny", "answered": "answer"}
+
+
+def _nested(state: RunState, tool_use_id: str, path: tuple[str, ...] = ()) -> ToolCall | None:
+    """The call ``tool_use_id`` of the current turn of a sub-run of ``state``'s tree, with its path."""
+    for call in pending_calls(state):
+        if path and call.id == tool_use_id:
+            return dataclasses.replace(call, path=path)
+        record = record_of(state, call)
+        if record is not None and record.status is CallStatus.STARTED and record.sub_run is not None:
+            below = (*path, call.id, record.sub_run.agent)
+            if (found := _nested(record.sub_run.state, tool_use_id, below)) is not None:
+                return found
+    return None
 
 
 def check_settable(changes: Mapping[str, Any]) -> None:

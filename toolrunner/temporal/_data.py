@@ -151,6 +151,11 @@ class ToolSpec:
     timeout: float | None = None
     gated: bool = False
     """Whether its calls may wait for a decision (its ``requires_approval`` is not ``False``)."""
+    agent: dict[str, Any] | None = None
+    """For a sub-agent (``SubAgent``): its ``definition()``, from which the workflow runs its
+    sub-runs (its code, its tools', is on the workers, found by name)."""
+    tools: "list[ToolSpec] | None" = None
+    """For a sub-agent: the flags of its tools (a sub-agent among them has its own ``agent``)."""
 
 
 @dataclass
@@ -231,6 +236,9 @@ class RequestInput:
     """Tools the run's tool changes removed: their calls are not gated (they run no tool)."""
     output: dict[str, Any] | None = None
     """The run's output type: ``{"name", "schema"}`` (its schema is sent in ``output_config``)."""
+    path: list[str] | None = None
+    """A sub-run's request: the path of its sub-run (``SubRunEvent.path``: the call's id and the
+    sub-agent's name, for each level), whose sub-agent's tools it offers; ``None``: the run's own."""
 
 
 @dataclass
@@ -288,6 +296,8 @@ class GateInput:
     calls: list[dict[str, Any]]
     """``{"id", "name", "input", "toolset_name"}`` of each call."""
     removed: list[str] = field(default_factory=list[str])
+    path: list[str] | None = None
+    """Calls of a sub-run: its path (their gates are its sub-agent's tools')."""
 
 
 @dataclass
@@ -350,6 +360,8 @@ class ToolInput:
     """Tools the run's tool changes removed: a call to one is answered like a call to no tool."""
     trace: dict[str, Any] | None = None
     """``{"content": ...}`` when the run is traced: the call gets an ``execute_tool`` span."""
+    path: list[str] | None = None
+    """A call of a sub-run: its path (``RequestInput.path``); its tool is its sub-agent's."""
 
 
 @dataclass
@@ -394,6 +406,8 @@ class DecisionInput:
     value: Any
     is_error: bool = False
     toolset_name: str | None = None
+    path: list[str] | None = None
+    """A call of a sub-run: its path (``RequestInput.path``); its tool is its sub-agent's."""
 
 
 @dataclass

@@ -9,14 +9,15 @@ pause) and ``EventForwarder`` (``_forwarding.py``: the events the workers' ``on_
 ====================  ==================================================================
 effect                on Temporal
 ====================  ==================================================================
-``Save``,             nothing: the workflow's history is the save
-``StateDerived``
+``Save``,             nothing is written: the workflow's history is the save (a ``Save``'s state
+``StateDerived``      is taken, as a store would take it: a sub-run's goes into its call's record)
 ``OpenTools``         nothing (the workers hold the tools); the run may continue as new here
 ``Send``              the ``toolrunner.request`` activity (which also gates the reply's calls)
 ``Summarize``         the ``toolrunner.summarize`` activity
 ``Gate``              what the request activity found; ``toolrunner.gate`` for calls no request
                       gated (those of a history a client set)
-``RunCalls``          each call's program (``RunCore.call``) at once, ``max_concurrency`` at a time
+``RunCalls``          each call's program (``RunCore.call``) at once, ``max_concurrency`` at a time;
+                      a sub-run's calls (``runs``) at once, in their parent call's slot
 ``Execute``           the ``toolrunner.tool`` activity; a call whose activity Temporal gave up
                       on is answered "interrupted"
 ``ReadDecisions``     none taken elsewhere (decisions come as updates); the core then claims the
@@ -38,6 +39,13 @@ without running, the end of the loop) go to the workers' ``on_event`` through a 
 
 A long run continues as new between two turns: the next segment's input carries a window of the
 latest messages (``RunCore.elide``), and the whole history stays in the payload store.
+
+A sub-agent's call runs its sub-run inside the call's program (``_core.subruns``), so inside this
+workflow: the same programs as in a ``ToolRunner``, one history, one state. Its effects that need
+code name the sub-agents' path (``agent_path``); the driver adds the ids of the calls it drives
+those programs in (each call's program is driven with the ids of the calls above it), which make
+the sub-run's path (``SubRunEvent.path``) that its activities carry, and by which the workers find
+the sub-agent's tools and tag the events they report.
 """
 
 from __future__ import annotations
@@ -66,6 +74,7 @@ with workflow.unsafe.imports_passed_through():
         AwaitDecisions,
         BeforeRequest,
         BeforeToolCall,
+        CallRunner,
         CheckOutput,
         Decisions,
         DropStream,
@@ -88,8 +97,9 @@ with workflow.unsafe.imports_passed_through():
     )
     from .._core.errors import OutputValidationError, RequestRefusedError, ToolRunnerError
     from .._core.events import HookDecided, RunnerEvent
+    from .._core.nested import settled
     from .._core.run import RunCore
-    from .._core.state import Phase, RunState, usage_data
+    from .._core.state import CallStatus, Phase, RunState, usage_data
     from .._core.transitions import Limits
     from .._core.types import Reply, ToolCall
     from .._core.usage import RequestUsage
@@ -105,7 +115,7 @@ with workflow.unsafe.imports_passed_through():
     from ._output import RemoteOutput, rejected
     from ._requests import RunRequests
     from ._segments import cut, go_on, may_cut
-    from ._spec_tools import SpecTools
+    from ._spec_tools import SpecTools, specs_at
     from ._tracing import RunSpans
 
 __all__ = ["WorkflowDriver"]
@@ -163,19 +173,15 @@ class WorkflowDriver:
             self._spans.traced = go_on(core, segment)
         requests = self._requests
         self._performers: dict[type[Any], Callable[[Any], Awaitable[Any]]] = {
-            Save: self._nothing,
+            Save: self._save,
             StateDerived: self._nothing,
             OpenTools: self._open_tools,
-            Send: requests.send,
             Summarize: requests.summarize,
             OpenStream: self._never,
             ReadStream: self._never,
             EndStream: self._never,
             DropStream: self._nothing,
-            Gate: requests.gate,
             Ask: self._never,
-            RunCalls: self._run_calls,
-            Execute: self._execute,
             ReadDecisions: self._no_decisions,
             AwaitDecisions: self._await_decisions,
             LoopStopped: self._nothing,
@@ -289,10 +295,12 @@ class WorkflowDriver:
         except ToolRunnerError as error:
             raise ApplicationError(str(error), type=type(error).__name__, non_retryable=True) from None
 
-    async def _drive(self, program: Program[T]) -> T:
+    async def _drive(self, program: Program[T], calls: tuple[str, ...] = ()) -> T:
         """Perform the effects ``program`` yields (``drive``, the core's one trampoline); the events
-        heard on the way are sorted, and forwarded to the workers, before each effect and at the end."""
-        events, gated = self._events, False
+        heard on the way are sorted, and forwarded to the workers, before each effect and at the end.
+        ``calls``: the ids of the calls whose programs ``program`` runs in (the run's own call's,
+        then a sub-run's, ...), which, with an effect's ``agent_path``, make its sub-run's path."""
+        events, gated, requests = self._events, False, self._requests
 
         async def perform(effect: Effect) -> Any:
             nonlocal gated
@@ -301,6 +309,14 @@ class WorkflowDriver:
             events.sort(gated=gated)
             await events.forward()
             gated = isinstance(effect, Gate)
+            if isinstance(effect, Send):
+                return await requests.send(effect, _path(calls, effect.request.agent_path))
+            if isinstance(effect, Gate):
+                return await requests.gate(effect, _path(calls, effect.agent_path))
+            if isinstance(effect, Execute):
+                return await self._execute(effect, _path(calls, effect.agent_path))
+            if isinstance(effect, RunCalls):
+                return await self._run_calls(effect, calls)
             return await self._performers[type(effect)](effect)
 
         value = await drive(program, perform, core=self._core)
@@ -312,6 +328,11 @@ class WorkflowDriver:
 
     async def _nothing(self, effect: Effect) -> None:
         return None
+
+    async def _save(self, effect: Save) -> None:
+        # Nothing to write, but the state is taken as a store would take it when it writes: a
+        # sub-run's save puts the sub-run's state into its call's record (``_core.subruns``).
+        effect.state()
 
     async def _never(self, effect: Effect) -> NoReturn:
         raise AssertionError(f"a Temporal run has no streams and no approve callback: {effect!r}")
@@ -342,32 +363,62 @@ class WorkflowDriver:
             )
         )
 
-    async def _run_calls(self, effect: RunCalls) -> None:
-        state = self._core.state
-        todo = [call for call in effect.calls if state.result_of(call) is None]
-        if len(todo) == 1:
-            await self._run_call(todo[0])
-        elif todo:
-            await asyncio.gather(*(self._run_call(call) for call in todo))
+    async def _run_calls(self, effect: RunCalls, calls: tuple[str, ...]) -> None:
+        runs = effect.runs
+        if runs is not None:  # a sub-run's calls (_core.subruns): their slot is their parent call's
+            todo = [call for call in effect.calls if not settled(runs.state, call)]
+            programs = [self._drive_call(runs.call(call), (*calls, call.id), runs) for call in todo]
+        else:
+            state = self._core.state
+            todo = [call for call in effect.calls if not settled(state, call)]
+            programs = [self._run_call(call) for call in todo]
+        if len(programs) == 1:
+            await programs[0]
+        elif programs:
+            await asyncio.gather(*programs)
 
     async def _run_call(self, call: ToolCall) -> None:
         """One call's program, holding a concurrency slot from before the call is journaled."""
         if self._limiter is None:
-            await self._drive(self._core.call(call))
+            await self._drive_call(self._core.call(call), (call.id,), self._core)
             return
         async with self._limiter:
-            await self._drive(self._core.call(call))
+            await self._drive_call(self._core.call(call), (call.id,), self._core)
 
-    def _spec_of(self, call: ToolCall, removed: frozenset[str]) -> ToolSpec | None:
+    async def _drive_call(self, program: Program[None], calls: tuple[str, ...], runs: CallRunner) -> None:
+        """Drive the program of the call ``calls[-1]`` (one of ``runs``'); in a traced run, a
+        sub-agent's call that ended has its spans (``RunSpans.sub_run_ended``)."""
+        await self._drive(program, calls)
+        if self._input.tracing is None:
+            return
+        record = runs.state.calls.get(calls[-1])
+        if record is not None and record.sub_run is not None and record.status is CallStatus.FINISHED:
+            self._spans.sub_run_ended(record.call, record.sub_run.agent, record.sub_run.state, record.result)
+
+    def _spec_of(self, call: ToolCall, removed: frozenset[str], path: tuple[str, ...]) -> ToolSpec | None:
+        if path:  # a sub-run's call: its sub-agent's tool
+            return specs_at(self._specs, path[1::2]).get(call.name)
         if call.toolset_name is None and call.name in removed:
             return None
         return self._specs.get(call.toolset_name or call.name)
 
-    async def _execute(self, effect: Execute) -> tuple[ToolResultBlockParam | Lost, float]:
-        call, options, run = effect.call, self._options, self._input
-        spec = self._spec_of(call, effect.removed)
-        timeout = run.tool_timeout if spec is None or spec.timeout is None else spec.timeout
+    def _names(self, path: tuple[str, ...]) -> tuple[list[str], list[str]]:
+        """The names of the tools of the run (or of the sub-run at ``path``), for the message of a
+        call to none of them: those that run, and the raw definitions."""
+        if path:
+            return sorted(specs_at(self._specs, path[1::2])), []
         state = self._core.state
+        return sorted({*self._specs, *(tool for tool in state.tools if isinstance(tool, str))}), [
+            cast(str, tool["name"]) for tool in state.tools if isinstance(tool, Mapping) and "name" in tool
+        ]
+
+    async def _execute(
+        self, effect: Execute, path: tuple[str, ...] = ()
+    ) -> tuple[ToolResultBlockParam | Lost, float]:
+        call, options, run = effect.call, self._options, self._input
+        spec = self._spec_of(call, effect.removed, path)
+        timeout = run.tool_timeout if spec is None or spec.timeout is None else spec.timeout
+        available, unrunnable = (None, []) if spec is not None else self._names(path)
         started = workflow.time()
         try:
             block: dict[str, Any] = await workflow.execute_activity(
@@ -379,19 +430,12 @@ class WorkflowDriver:
                     input=call.input,
                     toolset_name=call.toolset_name,
                     timeout=run.tool_timeout,
-                    available=None
-                    if spec is not None
-                    else sorted({*self._specs, *(tool for tool in state.tools if isinstance(tool, str))}),
-                    unrunnable=[]
-                    if spec is not None
-                    else [
-                        cast(str, tool["name"])
-                        for tool in state.tools
-                        if isinstance(tool, Mapping) and "name" in tool
-                    ],
+                    available=available,
+                    unrunnable=unrunnable,
                     approved_input=None if effect.input is call.input else effect.input,
                     removed=sorted(effect.removed),
                     trace=None if run.tracing is None else self._trace_of(call),
+                    path=list(path) if path else None,
                 ),
                 result_type=dict,
                 start_to_close_timeout=options.tool_start_to_close
@@ -449,6 +493,15 @@ class WorkflowDriver:
             cost=None if state.cost is None else str(state.cost),
             output=None if self._output is None else self._output.value(reply),
         )
+
+
+def _path(calls: tuple[str, ...], agents: tuple[str, ...]) -> tuple[str, ...]:
+    """The path of the sub-run an effect of ``agents`` (its ``agent_path``) is of, driven in the
+    programs of ``calls``: each call's id and the sub-agent it runs (``SubRunEvent.path``)."""
+    if not agents:
+        return ()
+    assert len(calls) >= len(agents), "a sub-run's effect is driven in its parent call's program"
+    return tuple(name for pair in zip(calls, agents, strict=False) for name in pair)
 
 
 def _duration(span: timedelta) -> str:

@@ -13,6 +13,7 @@ from .._core.events import (
     HookDecided,
     LoopFinished,
     RunnerEvent,
+    SubRunEvent,
     ToolCallFinished,
     ToolCallStarted,
 )
@@ -22,23 +23,33 @@ __all__ = ["call_data", "event_data", "read_call", "read_event"]
 
 
 def call_data(call: ToolCall) -> dict[str, Any]:
-    """A call as JSON values: ``{"id", "name", "input"}``, and ``"toolset_name"`` for a toolset member."""
+    """A call as JSON values: ``{"id", "name", "input"}``, ``"toolset_name"`` for a toolset member,
+    and ``"path"`` for a call inside a sub-run (``ToolCall.path``)."""
     data: dict[str, Any] = {"id": call.id, "name": call.name, "input": call.input}
     if call.toolset_name is not None:
         data["toolset_name"] = call.toolset_name
+    if call.path:
+        data["path"] = list(call.path)
     return data
 
 
 def read_call(data: dict[str, Any]) -> ToolCall:
     """Read ``call_data``'s values."""
     return ToolCall(
-        id=data["id"], name=data["name"], input=data["input"], toolset_name=data.get("toolset_name")
+        id=data["id"],
+        name=data["name"],
+        input=data["input"],
+        toolset_name=data.get("toolset_name"),
+        path=tuple(data.get("path", ())),
     )
 
 
 def event_data(event: RunnerEvent) -> dict[str, Any]:
     """An event the workflow forwards to the workers (``ToolCallStarted``, ``ToolCallFinished``,
-    ``ApprovalDecided``, ``HookDecided``, ``LoopFinished``) as JSON values; ``read_event`` reads it back."""
+    ``ApprovalDecided``, ``HookDecided``, ``LoopFinished``, and a ``SubRunEvent`` wrapping one) as
+    JSON values; ``read_event`` reads it back."""
+    if isinstance(event, SubRunEvent):
+        return {"type": "SubRunEvent", "path": list(event.path), "event": event_data(event.event)}
     if isinstance(event, ToolCallStarted):
         return {"type": "ToolCallStarted", "call": call_data(event.call), "early": event.early}
     if isinstance(event, ToolCallFinished):
@@ -83,6 +94,8 @@ def event_data(event: RunnerEvent) -> dict[str, Any]:
 def read_event(data: dict[str, Any]) -> RunnerEvent:
     """Read ``event_data``'s values."""
     kind = data["type"]
+    if kind == "SubRunEvent":
+        return SubRunEvent(tuple(data["path"]), read_event(data["event"]))
     if kind == "ToolCallStarted":
         return ToolCallStarted(call=read_call(data["call"]), early=data["early"])
     if kind == "ToolCallFinished":

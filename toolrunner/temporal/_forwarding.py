@@ -3,7 +3,9 @@ workflow's driver).
 
 The core reports every event to its listener, here ``heard``; of those, the ones no activity
 witnesses on its worker (decisions, calls answered without running, the end of the loop) are kept
-(``sort``) and handed to the workers through a local activity (``forward``), in order.
+(``sort``) and handed to the workers through a local activity (``forward``), in order. A
+sub-run's events (``SubRunEvent``) are sorted by the event they wrap: the activities of a sub-run
+report theirs, wrapped with its path, on their workers.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
         ApprovalRequested,
         MessageFinished,
         RunnerEvent,
+        SubRunEvent,
         TextDelta,
         ToolCallFinished,
         ToolCallStarted,
@@ -59,11 +62,12 @@ class EventForwarder:
         heard = self.heard[:]
         self.heard.clear()  # the core's listener appends to this very list
         for event in heard:
-            if isinstance(event, _WITNESSED):
+            inner = event.event if isinstance(event, SubRunEvent) else event
+            if isinstance(inner, _WITNESSED):
                 continue
-            if gated and isinstance(event, ApprovalDecided):
+            if gated and isinstance(inner, ApprovalDecided):
                 continue
-            if isinstance(event, ToolCallStarted | ToolCallFinished) and event.call.id in self.executed:
+            if isinstance(inner, ToolCallStarted | ToolCallFinished) and inner.call.id in self.executed:
                 continue
             self._outbox.append(event)
 

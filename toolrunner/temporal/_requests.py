@@ -5,11 +5,17 @@ Each request activity builds on the history node of the last one (``delta``): it
 messages appended since, and the params and tools only when they changed. The request activity
 also evaluates the gates of the reply's calls, whose verdicts ``gate`` hands the core without
 another activity; the usage of a reply is computed on the worker, at its prices (``usage_of``).
+
+A sub-run's requests (``Request.agent_path``, ``_core.subruns``) name its path, by which the
+worker finds its sub-agent's tools; each sub-run has a chain of history nodes of its own (kept
+for the parent's turn: no sub-run outlives it), and its replies' verdicts are kept apart from the
+run's own, by call, as its sub-runs may run side by side.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from temporalio import workflow
@@ -38,11 +44,30 @@ with workflow.unsafe.imports_passed_through():
         ToolSpec,
     )
     from ._event_data import call_data
-    from ._names import GATE_ACTIVITY, OUTPUT_NOT_REGISTERED, REQUEST_ACTIVITY, SUMMARY_ACTIVITY
+    from ._names import (
+        GATE_ACTIVITY,
+        OUTPUT_NOT_REGISTERED,
+        REQUEST_ACTIVITY,
+        SUMMARY_ACTIVITY,
+        TOOL_NOT_REGISTERED,
+    )
     from ._output import RemoteOutput
     from ._tracing import RunSpans
 
 __all__ = ["RunRequests", "read_reply"]
+
+_Verdict = tuple[ToolCall, str, str | None]
+"""A call's gate, as a request activity found it: ``"wait"``, ``"deny"`` (and why) or ``"clear"``."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Chain:
+    """The history node a sub-run's last request stored, and what that request was sent with."""
+
+    node: str
+    messages: tuple[Any, ...]
+    params: Mapping[str, Any]
+    tools: tuple[Any, ...]
 
 
 class RunRequests:
@@ -89,8 +114,12 @@ class RunRequests:
             self._node, self._sent = segment.history, segment.sent
             self._sent_messages = core.state.messages  # the node holds the first ``sent`` of them
         self._reply_usage: tuple[Reply, RequestUsage] | None = None
-        self._verdicts: dict[str, tuple[ToolCall, str, str | None]] = {}  # the last reply's gates
+        self._verdicts: dict[str, _Verdict] = {}  # the last reply's gates
         self._definitions: dict[str, dict[str, Any]] = {}
+        # The sub-runs' (of the current turn): their chains by path, their calls' gates until read.
+        self._chains: dict[tuple[str, ...], _Chain] = {}
+        self._sub_verdicts: dict[str, _Verdict] = {}
+        self._sub_definitions: dict[str, dict[str, Any]] = {}
 
     def delta(self, state: RunState) -> tuple[str | None, int]:
         """The history node to build on, and how many of ``state``'s messages it holds: the last
@@ -109,7 +138,13 @@ class RunRequests:
             return None, 0
         return self._node, self._sent
 
-    async def send(self, effect: Send) -> Reply:
+    async def send(self, effect: Send, path: Sequence[str] = ()) -> Reply:
+        """The request activity for ``effect``; ``path``: the sub-run's it is (``send_sub``)."""
+        if path:
+            return await self._send_sub(effect, tuple(path))
+        self._chains.clear()  # a request of the run's own: the turn of its sub-runs is over
+        self._sub_verdicts.clear()
+        self._sub_definitions.clear()
         request = effect.request
         state = request.state
         base, sent = self.delta(state)
@@ -151,31 +186,57 @@ class RunRequests:
                     non_retryable=True,
                 )
             self._output.took(reply, output.output)
-        self._verdicts = {}
-        for call in client_tool_calls(reply):
-            if call.id in output.gated:
-                self._verdicts[call.id] = (call, "wait", None)
-            elif call.id in output.denied:
-                self._verdicts[call.id] = (call, "deny", output.denied[call.id])
-            else:
-                self._verdicts[call.id] = (call, "clear", None)
+        self._verdicts = _verdicts(reply, output)
         self._definitions = output.definitions
         for spec in output.specs:
             self._specs[spec.name] = spec
         return reply
 
+    async def _send_sub(self, effect: Send, path: tuple[str, ...]) -> Reply:
+        """A sub-run's request: on the chain of the sub-run's last request, if this one builds on it."""
+        state = effect.request.state
+        chain = self._chains.get(path)
+        sent = 0 if chain is None else len(chain.messages)
+        if chain is not None and state.messages[:sent] != chain.messages:
+            chain, sent = None, 0
+        output: RequestOutput = await self._request(
+            REQUEST_ACTIVITY,
+            RequestInput(
+                run_id=self._run_id,
+                base=None if chain is None else chain.node,
+                params=dict(state.params) if chain is None or state.params != chain.params else None,
+                tools=list(state.tools) if chain is None or state.tools != chain.tools else None,
+                messages=list(state.messages[sent:]),
+                final_answer=state.final_answer,
+                path=list(path),
+            ),
+            result_type=RequestOutput,
+            start_to_close_timeout=self._options.request_start_to_close,
+            heartbeat_timeout=self._options.heartbeat_timeout,
+            retry_policy=self._options.request_retry,
+            task_queue=self._options.task_queue,
+            summary=f"{state.params.get('model', '')} ({path[-1]})",
+        )
+        self._chains[path] = _Chain(output.history, state.messages, state.params, state.tools)
+        reply = read_reply(output.reply, beta=output.beta)
+        self._reply_usage = (reply, read_request_usage(output.usage))
+        self._sub_verdicts.update(_verdicts(reply, output))
+        self._sub_definitions.update(output.definitions)
+        return reply
+
     async def _request(self, activity: str, input: RequestInput, **options: Any) -> RequestOutput:
         """The request activity; a run whose output type its worker does not have fails, with that
-        worker's error (as a run whose tool is not on the workers does)."""
+        worker's error (as a run whose tool, or sub-agent, is not on the workers does)."""
         try:
             output: RequestOutput = await workflow.execute_activity(activity, input, **options)
             return output
         except ActivityError as error:
             cause = error.cause
-            if isinstance(cause, ApplicationError) and cause.type == OUTPUT_NOT_REGISTERED:
-                raise ApplicationError(
-                    cause.message, type=OUTPUT_NOT_REGISTERED, non_retryable=True
-                ) from None
+            if isinstance(cause, ApplicationError) and cause.type in (
+                OUTPUT_NOT_REGISTERED,
+                TOOL_NOT_REGISTERED,
+            ):
+                raise ApplicationError(cause.message, type=cause.type, non_retryable=True) from None
             raise
 
     def usage_of(self, reply: Reply) -> RequestUsage:
@@ -209,24 +270,36 @@ class RunRequests:
         self._reply_usage = (reply, read_request_usage(output.usage))
         return reply
 
-    async def gate(self, effect: Gate) -> Gated:
+    async def gate(self, effect: Gate, path: Sequence[str] = ()) -> Gated:
+        """The verdicts the request activity found for ``effect.calls``; else the gate activity's.
+        ``path``: the sub-run's whose calls they are (their gates are its sub-agent's tools')."""
         calls = effect.calls
-        verdicts = self._verdicts
+        verdicts, definitions = (
+            (self._sub_verdicts, self._sub_definitions) if path else (self._verdicts, self._definitions)
+        )
         if all((verdict := verdicts.get(call.id)) is not None and verdict[0] == call for call in calls):
-            return Gated(
+            gated = Gated(
                 waiting=[call for call in calls if verdicts[call.id][1] == "wait"],
                 denied=[
                     (call, cast(str, verdicts[call.id][2]))
                     for call in calls
                     if verdicts[call.id][1] == "deny"
                 ],
-                tools={call.id: self._definitions[call.id] for call in calls if call.id in self._definitions},
+                tools={call.id: definitions[call.id] for call in calls if call.id in definitions},
             )
-        removed = self._core.removed()
+            if path:  # read once: a sub-run's calls are gated once
+                for call in calls:
+                    del verdicts[call.id]
+                    definitions.pop(call.id, None)
+            return gated
+        removed = () if path else self._core.removed()
         output: GateOutput = await workflow.execute_activity(
             GATE_ACTIVITY,
             GateInput(
-                run_id=self._run_id, calls=[call_data(call) for call in calls], removed=sorted(removed)
+                run_id=self._run_id,
+                calls=[call_data(call) for call in calls],
+                removed=sorted(removed),
+                path=list(path) if path else None,
             ),
             result_type=GateOutput,
             start_to_close_timeout=self._options.tool_start_to_close,
@@ -239,6 +312,19 @@ class RunRequests:
             denied=[(call, output.denied[call.id]) for call in calls if call.id in output.denied],
             tools=output.definitions,
         )
+
+
+def _verdicts(reply: Reply, output: RequestOutput) -> dict[str, _Verdict]:
+    """The gates of ``reply``'s calls, as its request activity found them (``output``)."""
+    verdicts: dict[str, _Verdict] = {}
+    for call in client_tool_calls(reply):
+        if call.id in output.gated:
+            verdicts[call.id] = (call, "wait", None)
+        elif call.id in output.denied:
+            verdicts[call.id] = (call, "deny", output.denied[call.id])
+        else:
+            verdicts[call.id] = (call, "clear", None)
+    return verdicts
 
 
 def read_reply(data: dict[str, Any], *, beta: bool) -> Reply:

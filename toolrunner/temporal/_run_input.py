@@ -10,10 +10,11 @@ from typing import Any
 
 from .._core.errors import ParamsError
 from .._core.state import OutputRecord, RunState
-from .._core.subruns import agent_plan_of
 from .._core.transitions import Limits
 from .._runner.options import ToolLike, read_options
 from .._runner.params import TRANSPORT, ToolIndex, check_params, index_tools, warn_unknown_limits
+from .._tools.subagents import SubAgent
+from .._tools.toolsets import RunnableTool
 from ._data import ActivityOptions, RunInput, ToolSpec
 from ._hook_data import plan_of, run_hooks
 from ._output import run_output
@@ -57,12 +58,6 @@ def run_input(
     params["tools"] = checked.tools
     check_params(params)
     index = index_tools(params.pop("tools"))
-    agents = sorted(name for name, tool in index.runnable.items() if agent_plan_of(tool) is not None)
-    if agents:
-        raise ParamsError(
-            f"the tool(s) {agents!r} are sub-agents (SubAgent), which a Temporal run cannot run yet; run them "
-            "with ToolRunner, or give the Temporal run plain tools."
-        )
     if hook_data is not None:
         warn_unknown_limits(plan_of(hook_data), index)  # as ToolRunner warns
     tracing = checked.tracing
@@ -128,16 +123,23 @@ def _check_run_options(continue_as_new_events: object, approval_timeout: object)
 
 def _tool_specs(index: ToolIndex) -> list[ToolSpec]:
     """The flags of the run's tools (and toolset families) that the workflow reads."""
-    return [
-        ToolSpec(
-            name=name,
-            idempotent=tool.idempotent,
-            sequential=tool.sequential,
-            timeout=tool.timeout,
-            gated=tool.requires_approval is not False,
-        )
-        for name, tool in (*index.runnable.items(), *index.families.items())
-    ]
+    return [_spec(name, tool) for name, tool in (*index.runnable.items(), *index.families.items())]
+
+
+def _spec(name: str, tool: RunnableTool) -> ToolSpec:
+    """A tool's flags; a sub-agent's with its definition and its tools' flags (the workflow runs
+    its sub-runs; the workers, which have it by name, its tools)."""
+    spec = ToolSpec(
+        name=name,
+        idempotent=tool.idempotent,
+        sequential=tool.sequential,
+        timeout=tool.timeout,
+        gated=tool.requires_approval is not False,
+    )
+    if isinstance(tool, SubAgent):
+        spec.agent = tool.definition()
+        spec.tools = [_spec(inner.name, inner) for inner in tool.tools]
+    return spec
 
 
 def _limits_data(limits: Limits) -> dict[str, Any]:

@@ -3,6 +3,10 @@
 ``RunCore`` reads a few flags of a call's tool (``sequential`` for the order of a reply's calls,
 ``requires_approval`` for whether to gate at all); the workflow has each tool's ``ToolSpec``, from
 the run's input and, for the tools a ``Toolset`` offers, from the request activity that saw them.
+
+A sub-agent's spec carries its ``definition()`` and its tools' specs: its ``SpecTool`` has the
+``agent_plan`` the core runs its sub-runs with (``_core.subruns``), in the workflow, as a
+``SubAgent``'s; ``specs_at`` finds the specs of a sub-agent's tools by the path of sub-agents.
 """
 
 from __future__ import annotations
@@ -10,12 +14,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
+from .._core.errors import ToolRunnerError
+from .._core.subruns import AgentPlan
 from .._core.types import ToolCall
+from .._tools.subagents import agent_plan
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool
 from ._data import ToolSpec
 
-__all__ = ["SpecTool", "SpecTools"]
+__all__ = ["SpecTool", "SpecTools", "specs_at"]
 
 
 class SpecTool:
@@ -23,6 +30,12 @@ class SpecTool:
 
     def __init__(self, spec: ToolSpec) -> None:
         self.spec = spec
+        self.agent_plan: AgentPlan | None = (
+            None
+            if spec.agent is None
+            else agent_plan(spec.agent, {tool.name: SpecTool(tool) for tool in spec.tools or ()})
+        )
+        """A sub-agent's plan (``_core.subruns.agent_plan_of`` reads it); ``None`` for a tool."""
 
     @property
     def name(self) -> str:
@@ -104,3 +117,18 @@ class SpecTools:
     def opens(self) -> bool:
         """Always: the workflow may continue as new where the tools would be opened (``OpenTools``)."""
         return True
+
+
+def specs_at(specs: Mapping[str, ToolSpec], agents: Sequence[str]) -> dict[str, ToolSpec]:
+    """The specs of the tools of the sub-agent ``agents`` names (its name among ``specs``, then
+    among its tools', ...), by name.
+
+    Raises:
+        ToolRunnerError: No sub-agent is there (cannot be: the core found it there).
+    """
+    for name in agents:
+        spec = specs.get(name)
+        if spec is None or spec.agent is None:
+            raise ToolRunnerError(f"the run has no sub-agent at {list(agents)!r}.")
+        specs = {tool.name: tool for tool in spec.tools or ()}
+    return dict(specs)

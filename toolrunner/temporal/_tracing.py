@@ -12,7 +12,11 @@ with the names and attributes of ``ToolRunner``'s (``_tracing/otel.py``):
   activity runs, and the workflow makes the span (``stopped``, with no duration), as it makes
   ``invoke_agent``;
 - the SDK's span of each request, when the workers' client traces, is a child of the
-  ``toolrunner.request`` activity's span.
+  ``toolrunner.request`` activity's span;
+- for a sub-agent's call, which no activity runs (its sub-run runs in the workflow), the workflow
+  makes its ``execute_tool {name}`` span and its sub-run's ``invoke_agent {name}`` when the call's
+  program ends with its answer (``sub_run_ended``), with the attributes ``ToolRunner``'s have; the
+  spans of the sub-run's requests and tool calls are its activities', as the run's own are.
 """
 
 from __future__ import annotations
@@ -23,8 +27,11 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from anthropic.types import ToolResultBlockParam
+
     from .._core.events import HookDecided
     from .._core.state import RunState
+    from .._core.types import ToolCall
     from .._core.usage import Usage
 
 __all__ = ["RunSpans", "invoke_agent_span"]
@@ -60,6 +67,47 @@ class RunSpans:
         if tracing.get("content"):
             attributes["gen_ai.tool.call.arguments"] = json_attribute(input)
         traced.completed_span(f"execute_tool {event.call.name}", attributes=attributes)
+
+    def sub_run_ended(
+        self, call: ToolCall, agent: str, state: RunState, block: ToolResultBlockParam | None
+    ) -> None:
+        """The program of ``call``, to the sub-agent ``agent``, ended with ``block``, its sub-run at
+        ``state``: the call's ``execute_tool`` span and the sub-run's ``invoke_agent``, made now."""
+        tracing = self.tracing
+        if tracing is None or _untraced():
+            return
+        with workflow.unsafe.imports_passed_through():
+            from temporalio.contrib.opentelemetry import workflow as traced
+
+            from .._tracing.attributes import json_attribute, tool_attributes
+            from .._tracing.content import result_content
+            from .._tracing.otel import END_REASON, PROVIDER
+
+        content = bool(tracing.get("content"))
+        attributes = tool_attributes(call)
+        if content:
+            attributes["gen_ai.tool.call.arguments"] = json_attribute(call.input)
+        if block is not None and block.get("is_error"):
+            attributes["error.type"] = "tool_error"
+        elif block is not None and content:
+            attributes["gen_ai.tool.call.result"] = result_content(block.get("content"))
+        traced.completed_span(f"execute_tool {call.name}", attributes=attributes)
+        usage = state.total
+        agent_attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.provider.name": PROVIDER,
+            "gen_ai.agent.name": agent,
+            "gen_ai.usage.input_tokens": usage.prompt_tokens,
+            "gen_ai.usage.output_tokens": usage.output_tokens,
+            "gen_ai.usage.cache_read.input_tokens": usage.cache_read_input_tokens,
+            "gen_ai.usage.cache_write.input_tokens": usage.cache_creation_input_tokens,
+        }
+        model = state.params.get("model")
+        if isinstance(model, str):
+            agent_attributes["gen_ai.request.model"] = model
+        if state.end_reason is not None:
+            agent_attributes[END_REASON] = state.end_reason
+        traced.completed_span(f"invoke_agent {agent}", attributes=agent_attributes)
 
     def ended(self, state: RunState) -> None:
         """The loop ended or paused in ``state``: the span of the requests since the last one."""
