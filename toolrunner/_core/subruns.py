@@ -13,7 +13,11 @@ its own, through an adapter (``SubRunner``) that maps the child's effects:
 - ``Send``'s request, ``Gate`` and ``Execute`` gain the path of sub-agents (``agent_path``),
   which the driver reads to find the sub-agent's tools; ``RunCalls`` names the sub-run whose call
   programs run (``runs``), each one adapted the same way;
-- the child's events reach the parent's listener wrapped in ``SubRunEvent`` with the path;
+- the child's events reach the parent's listener wrapped in ``SubRunEvent`` with the path (the
+  record takes the child's state first, so a listener reads what the event reports:
+  ``_core.progress``);
+- the parent's ``close()`` reaches the child after each effect: a sub-run ends (``"closed"``) at
+  the end of its step under way, as its parent does, and answers its call with what it had found;
 - the child's pause (``AwaitDecisions``), its decisions read through the store and its loop's end
   are answered here: a child that pauses for decisions ends its iteration, and the call's
   program returns ``None``: the call stays started, suspended, its sub-run awaiting in its
@@ -161,6 +165,11 @@ def sub_run_answer(
             f"The sub-agent {agent!r} stopped at its limit {_LIMITS[reason]} before it finished. "
             f"What it had found so far: {found or 'nothing yet.'}"
         )
+    elif reason == "closed":
+        text = (
+            f"The sub-agent {agent!r} was stopped before it finished: the run that called it was closed. "
+            f"What it had found so far: {found or 'nothing yet.'}"
+        )
     else:
         text = f"The sub-agent {agent!r} ended ({reason}) before it finished. What it had found so far: {found or 'nothing yet.'}"
     return tool_result_block(call.id, text, is_error=True)
@@ -184,6 +193,7 @@ class Core(Protocol):
 
     state: RunState
     durable: bool
+    closing: bool
     listener: Callable[[RunnerEvent], None] | None
     usage_of: Callable[[Reply], RequestUsage]
 
@@ -262,6 +272,10 @@ class SubRunner:
             self.child.listener = self._heard
 
     def _heard(self, event: RunnerEvent) -> None:
+        """The child's event, heard by the parent's listener with the path; the record holds what
+        it reports first (``child.saveable()``: none of the child's unsaved starts, which only their
+        own saves write), so a listener reading the parent's state (``_core.progress``) sees it."""
+        self._keep(self.child.saveable())
         if isinstance(event, SubRunEvent):
             self.parent.emit(SubRunEvent((*self.path, *event.path), event.event))
         else:
@@ -279,7 +293,18 @@ class SubRunner:
 
     def adapted(self, program: Program[T]) -> Program[T]:
         """``program`` (one of the child's) with its effects mapped onto the parent's."""
-        return _mapped(program, self._effect, after_failure=self._resync)
+        return _mapped(program, self._performed, after_failure=self._resync)
+
+    def _performed(self, effect: Effect) -> Program[Any]:
+        """``effect`` mapped and performed; then the parent's ``close()`` reaches the child: a
+        parent closing (the step under way finishes, then its loop ends) closes its sub-runs the
+        same way, each at the end of its own step under way, so they end (``"closed"``) and
+        answer their calls, and the parent's turn can finish."""
+        try:
+            return (yield from self._effect(effect))
+        finally:
+            if self.parent.closing:
+                self.child.closing = True
 
     def _resync(self) -> None:
         """After the child took in a failure (a save refused: it undid a call's start), the record
