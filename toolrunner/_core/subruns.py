@@ -28,7 +28,7 @@ its own, through an adapter (``SubRunner``) that maps the child's effects:
 When the child ends, its answer is the call's result (``sub_run_answer``): its final text, or an
 ``is_error`` result naming the limit it stopped at and what it had found so far; and its summary
 (its requests' usage, why it ended), with those of the sub-runs below it, joins the parent's
-``RunState.sub_runs`` (``_core.tree_usage.sub_run_ended``).
+``RunState.sub_runs``, and its audit the parent's ``RunState.decisions`` (``_core.tree_audit``).
 
 One budget: the limits hold for the tree. The child's limits, when each of its requests is
 checked, are the least of its own and what the parent's tree has left of the parent's limits
@@ -68,7 +68,7 @@ from .messages import field
 from .results import tool_result_block
 from .state import Phase, RunState, SubRun
 from .transitions import Limits, capped, limit_reached, record_of
-from .tree_usage import sub_run_ended
+from .tree_audit import sub_run_kept
 from .types import Reply, ToolCall, ToolFlags
 from .usage import RequestUsage
 
@@ -242,8 +242,8 @@ def run_sub_agent(
     ended = runner.child.state
     if ended.phase is Phase.AWAITING:  # paused: its calls wait for decisions; it has not ended
         return None
-    # Its summary is kept (saved with the call's result, by the call program's next save).
-    parent.make_current(sub_run_ended(parent.state, call.id, plan.name, ended))
+    # Its summary and its audit are kept (saved with the call's result, by the call program's next save).
+    parent.make_current(sub_run_kept(parent.state, call.id, plan.name, ended))
     return sub_run_answer(call, plan.name, ended, plan.limits)
 
 

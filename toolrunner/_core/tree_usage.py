@@ -8,7 +8,7 @@ limits (``_core.transitions.limit_reached``) are checked against it, and a sub-r
 capped by what its parent's tree has left (``_core.transitions.capped``).
 
 When a sub-run ends, ``sub_run_ended`` keeps its summary, and those of the sub-runs below it, in
-the parent's state: the call's record, and the sub-run's state in it, leave the journal with the
+the parent's state (through ``_core.tree_audit.sub_run_kept``, which keeps its audit too): the call's record, and the sub-run's state in it, leave the journal with the
 turn; the summaries stay for the life of the run. All pure functions over ``RunState``.
 """
 
