@@ -1,6 +1,7 @@
 """The audit of a tree (issue 30): a decision taken inside a sub-run stays in the root's audit
 (``RunState.decisions``, with its path) for the life of the run, after the sub-run's record left
-the journal with the parent's turn: in the store, on the command line."""
+the journal with the parent's turn: in the store, on the command line; and a decision the store
+took first on a nested call overrules this runner's, which says so."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from tests.support.subagents import by_model
 from toolrunner import (
+    ApprovalError,
     MemoryCheckpointer,
     RunState,
     SQLiteCheckpointer,
@@ -230,3 +232,28 @@ async def test_a_gate_that_fails_inside_a_sub_run_is_in_the_roots_audit() -> Non
         runner = runner_of(client, tools=[agent])
         await runner.until_done()
     assert audit(runner.state) == [("toolu_c1", "denied", None, "gate", ("toolu_p1", "payer"))]
+
+
+async def test_the_stores_decision_on_a_nested_call_overrules_the_runners_and_the_runner_says_so() -> None:
+    paid.clear()
+    store = MemoryCheckpointer()
+    fake = FakeMessagesAPI(responder=by_model(one_level()))
+    async with fake.async_client() as client:
+        held = runner_of(client, checkpointer=store, run_id="bill")
+        async for _ in held:
+            pass
+        held.deny("toolu_c1", "No.")  # in this process, not saved yet
+        await store.approve_call("bill", "toolu_c1", by="ada")
+        with pytest.raises(
+            ApprovalError,
+            match=r"'toolu_c1' was approved by 'ada' .* this runner's decision \(denied\) is dropped",
+        ):
+            await held.until_done()
+        assert paid == []  # nothing ran on the way to the error
+        await held.until_done()  # as told: iterate again
+    assert paid == [5]
+    # The audit keeps the decision the call went on with, once: the overruled one left it.
+    assert audit(held.state) == [("toolu_c1", "approved", "ada", "store", ("toolu_p1", "payer"))]
+    saved = await store.load("bill")
+    assert saved is not None
+    assert audit(saved.state) == audit(held.state)
