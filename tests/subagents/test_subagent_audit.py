@@ -110,7 +110,7 @@ async def test_two_levels_down_a_decision_through_the_store_joins_each_audit_up_
 ) -> None:
     paid.clear()
     path = tmp_path / "runs.db"
-    scripts = {
+    scripts: dict[str, list[ScriptEntry]] = {
         "claude-parent": [
             tool_reply(tool_call("accountant", {"task": "Settle the bill."}, id="toolu_p1")),
             text_reply("Settled."),
