@@ -1,6 +1,7 @@
 """The core: the run's state as one value, its pure transitions, and the order of its effects.
 
-What lives here does no I/O, reads no clock, starts no thread, logs nothing itself (``log`` hands a
+What lives here does no I/O, reads no clock (a driver may give its own, ``clock=``, to time a
+sub-agent's call), starts no thread, logs nothing itself (``log`` hands a
 line to the sink the driver layer sets) and knows no store: every driver (``ToolRunner``, the
 Temporal workflow) performs the effects its programs yield, so a decision made here is made once,
 for all of them, and can be tested without any of them.

@@ -198,6 +198,7 @@ class Core(Protocol):
     usage_of: Callable[[Reply], RequestUsage]
 
     cap: Callable[[RunState, Limits], Limits] | None
+    clock: Callable[[], float] | None
 
     def make_current(self, state: RunState) -> None: ...
     def limits_now(self) -> Limits: ...
@@ -220,6 +221,7 @@ class MakeCore(Protocol):
         usage_of: Callable[[Reply], RequestUsage],
         limits: Limits,
         durable: bool,
+        clock: Callable[[], float] | None,
     ) -> Core: ...
 
 
@@ -263,7 +265,12 @@ class SubRunner:
         # Durable whatever the parent is: its saves are mapped onto the parent's (which writes
         # nothing without a store), and a call of it cut off is answered as after a crash.
         self.child = make(
-            state, tools=AgentTools(plan.flags), usage_of=parent.usage_of, limits=plan.limits, durable=True
+            state,
+            tools=AgentTools(plan.flags),
+            usage_of=parent.usage_of,
+            limits=plan.limits,
+            durable=True,
+            clock=parent.clock,  # its sub-agents' calls are timed as its parent's are
         )
         if saved is not None:  # after a crash, or a cancellation: its calls cut off are answered
             self.child.resume()

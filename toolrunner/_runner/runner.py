@@ -41,7 +41,7 @@ from .body import LoopBody, TreeViews
 from .events import run_with_events
 from .options import ResumeArguments, RunnerArguments, read_options
 from .params import TRANSPORT, resolve_tools, warn_unknown_limits
-from .performer import Performer
+from .performer import CLOCK, Performer
 from .requests import Client
 from .saver import Saver
 from .sdk_features import RunnerTools
@@ -197,6 +197,7 @@ class ToolRunner(TreeViews, Generic[ItemT]):
             ended=lambda state: self._trace.ended(state),
             output=output,
             hooks=self._options.hook_plan,
+            clock=CLOCK,  # a sub-agent's call is timed as the performer times a tool
         )
         self._trace = start_trace(
             self._options.tracing, client, lambda: self._core.state, self._options.hook_plan
