@@ -18,6 +18,7 @@ from toolrunner import (
     SubAgent,
     SubRunEvent,
     SubRunProgress,
+    SyncToolRunner,
     ToolCallStarted,
     ToolRunner,
     text_of,
@@ -190,6 +191,45 @@ async def test_a_paused_tree_shows_its_sub_run_awaiting_then_ready() -> None:
         assert shown(runner.sub_runs_in_progress) == [(("toolu_p1", "searcher"), "ready", 1)]
         await runner.until_done()
     assert paid == [5]
+    assert runner.sub_runs_in_progress == []
+
+
+def test_a_sync_runner_reads_the_sub_runs_in_flight_too() -> None:
+    @tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay.
+
+        Args:
+            amount: How much.
+        """
+        return "paid"
+
+    fake = FakeMessagesAPI(
+        responder=by_model(
+            {
+                "claude-parent": [
+                    tool_reply(tool_call("searcher", {"task": "Pay 5."}, id="toolu_p1")),
+                    text_reply("Paid."),
+                ],
+                "claude-sub": [
+                    tool_reply(tool_call("pay", {"amount": 5}, id="toolu_c1")),
+                    text_reply("I paid."),
+                ],
+            }
+        )
+    )
+    runner = SyncToolRunner(
+        fake.client(),
+        model="claude-parent",
+        max_tokens=100,
+        messages=[{"role": "user", "content": "Go."}],
+        tools=[searcher(tools=[pay])],
+    )
+    for _ in runner:
+        pass
+    assert shown(runner.sub_runs_in_progress) == [(("toolu_p1", "searcher"), "awaiting", 1)]
+    runner.approve("toolu_c1")
+    runner.until_done()
     assert runner.sub_runs_in_progress == []
 
 
