@@ -20,6 +20,7 @@ from toolrunner import (
     SubRunProgress,
     SyncToolRunner,
     ToolCallStarted,
+    ToolContext,
     ToolRunner,
     text_of,
     tool,
@@ -367,3 +368,37 @@ async def test_closing_the_parent_closes_its_sub_runs_after_their_step_under_way
     assert saved is not None
     assert saved.state.end_reason == "closed"
     assert saved.state.messages == runner.state.messages
+
+
+async def test_a_sub_run_that_starts_after_its_parent_was_closed_ends_at_once() -> None:
+    ran.clear()
+
+    @tool(sequential=True)
+    async def stop(ctx: ToolContext) -> str:
+        """Stop the run."""
+        ctx.runner.close()
+        return "stopping"
+
+    fake = FakeMessagesAPI(
+        responder=by_model(
+            {
+                "claude-parent": [
+                    tool_reply(
+                        tool_call("stop", {}, id="toolu_p0"),
+                        tool_call("searcher", {"task": "Weather in Paris?"}, id="toolu_p1"),
+                    )
+                ],
+                "claude-sub": [],
+            }
+        )
+    )
+    async with fake.async_client() as client:
+        runner = runner_of(client, [stop, searcher()])
+        await runner.until_done()
+    assert runner.end_reason == "closed"
+    assert [request.body["model"] for request in fake.requests] == ["claude-parent"]  # the sub-run sent none
+    stopped, answered = runner.messages[-1]["content"]
+    assert stopped["content"] == "stopping"
+    assert answered["is_error"] is True
+    assert "was stopped before it finished" in answered["content"]
+    assert "nothing yet" in answered["content"]

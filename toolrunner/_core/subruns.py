@@ -275,6 +275,7 @@ class SubRunner:
         if saved is not None:  # after a crash, or a cancellation: its calls cut off are answered
             self.child.resume()
         self.child.cap = self._capped  # one budget: the tree's limits hold for the sub-run
+        self.child.closing = parent.closing  # started after its parent's close(): it ends at once
         if parent.listener is not None:
             self.child.listener = self._heard
 
