@@ -60,6 +60,7 @@ if TYPE_CHECKING:  # what type checkers and readers see; at run time, __getattr_
         RunWith as RunWith,
         ToolCallInfo as ToolCallInfo,
     )
+    from ._core.progress import SubRunProgress as SubRunProgress
     from ._core.results import ToolResultContent as ToolResultContent, tool_result_block as tool_result_block
     from ._core.state import (
         STATE_VERSION as STATE_VERSION,
@@ -208,6 +209,7 @@ __all__ = [
     "StoreBase",
     "SubAgent",
     "SubRunEvent",
+    "SubRunProgress",
     "SyncReplyStream",
     "SyncToolRunner",
     "TextDelta",
@@ -300,6 +302,7 @@ _PUBLIC: dict[str, tuple[str, ...]] = {
         "RunWith",
         "ToolCallInfo",
     ),
+    "_core.progress": ("SubRunProgress",),
     "_core.results": (
         "ToolResultContent",
         "tool_result_block",

@@ -122,10 +122,18 @@ async def test_the_inbox_shows_a_nested_call_with_its_path_and_decides_it(
     record = record_in_tree(saved.state, "toolu_c1")
     assert record is not None
     assert (record.decision, record.decided_by) == ("approved", "ada")  # who logged in
+    await person.get("/run", id="bill")  # the audit shows the decision in flight, with its path
+    audit = person.last.split('<section class="audit">', 1)[1].split("</section>", 1)[0]
+    assert 'data-decision="toolu_c1"' in audit
+    assert '<p class="path">In a sub-agent\'s run: toolu_p1 → payer</p>' in audit
     later = await ToolRunner.resume(api.async_client(), checkpointer=store, run_id="bill", tools=[PAYER])
     await later.until_done()
     assert paid == [5]
     assert later.messages[-1]["content"][0]["text"] == "Paid."
+    await person.get("/run", id="bill")  # and once the turn ended, from the root's own audit
+    audit = person.last.split('<section class="audit">', 1)[1].split("</section>", 1)[0]
+    assert '<p class="path">In a sub-agent\'s run: toolu_p1 → payer</p>' in audit
+    assert "approved by ada" in audit
 
 
 async def test_the_run_is_listed_and_shown_with_what_its_whole_tree_spent(tmp_path: Path) -> None:

@@ -204,3 +204,49 @@ async def test_a_sub_agent_that_hits_its_limit_answers_with_an_error_result() ->
     assert result["is_error"] is True
     assert "max_iterations" in str(result["content"])
     assert "Looking up Oslo." in str(result["content"])
+
+
+async def test_a_sub_agents_call_is_timed_by_the_runners_clock_like_a_tool() -> None:
+    @tool
+    async def nap(city: str) -> str:
+        """Look a city up, slowly.
+
+        Args:
+            city: The city.
+        """
+        await anyio.sleep(0.05)
+        return f"{city}: 20 C"
+
+    fake = FakeMessagesAPI(
+        responder=by_model(
+            {
+                "claude-parent": [
+                    tool_reply(tool_call("searcher", {"task": "Paris?"}, id="toolu_p1")),
+                    text_reply("Done."),
+                ],
+                "claude-sub": [
+                    tool_reply(tool_call("nap", {"city": "Paris"}, id="toolu_c1")),
+                    text_reply("Warm."),
+                ],
+            }
+        )
+    )
+    durations: dict[str, float] = {}
+
+    def heard(event: object) -> None:
+        finished = event.event if isinstance(event, SubRunEvent) else event
+        if isinstance(finished, ToolCallFinished):
+            durations[finished.call.id] = finished.duration
+
+    async with fake.async_client() as client:
+        runner = ToolRunner(
+            client,
+            model="claude-parent",
+            max_tokens=100,
+            messages=[{"role": "user", "content": "Go."}],
+            tools=[searcher(tools=[nap])],
+            on_event=heard,
+        )
+        await runner.until_done()
+    assert durations["toolu_c1"] >= 0.04  # the tool, as the performer timed it
+    assert durations["toolu_p1"] >= durations["toolu_c1"]  # its sub-run, the tool's time and more

@@ -1,16 +1,19 @@
 """What the tests of sub-agents share: a tool that counts its calls (``lookup``, into ``ran``), the
-sub-agents over it (``searcher``, and ``researcher`` over a searcher), and a responder that plays
-each model from its own script (``by_model``)."""
+sub-agents over it (``searcher``, and ``researcher`` over a searcher), a responder that plays
+each model from its own script (``by_model``), and a tool that holds its calls until released
+(``Held``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from toolrunner import SubAgent, tool
+import anyio
+
+from toolrunner import SubAgent, Tool, tool
 from toolrunner.testing import RecordedRequest, ScriptEntry
 
-__all__ = ["by_model", "lookup", "ran", "researcher", "searcher"]
+__all__ = ["Held", "by_model", "lookup", "ran", "researcher", "searcher"]
 
 ran: list[str] = []
 """The cities ``lookup`` looked up, in order (a test that counts them clears it first)."""
@@ -58,3 +61,34 @@ def by_model(scripts: dict[str, list[ScriptEntry]]) -> Callable[[RecordedRequest
         return scripts[request.body["model"]].pop(0)
 
     return respond
+
+
+class Held:
+    """A tool (``tool``, named ``slow_lookup`` unless told) whose calls each wait until
+    ``release()``: ``started`` is set once a call began; ``ran`` and ``finished`` list the cities of
+    the calls that began and that finished. Make it inside the test's event loop (its events are
+    the running backend's)."""
+
+    def __init__(self, name: str = "slow_lookup", *, idempotent: bool = False) -> None:
+        self.ran: list[str] = []
+        self.finished: list[str] = []
+        self.started = anyio.Event()
+        self._released = anyio.Event()
+
+        async def slow_lookup(city: str) -> str:
+            """Look a city up, slowly.
+
+            Args:
+                city: The city.
+            """
+            self.ran.append(city)
+            self.started.set()
+            await self._released.wait()
+            self.finished.append(city)
+            return f"{city}: 20 C"
+
+        self.tool: Tool[Any, Any] = tool(slow_lookup, name=name, idempotent=idempotent)
+
+    def release(self) -> None:
+        """Let the calls waiting now, and every later one, finish."""
+        self._released.set()

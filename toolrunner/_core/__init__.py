@@ -1,6 +1,7 @@
 """The core: the run's state as one value, its pure transitions, and the order of its effects.
 
-What lives here does no I/O, reads no clock, starts no thread, logs nothing itself (``log`` hands a
+What lives here does no I/O, reads no clock (a driver may give its own, ``clock=``, to time a
+sub-agent's call), starts no thread, logs nothing itself (``log`` hands a
 line to the sink the driver layer sets) and knows no store: every driver (``ToolRunner``, the
 Temporal workflow) performs the effects its programs yield, so a decision made here is made once,
 for all of them, and can be tested without any of them.
@@ -10,7 +11,7 @@ for all of them, and can be tested without any of them.
 - the transitions: ``transitions`` (pure functions of a state), ``approval`` (those of calls that
   wait for decisions), ``stop_reasons`` (what a reply's stop reason asks for), ``tool_changes``,
   ``compaction``, ``caching``, ``usage``, ``tree_usage`` (a run's tree's usage: the budget its
-  limits hold for, per-agent figures), ``messages``, ``message_checks``, ``history`` and
+  limits hold for, per-agent figures), ``tree_audit`` (its sub-runs' decisions, in its audit), ``progress`` (its sub-runs in flight), ``messages``, ``message_checks``, ``history`` and
   ``history_import`` (histories: read, checked, converted), ``results`` (a tool_result block), ``result_blocks``, ``unicode``, ``ids``,
   ``output`` (typed final answers: the schema sent, an answer judged), ``hook_types`` (the values
   of the hooks that can refuse or change a call);

@@ -91,6 +91,9 @@ class CoreBase(Generic[ToolT]):
         ended: Told of the state each time the loop ends or pauses.
         output: The typed final answer (``output_format=``), if the run has one.
         hooks: The run's hooks and per-tool limits (``_core.hooks.HookPlan``), if it has any.
+        clock: The driver's clock (seconds, as ``time.perf_counter``), which times a sub-agent's
+            call (``ToolCallFinished.duration``) as the driver times the tools it performs; the
+            core never reads a clock itself. Without one, such a call reports ``0.0``.
     """
 
     def __init__(
@@ -107,6 +110,7 @@ class CoreBase(Generic[ToolT]):
         ended: Callable[[RunState], None] | None = None,
         output: OutputFormat | None = None,
         hooks: HookPlan | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self.state = state
         self.tools = tools
@@ -155,6 +159,8 @@ class CoreBase(Generic[ToolT]):
         """The typed final answer (``output_format=``, ``_core.output``), if the run has one."""
         self.hooks = hooks
         """The run's hooks and per-tool limits (``_core.hooks``); ``None``: none, nothing to check."""
+        self.clock = clock
+        """The driver's clock, for a sub-agent's call's duration (``None``: it reports ``0.0``)."""
         self.cap: Callable[[RunState, Limits], Limits] | None = None
         """For a sub-run: its limits (given its state), capped by what its parent's tree has left
         (set by its adapter, ``_core.subruns``; ``_core.transitions.capped``)."""

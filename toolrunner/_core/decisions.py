@@ -25,7 +25,7 @@ from .base import ToolT
 from .effects import Ask, Gate, Gated, Program, ReadDecisions
 from .errors import ApprovalError, DecidedMeanwhileError, describe
 from .events import ApprovalDecided, ApprovalRequested, RunnerEvent, SubRunEvent
-from .nested import adopted_in_tree, decided_in_tree, state_at, waiting_in_tree
+from .nested import adopted_in_tree, decided_in_tree, record_in_tree, state_at, waiting_in_tree
 from .plan import log_handled
 from .reasons import TIMED_OUT, denied_reason, failed_reason
 from .results import tool_result_block
@@ -182,22 +182,23 @@ class DecisionsCore(WindowCore[ToolT]):
         overruled: list[str] = []
         pending = pending_calls(self.state)
         for tool_use_id, theirs in decided.items():
-            if theirs.call not in pending and (nested := adopted_in_tree(self.state, theirs)) is not None:
-                # A call inside a sub-run: its sub-run's journal takes it; the sub-run reports it
-                # (a SubRunEvent) when it goes on, as it reports one it finds after a resume.
-                self.make_current(nested[0])
-                continue
             if theirs.call not in pending:
+                mine = record_in_tree(self.state, tool_use_id)
+                nested = adopted_in_tree(self.state, theirs)
+                if nested is not None:
+                    # A call inside a sub-run: its sub-run's journal takes it (its audit too, an
+                    # overruled decision of this runner's leaving it); the sub-run reports it (a
+                    # SubRunEvent) when it goes on, as it reports one it finds after a resume.
+                    if mine is not None and mine.decision is not None:
+                        overruled.append(_overruled(tool_use_id, theirs, mine))
+                    self.make_current(nested[0])
+                    continue
                 self.make_current(decision_kept(self.state, theirs))
                 self._decided(decided_event(self.state.decisions[-1]))
                 continue
             mine = self.state.calls.get(tool_use_id)
             if mine is not None and mine.decision is not None:
-                overruled.append(
-                    f"{tool_use_id!r} was {theirs.decision} by {theirs.decided_by or 'someone'!r} at "
-                    f"{theirs.decided_at or 'an unknown time'} through the store, so this runner's decision "
-                    f"({mine.decision}) is dropped"
-                )
+                overruled.append(_overruled(tool_use_id, theirs, mine))
             self.make_current(call_adopted(self.state, theirs))
             self._reported.add(tool_use_id)
             self._decided(decided_event(self.state.decisions[-1]))
@@ -243,6 +244,15 @@ class DecisionsCore(WindowCore[ToolT]):
         for call in waiting_in_tree(self.state):
             if call.path:
                 self.deny(call.id, TIMED_OUT.format(name=call.name, timeout=self._timeout), via="timeout")
+
+
+def _overruled(tool_use_id: str, theirs: CallRecord, mine: CallRecord) -> str:
+    """What ``ApprovalError`` says of a decision of this runner's that the store's overruled."""
+    return (
+        f"{tool_use_id!r} was {theirs.decision} by {theirs.decided_by or 'someone'!r} at "
+        f"{theirs.decided_at or 'an unknown time'} through the store, so this runner's decision "
+        f"({mine.decision}) is dropped"
+    )
 
 
 def decided_event(entry: DecisionRecord) -> ApprovalDecided:

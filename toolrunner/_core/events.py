@@ -73,7 +73,9 @@ class ToolCallFinished:
 
     call: ToolCall
     duration: float
-    """Seconds from start to finish."""
+    """Seconds from start to finish, as the driver's clock timed them; for a sub-agent's call, its
+    sub-run's (since the call last started: a sub-run that paused for decisions is timed from
+    when it went on)."""
     is_error: bool
 
 

@@ -231,6 +231,11 @@ class DecisionRecord:
         via: Where the decision came from (``DecisionSource``): ``"runner"``, ``"store"``,
             ``"callback"``, ``"gate"`` (denied because the gate failed) or ``"timeout"``;
             ``None`` for a decision recorded before the audit existed (state version 4).
+        path: Where the call was, for a call inside a sub-agent's run (as ``ToolCall.path`` and
+            ``SubRunEvent.path`` say it: the id of the call that ran the sub-agent and its name,
+            then the same pair for each level below); ``()`` for a call of the run's own. A
+            sub-run's decisions join its parent's audit with their path when it ends
+            (``_core.tree_audit``).
     """
 
     call: ToolCall
@@ -240,6 +245,7 @@ class DecisionRecord:
     by: str | None = None
     at: str | None = None
     via: DecisionSource | None = None
+    path: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,6 +291,9 @@ class RunState:
             step raised one (a service error, a refused save); ``None`` once a step succeeds.
         decisions: Every decision taken on the run's calls, in the order they were taken
             (``DecisionRecord``): who, when, how, with which input; kept for the life of the run.
+            The decisions taken inside a sub-run join it, with their ``path``, when the sub-run
+            ends (or its call leaves the journal with its turn): until then they are in the
+            sub-run's state (``_core.tree_audit.decisions_in_tree`` reads both).
         output: For a run with a typed final answer (``output_format=``), its schema's fingerprint
             and the retries of the answer under way (``OutputRecord``); ``None`` otherwise.
         call_counts: How many calls of each tool (by name) started in the run, for a run with

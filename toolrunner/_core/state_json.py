@@ -273,7 +273,7 @@ def _read_summary(data: Mapping[str, Any]) -> SubRunSummary:
 
 def _decision_data(record: DecisionRecord) -> dict[str, Any]:
     call = record.call
-    return {
+    data = {
         **_call_data(call),
         "decision": record.decision,
         "approved_input": plain_data(record.approved_input, f"the approved input of {call.id!r}"),
@@ -282,9 +282,15 @@ def _decision_data(record: DecisionRecord) -> dict[str, Any]:
         "at": record.at,
         "via": record.via,
     }
+    if record.path:  # written only for a decision inside a sub-run: other states are as before
+        data["path"] = list(record.path)
+    return data
 
 
 def _read_decision(data: Mapping[str, Any]) -> DecisionRecord:
+    path = tuple(data.get("path") or ())
+    if len(path) % 2:
+        raise ValueError(f"decisions has a path {list(path)!r}: call ids and agents' names, in pairs")
     return DecisionRecord(
         call=_read_call(data),
         decision=data["decision"],
@@ -293,6 +299,7 @@ def _read_decision(data: Mapping[str, Any]) -> DecisionRecord:
         by=data["by"],
         at=data["at"],
         via=data["via"],
+        path=path,
     )
 
 

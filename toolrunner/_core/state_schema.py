@@ -250,6 +250,8 @@ class _Decision(TypedDict):
     by: str | None
     at: str | None
     via: Literal["runner", "store", "callback", "gate", "timeout"] | None
+    path: NotRequired[list[str]]
+    """Written only for a decision inside a sub-run (``_core.tree_audit``)."""
 
 
 @with_config(_CONFIG)

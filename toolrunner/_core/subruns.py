@@ -13,7 +13,11 @@ its own, through an adapter (``SubRunner``) that maps the child's effects:
 - ``Send``'s request, ``Gate`` and ``Execute`` gain the path of sub-agents (``agent_path``),
   which the driver reads to find the sub-agent's tools; ``RunCalls`` names the sub-run whose call
   programs run (``runs``), each one adapted the same way;
-- the child's events reach the parent's listener wrapped in ``SubRunEvent`` with the path;
+- the child's events reach the parent's listener wrapped in ``SubRunEvent`` with the path (the
+  record takes the child's state first, so a listener reads what the event reports:
+  ``_core.progress``);
+- the parent's ``close()`` reaches the child after each effect: a sub-run ends (``"closed"``) at
+  the end of its step under way, as its parent does, and answers its call with what it had found;
 - the child's pause (``AwaitDecisions``), its decisions read through the store and its loop's end
   are answered here: a child that pauses for decisions ends its iteration, and the call's
   program returns ``None``: the call stays started, suspended, its sub-run awaiting in its
@@ -24,7 +28,7 @@ its own, through an adapter (``SubRunner``) that maps the child's effects:
 When the child ends, its answer is the call's result (``sub_run_answer``): its final text, or an
 ``is_error`` result naming the limit it stopped at and what it had found so far; and its summary
 (its requests' usage, why it ended), with those of the sub-runs below it, joins the parent's
-``RunState.sub_runs`` (``_core.tree_usage.sub_run_ended``).
+``RunState.sub_runs``, and its audit the parent's ``RunState.decisions`` (``_core.tree_audit``).
 
 One budget: the limits hold for the tree. The child's limits, when each of its requests is
 checked, are the least of its own and what the parent's tree has left of the parent's limits
@@ -64,7 +68,7 @@ from .messages import field
 from .results import tool_result_block
 from .state import Phase, RunState, SubRun
 from .transitions import Limits, capped, limit_reached, record_of
-from .tree_usage import sub_run_ended
+from .tree_audit import sub_run_kept
 from .types import Reply, ToolCall, ToolFlags
 from .usage import RequestUsage
 
@@ -161,6 +165,11 @@ def sub_run_answer(
             f"The sub-agent {agent!r} stopped at its limit {_LIMITS[reason]} before it finished. "
             f"What it had found so far: {found or 'nothing yet.'}"
         )
+    elif reason == "closed":
+        text = (
+            f"The sub-agent {agent!r} was stopped before it finished: the run that called it was closed. "
+            f"What it had found so far: {found or 'nothing yet.'}"
+        )
     else:
         text = f"The sub-agent {agent!r} ended ({reason}) before it finished. What it had found so far: {found or 'nothing yet.'}"
     return tool_result_block(call.id, text, is_error=True)
@@ -184,10 +193,12 @@ class Core(Protocol):
 
     state: RunState
     durable: bool
+    closing: bool
     listener: Callable[[RunnerEvent], None] | None
     usage_of: Callable[[Reply], RequestUsage]
 
     cap: Callable[[RunState, Limits], Limits] | None
+    clock: Callable[[], float] | None
 
     def make_current(self, state: RunState) -> None: ...
     def limits_now(self) -> Limits: ...
@@ -210,6 +221,7 @@ class MakeCore(Protocol):
         usage_of: Callable[[Reply], RequestUsage],
         limits: Limits,
         durable: bool,
+        clock: Callable[[], float] | None,
     ) -> Core: ...
 
 
@@ -232,8 +244,8 @@ def run_sub_agent(
     ended = runner.child.state
     if ended.phase is Phase.AWAITING:  # paused: its calls wait for decisions; it has not ended
         return None
-    # Its summary is kept (saved with the call's result, by the call program's next save).
-    parent.make_current(sub_run_ended(parent.state, call.id, plan.name, ended))
+    # Its summary and its audit are kept (saved with the call's result, by the call program's next save).
+    parent.make_current(sub_run_kept(parent.state, call.id, plan.name, ended))
     return sub_run_answer(call, plan.name, ended, plan.limits)
 
 
@@ -253,15 +265,25 @@ class SubRunner:
         # Durable whatever the parent is: its saves are mapped onto the parent's (which writes
         # nothing without a store), and a call of it cut off is answered as after a crash.
         self.child = make(
-            state, tools=AgentTools(plan.flags), usage_of=parent.usage_of, limits=plan.limits, durable=True
+            state,
+            tools=AgentTools(plan.flags),
+            usage_of=parent.usage_of,
+            limits=plan.limits,
+            durable=True,
+            clock=parent.clock,  # its sub-agents' calls are timed as its parent's are
         )
         if saved is not None:  # after a crash, or a cancellation: its calls cut off are answered
             self.child.resume()
         self.child.cap = self._capped  # one budget: the tree's limits hold for the sub-run
+        self.child.closing = parent.closing  # started after its parent's close(): it ends at once
         if parent.listener is not None:
             self.child.listener = self._heard
 
     def _heard(self, event: RunnerEvent) -> None:
+        """The child's event, heard by the parent's listener with the path; the record holds what
+        it reports first (``child.saveable()``: none of the child's unsaved starts, which only their
+        own saves write), so a listener reading the parent's state (``_core.progress``) sees it."""
+        self._keep(self.child.saveable())
         if isinstance(event, SubRunEvent):
             self.parent.emit(SubRunEvent((*self.path, *event.path), event.event))
         else:
@@ -279,7 +301,18 @@ class SubRunner:
 
     def adapted(self, program: Program[T]) -> Program[T]:
         """``program`` (one of the child's) with its effects mapped onto the parent's."""
-        return _mapped(program, self._effect, after_failure=self._resync)
+        return _mapped(program, self._performed, after_failure=self._resync)
+
+    def _performed(self, effect: Effect) -> Program[Any]:
+        """``effect`` mapped and performed; then the parent's ``close()`` reaches the child: a
+        parent closing (the step under way finishes, then its loop ends) closes its sub-runs the
+        same way, each at the end of its own step under way, so they end (``"closed"``) and
+        answer their calls, and the parent's turn can finish."""
+        try:
+            return (yield from self._effect(effect))
+        finally:
+            if self.parent.closing:
+                self.child.closing = True
 
     def _resync(self) -> None:
         """After the child took in a failure (a save refused: it undid a call's start), the record

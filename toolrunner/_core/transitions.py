@@ -36,6 +36,7 @@ from .messages import TOOL_ID_PATTERN, reply_param
 from .results import tool_result_block
 from .state import CallRecord, CallStatus, Phase, RunState
 from .stop_reasons import StopReasonStep, calls_to_answer, step_for
+from .tree_audit import sub_runs_kept
 from .tree_usage import spent
 from .types import EndReason, Reply, ToolCall, ToolFlags, ToolResultMessage
 from .usage import RequestUsage
@@ -189,7 +190,7 @@ def ready_to_send(state: RunState, limits: Limits) -> RunState:
 
 def stream_opened(state: RunState) -> RunState:
     """A request's reply starts streaming; the body may steer while it holds the stream."""
-    return state.replace(phase=Phase.STREAMING, steered=False, calls={})
+    return _journal_left(state).replace(phase=Phase.STREAMING, steered=False, calls={})
 
 
 def stream_abandoned(state: RunState) -> RunState:
@@ -197,7 +198,7 @@ def stream_abandoned(state: RunState) -> RunState:
     (what its calls started early gave is dropped with it)."""
     if state.phase is not Phase.STREAMING:
         return state
-    return state.replace(phase=Phase.READY, calls={})
+    return _journal_left(state).replace(phase=Phase.READY, calls={})
 
 
 def reply_received(
@@ -210,6 +211,8 @@ def reply_received(
     the loop stays closed."""
     streamed = state.phase is Phase.STREAMING
     phase = Phase.WITH_BODY if streamed or handed_over else Phase.RECEIVED
+    if not streamed and state.calls:  # the journal of a turn the body went on past is emptied
+        state = _journal_left(state)
     return state.replace(
         phase=Phase.DONE if state.phase is Phase.DONE else phase,
         reply=reply,
@@ -312,7 +315,9 @@ def turn_finished(state: RunState, results: ToolResultMessage | None) -> RunStat
         container = container_param(params.get("container"), reply.container.id)
         if container is not params.get("container"):
             params = {**params, "container": container}
-    state = state.replace(messages=messages, params=params, calls={}, phase=Phase.READY, end_reason=None)
+    state = _journal_left(state).replace(
+        messages=messages, params=params, calls={}, phase=Phase.READY, end_reason=None
+    )
     if state.final_answer is not None:
         return _finish(state, state.final_answer)
     if results is not None or state.steered or step_for(reply.stop_reason) is StopReasonStep.RESUME:
@@ -380,7 +385,7 @@ def resumed(state: RunState, *, may_run_again: Callable[[ToolCall], bool]) -> Ru
     otherwise it gets an ``is_error`` result saying it was interrupted
     and may or may not have taken effect. Finished calls keep their results and never run again."""
     if state.phase is Phase.STREAMING:
-        state = state.replace(phase=Phase.READY, calls={})
+        state = _journal_left(state).replace(phase=Phase.READY, calls={})
     calls: dict[str, CallRecord] = {}
     for tool_use_id, record in state.calls.items():
         if record.status is CallStatus.STARTED:
@@ -394,6 +399,12 @@ def resumed(state: RunState, *, may_run_again: Callable[[ToolCall], bool]) -> Ru
             record = dataclasses.replace(record, status=CallStatus.FINISHED, result=interrupted(record.call))
         calls[tool_use_id] = record
     return state.replace(calls=calls)
+
+
+def _journal_left(state: RunState) -> RunState:
+    """Before the journal is emptied: what its sub-runs that have not ended leave for the life of
+    the run (their summaries, their audit: ``_core.tree_audit.sub_runs_kept``)."""
+    return sub_runs_kept(state) if state.calls else state
 
 
 def _finish(state: RunState, reason: EndReason) -> RunState:

@@ -8,7 +8,7 @@ limits (``_core.transitions.limit_reached``) are checked against it, and a sub-r
 capped by what its parent's tree has left (``_core.transitions.capped``).
 
 When a sub-run ends, ``sub_run_ended`` keeps its summary, and those of the sub-runs below it, in
-the parent's state: the call's record, and the sub-run's state in it, leave the journal with the
+the parent's state (through ``_core.tree_audit.sub_run_kept``, which keeps its audit too): the call's record, and the sub-run's state in it, leave the journal with the
 turn; the summaries stay for the life of the run. All pure functions over ``RunState``.
 """
 
@@ -21,7 +21,7 @@ from decimal import Decimal
 from .state import RunState, SubRunSummary
 from .usage import RequestUsage, Usage
 
-__all__ = ["Spent", "requests_by_agent", "spent", "sub_run_ended", "summaries_below"]
+__all__ = ["Spent", "ended_calls", "requests_by_agent", "spent", "sub_run_ended", "summaries_below"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ def spent(state: RunState, *, leave_out: str | None = None) -> Spent:
         requests += len(summary.usage)
         total += summary.total
         cost = _plus(cost, summary.cost)
-    ended = _ended(state)
+    ended = ended_calls(state)
     for record in records:
         assert record.sub_run is not None
         if record.call.id in ended:  # its summary counts (the record stays until the turn's end)
@@ -65,7 +65,7 @@ def _plus(cost: Decimal | None, more: Decimal | None) -> Decimal | None:
     return None if cost is None or more is None else cost + more
 
 
-def _ended(state: RunState) -> set[str]:
+def ended_calls(state: RunState) -> set[str]:
     """The ids of the calls (of this run, not below it) whose sub-run ended and left its summary."""
     return {summary.path[0] for summary in state.sub_runs if len(summary.path) == 2}
 
@@ -86,7 +86,7 @@ def summaries_below(path: tuple[str, ...], state: RunState) -> Iterator[SubRunSu
     yield SubRunSummary(path=path, usage=state.usage, end_reason=state.end_reason)
     for summary in state.sub_runs:
         yield SubRunSummary(path=(*path, *summary.path), usage=summary.usage, end_reason=summary.end_reason)
-    ended = _ended(state)
+    ended = ended_calls(state)
     for record in state.calls.values():
         if record.sub_run is not None and record.call.id not in ended:
             yield from summaries_below((*path, record.call.id, record.sub_run.agent), record.sub_run.state)
@@ -105,7 +105,7 @@ def requests_by_agent(state: RunState) -> dict[tuple[str, ...], list[RequestUsag
 def _all_summaries(state: RunState) -> Iterator[SubRunSummary]:
     """The summaries of the tree's sub-runs: those that ended, then those in flight as they stand."""
     yield from state.sub_runs
-    ended = _ended(state)
+    ended = ended_calls(state)
     for record in state.calls.values():
         if record.sub_run is not None and record.call.id not in ended:
             yield from summaries_below((record.call.id, record.sub_run.agent), record.sub_run.state)

@@ -254,11 +254,13 @@ class TurnCore(HooksCore[ToolT]):
                 block, seconds = yield Execute(
                     call, given, self.removed(), may_repeat=tool is None or tool.idempotent
                 )
-            else:  # a sub-agent: its run, inside this program (_core.subruns)
+            else:  # a sub-agent: its run, inside this program (_core.subruns), timed by the driver's clock
+                clock = self.clock
+                started = 0.0 if clock is None else clock()
                 answer = yield from self._sub_agent(call, given, plan)
                 if answer is None:  # its sub-run paused for decisions: the call stays started (_core.nested)
                     return
-                block, seconds = answer, 0.0
+                block, seconds = answer, 0.0 if clock is None else clock() - started
             if block is LOST:  # the driver lost it half way: it may or may not have acted
                 block = interrupted(call)
             if self.hooks is not None and self.hooks.after_tool_call:

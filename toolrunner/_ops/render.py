@@ -16,6 +16,7 @@ from typing import Any, Literal, cast
 from .._core.nested import record_in_tree
 from .._core.state import CallRecord, CallStatus, Phase, RunState, plain_data
 from .._core.tree_usage import spent
+from .._core.tree_audit import decisions_in_tree
 from .._core.types import ToolCall
 from .._core.unicode import sendable_text
 from .._stores.runs import RunStatus, RunSummary, waiting_calls
@@ -295,16 +296,21 @@ VIA = {
 
 
 def audit_lines(state: RunState, *, full: bool = False) -> list[str]:
-    """The run's audit: every decision taken on its calls, for the life of the run, in order."""
-    if not state.decisions:
+    """The run's audit: every decision taken on its calls, for the life of the run, in order, then
+    those inside its sub-agents' runs still in flight (``_core.tree_audit``); a decision inside a
+    sub-agent's run says its path."""
+    decisions = decisions_in_tree(state)
+    if not decisions:
         return []
     lines = ["", "── decisions"]
     limit = None if full else INPUT_LIMIT
-    for entry in state.decisions:
+    for entry in decisions:
         how = entry.decision + (f" by {printable(entry.by)}" if entry.by else "")
         how += f" at {entry.at}" if entry.at else ""
         how += f", {VIA[entry.via]}" if entry.via in VIA else ""
         lines.append(f"  {entry.call.id}  {call_text(entry.call, limit=limit)}: {how}")
+        if entry.path:
+            lines.append(f"      in a sub-agent's run: {printable(' → '.join(entry.path))} → {entry.call.id}")
         if entry.approved_input is not None:
             lines.append(f"      ran with the input {_cut(_one_line(entry.approved_input), limit)}")
         if entry.reason is not None:

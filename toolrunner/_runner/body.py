@@ -1,6 +1,7 @@
 """What the loop body may ask of a runner (``LoopBody``, a part of ``ToolRunner``): the params of
 the next request, the usage, the tool results, steering (and the params it installs), decisions;
-and ``ToolRunner``'s usage members (``UsageViews``: the run's own requests, and its tree's).
+and ``ToolRunner``'s members that read its tree (``TreeViews``: the usage of the run's own requests
+and of its tree's, and the sub-runs in flight).
 
 These change the run only through the core (``RunCore``: its transitions and its programs, driven
 by the runner's ``Performer``), and they refuse to steer from inside a tool or while the runner is
@@ -19,6 +20,7 @@ from .._core.errors import ApprovalError, AwaitingApprovalError, ParamsError, To
 from .._core.events import Listener
 from .._core.ids import check_by, check_reason
 from .._core.messages import message_param
+from .._core.progress import SubRunProgress, sub_runs_in_progress
 from .._core.results import tool_result_block
 from .._core.run import RunCore
 from .._core.state import Phase, decided_at
@@ -35,7 +37,7 @@ from .params import TRANSPORT, check_params
 from .performer import Performer
 from .sdk_features import RunnerTools
 
-__all__ = ["LoopBody", "UsageViews"]
+__all__ = ["LoopBody", "TreeViews"]
 
 
 class LoopBody:
@@ -100,6 +102,10 @@ class LoopBody:
         return UsageTracker.of_requests(
             (request for requests in found for request in requests), prices=self._prices
         )
+
+    def sub_runs(self) -> list[SubRunProgress]:
+        """``ToolRunner.sub_runs_in_progress``."""
+        return list(sub_runs_in_progress(self._core.state))
 
     # -- tools ------------------------------------------------------------------------------------
 
@@ -267,8 +273,9 @@ def _now() -> str:
     return decided_at(datetime.now(UTC))
 
 
-class UsageViews:
-    """``ToolRunner``'s usage members, read through its body: the run's own requests, and its tree's."""
+class TreeViews:
+    """``ToolRunner``'s members that read its tree, through its body: the usage of the run's own
+    requests and of its tree's, and its sub-runs in flight."""
 
     _body: LoopBody
 
@@ -288,3 +295,12 @@ class UsageViews:
         """``tree_usage`` by the path of sub-agents' names: ``()`` is the run's own requests,
         ``("researcher", "searcher")`` a sub-agent's sub-agent's (every sub-run there, added up)."""
         return self._body.usage_by_agent()
+
+    @property
+    def sub_runs_in_progress(self) -> list[SubRunProgress]:
+        """The sub-agents' runs in flight in the run's tree, as its state holds them (each as its
+        last step left it; before a listener hears a ``SubRunEvent``, what the event reports):
+        each one's ``path``, ``status``, ``requests_sent``, ``usage``, ``last_message`` and
+        ``state``; those of the current turn's calls, in the order they started, each followed by
+        those below it. Empty when no sub-run is in flight."""
+        return self._body.sub_runs()

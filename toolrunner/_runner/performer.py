@@ -68,9 +68,13 @@ from .saver import Saver
 from .sdk_features import RunnerTools
 from .streaming import StreamWatch
 
-__all__ = ["Performer"]
+__all__ = ["CLOCK", "Performer"]
 
 T = TypeVar("T")
+
+CLOCK = time.perf_counter
+"""The clock the runner times a call with: a tool it performs (``Execute``), and a sub-agent's call,
+whose sub-run the core drives (``RunCore(clock=CLOCK)``)."""
 
 
 class Performer:
@@ -356,7 +360,7 @@ class Performer:
             await self.drive(program)
 
     async def _execute(self, effect: Execute) -> tuple[Any, float]:
-        started = time.perf_counter()
+        started = CLOCK()
         with self._trace.agent(effect.agent_path):  # a sub-run's call: under its span
             block = await execute(
                 effect.call,
@@ -366,7 +370,7 @@ class Performer:
                 self._trace.tool_call,
                 removed=effect.removed,
             )
-        return block, time.perf_counter() - started
+        return block, CLOCK() - started
 
     async def _read_decisions(self, effect: ReadDecisions) -> Mapping[str, CallRecord]:
         return {} if self.saver is None else await self.saver.decisions()

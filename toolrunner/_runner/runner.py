@@ -7,7 +7,7 @@ the core and its parts, and its public methods delegate to them:
 - ``Performer`` (``performer.py``) performs the effects, in the caller's task, with the runner's
   client, store, tools and task group; one iteration (``__anext__``) is one step it drives;
 - ``LoopBody`` (``body.py``): what the loop body asks: the params, steering, tool results, decisions
-  (and ``UsageViews``, the usage members: the run's own requests, and its tree's);
+  (and ``TreeViews``, the members that read the tree: usage, the sub-runs in flight);
 - ``RunnerTools`` (``sdk_features.py``): the tools' index and lifetime, and tool changes mid-run.
 
 What lives in the parts and not in the state cannot be saved: the client, the tools, open streams,
@@ -37,11 +37,11 @@ from .._tools.execution import ExecutionOptions
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool
 from .._tracing.trace import start_trace, traced_listener
-from .body import LoopBody, UsageViews
+from .body import LoopBody, TreeViews
 from .events import run_with_events
 from .options import ResumeArguments, RunnerArguments, read_options
 from .params import TRANSPORT, resolve_tools, warn_unknown_limits
-from .performer import Performer
+from .performer import CLOCK, Performer
 from .requests import Client
 from .saver import Saver
 from .sdk_features import RunnerTools
@@ -52,7 +52,7 @@ ItemT = DefaultTypeVar("ItemT", default=Reply)
 OutputT = TypeVar("OutputT")
 
 
-class ToolRunner(UsageViews, Generic[ItemT]):
+class ToolRunner(TreeViews, Generic[ItemT]):
     """Runs Claude's tool-use loop: sends requests, yields replies, runs the requested tools.
 
     Args:
@@ -197,6 +197,7 @@ class ToolRunner(UsageViews, Generic[ItemT]):
             ended=lambda state: self._trace.ended(state),
             output=output,
             hooks=self._options.hook_plan,
+            clock=CLOCK,  # a sub-agent's call is timed as the performer times a tool
         )
         self._trace = start_trace(
             self._options.tracing, client, lambda: self._core.state, self._options.hook_plan

@@ -23,6 +23,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from typing_extensions import TypeVar, Unpack
 
 from .._core.errors import ParamsError, ToolRunnerError
+from .._core.progress import SubRunProgress
 from .._core.state import RunState
 from .._core.types import EndReason, ParsedReply, Reply, ToolCall, ToolResultMessage
 from .._core.usage import UsageTracker
@@ -168,6 +169,11 @@ class SyncToolRunner(Generic[SyncItemT]):
     def usage_by_agent(self) -> dict[tuple[str, ...], UsageTracker]:
         """The tree's usage by the path of sub-agents' names (``ToolRunner.usage_by_agent()``)."""
         return self._runner.usage_by_agent()
+
+    @property
+    def sub_runs_in_progress(self) -> list[SubRunProgress]:
+        """The sub-agents' runs in flight in the run's tree (``ToolRunner.sub_runs_in_progress``)."""
+        return self._runner.sub_runs_in_progress
 
     @property
     def finished(self) -> bool:

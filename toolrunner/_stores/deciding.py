@@ -21,6 +21,7 @@ from .._core.nested import decided_in_tree, record_in_tree
 from .._core.results import tool_result_block
 from .._core.run import denied_reason
 from .._core.state import CallRecord, CallStatus, Decision, Phase, RunState, plain_data
+from .._core.tree_audit import decisions_in_tree
 from .._tools.approvals import answer_block
 from .._tools.results import DEFAULT_ADAPTER
 from .formats import format_checker, with_pattern
@@ -65,7 +66,7 @@ def _waiting_record(state: RunState, run_id: str, tool_use_id: str) -> CallRecor
     if record is not None and record.decision is not None:
         _decided_already(run_id, tool_use_id, record.decision, record.decided_by, record.decided_at)
     if not any(call.id == tool_use_id for call in waiting):
-        for audit in reversed(state.decisions):  # decided in an earlier turn, or its turn went on
+        for audit in reversed(decisions_in_tree(state)):  # decided in an earlier turn, or its turn went on
             if audit.call.id == tool_use_id:
                 _decided_already(run_id, tool_use_id, audit.decision, audit.by, audit.at)
         if record is not None and record.status is CallStatus.AWAITING and state.phase is not Phase.DONE:

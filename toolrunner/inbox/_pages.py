@@ -18,6 +18,7 @@ from typing import Any, cast
 
 from .._core.nested import record_in_tree, state_at
 from .._core.state import CallRecord, DecisionRecord, RunState, plain_data
+from .._core.tree_audit import decisions_in_tree
 from .._core.types import ToolCall
 from .._core.unicode import sendable_text
 from .._ops.render import (
@@ -164,6 +165,7 @@ class ShownDecision:
     input: Text  # as the model sent it
     approved_input: Text | None  # what it ran with instead
     reason: Text | None  # what the model read for a denial
+    path: str = ""  # inside a sub-agent's run: its path (call id → agent → ...), as a person reads it
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +182,7 @@ def shown_run(state: RunState) -> ShownRun:
         _conversation(state),
         tuple(_waiting(state, call) for call in waiting_calls(state)),
         tuple(shown_record(record) for record in journal(state)),
-        tuple(shown_decision(entry) for entry in state.decisions),
+        tuple(shown_decision(entry) for entry in decisions_in_tree(state)),
     )
 
 
@@ -195,6 +197,7 @@ def shown_decision(entry: DecisionRecord) -> ShownDecision:
         input=Text.of(editor_text(entry.call.input)),
         approved_input=None if entry.approved_input is None else Text.of(editor_text(entry.approved_input)),
         reason=None if entry.reason is None else Text.of(entry.reason),
+        path=printable(" → ".join(entry.path)) if entry.path else "",
     )
 
 
