@@ -17,8 +17,9 @@ except ImportError as _error:
     ) from _error
 
 from ._activities import EventListener as EventListener
+from ._activity_options import ActivityOptions as ActivityOptions
 from ._client import RunHandle as RunHandle, get_run as get_run, start_run as start_run
-from ._data import ActivityOptions as ActivityOptions, RunResult as RunResult
+from ._data import RunResult as RunResult
 from ._log import route_workflow_lines as _route_workflow_lines
 from ._payloads import (
     FilePayloadStore as FilePayloadStore,

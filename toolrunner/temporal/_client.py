@@ -24,17 +24,9 @@ from .._core.messages import message_param
 from .._core.state import RunState, message_data, plain_data
 from .._core.types import Reply, ToolCall
 from .._runner.options import ToolLike
+from ._activity_options import ActivityOptions
 from ._controls import check_settable
-from ._data import (
-    ActivityOptions,
-    Answer,
-    Approval,
-    CompactInput,
-    Denial,
-    MessagesInput,
-    ParamsInput,
-    RunResult,
-)
+from ._data import Answer, Approval, CompactInput, Denial, MessagesInput, ParamsInput, RunResult
 from ._event_data import read_call
 from ._hook_data import refused_error
 from ._names import RUN_ENDED

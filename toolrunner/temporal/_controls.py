@@ -41,12 +41,13 @@ with workflow.unsafe.imports_passed_through():
     from .._core.types import Decision, ToolCall
     from .._runner.params import TRANSPORT, check_params
     from .._tools.toolsets import RunnableTool
-    from ._data import ActivityOptions, Answer, Approval, DecisionInput, Denial
+    from ._activity_options import ActivityOptions
+    from ._data import Answer, Approval, DecisionInput, Denial
     from ._event_data import call_data
     from ._forwarding import EventForwarder
     from ._names import DECISION_ACTIVITY, RUN_ENDED
 
-__all__ = ["ClientControls", "Steering", "check_settable"]
+__all__ = ["ClientControls", "Steering", "check_settable", "spoken_duration"]
 
 
 @dataclasses.dataclass(eq=False)
@@ -397,3 +398,13 @@ def _check_by(by: object) -> None:
         check_by(by)
     except ToolRunnerError as error:
         _refuse(str(error), "ApprovalError")
+
+
+def spoken_duration(span: timedelta) -> str:
+    """A span as a person says it, for the reason the model reads: "3 days", "8 hours", "90 seconds"."""
+    seconds = int(span.total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds} seconds"

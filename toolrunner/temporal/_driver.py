@@ -104,8 +104,9 @@ with workflow.unsafe.imports_passed_through():
     from .._core.types import Reply, ToolCall
     from .._core.usage import RequestUsage
     from .._tools.toolsets import RunnableTool
-    from ._controls import ClientControls
-    from ._data import ActivityOptions, Answer, Approval, Denial, RunInput, RunResult, ToolInput, ToolSpec
+    from ._activity_options import ActivityOptions
+    from ._controls import ClientControls, spoken_duration
+    from ._data import Answer, Approval, Denial, RunInput, RunResult, ToolInput, ToolSpec
     from ._forwarding import EventForwarder
     from ._hook_driver import RunHooks
     from ._names import (
@@ -115,7 +116,7 @@ with workflow.unsafe.imports_passed_through():
     from ._output import RemoteOutput, rejected
     from ._requests import RunRequests
     from ._segments import cut, go_on, may_cut
-    from ._spec_tools import SpecTools, specs_at
+    from ._spec_tools import SpecTools, effect_path, specs_at
     from ._tracing import RunSpans
 
 __all__ = ["WorkflowDriver"]
@@ -148,6 +149,7 @@ class WorkflowDriver:
             state,
             tools=SpecTools(self._specs, state.tools),
             usage_of=self._usage_of,
+            clock=workflow.time,  # a sub-agent call's duration, from the workflow's deterministic clock
             limits=Limits(
                 max_iterations=run.limits.get("max_iterations"),
                 max_total_tokens=run.limits.get("max_total_tokens"),
@@ -162,7 +164,7 @@ class WorkflowDriver:
         self._spans = RunSpans(run.tracing)
         core.listener = events.heard.append if run.tracing is None else self._heard
         if self._approval_timeout is not None:
-            core.timed_out(_duration(self._approval_timeout))
+            core.timed_out(spoken_duration(self._approval_timeout))
         self._requests = RunRequests(core, run, run_id, options, self._specs, self._spans, output)
         self._controls = ClientControls(core, run_id, options, events, self._approval_timeout)
         self._hooks = hooks = RunHooks(core, run, run_id, options, self._requests, output)
@@ -310,11 +312,11 @@ class WorkflowDriver:
             await events.forward()
             gated = isinstance(effect, Gate)
             if isinstance(effect, Send):
-                return await requests.send(effect, _path(calls, effect.request.agent_path))
+                return await requests.send(effect, effect_path(calls, effect.request.agent_path))
             if isinstance(effect, Gate):
-                return await requests.gate(effect, _path(calls, effect.agent_path))
+                return await requests.gate(effect, effect_path(calls, effect.agent_path))
             if isinstance(effect, Execute):
-                return await self._execute(effect, _path(calls, effect.agent_path))
+                return await self._execute(effect, effect_path(calls, effect.agent_path))
             if isinstance(effect, RunCalls):
                 return await self._run_calls(effect, calls)
             return await self._performers[type(effect)](effect)
@@ -493,22 +495,3 @@ class WorkflowDriver:
             cost=None if state.cost is None else str(state.cost),
             output=None if self._output is None else self._output.value(reply),
         )
-
-
-def _path(calls: tuple[str, ...], agents: tuple[str, ...]) -> tuple[str, ...]:
-    """The path of the sub-run an effect of ``agents`` (its ``agent_path``) is of, driven in the
-    programs of ``calls``: each call's id and the sub-agent it runs (``SubRunEvent.path``)."""
-    if not agents:
-        return ()
-    assert len(calls) >= len(agents), "a sub-run's effect is driven in its parent call's program"
-    return tuple(name for pair in zip(calls, agents, strict=False) for name in pair)
-
-
-def _duration(span: timedelta) -> str:
-    """A span as a person says it, for the reason the model reads: "3 days", "8 hours", "90 seconds"."""
-    seconds = int(span.total_seconds())
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds % size == 0:
-            count = seconds // size
-            return f"{count} {unit}{'s' if count != 1 else ''}"
-    return f"{seconds} seconds"

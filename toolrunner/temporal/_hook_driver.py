@@ -23,7 +23,8 @@ with workflow.unsafe.imports_passed_through():
     from .._core.results import ToolResultContent
     from .._core.run import RunCore
     from .._tools.toolsets import RunnableTool
-    from ._data import ActivityOptions, RunInput
+    from ._activity_options import ActivityOptions
+    from ._data import RunInput
     from ._event_data import call_data
     from ._hook_data import HookInput, plan_of
     from ._names import HOOK_ACTIVITY, HOOKS_NOT_REGISTERED

@@ -32,8 +32,8 @@ with workflow.unsafe.imports_passed_through():
     from .._core.types import Reply, ToolCall
     from .._core.usage import RequestUsage
     from .._tools.toolsets import RunnableTool
+    from ._activity_options import ActivityOptions
     from ._data import (
-        ActivityOptions,
         GateInput,
         GateOutput,
         RequestInput,

@@ -15,7 +15,8 @@ from .._runner.options import ToolLike, read_options
 from .._runner.params import TRANSPORT, ToolIndex, check_params, index_tools, warn_unknown_limits
 from .._tools.subagents import SubAgent
 from .._tools.toolsets import RunnableTool
-from ._data import ActivityOptions, RunInput, ToolSpec
+from ._activity_options import ActivityOptions
+from ._data import RunInput, ToolSpec
 from ._hook_data import plan_of, run_hooks
 from ._output import run_output
 

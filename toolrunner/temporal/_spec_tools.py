@@ -22,7 +22,7 @@ from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool
 from ._data import ToolSpec
 
-__all__ = ["SpecTool", "SpecTools", "specs_at"]
+__all__ = ["SpecTool", "SpecTools", "effect_path", "specs_at"]
 
 
 class SpecTool:
@@ -132,3 +132,12 @@ def specs_at(specs: Mapping[str, ToolSpec], agents: Sequence[str]) -> dict[str, 
             raise ToolRunnerError(f"the run has no sub-agent at {list(agents)!r}.")
         specs = {tool.name: tool for tool in spec.tools or ()}
     return dict(specs)
+
+
+def effect_path(calls: tuple[str, ...], agents: tuple[str, ...]) -> tuple[str, ...]:
+    """The path of the sub-run an effect of ``agents`` (its ``agent_path``) is of, driven in the
+    programs of ``calls``: each call's id and the sub-agent it runs (``SubRunEvent.path``)."""
+    if not agents:
+        return ()
+    assert len(calls) >= len(agents), "a sub-run's effect is driven in its parent call's program"
+    return tuple(name for pair in zip(calls, agents, strict=False) for name in pair)
