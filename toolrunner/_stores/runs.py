@@ -61,7 +61,10 @@ def waiting_calls(state: RunState) -> tuple[ToolCall, ...]:
         record.status is CallStatus.AWAITING or suspended(record) for record in state.calls.values()
     ):
         return ()
-    if any(record.status is CallStatus.STARTED and not suspended(record) for record in state.calls.values()):
+    if any(
+        record.status is CallStatus.STARTED and not suspended(record) and not _decided(record)
+        for record in state.calls.values()
+    ):
         return ()  # a call runs (or ran when its runner died): the turn is not paused
     return waiting_in_tree(state)
 
