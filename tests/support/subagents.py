@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from toolrunner import SubAgent, tool
+from toolrunner import RunnerEvent, SubAgent, SubRunEvent, ToolCallFinished, ToolCallStarted, tool
 from toolrunner.testing import RecordedRequest, ScriptEntry
 
-__all__ = ["by_model", "lookup", "ran", "researcher", "searcher"]
+__all__ = ["by_model", "calls_heard", "lookup", "ran", "researcher", "searcher", "unwrapped"]
 
 ran: list[str] = []
 """The cities ``lookup`` looked up, in order (a test that counts them clears it first)."""
@@ -58,3 +58,25 @@ def by_model(scripts: dict[str, list[ScriptEntry]]) -> Callable[[RecordedRequest
         return scripts[request.body["model"]].pop(0)
 
     return respond
+
+
+def unwrapped(event: RunnerEvent) -> tuple[tuple[str, ...], RunnerEvent]:
+    """An event as the listener of the run where it happened heard it, and that run's path
+    (``()`` for the root's own events)."""
+    path: tuple[str, ...] = ()
+    while isinstance(event, SubRunEvent):
+        path, event = (*path, *event.path), event.event
+    return path, event
+
+
+def calls_heard(events: list[RunnerEvent]) -> list[tuple[str, str]]:
+    """The ``ToolCallStarted``/``ToolCallFinished`` events heard, as (``"started"`` or
+    ``"finished"``, the call's id), in order, at every level of the tree."""
+    heard: list[tuple[str, str]] = []
+    for event in events:
+        _, inner = unwrapped(event)
+        if isinstance(inner, ToolCallStarted):
+            heard.append(("started", inner.call.id))
+        elif isinstance(inner, ToolCallFinished):
+            heard.append(("finished", inner.call.id))
+    return heard

@@ -34,7 +34,7 @@ from .message_checks import check_reply
 from .nested import suspended, suspended_calls
 from .output import answer_judged
 from .plan import CallPlan, not_executed
-from .state import CallStatus, Phase
+from .state import CallRecord, CallStatus, Phase
 from .stop_reasons import StopReasonStep, step_for
 from .subruns import AgentPlan, agent_plan_of
 from .transitions import (
@@ -245,7 +245,7 @@ class TurnCore(HooksCore[ToolT]):
             del self._starting[call.id]
         # A call with no record before it started has no other input (none approved, no hook's).
         given = call.input if previous is None and self.hooks is None else self.input_of(call)
-        if self.listener is not None:
+        if self.listener is not None and not _going_on(previous):
             self.emit(ToolCallStarted(call=call, early=early, input=None if given is call.input else given))
         tool = self.tool_of(call)
         plan = None if tool is None else agent_plan_of(tool)
@@ -333,3 +333,10 @@ class TurnCore(HooksCore[ToolT]):
         if record is not None and record.approved_input is not None:
             return record.approved_input
         return call.input
+
+
+def _going_on(previous: CallRecord | None) -> bool:
+    """Whether a call goes on from where its sub-run stood (a sub-agent's call that paused, was
+    cancelled or failed, and runs again): it was reported started when it first started, and a
+    call is reported once (``ToolCallStarted``), across a pause and a resume."""
+    return previous is not None and previous.status is CallStatus.STARTED and previous.sub_run is not None
