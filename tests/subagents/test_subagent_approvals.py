@@ -384,7 +384,7 @@ def test_the_command_line_shows_and_approves_a_nested_call(tmp_path: Path) -> No
     assert "The run is ready" in out
 
 
-async def test_a_nested_call_decided_first_leaves_the_runs_own_waiting_call_decidable_through_the_store() -> None:
+async def test_a_nested_call_decided_first_leaves_the_runs_own_call_decidable_through_the_store() -> None:
     """A sub-agent's call whose paused sub-run has all its calls decided does not run (it goes on
     when a runner takes the turn up): the run still waits for its own call, listed and decidable."""
     paid.clear()

@@ -33,7 +33,9 @@ def pay(amount: int) -> str:
 def tree() -> SubAgent:
     """``boss`` (model ``claude-mid``) calls ``payer`` (``claude-sub``), whose ``pay`` waits."""
     payer = SubAgent(name="payer", description="Pays.", model="claude-sub", max_tokens=200, tools=[pay])
-    return SubAgent(name="boss", description="Has bills paid.", model="claude-mid", max_tokens=200, tools=[payer])
+    return SubAgent(
+        name="boss", description="Has bills paid.", model="claude-mid", max_tokens=200, tools=[payer]
+    )
 
 
 def scripts() -> dict[str, list[ScriptEntry]]:
