@@ -10,7 +10,7 @@ from typing import Any
 from toolrunner import RunnerEvent, SubAgent, SubRunEvent, ToolCallFinished, ToolCallStarted, tool
 from toolrunner.testing import RecordedRequest, ScriptEntry
 
-__all__ = ["by_model", "calls_heard", "lookup", "ran", "researcher", "searcher", "unwrapped"]
+__all__ = ["by_model", "calls_heard", "lookup", "ran", "researcher", "searcher", "unwrapped", "used"]
 
 ran: list[str] = []
 """The cities ``lookup`` looked up, in order (a test that counts them clears it first)."""
@@ -80,3 +80,13 @@ def calls_heard(events: list[RunnerEvent]) -> list[tuple[str, str]]:
         elif isinstance(inner, ToolCallFinished):
             heard.append(("finished", inner.call.id))
     return heard
+
+
+def used(tokens: int) -> dict[str, int]:
+    """A reply's ``usage=`` of ``tokens`` in all: ten output tokens, the rest input."""
+    return {
+        "input_tokens": tokens - 10,
+        "output_tokens": 10,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }

@@ -3,7 +3,8 @@ columns a store writes beside the state, with no I/O (a listing's arguments are 
 decisions through a store ``deciding``'s).
 
 A run's status is a function of its state alone (``run_status``), so every store computes it the
-same way and writes it beside the state, in the same transaction.
+same way and writes it beside the state, in the same transaction. So are its turns and cost,
+which are its whole tree's (its own requests and its sub-agents', ``_core.tree_usage.spent``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import cast
 from .._core.errors import StateError
 from .._core.nested import suspended, waiting_in_tree
 from .._core.state import CallRecord, CallStatus, Phase, RunState, plain_data
+from .._core.tree_usage import spent
 from .._core.types import EndReason, ToolCall
 from .._core.unicode import store_json
 
@@ -130,8 +132,9 @@ class RunSummary:
             sub-agent's run has its ``path`` too (``ToolCall.path``).
         created: When the run was first saved (UTC).
         updated: When it was last saved (UTC).
-        turns: How many requests got a reply.
-        cost: What they cost in US dollars; ``None`` once one had no price.
+        turns: How many requests got a reply: the run's own and its sub-agents' (its whole tree,
+            ``_core.tree_usage.spent``; ``toolrunner runs show`` gives them by sub-agent).
+        cost: What they cost in US dollars (the tree's); ``None`` once one had no price.
         failure: The error that stopped the last step (``{"type": ..., "message": ...}``), if any.
         lease: The lease of the resumer that holds the run (or held it, and stopped: it ran out),
             if one does.
@@ -179,12 +182,13 @@ class SummaryColumns:
         waiting = None
         if calls:
             waiting = store_json([_call_data(call) for call in calls])
+        tree = spent(state)  # the run's requests and its sub-agents' (_core.tree_usage)
         return cls(
             status=_status(state, calls).value,
             end_reason=state.end_reason,
             waiting=waiting,
-            turns=state.requests_sent,
-            cost=None if state.cost is None else str(state.cost),
+            turns=tree.requests,
+            cost=None if tree.cost is None else str(tree.cost),
             failure=None if state.failure is None else store_json(dict(state.failure)),
         )
 
