@@ -41,6 +41,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from anthropic.types import ToolResultBlockParam
 
+from .api_errors import permanent
 from .effects import (
     AwaitDecisions,
     CallRunner,
@@ -57,9 +58,10 @@ from .effects import (
     Send,
     StateDerived,
 )
-from .errors import ToolRunnerError
+from .errors import ToolRunnerError, message_of
 from .events import RunnerEvent, SubRunEvent
 from .history import text_of
+from .log import WARNING, log
 from .messages import field
 from .results import tool_result_block
 from .state import Phase, RunState, SubRun
@@ -68,7 +70,16 @@ from .tree_usage import sub_run_ended
 from .types import Reply, ToolCall, ToolFlags
 from .usage import RequestUsage
 
-__all__ = ["AgentPlan", "AgentTools", "agent_plan_of", "run_sub_agent", "sub_run_answer", "sub_run_saved"]
+__all__ = [
+    "AgentPlan",
+    "AgentTools",
+    "agent_plan_of",
+    "noted",
+    "run_sub_agent",
+    "sub_run_answer",
+    "sub_run_failed",
+    "sub_run_saved",
+]
 
 T = TypeVar("T")
 
@@ -166,6 +177,47 @@ def sub_run_answer(
     return tool_result_block(call.id, text, is_error=True)
 
 
+def sub_run_failed(call: ToolCall, agent: str, state: RunState, error: BaseException) -> ToolResultBlockParam:
+    """The result of ``call``, whose sub-run (at ``state``) stopped because its request failed
+    with ``error``, which the same request meets again (``_core.api_errors.permanent``): an error
+    result naming the sub-agent and the error, and what it had found so far, which the model can
+    act on (answer without it, or ask it something else)."""
+    found = _found(state)
+    text = (
+        f"The sub-agent {agent!r} stopped before it finished: its request to the API failed with "
+        f"{_error_text(error)[:_ERROR_LIMIT]}, which asking again would not change. "
+        f"What it had found so far: {found or 'nothing yet.'}"
+    )
+    return tool_result_block(call.id, text, is_error=True)
+
+
+_ERROR_LIMIT = 1000
+"""Characters of an API error's description the model reads."""
+
+
+def _error_text(error: BaseException) -> str:
+    """``NotFoundError (status 404): Error code: 404 - {...}``."""
+    status = getattr(error, "status_code", None)
+    return f"{type(error).__name__}{'' if status is None else f' (status {status})'}: {message_of(error)}"
+
+
+_NOTE = "raised in a sub-agent's run: "
+
+
+def noted(error: BaseException, path: tuple[str, ...]) -> None:
+    """Say where ``error``, raised out of the sub-run at ``path`` (a call id and a sub-agent's
+    name, relative to the run one level up), came from: a note (PEP 678) with the path from the
+    root, as ``SubRunEvent.path`` gives it. Each level up puts its part in front of the note the
+    level below wrote, so the error carries one note however deep it was raised."""
+    notes: list[object] = getattr(error, "__notes__", None) or [None]
+    where = " → ".join(path)
+    last = notes[-1]
+    if isinstance(last, str) and last.startswith(_NOTE):  # the level below's
+        notes[-1] = f"{_NOTE}{where} → {last[len(_NOTE) :]}"
+        return
+    error.add_note(_NOTE + where)
+
+
 def _found(state: RunState) -> str:
     """The latest text the sub-agent's model wrote (its answer, or what it had found so far)."""
     if state.reply is not None and (text := text_of(state.reply)):
@@ -227,13 +279,30 @@ def run_sub_agent(
             is_error=True,
         )
     runner = SubRunner(parent, make, call, plan, task)
-    while (yield from runner.adapted(runner.child.iteration())) is not None:
-        pass  # a reply handed over: nobody steers a sub-run, and the next iteration finishes its turn
+    failed: Exception | None = None
+    try:
+        while (yield from runner.adapted(runner.child.iteration())) is not None:
+            pass  # a reply handed over: nobody steers a sub-run, and the next iteration finishes its turn
+    except Exception as error:
+        if not permanent(error):  # it may pass (or is no API error): the run stays resumable
+            noted(error, runner.path)
+            raise
+        failed = error  # its request would fail again: the sub-run ends, and the model is told
     ended = runner.child.state
-    if ended.phase is Phase.AWAITING:  # paused: its calls wait for decisions; it has not ended
+    if failed is None and ended.phase is Phase.AWAITING:  # paused: its calls wait for decisions
         return None
     # Its summary is kept (saved with the call's result, by the call program's next save).
     parent.make_current(sub_run_ended(parent.state, call.id, plan.name, ended))
+    if failed is not None:
+        log(
+            WARNING,
+            "The sub-agent %r (the call %r) stopped: its request failed with %s, which the same request "
+            "meets again; the call is answered with an error result.",
+            plan.name,
+            call.id,
+            _error_text(failed),
+        )
+        return sub_run_failed(call, plan.name, ended, failed)
     return sub_run_answer(call, plan.name, ended, plan.limits)
 
 
