@@ -24,7 +24,15 @@ its own, through an adapter (``SubRunner``) that maps the child's effects:
 When the child ends, its answer is the call's result (``sub_run_answer``): its final text, or an
 ``is_error`` result naming the limit it stopped at and what it had found so far; and its summary
 (its requests' usage, why it ended), with those of the sub-runs below it, joins the parent's
-``RunState.sub_runs`` (``_core.tree_usage.sub_run_ended``).
+``RunState.sub_runs`` (``_core.tree_usage.sub_run_ended``). A request of the child that failed
+with an error the same request meets again (``_core.api_errors.permanent``: a wrong model id, an
+invalid request) ends it too, its answer an ``is_error`` result naming the sub-agent and the
+error (``sub_run_failed``); any other error is raised through the parent's program as before,
+with a note naming the path of the sub-run it came from (``noted``), the run resumable.
+
+The child is ``durable`` whatever its root is (its saves are mapped); a call of it cut off by a
+cancellation is answered as its root's own calls are (``CoreBase.stored``): "interrupted" if the
+root has a store, run again if it has none.
 
 One budget: the limits hold for the tree. The child's limits, when each of its requests is
 checked, are the least of its own and what the parent's tree has left of the parent's limits
@@ -236,11 +244,14 @@ class Core(Protocol):
 
     state: RunState
     durable: bool
+    root_stored: bool | None
     listener: Callable[[RunnerEvent], None] | None
     usage_of: Callable[[Reply], RequestUsage]
 
     cap: Callable[[RunState, Limits], Limits] | None
 
+    @property
+    def stored(self) -> bool: ...
     def make_current(self, state: RunState) -> None: ...
     def limits_now(self) -> Limits: ...
     def emit(self, event: RunnerEvent) -> None: ...
@@ -320,11 +331,13 @@ class SubRunner:
             params=dict(plan.params), tools=plan.tools, messages=({"role": "user", "content": task},)
         )
         # Durable whatever the parent is: its saves are mapped onto the parent's (which writes
-        # nothing without a store), and a call of it cut off is answered as after a crash.
+        # nothing without a store). A call of it cut off is answered as the root's own calls are:
+        # as after a crash with a store, run again without one (``stored``).
         self.child = make(
             state, tools=AgentTools(plan.flags), usage_of=parent.usage_of, limits=plan.limits, durable=True
         )
-        if saved is not None:  # after a crash, or a cancellation: its calls cut off are answered
+        self.child.root_stored = stored = parent.stored
+        if saved is not None and stored:  # after a crash, or a cancellation: its calls cut off are answered
             self.child.resume()
         self.child.cap = self._capped  # one budget: the tree's limits hold for the sub-run
         if parent.listener is not None:

@@ -282,8 +282,8 @@ class TurnCore(HooksCore[ToolT]):
         """A call was cut off while its tool ran, or while its ``after_tool_call`` hook was asked
         (a cancellation): with a store, its start is saved, so it is answered as after a crash:
         interrupted, unless its tool may run again. Without a store nothing was saved, and it runs
-        again."""
-        if not self.durable:
+        again; so inside a sub-run of a run without a store (``stored``)."""
+        if not self.stored:
             return
         record = record_of(self.state, call)
         if record is None or record.status is not CallStatus.STARTED:
