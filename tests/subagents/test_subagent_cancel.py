@@ -84,11 +84,8 @@ async def cancelled_then_done(store: MemoryCheckpointer | None) -> tuple[ToolRun
 def result_of(fake: FakeMessagesAPI, model: str, call_id: str) -> object:
     """The content of ``call_id``'s result, as the last request of ``model`` sent it."""
     last = [request for request in fake.requests if request.body["model"] == model][-1]
-    (block,) = [
-        block
-        for block in last.messages[2]["content"]
-        if isinstance(block, dict) and block.get("tool_use_id") == call_id
-    ]
+    blocks: list[dict[str, Any]] = last.messages[2]["content"]
+    (block,) = [block for block in blocks if block.get("tool_use_id") == call_id]
     return block["content"]
 
 
