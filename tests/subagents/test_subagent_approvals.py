@@ -382,3 +382,33 @@ def test_the_command_line_shows_and_approves_a_nested_call(tmp_path: Path) -> No
     assert code == 0, out
     assert "Approved toolu_c1 (pay) of run bill by ada" in out
     assert "The run is ready" in out
+
+
+async def test_a_nested_call_decided_first_leaves_the_runs_own_call_decidable_through_the_store() -> None:
+    """A sub-agent's call whose paused sub-run has all its calls decided does not run (it goes on
+    when a runner takes the turn up): the run still waits for its own call, listed and decidable."""
+    paid.clear()
+    scripts = one_level()
+    scripts["claude-parent"] = [
+        tool_reply(
+            tool_call("payer", {"task": "Pay 5."}, id="toolu_p1"),
+            tool_call("pay", {"amount": 7}, id="toolu_top"),
+        ),
+        text_reply("Paid."),
+    ]
+    store = MemoryCheckpointer()
+    async with FakeMessagesAPI(responder=by_model(scripts)).async_client() as client:
+        runner = runner_of(client, tools=[payer(), pay], checkpointer=store, run_id="bills")
+        async for _ in runner:
+            pass
+        await store.approve_call("bills", "toolu_c1", by="ada")
+        summary = await store.get_run("bills")
+        assert summary is not None
+        assert summary.status is RunStatus.AWAITING
+        assert [call.id for call in summary.waiting] == ["toolu_top"]
+        await store.approve_call("bills", "toolu_top", by="ada")
+        summary = await store.get_run("bills")
+        assert summary is not None
+        assert (summary.status, summary.waiting) == (RunStatus.READY, ())
+        await runner.until_done()
+    assert sorted(paid) == [5, 7]

@@ -10,10 +10,10 @@ from typing import Any
 
 import anyio
 
-from toolrunner import SubAgent, Tool, tool
+from toolrunner import RunnerEvent, SubAgent, SubRunEvent, Tool, ToolCallFinished, ToolCallStarted, tool
 from toolrunner.testing import RecordedRequest, ScriptEntry
 
-__all__ = ["Held", "by_model", "lookup", "ran", "researcher", "searcher"]
+__all__ = ["Held", "by_model", "calls_heard", "lookup", "ran", "researcher", "searcher", "unwrapped", "used"]
 
 ran: list[str] = []
 """The cities ``lookup`` looked up, in order (a test that counts them clears it first)."""
@@ -92,3 +92,35 @@ class Held:
     def release(self) -> None:
         """Let the calls waiting now, and every later one, finish."""
         self._released.set()
+
+
+def unwrapped(event: RunnerEvent) -> tuple[tuple[str, ...], RunnerEvent]:
+    """An event as the listener of the run where it happened heard it, and that run's path
+    (``()`` for the root's own events)."""
+    path: tuple[str, ...] = ()
+    while isinstance(event, SubRunEvent):
+        path, event = (*path, *event.path), event.event
+    return path, event
+
+
+def calls_heard(events: list[RunnerEvent]) -> list[tuple[str, str]]:
+    """The ``ToolCallStarted``/``ToolCallFinished`` events heard, as (``"started"`` or
+    ``"finished"``, the call's id), in order, at every level of the tree."""
+    heard: list[tuple[str, str]] = []
+    for event in events:
+        _, inner = unwrapped(event)
+        if isinstance(inner, ToolCallStarted):
+            heard.append(("started", inner.call.id))
+        elif isinstance(inner, ToolCallFinished):
+            heard.append(("finished", inner.call.id))
+    return heard
+
+
+def used(tokens: int) -> dict[str, int]:
+    """A reply's ``usage=`` of ``tokens`` in all: ten output tokens, the rest input."""
+    return {
+        "input_tokens": tokens - 10,
+        "output_tokens": 10,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+    }

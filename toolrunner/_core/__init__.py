@@ -7,7 +7,8 @@ Temporal workflow) performs the effects its programs yield, so a decision made h
 for all of them, and can be tested without any of them.
 
 - the state: ``state`` (``RunState``), ``state_json`` (its JSON form), ``state_schema`` (its
-  saved form's schema and migrations), ``types`` (what every layer shares), ``errors`` (the exception tree);
+  saved form's schema and migrations), ``types`` (what every layer shares), ``errors`` (the exception tree), ``api_errors``
+  (which errors of the service pass by themselves, and which come again);
 - the transitions: ``transitions`` (pure functions of a state), ``approval`` (those of calls that
   wait for decisions), ``stop_reasons`` (what a reply's stop reason asks for), ``tool_changes``,
   ``compaction``, ``caching``, ``usage``, ``tree_usage`` (a run's tree's usage: the budget its

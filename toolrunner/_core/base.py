@@ -164,6 +164,9 @@ class CoreBase(Generic[ToolT]):
         self.cap: Callable[[RunState, Limits], Limits] | None = None
         """For a sub-run: its limits (given its state), capped by what its parent's tree has left
         (set by its adapter, ``_core.subruns``; ``_core.transitions.capped``)."""
+        self.root_stored: bool | None = None
+        """For a sub-run (always ``durable``: its saves are mapped onto its parent's), whether the
+        root of its tree has a store (set by its adapter); ``None`` for a root. See ``stored``."""
 
     # -- the state ------------------------------------------------------------------------------
 
@@ -188,6 +191,13 @@ class CoreBase(Generic[ToolT]):
         has no result is answered as interrupted, unless its tool is idempotent (it runs again)."""
         self.durable = True
         self.state = resumed(self.state, may_run_again=self._may_run_again)
+
+    @property
+    def stored(self) -> bool:
+        """Whether the run's starts are saved where a crash would leave them: it has a store
+        (``durable``), or, for a sub-run, the root of its tree has one. Without, a call cut off
+        (a cancellation) runs again, at every level of the tree (``_cut_off``)."""
+        return self.durable if self.root_stored is None else self.root_stored
 
     def _may_run_again(self, call: ToolCall) -> bool:
         tool = self.tool_of(call)

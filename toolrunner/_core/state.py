@@ -177,7 +177,8 @@ class SubRunSummary:
             the sub-agent's name, then, for a sub-run of a sub-run, the next call id and name, ...
         usage: The usage of each of its own requests that got a reply (those of its own
             sub-runs are in their summaries).
-        end_reason: Why it ended (its state's ``end_reason``).
+        end_reason: Why it ended (its state's ``end_reason``); ``None`` when a request of it failed
+            with an error the same request meets again, which ended it (``_core.subruns``).
     """
 
     path: tuple[str, ...]

@@ -28,7 +28,16 @@ its own, through an adapter (``SubRunner``) that maps the child's effects:
 When the child ends, its answer is the call's result (``sub_run_answer``): its final text, or an
 ``is_error`` result naming the limit it stopped at and what it had found so far; and its summary
 (its requests' usage, why it ended), with those of the sub-runs below it, joins the parent's
-``RunState.sub_runs``, and its audit the parent's ``RunState.decisions`` (``_core.tree_audit``).
+``RunState.sub_runs`` (``_core.tree_usage.sub_run_ended``), and its audit the parent's
+``RunState.decisions`` (``_core.tree_audit``). A request of the child that failed
+with an error the same request meets again (``_core.api_errors.permanent``: a wrong model id, an
+invalid request) ends it too, its answer an ``is_error`` result naming the sub-agent and the
+error (``sub_run_failed``); any other error is raised through the parent's program as before,
+with a note naming the path of the sub-run it came from (``noted``), the run resumable.
+
+The child is ``durable`` whatever its root is (its saves are mapped); a call of it cut off by a
+cancellation is answered as its root's own calls are (``CoreBase.stored``): "interrupted" if the
+root has a store, run again if it has none.
 
 One budget: the limits hold for the tree. The child's limits, when each of its requests is
 checked, are the least of its own and what the parent's tree has left of the parent's limits
@@ -45,6 +54,7 @@ from typing import Any, Protocol, TypeVar, cast
 
 from anthropic.types import ToolResultBlockParam
 
+from .api_errors import permanent
 from .effects import (
     AwaitDecisions,
     CallRunner,
@@ -61,9 +71,10 @@ from .effects import (
     Send,
     StateDerived,
 )
-from .errors import ToolRunnerError
+from .errors import ToolRunnerError, message_of
 from .events import RunnerEvent, SubRunEvent
 from .history import text_of
+from .log import WARNING, log
 from .messages import field
 from .results import tool_result_block
 from .state import Phase, RunState, SubRun
@@ -72,7 +83,16 @@ from .tree_audit import sub_run_kept
 from .types import Reply, ToolCall, ToolFlags
 from .usage import RequestUsage
 
-__all__ = ["AgentPlan", "AgentTools", "agent_plan_of", "run_sub_agent", "sub_run_answer", "sub_run_saved"]
+__all__ = [
+    "AgentPlan",
+    "AgentTools",
+    "agent_plan_of",
+    "noted",
+    "run_sub_agent",
+    "sub_run_answer",
+    "sub_run_failed",
+    "sub_run_saved",
+]
 
 T = TypeVar("T")
 
@@ -175,6 +195,47 @@ def sub_run_answer(
     return tool_result_block(call.id, text, is_error=True)
 
 
+def sub_run_failed(call: ToolCall, agent: str, state: RunState, error: BaseException) -> ToolResultBlockParam:
+    """The result of ``call``, whose sub-run (at ``state``) stopped because its request failed
+    with ``error``, which the same request meets again (``_core.api_errors.permanent``): an error
+    result naming the sub-agent and the error, and what it had found so far, which the model can
+    act on (answer without it, or ask it something else)."""
+    found = _found(state)
+    text = (
+        f"The sub-agent {agent!r} stopped before it finished: its request to the API failed with "
+        f"{_error_text(error)[:_ERROR_LIMIT]}, which asking again would not change. "
+        f"What it had found so far: {found or 'nothing yet.'}"
+    )
+    return tool_result_block(call.id, text, is_error=True)
+
+
+_ERROR_LIMIT = 1000
+"""Characters of an API error's description the model reads."""
+
+
+def _error_text(error: BaseException) -> str:
+    """``NotFoundError (status 404): Error code: 404 - {...}``."""
+    status = getattr(error, "status_code", None)
+    return f"{type(error).__name__}{'' if status is None else f' (status {status})'}: {message_of(error)}"
+
+
+_NOTE = "raised in a sub-agent's run: "
+
+
+def noted(error: BaseException, path: tuple[str, ...]) -> None:
+    """Say where ``error``, raised out of the sub-run at ``path`` (a call id and a sub-agent's
+    name, relative to the run one level up), came from: a note (PEP 678) with the path from the
+    root, as ``SubRunEvent.path`` gives it. Each level up puts its part in front of the note the
+    level below wrote, so the error carries one note however deep it was raised."""
+    notes: list[object] = getattr(error, "__notes__", None) or [None]
+    where = " → ".join(path)
+    last = notes[-1]
+    if isinstance(last, str) and last.startswith(_NOTE):  # the level below's
+        notes[-1] = f"{_NOTE}{where} → {last[len(_NOTE) :]}"
+        return
+    error.add_note(_NOTE + where)
+
+
 def _found(state: RunState) -> str:
     """The latest text the sub-agent's model wrote (its answer, or what it had found so far)."""
     if state.reply is not None and (text := text_of(state.reply)):
@@ -194,12 +255,15 @@ class Core(Protocol):
     state: RunState
     durable: bool
     closing: bool
+    root_stored: bool | None
     listener: Callable[[RunnerEvent], None] | None
     usage_of: Callable[[Reply], RequestUsage]
 
     cap: Callable[[RunState, Limits], Limits] | None
     clock: Callable[[], float] | None
 
+    @property
+    def stored(self) -> bool: ...
     def make_current(self, state: RunState) -> None: ...
     def limits_now(self) -> Limits: ...
     def emit(self, event: RunnerEvent) -> None: ...
@@ -239,13 +303,30 @@ def run_sub_agent(
             is_error=True,
         )
     runner = SubRunner(parent, make, call, plan, task)
-    while (yield from runner.adapted(runner.child.iteration())) is not None:
-        pass  # a reply handed over: nobody steers a sub-run, and the next iteration finishes its turn
+    failed: Exception | None = None
+    try:
+        while (yield from runner.adapted(runner.child.iteration())) is not None:
+            pass  # a reply handed over: nobody steers a sub-run, and the next iteration finishes its turn
+    except Exception as error:
+        if not permanent(error):  # it may pass (or is no API error): the run stays resumable
+            noted(error, runner.path)
+            raise
+        failed = error  # its request would fail again: the sub-run ends, and the model is told
     ended = runner.child.state
-    if ended.phase is Phase.AWAITING:  # paused: its calls wait for decisions; it has not ended
+    if failed is None and ended.phase is Phase.AWAITING:  # paused: its calls wait for decisions
         return None
     # Its summary and its audit are kept (saved with the call's result, by the call program's next save).
     parent.make_current(sub_run_kept(parent.state, call.id, plan.name, ended))
+    if failed is not None:
+        log(
+            WARNING,
+            "The sub-agent %r (the call %r) stopped: its request failed with %s, which the same request "
+            "meets again; the call is answered with an error result.",
+            plan.name,
+            call.id,
+            _error_text(failed),
+        )
+        return sub_run_failed(call, plan.name, ended, failed)
     return sub_run_answer(call, plan.name, ended, plan.limits)
 
 
@@ -263,7 +344,8 @@ class SubRunner:
             params=dict(plan.params), tools=plan.tools, messages=({"role": "user", "content": task},)
         )
         # Durable whatever the parent is: its saves are mapped onto the parent's (which writes
-        # nothing without a store), and a call of it cut off is answered as after a crash.
+        # nothing without a store). A call of it cut off is answered as the root's own calls are:
+        # as after a crash with a store, run again without one (``stored``).
         self.child = make(
             state,
             tools=AgentTools(plan.flags),
@@ -272,7 +354,8 @@ class SubRunner:
             durable=True,
             clock=parent.clock,  # its sub-agents' calls are timed as its parent's are
         )
-        if saved is not None:  # after a crash, or a cancellation: its calls cut off are answered
+        self.child.root_stored = stored = parent.stored
+        if saved is not None and stored:  # after a crash, or a cancellation: its calls cut off are answered
             self.child.resume()
         self.child.cap = self._capped  # one budget: the tree's limits hold for the sub-run
         self.child.closing = parent.closing  # started after its parent's close(): it ends at once

@@ -7,6 +7,10 @@ states the current turn's call records keep, ``CallRecord.sub_run``, each a tree
 limits (``_core.transitions.limit_reached``) are checked against it, and a sub-run's limits are
 capped by what its parent's tree has left (``_core.transitions.capped``).
 
+What a person reads of a run (a store's summary, ``toolrunner runs list`` and ``runs show``, the
+inbox) is the tree's too: ``spent`` for its requests, tokens and cost, ``spent_by_agent`` for the
+figures of each path of sub-agents (their sum is ``spent``).
+
 When a sub-run ends, ``sub_run_ended`` keeps its summary, and those of the sub-runs below it, in
 the parent's state (through ``_core.tree_audit.sub_run_kept``, which keeps its audit too): the call's record, and the sub-run's state in it, leave the journal with the
 turn; the summaries stay for the life of the run. All pure functions over ``RunState``.
@@ -21,7 +25,15 @@ from decimal import Decimal
 from .state import RunState, SubRunSummary
 from .usage import RequestUsage, Usage
 
-__all__ = ["Spent", "ended_calls", "requests_by_agent", "spent", "sub_run_ended", "summaries_below"]
+__all__ = [
+    "Spent",
+    "ended_calls",
+    "requests_by_agent",
+    "spent",
+    "spent_by_agent",
+    "sub_run_ended",
+    "summaries_below",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,3 +121,21 @@ def _all_summaries(state: RunState) -> Iterator[SubRunSummary]:
     for record in state.calls.values():
         if record.sub_run is not None and record.call.id not in ended:
             yield from summaries_below((record.call.id, record.sub_run.agent), record.sub_run.state)
+
+
+def spent_by_agent(state: RunState) -> dict[tuple[str, ...], Spent]:
+    """What the tree of the run at ``state`` spent, by the path of sub-agents' names that spent it
+    (``requests_by_agent``): ``()`` for the run's own requests, as ``spent`` counts them; the
+    figures add up to ``spent(state)``."""
+    found: dict[tuple[str, ...], Spent] = {}
+    for path, requests in requests_by_agent(state).items():
+        if not path:
+            found[path] = Spent(state.requests_sent, state.total, state.cost)
+            continue
+        total = Usage()
+        cost: Decimal | None = Decimal(0)
+        for request in requests:
+            total += request.usage
+            cost = _plus(cost, request.cost)
+        found[path] = Spent(len(requests), total, cost)
+    return found

@@ -34,7 +34,7 @@ from .message_checks import check_reply
 from .nested import suspended, suspended_calls
 from .output import answer_judged
 from .plan import CallPlan, not_executed
-from .state import CallStatus, Phase
+from .state import CallRecord, CallStatus, Phase
 from .stop_reasons import StopReasonStep, step_for
 from .subruns import AgentPlan, agent_plan_of
 from .transitions import (
@@ -245,7 +245,7 @@ class TurnCore(HooksCore[ToolT]):
             del self._starting[call.id]
         # A call with no record before it started has no other input (none approved, no hook's).
         given = call.input if previous is None and self.hooks is None else self.input_of(call)
-        if self.listener is not None:
+        if self.listener is not None and not _going_on(previous):
             self.emit(ToolCallStarted(call=call, early=early, input=None if given is call.input else given))
         tool = self.tool_of(call)
         plan = None if tool is None else agent_plan_of(tool)
@@ -284,8 +284,8 @@ class TurnCore(HooksCore[ToolT]):
         """A call was cut off while its tool ran, or while its ``after_tool_call`` hook was asked
         (a cancellation): with a store, its start is saved, so it is answered as after a crash:
         interrupted, unless its tool may run again. Without a store nothing was saved, and it runs
-        again."""
-        if not self.durable:
+        again; so inside a sub-run of a run without a store (``stored``)."""
+        if not self.stored:
             return
         record = record_of(self.state, call)
         if record is None or record.status is not CallStatus.STARTED:
@@ -335,3 +335,10 @@ class TurnCore(HooksCore[ToolT]):
         if record is not None and record.approved_input is not None:
             return record.approved_input
         return call.input
+
+
+def _going_on(previous: CallRecord | None) -> bool:
+    """Whether a call goes on from where its sub-run stood (a sub-agent's call that paused, was
+    cancelled or failed, and runs again): it was reported started when it first started, and a
+    call is reported once (``ToolCallStarted``), across a pause and a resume."""
+    return previous is not None and previous.status is CallStatus.STARTED and previous.sub_run is not None

@@ -17,6 +17,7 @@ from typing import TextIO
 import anyio
 
 from .._core.ids import check_run_id
+from .._core.tree_usage import spent
 from .._stores.listing import PRUNE_KEEPS, pruned_statuses
 from .._stores.open import open_store, store_path
 from .._stores.protocol import RunStore
@@ -27,6 +28,8 @@ from .decide_commands import answer, approve, deny
 from .exits import STORE_VARIABLE, Exit, ExitCode
 from .render import (
     age,
+    agent_usage_data,
+    agent_usage_lines,
     audit_lines,
     conversation,
     going_on,
@@ -34,7 +37,7 @@ from .render import (
     plural,
     runs_table,
     summary_data,
-    tree_tokens,
+    usage_text,
     waiting_lines,
 )
 
@@ -117,13 +120,17 @@ async def _show(context: CommandContext) -> None:
         raise not_found(arguments.run_id)
     state = loaded.state
     if arguments.json:
-        context.json({"summary": summary_data(summary), "state": state.to_dict()})
+        context.json(
+            {
+                "summary": summary_data(summary),
+                "usage_by_agent": agent_usage_data(state),
+                "state": state.to_dict(),
+            }
+        )
         return
     context.print(*_heading(summary, context.now))
-    context.print(
-        f"{plural(summary.turns, 'turn')}, {tree_tokens(state)}"
-        + ("" if summary.cost is None else f", ${summary.cost:.4f}")
-    )
+    context.print(usage_text(spent(state)))  # the tree's: the run's requests and its sub-agents'
+    context.print(*agent_usage_lines(state))
     context.print(*conversation(state, full=arguments.full))
     context.print(*audit_lines(state, full=arguments.full))
     waiting = waiting_lines(state, full=arguments.full)

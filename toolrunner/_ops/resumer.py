@@ -35,10 +35,10 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anthropic
 import anyio
 import anyio.abc
 
+from .._core.api_errors import transient as transient_api_error
 from .._core.errors import (
     AwaitingApprovalError,
     CheckpointConflictError,
@@ -397,8 +397,6 @@ def transient(error: BaseException) -> bool:
     its lease runs out: the service rate-limited or overloaded it, answered with a 5xx or a
     timeout, or the connection to it was lost; or the store failed (a conflict is not a failure:
     another runner went on with the run)."""
-    if isinstance(error, anthropic.APIConnectionError):
+    if transient_api_error(error):  # the service's or the network's (_core.api_errors)
         return True
-    if isinstance(error, anthropic.APIStatusError):
-        return error.status_code in (408, 409, 429) or error.status_code >= 500
     return isinstance(error, CheckpointError) and not isinstance(error, CheckpointConflictError)

@@ -3,7 +3,8 @@ columns a store writes beside the state, with no I/O (a listing's arguments are 
 decisions through a store ``deciding``'s).
 
 A run's status is a function of its state alone (``run_status``), so every store computes it the
-same way and writes it beside the state, in the same transaction.
+same way and writes it beside the state, in the same transaction. So are its turns and cost,
+which are its whole tree's (its own requests and its sub-agents', ``_core.tree_usage.spent``).
 """
 
 from __future__ import annotations
@@ -62,7 +63,10 @@ def waiting_calls(state: RunState) -> tuple[ToolCall, ...]:
         record.status is CallStatus.AWAITING or suspended(record) for record in state.calls.values()
     ):
         return ()
-    if any(record.status is CallStatus.STARTED and not suspended(record) for record in state.calls.values()):
+    if any(
+        record.status is CallStatus.STARTED and not suspended(record) and not _decided(record)
+        for record in state.calls.values()
+    ):
         return ()  # a call runs (or ran when its runner died): the turn is not paused
     return waiting_in_tree(state)
 
@@ -128,9 +132,9 @@ class RunSummary:
             sub-agent's run has its ``path`` too (``ToolCall.path``).
         created: When the run was first saved (UTC).
         updated: When it was last saved (UTC).
-        turns: How many requests of the run got a reply.
-        cost: What the run's tree cost in US dollars: its requests and its sub-agents' (as its
-            budget counts them, ``_core.tree_usage``); ``None`` once one had no price.
+        turns: How many requests got a reply: the run's own and its sub-agents' (its whole tree,
+            ``_core.tree_usage.spent``; ``toolrunner runs show`` gives them by sub-agent).
+        cost: What they cost in US dollars (the tree's); ``None`` once one had no price.
         failure: The error that stopped the last step (``{"type": ..., "message": ...}``), if any.
         lease: The lease of the resumer that holds the run (or held it, and stopped: it ran out),
             if one does.
@@ -178,12 +182,13 @@ class SummaryColumns:
         waiting = None
         if calls:
             waiting = store_json([_call_data(call) for call in calls])
+        tree = spent(state)  # the run's requests and its sub-agents' (_core.tree_usage)
         return cls(
             status=_status(state, calls).value,
             end_reason=state.end_reason,
             waiting=waiting,
-            turns=state.requests_sent,
-            cost=None if (cost := spent(state).cost) is None else str(cost),
+            turns=tree.requests,
+            cost=None if tree.cost is None else str(tree.cost),
             failure=None if state.failure is None else store_json(dict(state.failure)),
         )
 

@@ -17,7 +17,8 @@ from starlette.responses import Response
 from .._core.errors import ApprovalError, CheckpointConflictError, CheckpointError, ToolInputError
 from .._core.nested import record_in_tree
 from .._core.state import CallRecord, plain_data
-from .._ops.render import printable, tree_tokens
+from .._core.tree_usage import spent, spent_by_agent
+from .._ops.render import agent_name, printable, usage_text
 from .._stores.deciding import input_problems, parse_json
 from .._stores.runs import waiting_calls
 from ._auth import Session
@@ -68,12 +69,20 @@ class Deciding(Pages):
         if summary is None or loaded is None:
             return self._no_run(request, session, run_id)
         state = loaded.state
+        total = spent(state).total  # the tree's, as the summary's turns and cost
         now = datetime.now(UTC)
+        by_agent = spent_by_agent(state)
         run = {
             "run_id": summary.run_id,
             "status": summary.status.value,
             "turns": summary.turns,
-            "tokens": tree_tokens(state),
+            "tokens": f"{total.input_tokens:,} input and {total.output_tokens:,} output tokens",
+            "by_agent": [
+                {"agent": agent_name(path), "figures": usage_text(figures)}
+                for path, figures in by_agent.items()
+            ]
+            if len(by_agent) > 1
+            else [],
             "cost": cost(summary) if summary.cost is not None else "cost unknown",
             "created": when(summary.created, now),
             "updated": when(summary.updated, now),
