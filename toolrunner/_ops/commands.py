@@ -26,10 +26,9 @@ from .._stores.urls import holds_secret
 from .command_context import CommandContext, not_found, parse_time
 from .decide_commands import answer, approve, deny
 from .exits import STORE_VARIABLE, Exit, ExitCode
+from .figures import agent_usage_data, agent_usage_lines, usage_text
 from .render import (
     age,
-    agent_usage_data,
-    agent_usage_lines,
     audit_lines,
     conversation,
     going_on,
@@ -37,7 +36,6 @@ from .render import (
     plural,
     runs_table,
     summary_data,
-    usage_text,
     waiting_lines,
 )
 

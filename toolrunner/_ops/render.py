@@ -14,9 +14,8 @@ from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
 from .._core.nested import record_in_tree
-from .._core.state import CallRecord, CallStatus, Phase, RunState, plain_data, usage_data
+from .._core.state import CallRecord, CallStatus, Phase, RunState, plain_data
 from .._core.tree_audit import decisions_in_tree
-from .._core.tree_usage import Spent, spent_by_agent
 from .._core.types import ToolCall
 from .._core.unicode import sendable_text
 from .._stores.runs import RunStatus, RunSummary, waiting_calls
@@ -26,9 +25,6 @@ __all__ = [
     "Message",
     "Part",
     "age",
-    "agent_name",
-    "agent_usage_data",
-    "agent_usage_lines",
     "audit_lines",
     "call_text",
     "conversation",
@@ -47,7 +43,6 @@ __all__ = [
     "summary_data",
     "table",
     "tool_description",
-    "usage_text",
     "waiting_lines",
 ]
 
@@ -108,53 +103,6 @@ def record_data(record: CallRecord) -> dict[str, Any]:
 def _call_data(call: ToolCall) -> dict[str, Any]:
     data = {"id": call.id, "name": call.name, "input": plain_data(call.input, "input")}
     return data | {"path": list(call.path)} if call.path else data
-
-
-def agent_usage_data(state: RunState) -> list[dict[str, Any]]:
-    """The figures of the run's tree by sub-agent (``_core.tree_usage.spent_by_agent``) as JSON
-    data: the path of sub-agents' names (``[]`` for the run's own requests), turns, tokens, cost."""
-    return [
-        {
-            "agents": list(path),
-            "turns": figures.requests,
-            "usage": usage_data(figures.total),
-            "cost": None if figures.cost is None else str(figures.cost),
-        }
-        for path, figures in spent_by_agent(state).items()
-    ]
-
-
-# -- usage ----------------------------------------------------------------------------------------
-
-
-def usage_text(figures: Spent) -> str:
-    """``2 turns, 2,410 input and 187 output tokens, $0.0132`` (no cost once a request had no price)."""
-    total = figures.total
-    cost = "" if figures.cost is None else f", ${figures.cost:.4f}"
-    return (
-        f"{plural(figures.requests, 'turn')}, {total.input_tokens:,} input and "
-        f"{total.output_tokens:,} output tokens{cost}"
-    )
-
-
-def agent_name(path: tuple[str, ...]) -> str:
-    """A path of sub-agents' names as a person reads it (``researcher → searcher``)."""
-    return "the run itself" if not path else printable(" → ".join(path))
-
-
-def agent_usage_lines(state: RunState) -> list[str]:
-    """The figures of the run's tree by sub-agent, the run's own first; none for a run that has
-    called no sub-agent (its figures are the run's)."""
-    figures = spent_by_agent(state)
-    if len(figures) < 2:
-        return []
-    names = {path: agent_name(path) for path in figures}
-    width = max(len(name) for name in names.values())
-    return [
-        "",
-        "── by agent",
-        *(f"  {names[path].ljust(width)}  {usage_text(spent)}" for path, spent in figures.items()),
-    ]
 
 
 # -- tables ---------------------------------------------------------------------------------------

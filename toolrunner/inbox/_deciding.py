@@ -18,7 +18,8 @@ from .._core.errors import ApprovalError, CheckpointConflictError, CheckpointErr
 from .._core.nested import record_in_tree
 from .._core.state import CallRecord, plain_data
 from .._core.tree_usage import spent, spent_by_agent
-from .._ops.render import agent_name, printable, usage_text
+from .._ops.figures import agent_name, usage_text
+from .._ops.render import printable
 from .._stores.deciding import input_problems, parse_json
 from .._stores.runs import waiting_calls
 from ._auth import Session
