@@ -174,7 +174,7 @@ def test_a_coordinator_paused_in_a_specialist_is_decided_in_the_inbox_and_a_resu
     tree = finished.tree_usage
     assert (len(tree.requests), tree.total.input_tokens, tree.total.output_tokens) == (6, 300, 30)
     listed = summaries(url)["office"]
-    assert (listed.turns, listed.cost) == (2, tree.cost)  # the coordinator's turns, the tree's cost
+    assert (listed.turns, listed.cost) == (6, tree.cost)  # the tree's: its requests and its cost
     by_agent = finished.usage_by_agent()
     assert {path: usage.total.input_tokens for path, usage in by_agent.items()} == {
         (): 200,
