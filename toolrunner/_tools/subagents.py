@@ -17,20 +17,48 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any, cast
 
-from .._core.errors import ParamsError, ToolInputError, ToolRunnerError
+from .._core.errors import ParamsError, StateError, ToolInputError, ToolRunnerError
 from .._core.state import plain_data
 from .._core.subruns import AgentPlan
 from .._core.transitions import Limits
 from .._core.types import ToolCall
 from .execution import ExecutionOptions
+from .request_params import check_param_names, check_param_values
 from .tool import Tool, ToolContext, as_tool
 from .toolsets import RunnableTool, Toolset
 
 __all__ = ["SubAgent", "agent_at", "execution_at", "tool_at"]
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-_RESERVED = ("messages", "tools", "model", "max_tokens", "system", "stream", "tool_choice")
-"""Params a sub-agent sets itself (or that a sub-run cannot take), refused in ``params``."""
+_OWN = (
+    "name",
+    "description",
+    "model",
+    "max_tokens",
+    "system",
+    "tools",
+    "max_iterations",
+    "max_total_tokens",
+    "max_cost",
+)
+"""``SubAgent``'s own arguments: ``params`` cannot hold them."""
+_UNSUPPORTED = {
+    "messages": "a sub-run's first message is the task its parent's model gives; leave messages out",
+    "stream": "a sub-run does not stream (yet), whatever its parent does; leave stream out",
+    "tool_choice": (
+        "a sub-run's model chooses among its tools itself (tool_choice is not supported in a sub-run yet); "
+        "leave tool_choice out"
+    ),
+    "output_format": (
+        "typed answers are not supported in a sub-run yet (its answer is its final text); leave output_format out"
+    ),
+    "thread": "a sub-run sends its whole history with every request; leave thread out",
+    "compaction": (
+        "every request of the sub-run would be a compaction request (a sub-run is not compacted yet); "
+        "leave compaction out"
+    ),
+}
+"""Request params a sub-run cannot take, and what to do instead."""
 
 
 class SubAgent:
@@ -47,7 +75,8 @@ class SubAgent:
         max_iterations: The most requests its run may send.
         max_total_tokens: Its run's token budget.
         max_cost: Its run's cost budget, in US dollars (the model needs a price).
-        params: Other request params of its run (``temperature``, ``thinking``, ...).
+        params: Other request params of its run (``thinking``, ``stop_sequences``, ``metadata``, ...),
+            checked as a runner checks its own.
 
     Raises:
         ParamsError: A field has a value it cannot take (the message names it).
@@ -94,12 +123,10 @@ class SubAgent:
         given: Mapping[str, Any] = {} if params is None else params
         if not isinstance(given, Mapping):
             raise ParamsError(f"{where}: params must be a mapping of request params, not {params!r}.")
-        reserved = sorted(set(given) & set(_RESERVED))
-        if reserved:
-            raise ParamsError(
-                f"{where}: params cannot hold {reserved!r}; give model, max_tokens, system and tools as "
-                "SubAgent's own arguments (a sub-run does not stream)."
-            )
+        request: dict[str, Any] = {"model": model, "max_tokens": max_tokens}
+        if system is not None:
+            request["system"] = _json(where, "system", system)
+        kept = _checked_params(where, given, request)
         self.name = name
         self.description = description
         self.model = model
@@ -108,15 +135,13 @@ class SubAgent:
         self.max_iterations = max_iterations
         self.max_total_tokens = max_total_tokens
         self.max_cost = None if max_cost is None else _dollars(where, max_cost)
-        self.params: Mapping[str, Any] = plain_data(dict(given), f"{where}'s params")
+        self.params: Mapping[str, Any] = {key: kept[key] for key in given}
+        """Its other request params, as its sub-run's state keeps them (JSON data)."""
         self.tools: tuple[RunnableTool, ...] = _runnable(where, tools)
         self.runnable: Mapping[str, RunnableTool] = {tool.name: tool for tool in self.tools}
         """Its tools by name, as they run."""
         self.wire: list[Mapping[str, Any]] = [tool.to_param() for tool in self.tools]
         """Its tools' definitions, as its requests send them."""
-        request: dict[str, Any] = {"model": model, "max_tokens": max_tokens}
-        if system is not None:
-            request["system"] = plain_data(system, f"{where}'s system")
         self.agent_plan = AgentPlan(
             name=name,
             params={**request, **self.params},
@@ -186,6 +211,38 @@ def _check_count(where: str, name: str, value: object, *, required: bool = False
         raise ParamsError(
             f"{where}: {name} must be a positive int{'' if required else ' or None'}, not {value!r}."
         )
+
+
+def _checked_params(where: str, given: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` (a sub-agent's ``params``) checked as a runner checks its own params
+    (``_tools.request_params``: names, then values) and as JSON data; ``request`` holds its own
+    request fields (``model``, ``max_tokens``, ``system``), whose values are checked with them."""
+    for key in given:
+        if not isinstance(key, str):
+            raise ParamsError(f"{where}: params must be keyed by param names (str), not {key!r}.")
+        if key in _OWN:
+            raise ParamsError(
+                f"{where}: params cannot hold {key!r}; give it as SubAgent's own argument (SubAgent(..., {key}=...))."
+            )
+        if key in _UNSUPPORTED:
+            raise ParamsError(f"{where}: params cannot hold {key!r}: {_UNSUPPORTED[key]}.")
+    check_param_names(
+        given,
+        options=_OWN,
+        advice="Give SubAgent's own arguments (model, max_iterations, ...) as arguments, and request params by "
+        "their documented names.",
+        where=f"{where}: ",
+    )
+    check_param_values({**request, **given}, where=f"{where}: ")
+    return {key: _json(where, f"params[{key!r}]", value) for key, value in given.items()}
+
+
+def _json(where: str, what: str, value: object) -> Any:
+    """``value`` as the JSON data a saved state keeps (``plain_data``); else a ``ParamsError``."""
+    try:
+        return plain_data(value, f"{where}: {what}")
+    except StateError as error:
+        raise ParamsError(str(error)) from None
 
 
 def _dollars(where: str, value: object) -> Decimal:
