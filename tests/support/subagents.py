@@ -1,16 +1,18 @@
 """What the tests of sub-agents share: a tool that counts its calls (``lookup``, into ``ran``), the
 sub-agents over it (``searcher``, and ``researcher`` over a searcher), and a responder that plays
-each model from its own script (``by_model``)."""
+each model from its own script (``by_model``); a tool that needs approval (``pay``, into ``paid``)
+and a sub-agent over it (``payer``); what a store's files hold (``stored_bytes``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from toolrunner import SubAgent, tool
 from toolrunner.testing import RecordedRequest, ScriptEntry
 
-__all__ = ["by_model", "lookup", "ran", "researcher", "searcher"]
+__all__ = ["by_model", "lookup", "paid", "pay", "payer", "ran", "researcher", "searcher", "stored_bytes"]
 
 ran: list[str] = []
 """The cities ``lookup`` looked up, in order (a test that counts them clears it first)."""
@@ -58,3 +60,36 @@ def by_model(scripts: dict[str, list[ScriptEntry]]) -> Callable[[RecordedRequest
         return scripts[request.body["model"]].pop(0)
 
     return respond
+
+
+paid: list[int] = []
+"""The amounts ``pay`` paid, in order (a test that counts them clears it first)."""
+
+
+@tool(requires_approval=True)
+def pay(amount: int) -> str:
+    """Pay an amount.
+
+    Args:
+        amount: How much.
+    """
+    paid.append(amount)
+    return f"paid {amount}"
+
+
+def payer(**changes: Any) -> SubAgent:
+    """A sub-agent of model ``claude-sub`` with ``pay`` (which needs approval); ``changes`` replace
+    its fields."""
+    options: dict[str, Any] = {
+        "name": "payer",
+        "description": "Pays bills.",
+        "model": "claude-sub",
+        "max_tokens": 200,
+        "tools": [pay],
+    }
+    return SubAgent(**(options | changes))
+
+
+def stored_bytes(folder: Path) -> bytes:
+    """Every byte of the files under ``folder`` (a store's file, its journal and WAL files)."""
+    return b"".join(path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file())

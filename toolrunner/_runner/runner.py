@@ -34,13 +34,14 @@ from .._core.tool_changes import added_definitions, pending_message
 from .._core.types import EndReason, ParsedReply, Reply, ReplyStream, ToolCall, ToolResultMessage
 from .._core.usage import DEFAULT_PRICES, request_usage
 from .._tools.execution import ExecutionOptions
+from .._tools.request_params import split_transport
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool
 from .._tracing.trace import start_trace, traced_listener
 from .body import LoopBody, UsageViews
 from .events import run_with_events
 from .options import ResumeArguments, RunnerArguments, read_options
-from .params import TRANSPORT, resolve_tools, warn_unknown_limits
+from .params import resolve_tools, warn_unknown_limits
 from .performer import Performer
 from .requests import Client
 from .saver import Saver
@@ -141,7 +142,7 @@ class ToolRunner(UsageViews, Generic[ItemT]):
             raise ParamsError("resume needs the checkpointer=... and the run_id=... of the saved run.")
         runner = cls.__new__(cls)
         params = runner._configure(client, stream, options, from_sync_code=from_sync_code)
-        runner._performer.transport = {name: params.pop(name) for name in TRANSPORT if name in params}
+        params, runner._performer.transport = split_transport(params)
         if params:
             raise ParamsError(
                 f"resume takes the request params from the saved run, so {sorted(params)!r} cannot be given; "

@@ -1,5 +1,5 @@
 """A run as a tool: ``SubAgent``, and where a driver finds a sub-agent's tools (``agent_at``,
-``execution_at``).
+``execution_at``) and the transport params its requests carry (``transport_at``).
 
 A ``SubAgent`` is given in a run's ``tools=[...]`` like a tool; the model sees a tool of its name
 that takes ``{"task": string}``. It is plain data (``definition()``) plus its tools (code, saved by
@@ -23,11 +23,11 @@ from .._core.subruns import AgentPlan
 from .._core.transitions import Limits
 from .._core.types import ToolCall
 from .execution import ExecutionOptions
-from .request_params import check_param_names, check_param_values
+from .request_params import check_param_names, check_param_values, split_transport
 from .tool import Tool, ToolContext, as_tool
 from .toolsets import RunnableTool, Toolset
 
-__all__ = ["SubAgent", "agent_at", "execution_at", "tool_at"]
+__all__ = ["SubAgent", "agent_at", "execution_at", "tool_at", "transport_at"]
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _OWN = (
@@ -76,7 +76,8 @@ class SubAgent:
         max_total_tokens: Its run's token budget.
         max_cost: Its run's cost budget, in US dollars (the model needs a price).
         params: Other request params of its run (``thinking``, ``stop_sequences``, ``metadata``, ...),
-            checked as a runner checks its own.
+            checked as a runner checks its own; the transport params among them are kept apart
+            (``transport``), never saved.
 
     Raises:
         ParamsError: A field has a value it cannot take (the message names it).
@@ -126,7 +127,8 @@ class SubAgent:
         request: dict[str, Any] = {"model": model, "max_tokens": max_tokens}
         if system is not None:
             request["system"] = _json(where, "system", system)
-        kept = _checked_params(where, given, request)
+        saved, transport = split_transport(given)
+        kept = _checked_params(where, saved, request, transport)
         self.name = name
         self.description = description
         self.model = model
@@ -135,8 +137,13 @@ class SubAgent:
         self.max_iterations = max_iterations
         self.max_total_tokens = max_total_tokens
         self.max_cost = None if max_cost is None else _dollars(where, max_cost)
-        self.params: Mapping[str, Any] = {key: kept[key] for key in given}
-        """Its other request params, as its sub-run's state keeps them (JSON data)."""
+        self.params: Mapping[str, Any] = kept
+        """Its other request params, as its sub-run's state keeps them (JSON data; no transport param)."""
+        self.transport: Mapping[str, Any] = transport
+        """Its transport params (``extra_headers``, ``extra_query``, ``timeout``; ``TRANSPORT``): sent
+        with its sub-run's requests, and those of the sub-agents below it, like a run's own, and
+        like a run's never part of a state nor of ``definition()`` (a secret in a header is never
+        saved); given again with the ``SubAgent`` when a run is resumed."""
         self.tools: tuple[RunnableTool, ...] = _runnable(where, tools)
         self.runnable: Mapping[str, RunnableTool] = {tool.name: tool for tool in self.tools}
         """Its tools by name, as they run."""
@@ -154,7 +161,8 @@ class SubAgent:
         """What the core reads of it (``_core.subruns``)."""
 
     def definition(self) -> dict[str, Any]:
-        """The sub-agent as JSON data (its tools by name)."""
+        """The sub-agent as JSON data (its tools by name; its transport params left out, as a
+        saved state leaves them out)."""
         return {
             "name": self.name,
             "description": self.description,
@@ -213,10 +221,13 @@ def _check_count(where: str, name: str, value: object, *, required: bool = False
         )
 
 
-def _checked_params(where: str, given: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:
-    """``given`` (a sub-agent's ``params``) checked as a runner checks its own params
-    (``_tools.request_params``: names, then values) and as JSON data; ``request`` holds its own
-    request fields (``model``, ``max_tokens``, ``system``), whose values are checked with them."""
+def _checked_params(
+    where: str, given: Mapping[str, Any], request: Mapping[str, Any], transport: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``given`` (a sub-agent's ``params`` but the transport params) checked as a runner checks its
+    own params (``_tools.request_params``: names, then values) and as the JSON data its sub-run's
+    state keeps; ``request`` (its ``model``, ``max_tokens``, ``system``) and ``transport`` (never
+    kept, so any value the SDK takes) have their values checked with them."""
     for key in given:
         if not isinstance(key, str):
             raise ParamsError(f"{where}: params must be keyed by param names (str), not {key!r}.")
@@ -233,7 +244,7 @@ def _checked_params(where: str, given: Mapping[str, Any], request: Mapping[str, 
         "their documented names.",
         where=f"{where}: ",
     )
-    check_param_values({**request, **given}, where=f"{where}: ")
+    check_param_values({**request, **given, **transport}, where=f"{where}: ")
     return {key: _json(where, f"params[{key!r}]", value) for key, value in given.items()}
 
 
@@ -296,14 +307,42 @@ def agent_at(tools: Mapping[str, RunnableTool], path: Sequence[str]) -> SubAgent
     Raises:
         ToolRunnerError: No sub-agent is there (the run's tools changed under it).
     """
-    agent: SubAgent | None = None
+    agents = _agents_on(tools, path)
+    assert agents, "an empty agent path is the run's own"
+    return agents[-1]
+
+
+def transport_at(
+    tools: Mapping[str, RunnableTool], path: Sequence[str], transport: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The transport params the requests of the sub-agent at ``path`` are sent with: the run's own
+    (``transport``), then each sub-agent's on the path (``SubAgent.transport``), a nearer one's over
+    a farther one's (``extra_headers`` and ``extra_query`` merged by name, ``timeout`` replaced).
+
+    Raises:
+        ToolRunnerError: No sub-agent is at ``path`` (see ``agent_at``).
+    """
+    sent = dict(transport)
+    for agent in _agents_on(tools, path):
+        for name, value in agent.transport.items():
+            before = sent.get(name)
+            if isinstance(before, Mapping) and isinstance(value, Mapping):
+                sent[name] = {**cast("Mapping[str, Any]", before), **cast("Mapping[str, Any]", value)}
+            else:
+                sent[name] = value
+    return sent
+
+
+def _agents_on(tools: Mapping[str, RunnableTool], path: Sequence[str]) -> list[SubAgent]:
+    """The sub-agents ``path`` goes through, from the run's tools down (``agent_at``)."""
+    agents: list[SubAgent] = []
     for name in path:
         found = tools.get(name)
         if not isinstance(found, SubAgent):
             raise ToolRunnerError(f"the run has no sub-agent at {list(path)!r} (its tools changed since?).")
-        agent, tools = found, found.runnable
-    assert agent is not None, "an empty agent path is the run's own"
-    return agent
+        agents.append(found)
+        tools = found.runnable
+    return agents
 
 
 def execution_at(execution: ExecutionOptions, path: Sequence[str]) -> ExecutionOptions:
