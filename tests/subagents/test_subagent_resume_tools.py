@@ -10,32 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.subagents import by_model, lookup, paid, pay, payer
-from toolrunner import ParamsError, SQLiteCheckpointer, SubAgent, Tool, ToolLike, ToolRunner, tool
+from tests.support.subagents import by_model, lookup, outer, paid, pay, payer, paying_scripts
+from toolrunner import ParamsError, SQLiteCheckpointer, ToolLike, ToolRunner, tool
 from toolrunner._core.nested import record_in_tree
-from toolrunner.testing import FakeMessagesAPI, ScriptEntry, text_reply, tool_call, tool_reply
+from toolrunner.testing import FakeMessagesAPI
 
 pytestmark = pytest.mark.anyio
-
-
-def outer(inner: SubAgent | Tool[..., str]) -> SubAgent:
-    return SubAgent(
-        name="outer", description="Has bills paid.", model="claude-mid", max_tokens=200, tools=[inner]
-    )
-
-
-def scripts() -> dict[str, list[ScriptEntry]]:
-    return {
-        "claude-parent": [
-            tool_reply(tool_call("outer", {"task": "Pay 5."}, id="toolu_o1")),
-            text_reply("Done."),
-        ],
-        "claude-mid": [
-            tool_reply(tool_call("payer", {"task": "Pay 5."}, id="toolu_p1")),
-            text_reply("Paid it."),
-        ],
-        "claude-sub": [tool_reply(tool_call("pay", {"amount": 5}, id="toolu_c1")), text_reply("I paid 5.")],
-    }
 
 
 async def approved_in_a_store(path: Path, fake: FakeMessagesAPI) -> None:
@@ -96,7 +76,7 @@ async def test_a_resume_that_would_lose_a_sub_runs_tool_is_refused_and_the_appro
     tmp_path: Path, tools: list[ToolLike], words: str
 ) -> None:
     paid.clear()
-    fake = FakeMessagesAPI(responder=by_model(scripts()))
+    fake = FakeMessagesAPI(responder=by_model(paying_scripts()))
     path = tmp_path / "runs.db"
     await approved_in_a_store(path, fake)
     sent = len(fake.requests)
@@ -130,7 +110,7 @@ async def test_a_sub_agent_may_gain_a_tool(tmp_path: Path) -> None:
     # More tools than the saved sub-run names are no loss: the sub-run goes on (its requests offer
     # the SubAgent's tools as given).
     paid.clear()
-    fake = FakeMessagesAPI(responder=by_model(scripts()))
+    fake = FakeMessagesAPI(responder=by_model(paying_scripts()))
     path = tmp_path / "runs.db"
     await approved_in_a_store(path, fake)
     store = SQLiteCheckpointer(path)

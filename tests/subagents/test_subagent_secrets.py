@@ -10,15 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.subagents import by_model, paid, payer, stored_bytes
+from tests.support.subagents import by_model, outer, paid, payer, paying_scripts, stored_bytes
 from toolrunner import SQLiteCheckpointer, SubAgent, ToolRunner
 from toolrunner.testing import (
     FakeMessagesAPI,
     RecordedRequest,
-    ScriptEntry,
-    text_reply,
-    tool_call,
-    tool_reply,
 )
 
 pytestmark = pytest.mark.anyio
@@ -26,36 +22,18 @@ pytestmark = pytest.mark.anyio
 SECRETS = (b"SECRET-OUTER-1", b"SECRET-Q-2", b"SECRET-HDR-3")
 
 
-def outer() -> SubAgent:
+def two_levels() -> SubAgent:
     """Two levels, each with a secret of its own: ``outer`` (headers and query) over ``payer``
     (an ``Authorization`` header and a timeout), whose ``pay`` needs approval."""
     inner = payer(params={"extra_headers": {"Authorization": "Bearer SECRET-HDR-3"}, "timeout": 30.0})
-    return SubAgent(
-        name="outer",
-        description="Has bills paid.",
-        model="claude-mid",
-        max_tokens=200,
-        tools=[inner],
+    return outer(
+        inner,
         params={
             "extra_headers": {"X-Outer": "SECRET-OUTER-1"},
             "extra_query": {"key": "SECRET-Q-2"},
             "stop_sequences": ["END"],
         },
     )
-
-
-def scripts() -> dict[str, list[ScriptEntry]]:
-    return {
-        "claude-parent": [
-            tool_reply(tool_call("outer", {"task": "Pay 5."}, id="toolu_o1")),
-            text_reply("Done."),
-        ],
-        "claude-mid": [
-            tool_reply(tool_call("payer", {"task": "Pay 5."}, id="toolu_p1")),
-            text_reply("Paid it."),
-        ],
-        "claude-sub": [tool_reply(tool_call("pay", {"amount": 5}, id="toolu_c1")), text_reply("I paid 5.")],
-    }
 
 
 def sent(request: RecordedRequest) -> tuple[str | None, str | None, str | None, bool]:
@@ -70,7 +48,7 @@ def sent(request: RecordedRequest) -> tuple[str | None, str | None, str | None, 
 
 
 def test_a_sub_agents_definition_and_params_leave_its_transport_params_out() -> None:
-    agent = outer()
+    agent = two_levels()
     assert agent.params == {"stop_sequences": ["END"]}
     assert agent.transport == {
         "extra_headers": {"X-Outer": "SECRET-OUTER-1"},
@@ -88,7 +66,7 @@ async def test_a_secret_header_of_a_sub_agent_is_never_stored_and_is_sent_after_
     tmp_path: Path,
 ) -> None:
     paid.clear()
-    fake = FakeMessagesAPI(responder=by_model(scripts()))
+    fake = FakeMessagesAPI(responder=by_model(paying_scripts()))
     run_headers = {"X-Run": "run-1"}
     async with fake.async_client() as client:
         store = SQLiteCheckpointer(tmp_path / "runs.db")
@@ -98,7 +76,7 @@ async def test_a_secret_header_of_a_sub_agent_is_never_stored_and_is_sent_after_
                 model="claude-parent",
                 max_tokens=100,
                 messages=[{"role": "user", "content": "Pay my bill."}],
-                tools=[outer()],
+                tools=[two_levels()],
                 checkpointer=store,
                 run_id="bill",
                 extra_headers=run_headers,
@@ -114,7 +92,7 @@ async def test_a_secret_header_of_a_sub_agent_is_never_stored_and_is_sent_after_
         store = SQLiteCheckpointer(tmp_path / "runs.db")
         try:
             resumed = await ToolRunner.resume(
-                client, run_id="bill", checkpointer=store, tools=[outer()], extra_headers=run_headers
+                client, run_id="bill", checkpointer=store, tools=[two_levels()], extra_headers=run_headers
             )
             await resumed.until_done()
             loaded = await store.load("bill")

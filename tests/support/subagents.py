@@ -1,7 +1,8 @@
 """What the tests of sub-agents share: a tool that counts its calls (``lookup``, into ``ran``), the
 sub-agents over it (``searcher``, and ``researcher`` over a searcher), and a responder that plays
-each model from its own script (``by_model``); a tool that needs approval (``pay``, into ``paid``)
-and a sub-agent over it (``payer``); what a store's files hold (``stored_bytes``)."""
+each model from its own script (``by_model``); a tool that needs approval (``pay``, into ``paid``),
+a sub-agent over it (``payer``) and one over that (``outer``), with the scripts of a run that pays
+two levels down (``paying_scripts``); what a store's files hold (``stored_bytes``)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,21 @@ from pathlib import Path
 from typing import Any
 
 from toolrunner import SubAgent, tool
-from toolrunner.testing import RecordedRequest, ScriptEntry
+from toolrunner.testing import RecordedRequest, ScriptEntry, text_reply, tool_call, tool_reply
 
-__all__ = ["by_model", "lookup", "paid", "pay", "payer", "ran", "researcher", "searcher", "stored_bytes"]
+__all__ = [
+    "by_model",
+    "lookup",
+    "outer",
+    "paid",
+    "pay",
+    "payer",
+    "paying_scripts",
+    "ran",
+    "researcher",
+    "searcher",
+    "stored_bytes",
+]
 
 ran: list[str] = []
 """The cities ``lookup`` looked up, in order (a test that counts them clears it first)."""
@@ -88,6 +101,35 @@ def payer(**changes: Any) -> SubAgent:
         "tools": [pay],
     }
     return SubAgent(**(options | changes))
+
+
+def outer(inner: object = None, **changes: Any) -> SubAgent:
+    """A sub-agent of model ``claude-mid`` whose tool is ``inner`` (a ``payer`` by default): two
+    levels; ``changes`` replace its fields."""
+    options: dict[str, Any] = {
+        "name": "outer",
+        "description": "Has bills paid.",
+        "model": "claude-mid",
+        "max_tokens": 200,
+        "tools": [payer() if inner is None else inner],
+    }
+    return SubAgent(**(options | changes))
+
+
+def paying_scripts() -> dict[str, list[ScriptEntry]]:
+    """The scripts (for ``by_model``) of a run of model ``claude-parent`` that calls ``outer``
+    (``toolu_o1``), which calls ``payer`` (``toolu_p1``), which calls ``pay`` (``toolu_c1``, 5)."""
+    return {
+        "claude-parent": [
+            tool_reply(tool_call("outer", {"task": "Pay 5."}, id="toolu_o1")),
+            text_reply("Done."),
+        ],
+        "claude-mid": [
+            tool_reply(tool_call("payer", {"task": "Pay 5."}, id="toolu_p1")),
+            text_reply("Paid it."),
+        ],
+        "claude-sub": [tool_reply(tool_call("pay", {"amount": 5}, id="toolu_c1")), text_reply("I paid 5.")],
+    }
 
 
 def stored_bytes(folder: Path) -> bytes:
