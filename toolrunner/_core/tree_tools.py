@@ -23,7 +23,9 @@ __all__ = ["check_sub_run_tools"]
 def check_sub_run_tools(state: RunState, tools: Mapping[str, object], run_id: str) -> None:
     """Every sub-run under way in ``state``'s tree (at any depth) has its sub-agent among the tools
     given (``tools``, by name; a sub-agent's own tools one level down), and that sub-agent has
-    every tool the sub-run's state names.
+    every tool the sub-run's state names. A name ``tools`` lacks is left to the checks of the
+    level that names it (the run's own tools are checked by the caller first; a toolset's are
+    known only once it is open).
 
     Raises:
         ParamsError: A sub-run's sub-agent is not given as one, or lacks a tool its sub-run uses;
@@ -37,9 +39,11 @@ def _check(state: RunState, tools: Mapping[str, object], run_id: str, path: tupl
         sub_run = record.sub_run
         if sub_run is None or record.status is CallStatus.FINISHED:  # an ended sub-run does not run again
             continue
+        if record.call.name not in tools:
+            continue
         where = (*path, record.call.id, sub_run.agent)
         shown = " → ".join(where)
-        plan = agent_plan_of(tools.get(record.call.name))
+        plan = agent_plan_of(tools[record.call.name])
         if plan is None:
             raise ParamsError(
                 f"the saved run {run_id!r} has a sub-run of the sub-agent {sub_run.agent!r} under way (at {shown}), but "

@@ -16,6 +16,8 @@ from .._core.errors import ParamsError, ToolDefinitionError
 from .._core.hook_types import HookPlan
 from .._core.log import WARNING, log
 from .._core.messages import message_param
+from .._core.state import RunState
+from .._core.tree_tools import check_sub_run_tools
 from .._tools.request_params import TRANSPORT, beta_only_params, check_param_names, check_param_values
 from .._tools.sdk import SDK_OBJECTS, SDK_TOOLS, SDK_TOOLSETS, SdkTool, SdkToolsetTool
 from .._tools.tool import Tool, as_tool
@@ -287,14 +289,16 @@ def resolve_tools(
     run_id: str,
     *,
     added: Collection[str] = (),
+    tree: RunState | None = None,
 ) -> tuple[list[Any], dict[str, object]]:
     """A saved run's ``tools`` param with each runnable tool's (or toolset's) name replaced by the
     one given again, and the tools given for names in ``added`` (the tools the run added mid-run,
-    which are not in its ``tools`` param), by name.
+    which are not in its ``tools`` param), by name. With ``tree`` (the saved state), the sub-runs
+    under way in it need their sub-agents given again with their tools (``check_sub_run_tools``).
 
     Raises:
         ParamsError: A tool of the saved run is not given, or a given tool is neither one of the
-            run's nor one it added.
+            run's nor one it added; or a sub-run under way would lose its sub-agent or a tool.
     """
     if given is None:
         given = []
@@ -319,6 +323,8 @@ def resolve_tools(
             "by add_tools()); resume it with its own tools, then change the tools with add_tools() or "
             "set_messages_params()."
         )
+    if tree is not None:  # before anything runs: a sub-run's tool lost would lose its decisions
+        check_sub_run_tools(tree, keyed, run_id)
     tools = [keyed[entry] if isinstance(entry, str) else entry for entry in saved]
     return tools, {key: entry for key, entry in keyed.items() if key not in names}
 

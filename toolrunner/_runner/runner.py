@@ -31,7 +31,6 @@ from .._core.output import output_resumed
 from .._core.run import RunCore
 from .._core.state import Phase, RunState
 from .._core.tool_changes import added_definitions, pending_message
-from .._core.tree_tools import check_sub_run_tools
 from .._core.types import EndReason, ParsedReply, Reply, ReplyStream, ToolCall, ToolResultMessage
 from .._core.usage import DEFAULT_PRICES, request_usage
 from .._tools.execution import ExecutionOptions
@@ -128,10 +127,8 @@ class ToolRunner(UsageViews, Generic[ItemT]):
 
         Raises:
             CheckpointError: The checkpointer has no run of that name.
-            ParamsError: A tool of the saved run is not given, a tool given is not one of the run's
-                (nor added by it), a sub-run under way has no ``SubAgent`` given or its
-                ``SubAgent`` lacks a tool it uses (``_core.tree_tools``), or request params are
-                given.
+            ParamsError: A tool of the saved run (or of a sub-run under way) is not given, a tool
+                given is not one of the run's (nor added by it), or request params are given.
         """
         return await cls._resumed(client, stream, options, from_sync_code=False)
 
@@ -158,12 +155,11 @@ class ToolRunner(UsageViews, Generic[ItemT]):
             )
         saved = loaded.state
         added = added_definitions((*saved.messages, pending_message(saved.tool_changes)))
-        tools, extra = resolve_tools(saved.tools, runner._options.tools, run_id, added=added)
+        tools, extra = resolve_tools(saved.tools, runner._options.tools, run_id, added=added, tree=saved)
         runner._tools.changes.update(extra)  # run, but not sent in the tools param: as add_tools() left them
         saved = output_resumed(saved, runner._options.output)  # the same schema, its reply parsed again
         runner._core.load(saved)  # what the fold of tool changes reads, and may_run_again
         runner._tools.index_tools(tools)
-        check_sub_run_tools(saved, runner._tools.index.runnable, run_id)  # before anything runs
         runner._performer.saver = Saver(checkpointer, run_id, loaded=loaded)
         runner._core.resume()
         warn_unknown_limits(runner._core.hooks, runner._tools.index)
