@@ -178,7 +178,7 @@ def test_a_damaged_sub_run_is_refused_naming_its_call() -> None:
 
 
 def test_a_sub_agents_definition_is_json_and_bad_ones_are_refused() -> None:
-    agent = searcher(system="Search.", max_cost="0.5", params={"temperature": 0.2})
+    agent = searcher(system="Search.", max_cost="0.5", params={"stop_sequences": ["END"]})
     assert agent.definition() == {
         "name": "searcher",
         "description": "Finds facts.",
@@ -189,7 +189,7 @@ def test_a_sub_agents_definition_is_json_and_bad_ones_are_refused() -> None:
         "max_iterations": None,
         "max_total_tokens": None,
         "max_cost": "0.5",
-        "params": {"temperature": 0.2},
+        "params": {"stop_sequences": ["END"]},
     }
     assert agent.to_param()["input_schema"]["required"] == ["task"]
     assert agent.idempotent

@@ -1,19 +1,39 @@
 """What the tests of sub-agents share: a tool that counts its calls (``lookup``, into ``ran``), the
-sub-agents over it (``searcher``, and ``researcher`` over a searcher), a responder that plays
-each model from its own script (``by_model``), and a tool that holds its calls until released
-(``Held``)."""
+sub-agents over it (``searcher``, and ``researcher`` over a searcher), and a responder that plays
+each model from its own script (``by_model``); a tool that needs approval (``pay``, into ``paid``),
+a sub-agent over it (``payer``) and one over that (``outer``), with the scripts of a run that pays
+two levels down (``paying_scripts``); what a store's files hold (``stored_bytes``); a tool that
+holds its calls until released (``Held``); events as heard at each level (``unwrapped``,
+``calls_heard``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
 
 from toolrunner import RunnerEvent, SubAgent, SubRunEvent, Tool, ToolCallFinished, ToolCallStarted, tool
-from toolrunner.testing import RecordedRequest, ScriptEntry
+from toolrunner.testing import RecordedRequest, ScriptEntry, text_reply, tool_call, tool_reply
 
-__all__ = ["Held", "by_model", "calls_heard", "lookup", "ran", "researcher", "searcher", "unwrapped", "used"]
+__all__ = [
+    "Held",
+    "by_model",
+    "calls_heard",
+    "lookup",
+    "outer",
+    "paid",
+    "pay",
+    "payer",
+    "paying_scripts",
+    "ran",
+    "researcher",
+    "searcher",
+    "stored_bytes",
+    "unwrapped",
+    "used",
+]
 
 ran: list[str] = []
 """The cities ``lookup`` looked up, in order (a test that counts them clears it first)."""
@@ -124,3 +144,65 @@ def used(tokens: int) -> dict[str, int]:
         "cache_read_input_tokens": 0,
         "cache_creation_input_tokens": 0,
     }
+
+
+paid: list[int] = []
+"""The amounts ``pay`` paid, in order (a test that counts them clears it first)."""
+
+
+@tool(requires_approval=True)
+def pay(amount: int) -> str:
+    """Pay an amount.
+
+    Args:
+        amount: How much.
+    """
+    paid.append(amount)
+    return f"paid {amount}"
+
+
+def payer(**changes: Any) -> SubAgent:
+    """A sub-agent of model ``claude-sub`` with ``pay`` (which needs approval); ``changes`` replace
+    its fields."""
+    options: dict[str, Any] = {
+        "name": "payer",
+        "description": "Pays bills.",
+        "model": "claude-sub",
+        "max_tokens": 200,
+        "tools": [pay],
+    }
+    return SubAgent(**(options | changes))
+
+
+def outer(inner: object = None, **changes: Any) -> SubAgent:
+    """A sub-agent of model ``claude-mid`` whose tool is ``inner`` (a ``payer`` by default): two
+    levels; ``changes`` replace its fields."""
+    options: dict[str, Any] = {
+        "name": "outer",
+        "description": "Has bills paid.",
+        "model": "claude-mid",
+        "max_tokens": 200,
+        "tools": [payer() if inner is None else inner],
+    }
+    return SubAgent(**(options | changes))
+
+
+def paying_scripts() -> dict[str, list[ScriptEntry]]:
+    """The scripts (for ``by_model``) of a run of model ``claude-parent`` that calls ``outer``
+    (``toolu_o1``), which calls ``payer`` (``toolu_p1``), which calls ``pay`` (``toolu_c1``, 5)."""
+    return {
+        "claude-parent": [
+            tool_reply(tool_call("outer", {"task": "Pay 5."}, id="toolu_o1")),
+            text_reply("Done."),
+        ],
+        "claude-mid": [
+            tool_reply(tool_call("payer", {"task": "Pay 5."}, id="toolu_p1")),
+            text_reply("Paid it."),
+        ],
+        "claude-sub": [tool_reply(tool_call("pay", {"amount": 5}, id="toolu_c1")), text_reply("I paid 5.")],
+    }
+
+
+def stored_bytes(folder: Path) -> bytes:
+    """Every byte of the files under ``folder`` (a store's file, its journal and WAL files)."""
+    return b"".join(path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file())

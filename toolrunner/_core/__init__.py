@@ -12,7 +12,7 @@ for all of them, and can be tested without any of them.
 - the transitions: ``transitions`` (pure functions of a state), ``approval`` (those of calls that
   wait for decisions), ``stop_reasons`` (what a reply's stop reason asks for), ``tool_changes``,
   ``compaction``, ``caching``, ``usage``, ``tree_usage`` (a run's tree's usage: the budget its
-  limits hold for, per-agent figures), ``tree_audit`` (its sub-runs' decisions, in its audit), ``progress`` (its sub-runs in flight), ``messages``, ``message_checks``, ``history`` and
+  limits hold for, per-agent figures), ``tree_audit`` (its sub-runs' decisions, in its audit), ``progress`` (its sub-runs in flight), ``tree_tools`` (the tools a resumed run's sub-runs need), ``messages``, ``message_checks``, ``history`` and
   ``history_import`` (histories: read, checked, converted), ``results`` (a tool_result block), ``result_blocks``, ``unicode``, ``ids``,
   ``output`` (typed final answers: the schema sent, an answer judged), ``hook_types`` (the values
   of the hooks that can refuse or change a call);

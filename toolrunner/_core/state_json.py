@@ -80,15 +80,52 @@ def read_state(data: object, *, messages: Sequence[Any] | None, usage: Sequence[
             not fit the saved form's schema.
     """
     version = _version(data)
-    data = cast("Mapping[str, Any]", data)
     try:
-        data = migrated(data, version)
-        check_state(data)
-        messages = check_messages(data["messages"] if messages is None else messages)
-        usage = check_usage(data["usage"] if usage is None else usage)
-        return _read(data, messages, usage)
-    except (KeyError, TypeError, ValueError, ArithmeticError, RecursionError) as error:
-        raise _damaged(version, error) from error
+        return _read_version(cast("Mapping[str, Any]", data), version, messages, usage)
+    except _NewerSubRun as newer:
+        raise StateError(
+            f"the state was saved by a newer toolrunner: its sub-run at {_path_text(newer.path)} has state version "
+            f"{newer.version}, and this one reads up to {STATE_VERSION}; upgrade toolrunner to resume it."
+        ) from None
+    except _DamagedSubRun as error:
+        raise _damaged(version, f"in its sub-run at {_path_text(error.path)}, {error.problem}") from error
+    except _READ_ERRORS as error:
+        raise _damaged(version, _problem(error)) from error
+
+
+_READ_ERRORS = (KeyError, TypeError, ValueError, ArithmeticError, RecursionError)
+"""What reading damaged data raises (the schema's checks, and the rules ``_read`` adds)."""
+
+
+def _read_version(
+    data: Mapping[str, Any], version: int, messages: Sequence[Any] | None, usage: Sequence[Any] | None
+) -> RunState:
+    """The state of saved ``data`` of ``version`` (one this toolrunner reads), migrated and checked."""
+    data = migrated(data, version)
+    check_state(data)
+    messages = check_messages(data["messages"] if messages is None else messages)
+    usage = check_usage(data["usage"] if usage is None else usage)
+    return _read(data, messages, usage)
+
+
+class _DamagedSubRun(ValueError):
+    """A sub-run's saved state that cannot be read: where (its path, as ``SubRunEvent.path``: the
+    call's id and the sub-agent's name, level by level) and what does not fit, said once by the
+    whole state's error (``read_state``)."""
+
+    def __init__(self, path: tuple[str, ...], problem: str) -> None:
+        super().__init__(problem)
+        self.path = path
+        self.problem = problem
+
+
+class _NewerSubRun(Exception):
+    """A sub-run's saved state that a newer toolrunner wrote (its path, its version)."""
+
+    def __init__(self, path: tuple[str, ...], version: int) -> None:
+        super().__init__(version)
+        self.path = path
+        self.version = version
 
 
 def _version(data: object) -> int:
@@ -116,19 +153,29 @@ def _version(data: object) -> int:
     return version
 
 
-def _damaged(version: int, error: Exception) -> StateError:
-    """The error for saved data of ``version`` that reading failed on with ``error``."""
-    problem = (
-        f"{error.args[0]} is missing"
-        if isinstance(error, KeyError)
-        else str(error)
-        if type(error) is ValueError
-        else f"{type(error).__name__}: {error}"
-    )
+def _problem(error: Exception) -> str:
+    """What reading saved data failed on, in words (a field's path, its value, why)."""
+    if isinstance(error, KeyError):
+        return f"{error.args[0]} is missing"
+    if type(error) is ValueError:
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def _damaged(version: int, problem: str) -> StateError:
+    """The error for saved data of ``version`` that reading failed on (``problem``)."""
     return StateError(
-        f"the saved state (version {version}) is damaged and cannot be loaded: {_cut(problem, 300)}. "
+        f"the saved state (version {version}) is damaged and cannot be loaded: {_words(problem, 400)}. "
         "Restore it from a copy, or correct that field as RunState.to_json() writes it."
     )
+
+
+def _path_text(path: Sequence[str]) -> str:
+    """A sub-run's path as the inbox shows it (``toolu_1 → researcher → toolu_7 → searcher``); a
+    very deep one with its middle left out."""
+    if len(path) > 8:
+        path = [*path[:4], f"... ({len(path) // 2 - 3} levels) ...", *path[-2:]]
+    return " → ".join(path)
 
 
 def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]) -> RunState:
@@ -146,7 +193,8 @@ def _read(data: Mapping[str, Any], messages: Sequence[Any], usage: Sequence[Any]
     if len(set(ids)) != len(ids):
         raise ValueError(f"calls has two records of one tool_use id ({ids!r})")
     requests = tuple(read_request_usage(item) for item in usage)
-    records = [_read_record(item) for item in data["calls"]]
+    _check_inputs(data, messages)
+    records = [_read_record(index, item) for index, item in enumerate(data["calls"])]
     cost = data["cost"]
     output = data.get("output")
     return RunState(
@@ -221,12 +269,25 @@ def _record_data(record: CallRecord) -> dict[str, Any]:
     return data
 
 
-def _read_record(data: Mapping[str, Any]) -> CallRecord:
+def _read_record(index: int, data: Mapping[str, Any]) -> CallRecord:
     result = data["result"]
     sub_run = data.get("sub_run")
     decision = data["decision"]
     if decision not in (None, "approved", "denied", "answered"):
         raise ValueError(f"decision {decision!r}")
+    if sub_run is not None:
+        given: object = data["input"]
+        task = cast("Mapping[str, object]", given).get("task") if isinstance(given, Mapping) else None
+        if not isinstance(task, str):
+            raise ValueError(
+                f"calls[{index}].input is {_preview(data['input'])}, but the call has a sub-run: a sub-agent's call "
+                'that runs one has the input {"task": string}'
+            )
+        if sub_run["agent"] != data["name"]:
+            raise ValueError(
+                f"calls[{index}].sub_run.agent is {_preview(sub_run['agent'])}, but the call is to {data['name']!r}: a "
+                "sub-run's agent is the sub-agent its call calls"
+            )
     return CallRecord(
         call=_read_call(data),
         status=CallStatus(data["status"]),
@@ -244,12 +305,55 @@ def _read_record(data: Mapping[str, Any]) -> CallRecord:
 
 def _read_sub_run(call_id: str, data: Mapping[str, Any]) -> SubRun:
     """The sub-run of a sub-agent's call: its state is read as a whole saved state is (of any
-    version this toolrunner reads), and a damaged one is named by the call it belongs to."""
+    version this toolrunner reads); what does not fit in it, or a version a newer toolrunner
+    wrote, is raised with its path (``_DamagedSubRun``, ``_NewerSubRun``), which the whole
+    state's error names once (``read_state``)."""
+    agent: str = data["agent"]
+    where = (call_id, agent)
+    nested: Mapping[str, Any] = data["state"]  # a JSON object: the schema says so
+    version = nested.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise _DamagedSubRun(
+            where, f"version is {_preview(version)}: a saved state's version is a positive int"
+        )
+    if version > STATE_VERSION:
+        raise _NewerSubRun(where, version)
     try:
-        state = read_state(data["state"], messages=None, usage=None)
-    except StateError as error:
-        raise ValueError(f"the sub-run of the call {call_id!r} ({data['agent']!r}): {error}") from None
-    return SubRun(agent=data["agent"], state=state)
+        state = _read_version(nested, version, None, None)
+    except _NewerSubRun as newer:
+        raise _NewerSubRun((*where, *newer.path), newer.version) from None
+    except _DamagedSubRun as error:
+        raise _DamagedSubRun((*where, *error.path), error.problem) from None
+    except _READ_ERRORS as error:
+        raise _DamagedSubRun(where, _problem(error)) from None
+    return SubRun(agent=agent, state=state)
+
+
+def _check_inputs(data: Mapping[str, Any], messages: Sequence[Any]) -> None:
+    """A journal record's input is an object, unless the model erred and its tool_use block (in
+    the reply or the history) has that same input (a runner answers such a call with an error)."""
+    odd = [
+        (index, item) for index, item in enumerate(data["calls"]) if not isinstance(item["input"], Mapping)
+    ]
+    if not odd:
+        return
+    blocks: dict[object, object] = {}
+    reply = data["reply"]
+    for message in (*messages, None if reply is None else reply["message"]):
+        content = (
+            cast("Mapping[str, object]", message).get("content") if isinstance(message, Mapping) else None
+        )
+        for block in cast("list[object]", content) if isinstance(content, list) else ():
+            if isinstance(block, Mapping):
+                fields = cast("Mapping[str, object]", block)
+                if fields.get("type") == "tool_use":
+                    blocks[fields.get("id")] = fields.get("input")
+    for index, item in odd:
+        if item["id"] not in blocks or blocks[item["id"]] != item["input"]:
+            raise ValueError(
+                f"calls[{index}].input is {_preview(item['input'])}: a call's input is an object, as its tool_use "
+                "block has it"
+            )
 
 
 def _summary_data(summary: SubRunSummary) -> dict[str, Any]:
@@ -313,3 +417,13 @@ def _preview(value: object, limit: int = 80) -> str:
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _words(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters at a space, saying so (a value's preview is
+    short already: what is cut is a long message's tail)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut) + " [cut short]"

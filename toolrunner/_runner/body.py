@@ -30,10 +30,11 @@ from .._core.types import Decision, Reply, ToolResultMessage
 from .._core.usage import Price, UsageTracker
 from .._tools.approvals import answer_block, check_approved_input
 from .._tools.execution import current_call
+from .._tools.request_params import split_transport
 from .._tools.subagents import tool_at
 from .._tools.toolsets import RunnableTool
 from .options import Options
-from .params import TRANSPORT, check_params
+from .params import check_params
 from .performer import Performer
 from .sdk_features import RunnerTools
 
@@ -186,7 +187,7 @@ class LoopBody:
         check_params(params)
         if steer:  # before anything changes: a history that could never be sent changes nothing
             self._core.check_steered(tuple(params["messages"]))
-        transport = {name: params.pop(name) for name in TRANSPORT if name in params}
+        params, transport = split_transport(params)
         tools = params.pop("tools", None)
         if tools is not self._tools.index.tools:
             self._tools.index_tools(tools)

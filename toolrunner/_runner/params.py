@@ -12,14 +12,13 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, cast
 
-from anthropic.resources.beta.messages import AsyncMessages as _BetaMessages
-from anthropic.resources.messages import AsyncMessages as _Messages
-
 from .._core.errors import ParamsError, ToolDefinitionError
 from .._core.hook_types import HookPlan
 from .._core.log import WARNING, log
 from .._core.messages import message_param
-from .._core.unicode import sendable
+from .._core.state import RunState
+from .._core.tree_tools import check_sub_run_tools
+from .._tools.request_params import TRANSPORT, beta_only_params, check_param_names, check_param_values
 from .._tools.sdk import SDK_OBJECTS, SDK_TOOLS, SDK_TOOLSETS, SdkTool, SdkToolsetTool
 from .._tools.subagents import SubAgent
 from .._tools.tool import Tool, as_tool
@@ -39,10 +38,6 @@ __all__ = [
 ]
 
 REQUIRED = ("model", "max_tokens", "messages")
-
-TRANSPORT = ("extra_headers", "extra_query", "timeout")
-"""Request params that say how to send, not what: not part of the run's state (never saved, so a
-secret in a header stays out of the store), given again on resume."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,18 +73,15 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
     """Check request params and return them with ``messages`` as a new list of message params.
 
     Names come first (so that a typo such as ``max_token`` is named as one), then the required
-    params, then the values that would fail only once the request was out.
+    params, then the values that would fail only once the request was out (``_tools.request_params``,
+    whose checks a ``SubAgent``'s params go through too).
     """
-    known = _known_param_names()
-    for name in params:
-        if name not in known and name != "tools":
-            close = difflib.get_close_matches(name, known | _option_names(), n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise ParamsError(
-                f"{name!r} is not a parameter of client.messages.create.{hint} "
-                "Pass runner options (max_iterations, ...) and request params by their documented names."
-                + _PARSE_ONLY.get(name, "")
-            )
+    check_param_names(
+        params,
+        options=_option_names(),
+        advice="Pass runner options (max_iterations, ...) and request params by their documented names.",
+        notes=_PARSE_ONLY,
+    )
     if "thread" in params:
         raise ParamsError(
             "'thread' is not a request param of a runner: it sends the whole history with every request, as the "
@@ -117,13 +109,7 @@ def check_params(params: dict[str, Any]) -> dict[str, Any]:
             f"messages must be a list of message params, not {type(messages).__name__!r}; "
             "for example [{'role': 'user', 'content': 'Hello'}]."
         )
-    for name, value in params.items():
-        if name != "messages" and sendable(value) is not value:
-            raise ParamsError(
-                f"the param {name!r} holds text with lone surrogates (as os.listdir gives for names that are not "
-                "UTF-8), which cannot be sent as UTF-8; replace them first, for example with "
-                "text.encode('utf-16-le', 'surrogatepass').decode('utf-16-le', 'replace')."
-            )
+    check_param_values(params, skip=("messages",))
     params["messages"] = [message_param(m, i) for i, m in enumerate(cast("Sequence[object]", messages))]
     return params
 
@@ -305,14 +291,16 @@ def resolve_tools(
     run_id: str,
     *,
     added: Collection[str] = (),
+    tree: RunState | None = None,
 ) -> tuple[list[Any], dict[str, object]]:
     """A saved run's ``tools`` param with each runnable tool's (or toolset's) name replaced by the
     one given again, and the tools given for names in ``added`` (the tools the run added mid-run,
-    which are not in its ``tools`` param), by name.
+    which are not in its ``tools`` param), by name. With ``tree`` (the saved state), the sub-runs
+    under way in it need their sub-agents given again with their tools (``check_sub_run_tools``).
 
     Raises:
         ParamsError: A tool of the saved run is not given, or a given tool is neither one of the
-            run's nor one it added.
+            run's nor one it added; or a sub-run under way would lose its sub-agent or a tool.
     """
     if given is None:
         given = []
@@ -337,6 +325,8 @@ def resolve_tools(
             "by add_tools()); resume it with its own tools, then change the tools with add_tools() or "
             "set_messages_params()."
         )
+    if tree is not None:  # before anything runs: a sub-run's tool lost would lose its decisions
+        check_sub_run_tools(tree, keyed, run_id)
     tools = [keyed[entry] if isinstance(entry, str) else entry for entry in saved]
     return tools, {key: entry for key, entry in keyed.items() if key not in names}
 
@@ -348,24 +338,6 @@ _PARSE_ONLY = {
     )
 }
 """What the SDK's runner takes in its params but a runner takes as an option: where it goes instead."""
-
-
-@cache
-def beta_only_params() -> frozenset[str]:
-    """The params only the beta endpoint's ``create`` takes (``fallbacks``, ``mcp_servers``,
-    ``context_management``, ...), as the installed SDK declares them: a request with one of them
-    goes to ``client.beta.messages``, as the SDK's runner sends every request."""
-    beta = set(inspect.signature(_BetaMessages.create).parameters)
-    return frozenset(beta - set(inspect.signature(_Messages.create).parameters) - {"betas"})
-
-
-@cache
-def _known_param_names() -> frozenset[str]:
-    names: set[str] = set()
-    names.update(inspect.signature(_Messages.create).parameters)
-    names.update(inspect.signature(_BetaMessages.create).parameters)
-    names -= {"self", "stream"}  # stream=True is a runner option
-    return frozenset(names)
 
 
 def warn_unknown_limits(plan: HookPlan | None, index: ToolIndex) -> None:

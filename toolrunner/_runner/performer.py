@@ -56,7 +56,7 @@ from .._core.transitions import request_params
 from .._core.types import Reply, ReplyStream, ToolCall
 from .._tools.approvals import ask, gate
 from .._tools.execution import execute
-from .._tools.subagents import agent_at, execution_at, tool_at
+from .._tools.subagents import agent_at, execution_at, tool_at, transport_at
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool
 from .._tracing.trace import RunTrace
@@ -222,8 +222,11 @@ class Performer:
 
     def _kwargs(self, request: Request) -> dict[str, Any]:
         if request.agent_path:  # a sub-agent's request: its tools (no cache policy, no typed answer yet)
-            wire = agent_at(self._tools.execution.tools, request.agent_path).wire
-            return request_params(request.state, wire) | self.transport
+            tools = self._tools.execution.tools
+            wire = agent_at(tools, request.agent_path).wire
+            return request_params(request.state, wire) | transport_at(
+                tools, request.agent_path, self.transport
+            )
         kwargs = request_params(request.state, self._tools.index.wire, self._options.cache)
         if self._core.output is not None:  # the typed answer's schema, as the SDK's runner sends it
             kwargs = self._core.output.request(kwargs)

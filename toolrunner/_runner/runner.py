@@ -34,13 +34,14 @@ from .._core.tool_changes import added_definitions, pending_message
 from .._core.types import EndReason, ParsedReply, Reply, ReplyStream, ToolCall, ToolResultMessage
 from .._core.usage import DEFAULT_PRICES, request_usage
 from .._tools.execution import ExecutionOptions
+from .._tools.request_params import split_transport
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool
 from .._tracing.trace import start_trace, traced_listener
 from .body import LoopBody, TreeViews
 from .events import run_with_events
 from .options import ResumeArguments, RunnerArguments, read_options
-from .params import TRANSPORT, resolve_tools, warn_unknown_limits
+from .params import resolve_tools, warn_unknown_limits
 from .performer import CLOCK, Performer
 from .requests import Client
 from .saver import Saver
@@ -116,9 +117,8 @@ class ToolRunner(TreeViews, Generic[ItemT]):
         The request params and the history come from the saved state; the options (tools above
         all: they are code) are given again, and so are the transport params (``extra_headers``,
         ``extra_query``, ``timeout``), which are never saved. Calls that finished are answered from
-        the journal and never run again; a call that had started but not finished runs again if
-        its tool is ``idempotent``, and otherwise gets an ``is_error`` result saying it was
-        interrupted.
+        the journal and never run again; a call that had started but not finished runs again if its
+        tool is ``idempotent``, and otherwise gets an ``is_error`` result saying it was interrupted.
 
         Tools changed mid-run stay changed: a tool the history (or a pending change) removed is not
         run, and a tool that ``add_tools()`` added (a ``tool_addition`` of the saved history) may be
@@ -126,8 +126,8 @@ class ToolRunner(TreeViews, Generic[ItemT]):
 
         Raises:
             CheckpointError: The checkpointer has no run of that name.
-            ParamsError: A tool of the saved run is not given, a tool given is not one of the run's
-                (nor added by it), or request params are given.
+            ParamsError: A tool of the saved run (or of a sub-run under way) is not given, a tool
+                given is not one of the run's (nor added by it), or request params are given.
         """
         return await cls._resumed(client, stream, options, from_sync_code=False)
 
@@ -141,7 +141,7 @@ class ToolRunner(TreeViews, Generic[ItemT]):
             raise ParamsError("resume needs the checkpointer=... and the run_id=... of the saved run.")
         runner = cls.__new__(cls)
         params = runner._configure(client, stream, options, from_sync_code=from_sync_code)
-        runner._performer.transport = {name: params.pop(name) for name in TRANSPORT if name in params}
+        params, runner._performer.transport = split_transport(params)
         if params:
             raise ParamsError(
                 f"resume takes the request params from the saved run, so {sorted(params)!r} cannot be given; "
@@ -154,7 +154,7 @@ class ToolRunner(TreeViews, Generic[ItemT]):
             )
         saved = loaded.state
         added = added_definitions((*saved.messages, pending_message(saved.tool_changes)))
-        tools, extra = resolve_tools(saved.tools, runner._options.tools, run_id, added=added)
+        tools, extra = resolve_tools(saved.tools, runner._options.tools, run_id, added=added, tree=saved)
         runner._tools.changes.update(extra)  # run, but not sent in the tools param: as add_tools() left them
         saved = output_resumed(saved, runner._options.output)  # the same schema, its reply parsed again
         runner._core.load(saved)  # what the fold of tool changes reads, and may_run_again

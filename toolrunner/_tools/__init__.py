@@ -5,7 +5,8 @@ description), ``toolsets`` (the seam: ``RunnableTool``, ``Toolset``), ``sdk`` (t
 toolsets adapted to it), ``mcp_results`` (an MCP call's result as a tool's value), ``results`` (the
 result adapter: what a tool returns, as tool_result content), ``execution`` (one call run: its input
 checked, its time limit, its errors as results), ``approvals`` (gates and the checks of a decision's
-input).
+input), ``subagents`` (``SubAgent``, a run as a tool), ``request_params`` (request params checked as
+the SDK takes them, for a runner and a sub-agent alike; the transport params kept apart).
 
 It may import ``_core`` and ``_tracing``.
 """

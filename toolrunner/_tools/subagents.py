@@ -1,6 +1,6 @@
 """A run as a tool: ``SubAgent``, what the core reads of one (``agent_plan``, also from its
 ``definition()`` data alone), and where a driver finds a sub-agent's tools (``agent_at``,
-``execution_at``).
+``execution_at``) and the transport params its requests carry (``transport_at``).
 
 A ``SubAgent`` is given in a run's ``tools=[...]`` like a tool; the model sees a tool of its name
 that takes ``{"task": string}``. It is plain data (``definition()``) plus its tools (code, saved by
@@ -18,20 +18,48 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any, cast
 
-from .._core.errors import ParamsError, ToolInputError, ToolRunnerError
+from .._core.errors import ParamsError, StateError, ToolInputError, ToolRunnerError
 from .._core.state import plain_data
 from .._core.subruns import AgentPlan
 from .._core.transitions import Limits
 from .._core.types import ToolCall, ToolFlags
 from .execution import ExecutionOptions
+from .request_params import check_param_names, check_param_values, split_transport
 from .tool import Tool, ToolContext, as_tool
 from .toolsets import RunnableTool, Toolset
 
-__all__ = ["SubAgent", "agent_at", "agent_plan", "execution_at", "tool_at"]
+__all__ = ["SubAgent", "agent_at", "agent_plan", "execution_at", "tool_at", "transport_at"]
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-_RESERVED = ("messages", "tools", "model", "max_tokens", "system", "stream", "tool_choice")
-"""Params a sub-agent sets itself (or that a sub-run cannot take), refused in ``params``."""
+_OWN = (
+    "name",
+    "description",
+    "model",
+    "max_tokens",
+    "system",
+    "tools",
+    "max_iterations",
+    "max_total_tokens",
+    "max_cost",
+)
+"""``SubAgent``'s own arguments: ``params`` cannot hold them."""
+_UNSUPPORTED = {
+    "messages": "a sub-run's first message is the task its parent's model gives; leave messages out",
+    "stream": "a sub-run does not stream (yet), whatever its parent does; leave stream out",
+    "tool_choice": (
+        "a sub-run's model chooses among its tools itself (tool_choice is not supported in a sub-run yet); "
+        "leave tool_choice out"
+    ),
+    "output_format": (
+        "typed answers are not supported in a sub-run yet (its answer is its final text); leave output_format out"
+    ),
+    "thread": "a sub-run sends its whole history with every request; leave thread out",
+    "compaction": (
+        "every request of the sub-run would be a compaction request (a sub-run is not compacted yet); "
+        "leave compaction out"
+    ),
+}
+"""Request params a sub-run cannot take, and what to do instead."""
 
 
 class SubAgent:
@@ -48,7 +76,9 @@ class SubAgent:
         max_iterations: The most requests its run may send.
         max_total_tokens: Its run's token budget.
         max_cost: Its run's cost budget, in US dollars (the model needs a price).
-        params: Other request params of its run (``temperature``, ``thinking``, ...).
+        params: Other request params of its run (``thinking``, ``stop_sequences``, ``metadata``, ...),
+            checked as a runner checks its own; the transport params among them are kept apart
+            (``transport``), never saved.
 
     Raises:
         ParamsError: A field has a value it cannot take (the message names it).
@@ -95,12 +125,11 @@ class SubAgent:
         given: Mapping[str, Any] = {} if params is None else params
         if not isinstance(given, Mapping):
             raise ParamsError(f"{where}: params must be a mapping of request params, not {params!r}.")
-        reserved = sorted(set(given) & set(_RESERVED))
-        if reserved:
-            raise ParamsError(
-                f"{where}: params cannot hold {reserved!r}; give model, max_tokens, system and tools as "
-                "SubAgent's own arguments (a sub-run does not stream)."
-            )
+        request: dict[str, Any] = {"model": model, "max_tokens": max_tokens}
+        if system is not None:
+            request["system"] = _json(where, "system", system)
+        saved, transport = split_transport(given)
+        kept = _checked_params(where, saved, request, transport)
         self.name = name
         self.description = description
         self.model = model
@@ -109,19 +138,24 @@ class SubAgent:
         self.max_iterations = max_iterations
         self.max_total_tokens = max_total_tokens
         self.max_cost = None if max_cost is None else _dollars(where, max_cost)
-        self.params: Mapping[str, Any] = plain_data(dict(given), f"{where}'s params")
+        self.params: Mapping[str, Any] = kept
+        """Its other request params, as its sub-run's state keeps them (JSON data; no transport param)."""
+        self.transport: Mapping[str, Any] = transport
+        """Its transport params (``extra_headers``, ``extra_query``, ``timeout``; ``TRANSPORT``): sent
+        with its sub-run's requests, and those of the sub-agents below it, like a run's own, and
+        like a run's never part of a state nor of ``definition()`` (a secret in a header is never
+        saved); given again with the ``SubAgent`` when a run is resumed."""
         self.tools: tuple[RunnableTool, ...] = _runnable(where, tools)
         self.runnable: Mapping[str, RunnableTool] = {tool.name: tool for tool in self.tools}
         """Its tools by name, as they run."""
         self.wire: list[Mapping[str, Any]] = [tool.to_param() for tool in self.tools]
         """Its tools' definitions, as its requests send them."""
-        if system is not None:
-            plain_data(system, f"{where}'s system")
         self.agent_plan = agent_plan(self.definition(), self.runnable)
         """What the core reads of it (``_core.subruns``)."""
 
     def definition(self) -> dict[str, Any]:
-        """The sub-agent as JSON data (its tools by name)."""
+        """The sub-agent as JSON data (its tools by name; its transport params left out, as a
+        saved state leaves them out)."""
         return {
             "name": self.name,
             "description": self.description,
@@ -179,6 +213,41 @@ def _check_count(where: str, name: str, value: object, *, required: bool = False
         raise ParamsError(
             f"{where}: {name} must be a positive int{'' if required else ' or None'}, not {value!r}."
         )
+
+
+def _checked_params(
+    where: str, given: Mapping[str, Any], request: Mapping[str, Any], transport: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``given`` (a sub-agent's ``params`` but the transport params) checked as a runner checks its
+    own params (``_tools.request_params``: names, then values) and as the JSON data its sub-run's
+    state keeps; ``request`` (its ``model``, ``max_tokens``, ``system``) and ``transport`` (never
+    kept, so any value the SDK takes) have their values checked with them."""
+    for key in given:
+        if not isinstance(key, str):
+            raise ParamsError(f"{where}: params must be keyed by param names (str), not {key!r}.")
+        if key in _OWN:
+            raise ParamsError(
+                f"{where}: params cannot hold {key!r}; give it as SubAgent's own argument (SubAgent(..., {key}=...))."
+            )
+        if key in _UNSUPPORTED:
+            raise ParamsError(f"{where}: params cannot hold {key!r}: {_UNSUPPORTED[key]}.")
+    check_param_names(
+        given,
+        options=_OWN,
+        advice="Give SubAgent's own arguments (model, max_iterations, ...) as arguments, and request params by "
+        "their documented names.",
+        where=f"{where}: ",
+    )
+    check_param_values({**request, **given, **transport}, where=f"{where}: ")
+    return {key: _json(where, f"params[{key!r}]", value) for key, value in given.items()}
+
+
+def _json(where: str, what: str, value: object) -> Any:
+    """``value`` as the JSON data a saved state keeps (``plain_data``); else a ``ParamsError``."""
+    try:
+        return plain_data(value, f"{where}: {what}")
+    except StateError as error:
+        raise ParamsError(str(error)) from None
 
 
 def _dollars(where: str, value: object) -> Decimal:
@@ -253,14 +322,42 @@ def agent_at(tools: Mapping[str, RunnableTool], path: Sequence[str]) -> SubAgent
     Raises:
         ToolRunnerError: No sub-agent is there (the run's tools changed under it).
     """
-    agent: SubAgent | None = None
+    agents = _agents_on(tools, path)
+    assert agents, "an empty agent path is the run's own"
+    return agents[-1]
+
+
+def transport_at(
+    tools: Mapping[str, RunnableTool], path: Sequence[str], transport: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The transport params the requests of the sub-agent at ``path`` are sent with: the run's own
+    (``transport``), then each sub-agent's on the path (``SubAgent.transport``), a nearer one's over
+    a farther one's (``extra_headers`` and ``extra_query`` merged by name, ``timeout`` replaced).
+
+    Raises:
+        ToolRunnerError: No sub-agent is at ``path`` (see ``agent_at``).
+    """
+    sent = dict(transport)
+    for agent in _agents_on(tools, path):
+        for name, value in agent.transport.items():
+            before = sent.get(name)
+            if isinstance(before, Mapping) and isinstance(value, Mapping):
+                sent[name] = {**cast("Mapping[str, Any]", before), **cast("Mapping[str, Any]", value)}
+            else:
+                sent[name] = value
+    return sent
+
+
+def _agents_on(tools: Mapping[str, RunnableTool], path: Sequence[str]) -> list[SubAgent]:
+    """The sub-agents ``path`` goes through, from the run's tools down (``agent_at``)."""
+    agents: list[SubAgent] = []
     for name in path:
         found = tools.get(name)
         if not isinstance(found, SubAgent):
             raise ToolRunnerError(f"the run has no sub-agent at {list(path)!r} (its tools changed since?).")
-        agent, tools = found, found.runnable
-    assert agent is not None, "an empty agent path is the run's own"
-    return agent
+        agents.append(found)
+        tools = found.runnable
+    return agents
 
 
 def execution_at(execution: ExecutionOptions, path: Sequence[str]) -> ExecutionOptions:
