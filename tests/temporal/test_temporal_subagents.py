@@ -642,3 +642,51 @@ async def test_a_sub_run_has_a_tool_runners_spans(temporal_env: WorkflowEnvironm
     names = sorted(span.name for span in ours(exporter))
     assert names.count("invoke_agent researcher") == names.count("invoke_agent searcher") == 1
     assert sorted(map(shape, ours(exporter)), key=repr) == sorted(map(shape, ours(plain_exporter)), key=repr)
+
+
+async def test_a_sub_agents_transport_params_reach_its_requests_from_the_worker(
+    temporal_env: WorkflowEnvironment,
+) -> None:
+    """A sub-agent's headers (a secret, say) are never in a state nor its definition, so the worker's
+    ``SubAgent`` gives them: each sub-run's request carries its own and its parents', as in a
+    ``ToolRunner``, and the workflow's history never holds them."""
+
+    def agents() -> list[SubAgent]:
+        inner = searcher(params={"extra_headers": {"X-Inner": "SECRET-INNER"}})
+        return [
+            SubAgent(
+                name="researcher",
+                description="Researches, with a searcher.",
+                model="claude-mid",
+                max_tokens=200,
+                tools=[inner],
+                params={"extra_headers": {"X-Outer": "SECRET-OUTER"}},
+            )
+        ]
+
+    def headers(fake: FakeMessagesAPI) -> list[tuple[str, str | None, str | None]]:
+        return [
+            (str(request.body["model"]), request.headers.get("x-outer"), request.headers.get("x-inner"))
+            for request in fake.requests
+        ]
+
+    plain_fake = FakeMessagesAPI(responder=by_model(two_levels()))
+    await plain_runner(plain_fake, agents()).until_done()
+    fake = FakeMessagesAPI(responder=by_model(two_levels()))
+    async with worker(temporal_env, fake, MemoryPayloadStore(), tools=agents()) as queue:
+        run = await start(
+            temporal_env.client,
+            queue,
+            run_id="sub-headers",
+            tools=agents(),
+            model="claude-parent",
+            max_tokens=100,
+        )
+        assert (await run.result()).end_reason == "model"
+        history = await temporal_env.client.get_workflow_handle("sub-headers").fetch_history()
+
+    assert headers(fake) == headers(plain_fake)
+    assert ("claude-sub", "SECRET-OUTER", "SECRET-INNER") in headers(fake)
+    assert ("claude-mid", "SECRET-OUTER", None) in headers(fake)
+    assert ("claude-parent", None, None) in headers(fake)
+    assert b"SECRET-" not in history.to_json().encode()

@@ -61,7 +61,7 @@ from .._runner.streaming import StreamWatch
 from .._tools.approvals import evaluate_gates, tool_definition
 from .._tools.execution import CallHooks, ExecutionOptions, run_one
 from .._tools.results import DEFAULT_ADAPTER, ToolResultAdapter
-from .._tools.subagents import execution_at
+from .._tools.subagents import execution_at, transport_at
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool, Toolset
 from .._tracing.trace import TracedCall, trace_tool_calls, untraced
@@ -260,6 +260,7 @@ class Activities:
         output = None if input.output is None else self.outputs.find(input.output)
         if path:  # a sub-run's: its sub-agent's tools (no cache policy, no typed answer yet: as ToolRunner)
             kwargs = request_params(state, agent_wire(agent_of(self.tools, path), history.tools))
+            kwargs |= transport_at(self.tools, path[1::2], {})  # never in a state: the worker's SubAgents'
         else:
             wire = [definition for entry in history.tools for definition in self._definitions(entry)]
             cache = None if input.cache is None else Caching(CachePolicy(**input.cache))
