@@ -140,7 +140,10 @@ async def test_a_deferred_call_does_not_start_while_its_reply_streams() -> None:
             await stream.get_final_message()
             held.append([call.id for call in runner.deferred_tool_calls])
             if held[-1]:
-                await anyio.sleep(0.01)  # what started early has had its chance to run
+                with anyio.fail_after(10):  # what starts early starts (however loaded the machine)
+                    while not started:
+                        await anyio.sleep(0.001)
+                await anyio.sleep(0.01)  # and the deferred call, had it been started, would have too
                 assert started == ["one"]
     assert held == [["two"], []]
     assert sorted(started) == ["one", "two"]
