@@ -45,9 +45,11 @@ from .._core.state import RunState
 from .._core.types import ToolCall
 from .._core.usage import Usage
 from .attributes import (
+    END_REASON,
     HOOK_EVENT,
     HOOK_REASON,
     RESULT_REPLACED,
+    ended_attributes,
     json_attribute as _json,
     stopped_attributes,
     tool_attributes,
@@ -74,9 +76,6 @@ SCOPE = "toolrunner"
 
 PROVIDER = "anthropic"
 """``gen_ai.provider.name``."""
-
-END_REASON = "toolrunner.end_reason"
-"""Why the run's span ended: the runner's ``end_reason``, or ``"abandoned"`` (see ``_abandon``)."""
 
 
 class OtelTrace:
@@ -370,20 +369,12 @@ def run_attributes(
     attributes: dict[str, AttributeValue] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.provider.name": PROVIDER,
-        "gen_ai.usage.input_tokens": usage.prompt_tokens,
-        "gen_ai.usage.output_tokens": usage.output_tokens,
-        "gen_ai.usage.cache_read.input_tokens": usage.cache_read_input_tokens,
-        "gen_ai.usage.cache_write.input_tokens": usage.cache_creation_input_tokens,
+        **ended_attributes(state, usage),
     }
-    model = state.params.get("model")
-    if isinstance(model, str):
-        attributes["gen_ai.request.model"] = model
     if agent_name is not None:
         attributes["gen_ai.agent.name"] = agent_name
     if state.run_id is not None:
         attributes["gen_ai.conversation.id"] = state.run_id
-    if state.end_reason is not None:
-        attributes[END_REASON] = state.end_reason
     if state.reply is not None and state.reply.stop_reason is not None:
         attributes["gen_ai.response.finish_reasons"] = [state.reply.stop_reason]
     if content:

@@ -21,9 +21,9 @@ from opentelemetry.util.types import AttributeValue
 from .._core.state import RunState
 from .._core.types import ToolCall
 from .._core.usage import Usage
-from .attributes import json_attribute as _json
+from .attributes import ended_attributes, json_attribute as _json
 from .content import result_content
-from .otel import END_REASON, PROVIDER, record_exception, set_error, tool_span
+from .otel import PROVIDER, record_exception, set_error, tool_span
 
 __all__ = ["SubRunSpans"]
 
@@ -144,19 +144,7 @@ class SubRunSpans:
         state = self._sub_state(_key(stack))
         if state is not None:
             usage = sum((request.usage for request in state.usage[spans.first :]), Usage())
-            agent.set_attributes(
-                {
-                    "gen_ai.usage.input_tokens": usage.prompt_tokens,
-                    "gen_ai.usage.output_tokens": usage.output_tokens,
-                    "gen_ai.usage.cache_read.input_tokens": usage.cache_read_input_tokens,
-                    "gen_ai.usage.cache_write.input_tokens": usage.cache_creation_input_tokens,
-                }
-            )
-            model = state.params.get("model")
-            if isinstance(model, str):
-                agent.set_attribute("gen_ai.request.model", model)
-            if state.end_reason is not None:
-                agent.set_attribute(END_REASON, state.end_reason)
+            agent.set_attributes(ended_attributes(state, usage))
         agent.end()
         if isinstance(failed, Exception):  # around the sub-run (a save refused, say)
             set_error(tool, type(failed).__qualname__)

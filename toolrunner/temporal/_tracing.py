@@ -79,9 +79,9 @@ class RunSpans:
         with workflow.unsafe.imports_passed_through():
             from temporalio.contrib.opentelemetry import workflow as traced
 
-            from .._tracing.attributes import json_attribute, tool_attributes
+            from .._tracing.attributes import ended_attributes, json_attribute, tool_attributes
             from .._tracing.content import result_content
-            from .._tracing.otel import END_REASON, PROVIDER
+            from .._tracing.otel import PROVIDER
 
         content = bool(tracing.get("content"))
         attributes = tool_attributes(call)
@@ -92,21 +92,12 @@ class RunSpans:
         elif block is not None and content:
             attributes["gen_ai.tool.call.result"] = result_content(block.get("content"))
         traced.completed_span(f"execute_tool {call.name}", attributes=attributes)
-        usage = state.total
         agent_attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.provider.name": PROVIDER,
             "gen_ai.agent.name": agent,
-            "gen_ai.usage.input_tokens": usage.prompt_tokens,
-            "gen_ai.usage.output_tokens": usage.output_tokens,
-            "gen_ai.usage.cache_read.input_tokens": usage.cache_read_input_tokens,
-            "gen_ai.usage.cache_write.input_tokens": usage.cache_creation_input_tokens,
+            **ended_attributes(state, state.total),
         }
-        model = state.params.get("model")
-        if isinstance(model, str):
-            agent_attributes["gen_ai.request.model"] = model
-        if state.end_reason is not None:
-            agent_attributes[END_REASON] = state.end_reason
         traced.completed_span(f"invoke_agent {agent}", attributes=agent_attributes)
 
     def ended(self, state: RunState) -> None:
