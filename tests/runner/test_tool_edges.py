@@ -110,11 +110,13 @@ def test_a_resumed_sync_run_streams() -> None:
 
 async def test_a_deferred_call_does_not_start_while_its_reply_streams() -> None:
     started: list[str] = []
+    one_started = anyio.Event()
 
     @tool
     async def act(n: int, context: ToolContext) -> str:
         """Act."""
         started.append(context.call.id)
+        one_started.set()
         return f"did {n}"
 
     fake = FakeMessagesAPI(
@@ -141,8 +143,7 @@ async def test_a_deferred_call_does_not_start_while_its_reply_streams() -> None:
             held.append([call.id for call in runner.deferred_tool_calls])
             if held[-1]:
                 with anyio.fail_after(10):  # what starts early starts (however loaded the machine)
-                    while not started:
-                        await anyio.sleep(0.001)
+                    await one_started.wait()
                 await anyio.sleep(0.01)  # and the deferred call, had it been started, would have too
                 assert started == ["one"]
     assert held == [["two"], []]
