@@ -189,6 +189,7 @@ def test_a_sub_agents_definition_is_json_and_bad_ones_are_refused() -> None:
         "max_iterations": None,
         "max_total_tokens": None,
         "max_cost": "0.5",
+        "output": None,
         "params": {"stop_sequences": ["END"]},
     }
     assert agent.to_param()["input_schema"]["required"] == ["task"]

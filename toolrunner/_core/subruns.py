@@ -25,8 +25,12 @@ its own, through an adapter (``SubRunner``) that maps the child's effects:
   the decisions are in the child's state when the call runs again, so ``ReadDecisions`` reads
   none here).
 
-When the child ends, its answer is the call's result (``sub_run_answer``): its final text, or an
-``is_error`` result naming the limit it stopped at and what it had found so far; and its summary
+When the child ends, its answer is the call's result (``_core.subrun_answers``): its final text,
+or an ``is_error`` result naming the limit it stopped at and what it had found so far, or, for a
+sub-agent with a typed answer (``AgentPlan.output``: the child parses and checks its final answer
+and sends it back as a run does, ``_core.output``) whose answer still does not fit, the answer's
+errors (``sub_run_rejected``, judged from the ended state, so a sub-run resumed after it ended
+is answered the same); and its summary
 (its requests' usage, why it ended), with those of the sub-runs below it, joins the parent's
 ``RunState.sub_runs`` (``_core.tree_usage.sub_run_ended``), and its audit the parent's
 ``RunState.decisions`` (``_core.tree_audit``). A request of the child that failed
@@ -71,14 +75,21 @@ from .effects import (
     Send,
     StateDerived,
 )
-from .errors import ToolRunnerError, message_of
+from .errors import OutputValidationError, ToolRunnerError
 from .events import RunnerEvent, SubRunEvent
-from .history import text_of
 from .log import WARNING, log
-from .messages import field
+from .output import OutputFormat
 from .results import tool_result_block
 from .state import Phase, RunState, SubRun
-from .transitions import Limits, capped, limit_reached, record_of
+from .subrun_answers import (
+    error_text,
+    noted,
+    sub_run_answer,
+    sub_run_failed,
+    sub_run_rejected,
+    sub_run_resumed,
+)
+from .transitions import Limits, capped, record_of
 from .tree_audit import sub_run_kept
 from .types import Reply, ToolCall, ToolFlags
 from .usage import RequestUsage
@@ -87,10 +98,7 @@ __all__ = [
     "AgentPlan",
     "AgentTools",
     "agent_plan_of",
-    "noted",
     "run_sub_agent",
-    "sub_run_answer",
-    "sub_run_failed",
     "sub_run_saved",
 ]
 
@@ -108,6 +116,8 @@ class AgentPlan:
         tools: Its tools as its saved state names them.
         flags: Its runnable tools' flags, by name (a ``SubAgent`` among them is one level down).
         limits: The limits of its run.
+        output: Its typed answer (``SubAgent(output_format=...)``), if it has one: its sub-run's
+            final answer is parsed and checked as a run's is (``_core.output``).
     """
 
     name: str
@@ -115,6 +125,7 @@ class AgentPlan:
     tools: tuple[str, ...]
     flags: Mapping[str, ToolFlags]
     limits: Limits
+    output: OutputFormat | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,102 +159,6 @@ def sub_run_saved(state: RunState, call: ToolCall, agent: str, child: RunState) 
         return state
     kept = dataclasses.replace(record, sub_run=SubRun(agent=agent, state=child))
     return state.replace(calls={**state.calls, call.id: kept})
-
-
-_LIMITS = {
-    "max_iterations": "max_iterations (its number of requests)",
-    "token_budget": "max_total_tokens (its token budget)",
-    "cost_budget": "max_cost (its cost budget)",
-}
-_TREE_LIMITS = {
-    "max_iterations": "max_iterations (requests)",
-    "token_budget": "max_total_tokens (tokens)",
-    "cost_budget": "max_cost (US dollars)",
-}
-
-
-def sub_run_answer(
-    call: ToolCall, agent: str, state: RunState, own: Limits | None = None
-) -> ToolResultBlockParam:
-    """The result of ``call``, whose sub-run ended at ``state``: its final text; or an error
-    result the model can act on (a limit, with what it had found so far). A sub-run that pauses
-    for approval has not ended: its call waits (``_core.nested``), and is never answered here.
-    With ``own`` (the sub-agent's own limits), a limit it had not reached itself is named as the
-    budget of the whole tree, which the run that called it shares."""
-    reason = state.end_reason
-    found = _found(state)
-    if reason == "model":
-        return tool_result_block(call.id, found or f"The sub-agent {agent!r} finished without a text answer.")
-    if reason in _LIMITS and own is not None and limit_reached(state, own) != reason:
-        text = (
-            f"The sub-agent {agent!r} stopped before it finished: the budget of the whole run "
-            f"({_TREE_LIMITS[reason]}, shared with the agents that called it) is spent. "
-            f"What it had found so far: {found or 'nothing yet.'}"
-        )
-    elif reason in _LIMITS:
-        text = (
-            f"The sub-agent {agent!r} stopped at its limit {_LIMITS[reason]} before it finished. "
-            f"What it had found so far: {found or 'nothing yet.'}"
-        )
-    elif reason == "closed":
-        text = (
-            f"The sub-agent {agent!r} was stopped before it finished: the run that called it was closed. "
-            f"What it had found so far: {found or 'nothing yet.'}"
-        )
-    else:
-        text = f"The sub-agent {agent!r} ended ({reason}) before it finished. What it had found so far: {found or 'nothing yet.'}"
-    return tool_result_block(call.id, text, is_error=True)
-
-
-def sub_run_failed(call: ToolCall, agent: str, state: RunState, error: BaseException) -> ToolResultBlockParam:
-    """The result of ``call``, whose sub-run (at ``state``) stopped because its request failed
-    with ``error``, which the same request meets again (``_core.api_errors.permanent``): an error
-    result naming the sub-agent and the error, and what it had found so far, which the model can
-    act on (answer without it, or ask it something else)."""
-    found = _found(state)
-    text = (
-        f"The sub-agent {agent!r} stopped before it finished: its request to the API failed with "
-        f"{_error_text(error)[:_ERROR_LIMIT]}, which asking again would not change. "
-        f"What it had found so far: {found or 'nothing yet.'}"
-    )
-    return tool_result_block(call.id, text, is_error=True)
-
-
-_ERROR_LIMIT = 1000
-"""Characters of an API error's description the model reads."""
-
-
-def _error_text(error: BaseException) -> str:
-    """``NotFoundError (status 404): Error code: 404 - {...}``."""
-    status = getattr(error, "status_code", None)
-    return f"{type(error).__name__}{'' if status is None else f' (status {status})'}: {message_of(error)}"
-
-
-_NOTE = "raised in a sub-agent's run: "
-
-
-def noted(error: BaseException, path: tuple[str, ...]) -> None:
-    """Say where ``error``, raised out of the sub-run at ``path`` (a call id and a sub-agent's
-    name, relative to the run one level up), came from: a note (PEP 678) with the path from the
-    root, as ``SubRunEvent.path`` gives it. Each level up puts its part in front of the note the
-    level below wrote, so the error carries one note however deep it was raised."""
-    notes: list[object] = getattr(error, "__notes__", None) or [None]
-    where = " → ".join(path)
-    last = notes[-1]
-    if isinstance(last, str) and last.startswith(_NOTE):  # the level below's
-        notes[-1] = f"{_NOTE}{where} → {last[len(_NOTE) :]}"
-        return
-    error.add_note(_NOTE + where)
-
-
-def _found(state: RunState) -> str:
-    """The latest text the sub-agent's model wrote (its answer, or what it had found so far)."""
-    if state.reply is not None and (text := text_of(state.reply)):
-        return text
-    for message in reversed(state.messages):
-        if field(message, "role") == "assistant" and (text := text_of(message)):
-            return text
-    return ""
 
 
 # -- the adapter ------------------------------------------------------------------------------------
@@ -286,6 +201,7 @@ class MakeCore(Protocol):
         limits: Limits,
         durable: bool,
         clock: Callable[[], float] | None,
+        output: OutputFormat | None,
     ) -> Core: ...
 
 
@@ -302,11 +218,17 @@ def run_sub_agent(
             f'The sub-agent {plan.name!r} takes an input {{"task": string}}: the task it is to do, in words.',
             is_error=True,
         )
-    runner = SubRunner(parent, make, call, plan, task)
     failed: Exception | None = None
+    try:
+        runner = SubRunner(parent, make, call, plan, task)
+    except Exception as error:  # its saved state cannot go on with this sub-agent (another output type)
+        noted(error, (call.id, plan.name))
+        raise
     try:
         while (yield from runner.adapted(runner.child.iteration())) is not None:
             pass  # a reply handed over: nobody steers a sub-run, and the next iteration finishes its turn
+    except OutputValidationError:  # its typed answer does not fit, its retries spent: it ended (below)
+        pass
     except Exception as error:
         if not permanent(error):  # it may pass (or is no API error): the run stays resumable
             noted(error, runner.path)
@@ -324,9 +246,11 @@ def run_sub_agent(
             "meets again; the call is answered with an error result.",
             plan.name,
             call.id,
-            _error_text(failed),
+            error_text(failed),
         )
         return sub_run_failed(call, plan.name, ended, failed)
+    if plan.output is not None and (rejected := sub_run_rejected(call, plan.name, ended, plan.output)):
+        return rejected
     return sub_run_answer(call, plan.name, ended, plan.limits)
 
 
@@ -340,8 +264,13 @@ class SubRunner:
         self.path = (call.id, plan.name)
         record = record_of(parent.state, call)
         saved = None if record is None or record.sub_run is None else record.sub_run.state
+        if saved is not None:  # its typed answer's schema is the one it started with; its reply parsed again
+            saved = sub_run_resumed(saved, call, plan.name, plan.output)
         state = saved or RunState(
-            params=dict(plan.params), tools=plan.tools, messages=({"role": "user", "content": task},)
+            params=dict(plan.params),
+            tools=plan.tools,
+            messages=({"role": "user", "content": task},),
+            output=None if plan.output is None else plan.output.record(),
         )
         # Durable whatever the parent is: its saves are mapped onto the parent's (which writes
         # nothing without a store). A call of it cut off is answered as the root's own calls are:
@@ -353,6 +282,7 @@ class SubRunner:
             limits=plan.limits,
             durable=True,
             clock=parent.clock,  # its sub-agents' calls are timed as its parent's are
+            output=plan.output,
         )
         self.child.root_stored = stored = parent.stored
         if saved is not None and stored:  # after a crash, or a cancellation: its calls cut off are answered

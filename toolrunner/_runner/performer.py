@@ -221,12 +221,13 @@ class Performer:
         await self._tools.open()
 
     def _kwargs(self, request: Request) -> dict[str, Any]:
-        if request.agent_path:  # a sub-agent's request: its tools (no cache policy, no typed answer yet)
+        if request.agent_path:  # a sub-agent's request: its tools, its typed answer (no cache policy)
             tools = self._tools.execution.tools
-            wire = agent_at(tools, request.agent_path).wire
-            return request_params(request.state, wire) | transport_at(
-                tools, request.agent_path, self.transport
-            )
+            agent = agent_at(tools, request.agent_path)
+            kwargs = request_params(request.state, agent.wire)
+            if agent.output is not None:
+                kwargs = agent.output.request(kwargs)
+            return kwargs | transport_at(tools, request.agent_path, self.transport)
         kwargs = request_params(request.state, self._tools.index.wire, self._options.cache)
         if self._core.output is not None:  # the typed answer's schema, as the SDK's runner sends it
             kwargs = self._core.output.request(kwargs)

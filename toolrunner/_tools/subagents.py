@@ -19,6 +19,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, cast
 
 from .._core.errors import ParamsError, StateError, ToolInputError, ToolRunnerError
+from .._core.output import DEFAULT_OUTPUT_RETRIES, OutputFormat, output_format_of
 from .._core.state import plain_data
 from .._core.subruns import AgentPlan
 from .._core.transitions import Limits
@@ -41,6 +42,8 @@ _OWN = (
     "max_iterations",
     "max_total_tokens",
     "max_cost",
+    "output_format",
+    "output_retries",
 )
 """``SubAgent``'s own arguments: ``params`` cannot hold them."""
 _UNSUPPORTED = {
@@ -49,9 +52,6 @@ _UNSUPPORTED = {
     "tool_choice": (
         "a sub-run's model chooses among its tools itself (tool_choice is not supported in a sub-run yet); "
         "leave tool_choice out"
-    ),
-    "output_format": (
-        "typed answers are not supported in a sub-run yet (its answer is its final text); leave output_format out"
     ),
     "thread": "a sub-run sends its whole history with every request; leave thread out",
     "compaction": (
@@ -76,6 +76,13 @@ class SubAgent:
         max_iterations: The most requests its run may send.
         max_total_tokens: Its run's token budget.
         max_cost: Its run's cost budget, in US dollars (the model needs a price).
+        output_format: Its typed answer: a pydantic model, a TypedDict or a dataclass. Its requests
+            ask for JSON of the type's schema, and its final answer is parsed and checked as a
+            runner's is (``ToolRunner(output_format=...)``); the answer, as JSON text, is its call's
+            result.
+        output_retries: How often an answer that does not fit ``output_format`` is sent back to
+            its model (1 unless given); after that, its call's result is an error result with the
+            answer's errors.
         params: Other request params of its run (``thinking``, ``stop_sequences``, ``metadata``, ...),
             checked as a runner checks its own; the transport params among them are kept apart
             (``transport``), never saved.
@@ -104,6 +111,8 @@ class SubAgent:
         max_iterations: int | None = None,
         max_total_tokens: int | None = None,
         max_cost: Decimal | float | str | None = None,
+        output_format: type[Any] | None = None,
+        output_retries: int | None = None,
         params: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(name, str) or not _NAME.match(name):
@@ -130,6 +139,7 @@ class SubAgent:
             request["system"] = _json(where, "system", system)
         saved, transport = split_transport(given)
         kept = _checked_params(where, saved, request, transport)
+        output = _output(where, output_format, output_retries, kept)
         self.name = name
         self.description = description
         self.model = model
@@ -138,6 +148,8 @@ class SubAgent:
         self.max_iterations = max_iterations
         self.max_total_tokens = max_total_tokens
         self.max_cost = None if max_cost is None else _dollars(where, max_cost)
+        self.output: OutputFormat | None = output
+        """Its typed answer (``output_format=``, ``output_retries=``), if it has one."""
         self.params: Mapping[str, Any] = kept
         """Its other request params, as its sub-run's state keeps them (JSON data; no transport param)."""
         self.transport: Mapping[str, Any] = transport
@@ -150,7 +162,7 @@ class SubAgent:
         """Its tools by name, as they run."""
         self.wire: list[Mapping[str, Any]] = [tool.to_param() for tool in self.tools]
         """Its tools' definitions, as its requests send them."""
-        self.agent_plan = agent_plan(self.definition(), self.runnable)
+        self.agent_plan = agent_plan(self.definition(), self.runnable, output)
         """What the core reads of it (``_core.subruns``)."""
 
     def definition(self) -> dict[str, Any]:
@@ -166,6 +178,7 @@ class SubAgent:
             "max_iterations": self.max_iterations,
             "max_total_tokens": self.max_total_tokens,
             "max_cost": None if self.max_cost is None else str(self.max_cost),
+            "output": None if self.output is None else output_data(self.output),
             "params": dict(self.params),
         }
 
@@ -250,6 +263,29 @@ def _json(where: str, what: str, value: object) -> Any:
         raise ParamsError(str(error)) from None
 
 
+def _output(
+    where: str, output_format: object, retries: object, params: Mapping[str, Any]
+) -> OutputFormat | None:
+    """``output_format=`` and ``output_retries=``, checked as a runner checks its own."""
+    if output_format is None:
+        if retries is not None:
+            raise ParamsError(
+                f"{where}: output_retries says how often an answer that does not fit output_format is sent back "
+                "to its model; give output_format=... with it, or leave output_retries out."
+            )
+        return None
+    try:
+        return output_format_of(output_format, DEFAULT_OUTPUT_RETRIES if retries is None else retries, params)
+    except ParamsError as error:
+        raise ParamsError(f"{where}: {error}") from None
+
+
+def output_data(output: OutputFormat) -> dict[str, Any]:
+    """A typed answer as a sub-agent's ``definition()`` gives it: its type's name, the fingerprint
+    of its JSON schema, its retries (the type is code, found again with the ``SubAgent``)."""
+    return {"name": output.name, "schema": output.fingerprint, "retries": output.retries}
+
+
 def _dollars(where: str, value: object) -> Decimal:
     try:
         amount = Decimal(str(value)) if isinstance(value, Decimal | int | float | str) else Decimal(-1)
@@ -292,10 +328,13 @@ def _runnable(where: str, tools: Iterable[object]) -> tuple[RunnableTool, ...]:
     return tuple(found)
 
 
-def agent_plan(definition: Mapping[str, Any], flags: Mapping[str, ToolFlags]) -> AgentPlan:
+def agent_plan(
+    definition: Mapping[str, Any], flags: Mapping[str, ToolFlags], output: OutputFormat | None = None
+) -> AgentPlan:
     """What the core reads of the sub-agent ``definition`` (``SubAgent.definition()``'s data) whose
     tools have ``flags`` (by name): a ``SubAgent``'s own, or, in a Temporal workflow, the flags of
-    tools whose code is on the workers."""
+    tools whose code is on the workers; ``output`` is its typed answer (the ``SubAgent``'s own, or
+    the workflow's stand-in for a type that is on the workers)."""
     request: dict[str, Any] = {"model": definition["model"], "max_tokens": definition["max_tokens"]}
     if definition["system"] is not None:
         request["system"] = definition["system"]
@@ -310,6 +349,7 @@ def agent_plan(definition: Mapping[str, Any], flags: Mapping[str, ToolFlags]) ->
             max_total_tokens=definition["max_total_tokens"],
             max_cost=None if max_cost is None else Decimal(max_cost),
         ),
+        output=output,
     )
 
 
