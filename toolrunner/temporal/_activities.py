@@ -6,20 +6,18 @@ multiply. ``toolrunner.tool`` runs one call through ``_tools.execution.run_one``
 ``ToolRunner`` runs it: the input is validated, what the tool raises becomes an ``is_error``
 result, a tool's timeout answers for it. Both read and write large data through the
 ``PayloadStore`` (``_payloads``), so that only small values reach workflow history.
-``toolrunner.summarize`` sends client-side compaction's summary request, ``toolrunner.gate``
-evaluates the gates of calls no request saw, ``toolrunner.decision`` checks an approved input or
-converts an answer, and the local activity ``toolrunner.events`` hands ``on_event`` what the
-workflow heard.
+``toolrunner.summarize`` sends client-side compaction's summary request, ``toolrunner.gate`` the
+gates of calls no request saw, ``toolrunner.decision`` checks an approved input or converts an
+answer, and the local activity ``toolrunner.events`` hands ``on_event`` what the workflow heard.
 
 A worker's ``Toolset`` objects (an MCP server's session, say) are opened once, when the worker
 starts, and closed when it stops (``open_tools``, ``close_tools``); their tools are read again
 when they change, and each call is an activity like any other.
 
-A sub-agent (``SubAgent``) is registered like a tool, by name: its sub-runs run in the workflow,
-and the activities of a sub-run (its requests, its gates, its calls, the decisions on them) name
-the sub-run's path (``SubRunEvent.path``), by which they find its sub-agent among the worker's
-tools, and its tools among the sub-agent's (``_tools.subagents``, as a ``ToolRunner`` does); the
-events they report are the sub-run's, ``SubRunEvent`` s with that path.
+A sub-agent (``SubAgent``) is registered like a tool, by name: its sub-runs run in the workflow;
+a sub-run's activities name its path (``SubRunEvent.path``), by which they find its sub-agent
+among the worker's tools (its tools, its typed answer, its transport params, which are never
+in a state), and report its events as ``SubRunEvent`` s with that path.
 """
 
 from __future__ import annotations
@@ -37,7 +35,7 @@ from temporalio.exceptions import ApplicationError
 
 from .._core.caching import CachePolicy, Caching
 from .._core.compaction import CompactionControl, compaction_request, summary_request
-from .._core.errors import MalformedReplyError, ToolInputError, ToolRunnerError
+from .._core.errors import ToolInputError, ToolRunnerError
 from .._core.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -48,7 +46,6 @@ from .._core.events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from .._core.message_checks import check_reply
 from .._core.results import tool_result_block
 from .._core.state import Phase, RunState, request_usage_data
 from .._core.transitions import pending_calls, request_params
@@ -61,11 +58,19 @@ from .._runner.streaming import StreamWatch
 from .._tools.approvals import evaluate_gates, tool_definition
 from .._tools.execution import CallHooks, ExecutionOptions, run_one
 from .._tools.results import DEFAULT_ADAPTER, ToolResultAdapter
-from .._tools.subagents import execution_at, transport_at
+from .._tools.subagents import execution_at
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool, Toolset
 from .._tracing.trace import TracedCall, trace_tool_calls, untraced
-from ._activity_support import NoRunner, agent_of, agent_wire, heartbeating, not_registered, raise_for_status
+from ._activity_support import (
+    NoRunner,
+    agent_of,
+    checked_reply,
+    heartbeating,
+    not_registered,
+    raise_for_status,
+    sub_run_request,
+)
 from ._data import (
     DecisionInput,
     EventsInput,
@@ -257,11 +262,10 @@ class Activities:
             final_answer=cast(Any, input.final_answer),
         )
         path = input.path
-        output = None if input.output is None else self.outputs.find(input.output)
-        if path:  # a sub-run's: its sub-agent's tools (no cache policy, no typed answer yet: as ToolRunner)
-            kwargs = request_params(state, agent_wire(agent_of(self.tools, path), history.tools))
-            kwargs |= transport_at(self.tools, path[1::2], {})  # never in a state: the worker's SubAgents'
+        if path:  # a sub-run's: its sub-agent's tools and typed answer (no cache policy: as ToolRunner)
+            kwargs, output = sub_run_request(self.tools, path, state, history.tools, input.output)
         else:
+            output = None if input.output is None else self.outputs.find(input.output)
             wire = [definition for entry in history.tools for definition in self._definitions(entry)]
             cache = None if input.cache is None else Caching(CachePolicy(**input.cache))
             kwargs = request_params(state, wire, cache)
@@ -270,7 +274,7 @@ class Activities:
             if input.compaction is not None:
                 kwargs = compaction_request(kwargs, input.compaction)
         reply = await heartbeating(self._send(input.run_id, kwargs, path=path))
-        _check(reply)
+        checked_reply(reply)
         parsed, answer = (reply, None) if output is None else answer_data(output, reply)
         if answer is not None:  # a large answer travels by reference, as a large block does
             answer["value"] = await self.payloads.stash_value(answer["value"])
@@ -365,7 +369,7 @@ class Activities:
         replaced = await self.payloads.resolve([*before, *input.messages][: input.point])
         kwargs = summary_request(input.params, replaced, cast(CompactionControl, input.control))
         reply = await heartbeating(self._send(input.run_id, kwargs, report=False))
-        _check(reply)
+        checked_reply(reply)
         return SummaryOutput(
             reply=reply.model_dump(mode="json", by_alias=True, exclude_unset=True, warnings=False),
             beta=isinstance(reply, BetaMessage),
@@ -491,10 +495,3 @@ class Activities:
             self.on_event(run_id, event)
         except Exception:  # a listener's failure must not fail (and so retry) a call that finished
             logger.exception("on_event raised for %r of run %r", type(event).__name__, run_id)
-
-
-def _check(reply: Reply) -> None:
-    try:
-        check_reply(reply)
-    except MalformedReplyError as error:
-        raise ApplicationError(str(error), type="MalformedReplyError") from None

@@ -14,13 +14,27 @@ import anthropic
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from .._core.errors import ToolRunnerError
+from .._core.errors import MalformedReplyError, ToolRunnerError
+from .._core.message_checks import check_reply
+from .._core.output import OutputFormat
+from .._core.state import RunState
+from .._core.transitions import request_params
 from .._core.types import Reply, RunnerView
-from .._tools.subagents import SubAgent
+from .._tools.subagents import SubAgent, transport_at
 from .._tools.toolsets import RunnableTool
-from ._names import TOOL_NOT_REGISTERED
+from ._names import OUTPUT_NOT_REGISTERED, TOOL_NOT_REGISTERED
 
-__all__ = ["NoRunner", "agent_of", "agent_wire", "heartbeating", "not_registered", "raise_for_status"]
+__all__ = [
+    "NoRunner",
+    "agent_of",
+    "agent_output_of",
+    "agent_wire",
+    "checked_reply",
+    "heartbeating",
+    "not_registered",
+    "raise_for_status",
+    "sub_run_request",
+]
 
 T = TypeVar("T")
 
@@ -145,6 +159,53 @@ def agent_of(tools: Mapping[str, RunnableTool], path: Sequence[str]) -> SubAgent
         agent, tools = found, found.runnable
     assert agent is not None, "a sub-run's path names its sub-agent"
     return agent
+
+
+def checked_reply(reply: Reply) -> None:
+    """``reply`` checked as ``ToolRunner`` checks one (``check_reply``); a malformed one fails the
+    request activity with its error (which the run's retry policy sends again)."""
+    try:
+        check_reply(reply)
+    except MalformedReplyError as error:
+        raise ApplicationError(str(error), type="MalformedReplyError") from None
+
+
+def agent_output_of(agent: SubAgent, output: Mapping[str, Any] | None) -> OutputFormat | None:
+    """The typed answer of ``agent`` (this worker's ``SubAgent``) for a sub-run whose sub-agent's
+    definition has ``output`` (``{"name", "schema", "retries"}``, or ``None``: the run's answer is
+    text, whatever this worker's sub-agent says); the worker's type must have the run's schema, or
+    the run fails, as it does for a run's own output type (``WorkerOutputs.find``)."""
+    if output is None:
+        return None
+    if agent.output is None or agent.output.fingerprint != output["schema"]:
+        raise ApplicationError(
+            f"the sub-agent {agent.name!r} of this worker has "
+            f"{'no output_format' if agent.output is None else 'another output_format (another JSON schema)'}, and "
+            f"the run's has {output['name']}: every worker of the task queue must be created with the runs' "
+            "sub-agents as they were started: create_worker(tools=[...]).",
+            type=OUTPUT_NOT_REGISTERED,
+            non_retryable=True,
+        )
+    return agent.output
+
+
+def sub_run_request(
+    tools: Mapping[str, RunnableTool],
+    path: Sequence[str],
+    state: RunState,
+    wire: Sequence[object],
+    output: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], OutputFormat | None]:
+    """The keyword arguments of the request of the sub-run at ``path`` whose ``tools`` param is
+    ``wire``, as ``ToolRunner`` sends it: its sub-agent's tools (found among the worker's ``tools``),
+    its typed answer's schema (``agent_output_of``, also returned: the reply is parsed with it), and
+    the transport params of the sub-agents on the path (never in a state)."""
+    agent = agent_of(tools, path)
+    typed = agent_output_of(agent, output)
+    kwargs = request_params(state, agent_wire(agent, wire))
+    if typed is not None:
+        kwargs = typed.request(kwargs)
+    return kwargs | transport_at(tools, path[1::2], {}), typed
 
 
 def agent_wire(agent: SubAgent, tools: Sequence[object]) -> list[Any]:

@@ -37,7 +37,17 @@ from .._core.output import DEFAULT_OUTPUT_RETRIES, OutputFormat, output_format_o
 from .._core.types import Reply
 from ._names import OUTPUT_NOT_REGISTERED, OUTPUT_REJECTED
 
-__all__ = ["RemoteOutput", "WorkerOutputs", "answer_data", "output_error", "rejected", "run_output"]
+__all__ = [
+    "AgentOutput",
+    "Answers",
+    "RemoteOutput",
+    "WorkerOutputs",
+    "agent_output",
+    "answer_data",
+    "output_error",
+    "rejected",
+    "run_output",
+]
 
 
 def run_output(output_format: object, retries: object, params: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -192,6 +202,66 @@ class RemoteOutput(OutputFormat):
     def data(self) -> dict[str, Any]:
         """The run input's ``output``, for the next segment (with the schema, once known)."""
         return {"name": self.registered, "retries": self.retries, "schema": self.fingerprint or None}
+
+
+_KEPT = 256
+"""How many replies' errors ``Answers`` keeps: a reply is judged soon after it arrives, while at
+most a reply's sub-runs' requests arrive in between."""
+
+
+@dataclass(eq=False, slots=True)
+class Answers:
+    """What the request activities found of the replies of a workflow's sub-runs with a typed
+    answer (``answer_data``'s errors), by reply: the last ones, shared by the sub-agents'
+    ``AgentOutput``s, as several sub-runs of one sub-agent may be under way at once."""
+
+    found: dict[int, tuple[Reply, tuple[str, ...]]] = field(
+        default_factory=dict[int, tuple[Reply, tuple[str, ...]]]
+    )
+
+    def took(self, reply: Reply, data: Mapping[str, Any]) -> None:
+        self.found[id(reply)] = (reply, tuple(data["errors"]))
+        while len(self.found) > _KEPT:
+            del self.found[next(iter(self.found))]
+
+    def errors(self, reply: Reply) -> tuple[str, ...]:
+        found = self.found.get(id(reply))
+        if found is None or found[0] is not reply:
+            raise ApplicationError(
+                "the errors of a sub-run's answer no activity judged; this is a bug.", non_retryable=True
+            )
+        return found[1]
+
+
+@dataclass(eq=False, slots=True)
+class AgentOutput(OutputFormat):
+    """The workflow's ``OutputFormat`` of a sub-agent's typed answer (``SubAgent(output_format=...)``,
+    its ``definition()``'s ``output``): the type is on the workers, whose request activity parses
+    each reply of the sub-run (``answer_data``) and whose errors ``answers`` keeps."""
+
+    registered: str = ""
+    answers: Answers = field(default_factory=Answers)
+
+    @property
+    def name(self) -> str:
+        return self.registered
+
+    def parse(self, reply: Reply) -> Reply:
+        return reply
+
+    def annotate(self, message: Reply) -> None:
+        raise AssertionError("no stream reaches the workflow")
+
+    def errors(self, reply: Reply) -> tuple[str, ...]:
+        return self.answers.errors(reply)
+
+
+def agent_output(definition: Mapping[str, Any], answers: Answers) -> AgentOutput | None:
+    """The typed answer of the sub-agent ``definition`` (``SubAgent.definition()``), if it has one."""
+    data = definition.get("output")  # a definition of a toolrunner before typed sub-agents has none
+    if data is None:
+        return None
+    return AgentOutput(None, {}, data["schema"], data["retries"], registered=data["name"], answers=answers)
 
 
 def rejected(error: OutputValidationError) -> ApplicationError:

@@ -52,11 +52,16 @@ with workflow.unsafe.imports_passed_through():
         TOOL_NOT_REGISTERED,
     )
     from ._output import RemoteOutput
+    from ._spec_tools import SpecTools, specs_at
     from ._tracing import RunSpans
 
 __all__ = ["RunRequests", "read_reply"]
 
 _Verdict = tuple[ToolCall, str, str | None]
+_EARLIER_WORKER = (
+    "the request activity did not parse the reply with the run's output type: a worker of an earlier "
+    "toolrunner took it; deploy this toolrunner to every worker of the task queue."
+)
 """A call's gate, as a request activity found it: ``"wait"``, ``"deny"`` (and why) or ``"clear"``."""
 
 
@@ -180,11 +185,7 @@ class RunRequests:
         self._reply_usage = (reply, read_request_usage(output.usage))
         if self._output is not None:
             if output.output is None:
-                raise ApplicationError(
-                    "the request activity did not parse the reply with the run's output type: a worker of an "
-                    "earlier toolrunner took it; deploy this toolrunner to every worker of the task queue.",
-                    non_retryable=True,
-                )
+                raise ApplicationError(_EARLIER_WORKER, non_retryable=True)
             self._output.took(reply, output.output)
         self._verdicts = _verdicts(reply, output)
         self._definitions = output.definitions
@@ -197,6 +198,9 @@ class RunRequests:
         state = effect.request.state
         chain = self._chains.get(path)
         sent = 0 if chain is None else len(chain.messages)
+        agents = path[1::2]
+        agent = specs_at(self._specs, agents[:-1])[agents[-1]].agent
+        typed = None if agent is None else agent.get("output")  # its typed answer (SubAgent.definition())
         if chain is not None and state.messages[:sent] != chain.messages:
             chain, sent = None, 0
         output: RequestOutput = await self._request(
@@ -209,6 +213,7 @@ class RunRequests:
                 messages=list(state.messages[sent:]),
                 final_answer=state.final_answer,
                 path=list(path),
+                output=typed,
             ),
             result_type=RequestOutput,
             start_to_close_timeout=self._options.request_start_to_close,
@@ -220,6 +225,10 @@ class RunRequests:
         self._chains[path] = _Chain(output.history, state.messages, state.params, state.tools)
         reply = read_reply(output.reply, beta=output.beta)
         self._reply_usage = (reply, read_request_usage(output.usage))
+        if typed is not None:  # the sub-run's core judges its answer with what the activity found
+            if output.output is None:
+                raise ApplicationError(_EARLIER_WORKER, non_retryable=True)
+            cast("SpecTools", self._core.tools).answers.took(reply, output.output)
         self._sub_verdicts.update(_verdicts(reply, output))
         self._sub_definitions.update(output.definitions)
         return reply

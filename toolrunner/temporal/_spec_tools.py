@@ -21,6 +21,7 @@ from .._tools.subagents import agent_plan
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool
 from ._data import ToolSpec
+from ._output import Answers, agent_output
 
 __all__ = ["SpecTool", "SpecTools", "effect_path", "specs_at"]
 
@@ -28,12 +29,16 @@ __all__ = ["SpecTool", "SpecTools", "effect_path", "specs_at"]
 class SpecTool:
     """A tool of the run as the workflow sees it: a ``RunnableTool`` whose code is elsewhere."""
 
-    def __init__(self, spec: ToolSpec) -> None:
+    def __init__(self, spec: ToolSpec, answers: Answers) -> None:
         self.spec = spec
         self.agent_plan: AgentPlan | None = (
             None
             if spec.agent is None
-            else agent_plan(spec.agent, {tool.name: SpecTool(tool) for tool in spec.tools or ()})
+            else agent_plan(
+                spec.agent,
+                {tool.name: SpecTool(tool, answers) for tool in spec.tools or ()},
+                agent_output(spec.agent, answers),
+            )
         )
         """A sub-agent's plan (``_core.subruns.agent_plan_of`` reads it); ``None`` for a tool."""
 
@@ -97,6 +102,8 @@ class SpecTools:
             for entry in tools
         )
         self._made: dict[str, SpecTool] = {}
+        self.answers = Answers()
+        """What the request activities found of the sub-runs' typed answers (``AgentOutput``)."""
 
     def find(self, call: ToolCall) -> RunnableTool | None:
         spec = self._specs.get(call.toolset_name or call.name)
@@ -104,7 +111,7 @@ class SpecTools:
             return None
         made = self._made.get(spec.name)
         if made is None or made.spec is not spec:
-            made = self._made[spec.name] = SpecTool(spec)
+            made = self._made[spec.name] = SpecTool(spec, self.answers)
         return made
 
     @property
