@@ -118,6 +118,19 @@ async def test_a_sub_run_on_a_call_to_another_agent_is_refused_at_load() -> None
     )
 
 
+async def test_a_nested_call_with_its_parent_calls_id_is_refused_at_load() -> None:
+    data = await paused()
+
+    def same_id(changed: dict[str, Any]) -> None:
+        nested = inner(changed)["calls"][0]
+        nested["id"] = "toolu_p1"  # the id of the call that runs the payer's sub-run
+        inner(changed)["reply"]["message"]["content"][-1]["id"] = "toolu_p1"
+
+    message = refused(data, same_id)
+    assert PATH in message
+    assert "the id of the call that runs this sub-run" in message
+
+
 def test_a_long_problem_is_cut_at_a_word_and_says_so() -> None:
     text = "word " * 200
     cut = _words(text, 400)

@@ -326,6 +326,11 @@ def _read_sub_run(call_id: str, data: Mapping[str, Any]) -> SubRun:
         raise _DamagedSubRun((*where, *error.path), error.problem) from None
     except _READ_ERRORS as error:
         raise _DamagedSubRun(where, _problem(error)) from None
+    if call_id in state.calls:  # its decisions and paths would name two calls at once
+        raise _DamagedSubRun(
+            where,
+            f"calls has a call of id {call_id!r}, the id of the call that runs this sub-run: ids are unique",
+        )
     return SubRun(agent=agent, state=state)
 
 

@@ -26,6 +26,7 @@ from .._core.errors import ParamsError, message_of
 from .._core.ids import RUN_ID_LIMIT, check_run_id
 from .._core.messages import field as read
 from .._core.state import Phase, RunState
+from .._core.tree_usage import spent
 from .._core.usage import DEFAULT_PRICES, Price, find_price
 from .._runner.hooks import Hooks
 from .._runner.runner import ToolRunner
@@ -262,8 +263,8 @@ class _Plan:
         if skipped is not None:
             return RunReplay(source.run_id, replay_id, "skipped", recorded, error=skipped)
         saved = await self.into.load(replay_id)
-        if saved is not None and saved.state.cost is not None:
-            self.spent[replay_id] = saved.state.cost
+        if saved is not None and (cost := spent(saved.state).cost) is not None:
+            self.spent[replay_id] = cost
         if saved is not None and saved.state.finished:
             state, stopped = saved.state, False
         elif self.over_budget():
@@ -306,10 +307,10 @@ class _Plan:
                 messages = _prefix(source.state.messages, replay.from_turn)
                 runner = cast("ToolRunner[Any]", ToolRunner(client, **params, messages=messages, **options))
             async for _ in runner:
-                self.spent[replay_id] = runner.state.cost or Decimal(0)
+                self.spent[replay_id] = spent(runner.state).cost or Decimal(0)
                 if self.over_budget():
                     return runner.state, True
-            self.spent[replay_id] = runner.state.cost or Decimal(0)
+            self.spent[replay_id] = spent(runner.state).cost or Decimal(0)
             return runner.state, False
 
     def _trajectory(self, state: RunState, source: _Source, seconds: float | None = None) -> Trajectory:
@@ -480,8 +481,9 @@ def estimate_cost(
     states: Iterable[RunState], replay: Replay, *, prices: Mapping[str, Price] | None = None
 ) -> Decimal | None:
     """What replaying ``states`` would cost if each replay used the tokens its record used, at the
-    price of the replay's model (``prices``; ``replay.prices`` or ``DEFAULT_PRICES`` by default);
-    ``None`` when the price table has no price for a model."""
+    price of the replay's model (``prices``; ``replay.prices`` or ``DEFAULT_PRICES`` by default),
+    and its sub-agents' requests at what they cost when recorded; ``None`` when the price table
+    has no price for a model, or a sub-agent's model had none."""
     table = prices if prices is not None else (replay.prices if replay.prices is not None else DEFAULT_PRICES)
     total = Decimal(0)
     for state in states:
@@ -491,6 +493,10 @@ def estimate_cost(
             return None
         for request in state.usage:
             total += price.cost(request.usage)
+        for summary in state.sub_runs:  # its sub-agents' requests, at what they cost when recorded
+            if summary.cost is None:
+                return None
+            total += summary.cost
     return total
 
 

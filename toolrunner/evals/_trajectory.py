@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeAlias, cast
 from .._core.history import text_of
 from .._core.messages import client_tool_calls, content_blocks, field as read
 from .._core.state import RunState
+from .._core.tree_usage import spent
 from .._core.types import EndReason
 from .._core.usage import Usage
 
@@ -78,9 +79,9 @@ class Trajectory:
         output: The typed final answer (the JSON the last turn's text holds) for a run with an
             output type; ``None`` otherwise, or when that text is not JSON.
         end_reason: Why the run ended (``None``: it did not end).
-        usage: Its tokens, over every request.
-        cost: What its requests cost in US dollars (``None``: a model had no price).
-        requests: How many requests got a reply.
+        usage: Its tokens, over every request of its tree (its sub-agents' runs too).
+        cost: What its tree's requests cost in US dollars (``None``: a model had no price).
+        requests: How many requests of its tree got a reply.
         seconds: How long it took, when known (a replay measures it; a recorded run's is the time
             between its first and its last save).
         failure: The error that stopped it, if one did (``{"type": ..., "message": ...}``).
@@ -125,15 +126,16 @@ def trajectory_of(
         turns.append(Turn(len(turns), text_of(message), calls, read(message, "stop_reason")))
     ended = state.end_reason == "model" and bool(turns) and not turns[-1].calls
     final = turns[-1].text if ended else None
+    tree = spent(state)  # its own requests, and its sub-agents' (_core.tree_usage)
     return Trajectory(
         run_id=state.run_id,
         turns=tuple(turns),
         final_answer=final,
         output=_output(final) if final is not None and state.output is not None else None,
         end_reason=state.end_reason if state.finished else None,
-        usage=state.total,
-        cost=state.cost,
-        requests=len(state.usage),
+        usage=tree.total,
+        cost=tree.cost,
+        requests=tree.requests,
         seconds=seconds,
         failure=state.failure,
         task=next((text_of(message) for message in state.messages if read(message, "role") == "user"), None),
