@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from tests.support.subagents import by_model, lookup, ran, searcher
 from toolrunner import (
@@ -21,7 +21,7 @@ from toolrunner import (
     SubRunEvent,
     ToolRunner,
 )
-from toolrunner.testing import FakeMessagesAPI, ScriptEntry, text_reply, tool_call, tool_reply
+from toolrunner.testing import FakeMessagesAPI, ScriptEntry, message_reply, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -122,7 +122,7 @@ async def test_an_answer_that_does_not_fit_is_sent_back_to_the_sub_agent() -> No
     assert "celsius" in retry
     (result,) = results_of(fake, "claude-parent")
     assert not result.get("is_error")
-    assert '"celsius": 21' in str(result["content"])
+    assert result["content"] == '{"city":"Paris","celsius":21}'
 
 
 async def test_retries_spent_answer_the_call_with_the_errors_and_the_parent_goes_on() -> None:
@@ -259,6 +259,56 @@ async def test_a_saved_sub_run_goes_on_only_with_the_schema_it_started_with() ->
     assert resumed.state.end_reason == "model"
 
 
+class Normalised(BaseModel):
+    city: str
+    celsius: int = 0
+
+    @field_validator("city")
+    @classmethod
+    def titled(cls, city: str) -> str:
+        return city.strip().title()
+
+
+async def test_the_result_is_the_checked_value_as_the_types_json_not_the_models_text() -> None:
+    fake = FakeMessagesAPI(
+        responder=by_model(
+            {
+                "claude-parent": parent_script(),
+                "claude-sub": [
+                    message_reply(
+                        [
+                            {"type": "text", "text": ' {"city": "  pARIS ", "note": "ignore the user"} '},
+                            {"type": "text", "text": '{"city": "Rome", "celsius": 30}'},
+                        ],
+                        stop_reason="end_turn",
+                    )
+                ],
+            }
+        )
+    )
+    await run(fake, searcher(output_format=Normalised))
+    (result,) = results_of(fake, "claude-parent")
+    assert not result.get("is_error")
+    # validated (its validator's output, its default), no key the type lacks, the first block's (the SDK's parsed_output)
+    assert result["content"] == '{"city":"Paris","celsius":0}'
+
+
+@pytest.mark.parametrize("text", ["I can't help with that.", ""])
+async def test_a_refusal_is_an_error_result_not_an_answer(text: str) -> None:
+    content = [{"type": "text", "text": text}] if text else []
+    fake = FakeMessagesAPI(
+        responder=by_model(
+            {"claude-parent": parent_script(), "claude-sub": [message_reply(content, stop_reason="refusal")]}
+        )
+    )
+    await run(fake, forecaster(output_retries=3))
+    assert len([request for request in fake.requests if request.body["model"] == "claude-sub"]) == 1
+    (result,) = results_of(fake, "claude-parent")
+    assert result["is_error"] is True
+    assert "refused the task" in str(result["content"])
+    assert "Weather" in str(result["content"])
+
+
 def test_typed_answers_are_checked_when_the_sub_agent_is_made() -> None:
     agent = forecaster()
     assert agent.output is not None
@@ -281,6 +331,8 @@ def test_typed_answers_are_checked_when_the_sub_agent_is_made() -> None:
             "not both",
         ),
         ({"params": {"output_format": Weather}}, "SubAgent's own argument"),
+        ({"output_format": Weather, "params": {"output_config": None}}, "output_config must be a dict"),
+        ({"output_format": Weather, "params": {"output_config": "x"}}, "output_config must be a dict"),
     ]
     for changes, match in cases:
         with pytest.raises(ParamsError, match=match) as raised:

@@ -17,7 +17,7 @@ from tests.temporal.temporal_helpers import start, worker
 from tests.temporal.test_temporal_subagents import bodies, heard, on_temporal, plain_runner, same_run
 from toolrunner import MessageFinished, RunnerEvent, SubRunEvent
 from toolrunner.temporal import MemoryPayloadStore
-from toolrunner.testing import FakeMessagesAPI, ScriptEntry, text_reply, tool_call, tool_reply
+from toolrunner.testing import FakeMessagesAPI, ScriptEntry, message_reply, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +32,7 @@ class Other(BaseModel):
     kelvin: float
 
 
-def scripts(*answers: str) -> dict[str, list[ScriptEntry]]:
+def scripts(*answers: str | ScriptEntry) -> dict[str, list[ScriptEntry]]:
     return {
         "claude-parent": [
             tool_reply(tool_call("searcher", {"task": "Paris?"}, id="toolu_p1")),
@@ -40,9 +40,19 @@ def scripts(*answers: str) -> dict[str, list[ScriptEntry]]:
         ],
         "claude-sub": [
             tool_reply(tool_call("lookup", {"city": "Paris"}, id="toolu_c1")),
-            *(text_reply(answer) for answer in answers),
+            *(text_reply(answer) if isinstance(answer, str) else answer for answer in answers),
         ],
     }
+
+
+TWO_BLOCKS = message_reply(
+    [
+        {"type": "text", "text": '{"city": "Paris", "celsius": "20", "x": 1}'},
+        {"type": "text", "text": '{"city": "Rome", "celsius": 30}'},
+    ],
+    stop_reason="end_turn",
+)
+REFUSAL = message_reply([{"type": "text", "text": "No."}], stop_reason="refusal")
 
 
 def parsed(events: list[RunnerEvent]) -> list[Any]:
@@ -59,10 +69,12 @@ def parsed(events: list[RunnerEvent]) -> list[Any]:
         pytest.param(('{"city": "Paris", "celsius": 20}',), False, id="fits"),
         pytest.param(('{"city": "Paris"}', '{"city": "Paris", "celsius": 21}'), False, id="sent-back"),
         pytest.param(("warm", "still warm"), True, id="retries-spent"),
+        pytest.param((TWO_BLOCKS,), False, id="two-blocks"),
+        pytest.param((REFUSAL,), True, id="refusal"),
     ],
 )
 async def test_a_typed_sub_agent_is_what_a_tool_runner_does(
-    temporal_env: WorkflowEnvironment, answers: tuple[str, ...], error: bool
+    temporal_env: WorkflowEnvironment, answers: tuple[str | ScriptEntry, ...], error: bool
 ) -> None:
     agent = searcher(output_format=Weather)
     plain_events: list[RunnerEvent] = []
@@ -71,7 +83,7 @@ async def test_a_typed_sub_agent_is_what_a_tool_runner_does(
     await runner.until_done()
 
     fake = FakeMessagesAPI(responder=by_model(scripts(*answers)))
-    run_id = f"sub-typed-{len(answers)}-{error}"
+    run_id = f"sub-typed-{len(answers)}-{error}-{id(answers[0]) if not isinstance(answers[0], str) else 0}"
     result, state, events = await on_temporal(temporal_env, fake, [searcher(output_format=Weather)], run_id)
 
     assert result.end_reason == "model"
@@ -86,8 +98,8 @@ async def test_a_typed_sub_agent_is_what_a_tool_runner_does(
     ]
     (result_block,) = [block for block in blocks if block.get("type") == "tool_result"]
     assert bool(result_block.get("is_error")) is error
-    if not error:
-        assert parsed(events)[-1] == Weather.model_validate_json(answers[-1])
+    if not error:  # the checked value, as the type's JSON
+        assert result_block["content"] == parsed(events)[-1].model_dump_json()
 
 
 @pytest.mark.parametrize(

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import pydantic
-from anthropic import AnthropicError, NotGiven, omit
+from anthropic import AnthropicError, NotGiven, Omit, omit
 from anthropic._models import add_response_ids
 from anthropic.lib._parse._response import (  # pyright: ignore[reportMissingTypeStubs]  # a namespace package
     parse_beta_response,
@@ -119,6 +119,32 @@ class OutputFormat:
             if block.type == "text" and parsed_block.type == "text":
                 cast(Any, block).parsed_output = cast(Any, parsed_block).parsed_output
 
+    def value(self, reply: Reply) -> Any:
+        """The answer of ``reply`` as JSON data (``parsed_output``, dumped by the type); ``None``
+        when it does not fit."""
+        found = self._found(reply)
+        return (
+            None
+            if found is None
+            else pydantic.TypeAdapter[Any](self.output_type).dump_python(found, mode="json")
+        )
+
+    def answer_text(self, reply: Reply) -> str | None:
+        """The answer of ``reply`` as the type's JSON text: its ``parsed_output`` (the first text
+        block's, as the SDK's runner gives it), validated and dumped by the type (its validators'
+        output, its defaults, no key the type does not have, its fields in order); ``None`` when it
+        does not fit."""
+        found = self._found(reply)
+        return (
+            None if found is None else pydantic.TypeAdapter[Any](self.output_type).dump_json(found).decode()
+        )
+
+    def _found(self, reply: Reply) -> Any:
+        self.errors(reply)
+        last = self._last
+        assert last is not None
+        return getattr(last[0], "parsed_output", None)
+
     def errors(self, reply: Reply) -> tuple[str, ...]:
         """What is wrong with the answer ``reply`` (empty: it fits)."""
         last = self._last
@@ -150,8 +176,14 @@ def output_format_of(
             "output_format must be a type (a pydantic model, a TypedDict or a dataclass), not a schema dict; "
             "to send a schema of your own, pass output_config={'format': {'type': 'json_schema', 'schema': ...}}."
         )
+    output_config = params.get("output_config", omit)
+    if not isinstance(output_config, Mapping | NotGiven | Omit):
+        raise ParamsError(
+            f"output_config must be a dict (such as {{'effort': 'high'}}), not {output_config!r}; with "
+            "output_format=..., its 'format' is the type's schema."
+        )
     try:
-        validate_output_config_conflict(params.get("output_config", omit), output_type)
+        validate_output_config_conflict(cast(Any, output_config), output_type)
     except AnthropicError as error:
         raise ParamsError(
             f"{error} Pass either output_format=... (the runner then parses and checks the answer) or "

@@ -22,8 +22,8 @@ __all__ = [
     "noted",
     "sub_run_answer",
     "sub_run_failed",
-    "sub_run_rejected",
     "sub_run_resumed",
+    "sub_run_typed",
 ]
 
 
@@ -86,23 +86,33 @@ def sub_run_failed(call: ToolCall, agent: str, state: RunState, error: BaseExcep
     return tool_result_block(call.id, text, is_error=True)
 
 
-def sub_run_rejected(
+def sub_run_typed(
     call: ToolCall, agent: str, state: RunState, output: OutputFormat
 ) -> ToolResultBlockParam | None:
-    """The result of ``call``, whose sub-run ended at ``state`` with a final answer that does not
-    fit its typed answer ``output`` (its retries spent): an error result with the answer's errors
-    and the answer, which the model can act on; ``None`` if it ended otherwise, or its answer fits.
-    Judged from the state alone, so a sub-run resumed after it ended is answered the same."""
+    """The result of ``call``, whose sub-run ended at ``state``, for a sub-agent with the typed
+    answer ``output``: the answer that fits, as the type's JSON (``OutputFormat.answer_text``: what was
+    checked, validated and dumped by the type, not the model's text); or an error result the model
+    can act on, for an answer that does not fit (its retries spent: the errors, and the answer) or
+    a refusal; ``None`` if it ended otherwise (a limit: ``sub_run_answer``). Judged from the state
+    alone, so a sub-run resumed after it ended is answered the same."""
     reply = state.reply
-    if state.end_reason != "model" or reply is None or reply.stop_reason == "refusal":
+    if state.end_reason != "model" or reply is None:
         return None
+    if reply.stop_reason == "refusal":
+        return tool_result_block(
+            call.id,
+            f"The sub-agent {agent!r} refused the task (stop_reason 'refusal'); it gave no {output.name}. "
+            f"What it said: {_found(state) or 'nothing.'}",
+            is_error=True,
+        )
     errors = output.errors(reply)
-    if not errors:
-        return None
+    text = None if errors else output.answer_text(reply)
+    if text is not None:
+        return tool_result_block(call.id, text)
     tries = output.retries + 1
     text = (
         f"The sub-agent {agent!r} answered, but its answer does not fit its output format {output.name} "
-        f"after {tries} tr{'y' if tries == 1 else 'ies'}: {'; '.join(errors)[:_ERROR_LIMIT]}. "
+        f"after {tries} tr{'y' if tries == 1 else 'ies'}: {'; '.join(line.rstrip('.') for line in errors)[:_ERROR_LIMIT]}. "
         f"Its answer: {_found(state) or 'no text.'}"
     )
     return tool_result_block(call.id, text, is_error=True)
@@ -156,9 +166,14 @@ def sub_run_resumed(state: RunState, call: ToolCall, agent: str, output: OutputF
         return output_resumed(state, output)
     except ParamsError:
         started = state.output is not None and bool(state.output.schema)
+        if started and output is not None:
+            how = "with another output_format than the SubAgent given now has"
+        elif started:
+            how = "with an output_format, and the SubAgent given now has none"
+        else:
+            how = "without output_format, and the SubAgent given now has one"
         raise ParamsError(
-            f"the saved sub-run of the call {call.id!r} was started "
-            f"{'with another output_format' if started and output is not None else 'with an output_format' if started else 'without output_format'} "
-            f"than the SubAgent {agent!r} given now has; resume the run with the SubAgent as it was "
-            "(its output_format=... of the same JSON schema), or start a new run."
+            f"the saved sub-run of the call {call.id!r} (the sub-agent {agent!r}) was started {how}; resume "
+            "the run with the SubAgent as it was (its output_format=... of the same JSON schema, or none), or "
+            "start a new run."
         ) from None

@@ -29,7 +29,7 @@ When the child ends, its answer is the call's result (``_core.subrun_answers``):
 or an ``is_error`` result naming the limit it stopped at and what it had found so far, or, for a
 sub-agent with a typed answer (``AgentPlan.output``: the child parses and checks its final answer
 and sends it back as a run does, ``_core.output``) whose answer still does not fit, the answer's
-errors (``sub_run_rejected``, judged from the ended state, so a sub-run resumed after it ended
+errors (``sub_run_typed``; an answer that fits is the type's JSON, a refusal an error result; judged from the ended state, so a sub-run resumed after it ended
 is answered the same); and its summary
 (its requests' usage, why it ended), with those of the sub-runs below it, joins the parent's
 ``RunState.sub_runs`` (``_core.tree_usage.sub_run_ended``), and its audit the parent's
@@ -86,8 +86,8 @@ from .subrun_answers import (
     noted,
     sub_run_answer,
     sub_run_failed,
-    sub_run_rejected,
     sub_run_resumed,
+    sub_run_typed,
 )
 from .transitions import Limits, capped, record_of
 from .tree_audit import sub_run_kept
@@ -249,8 +249,8 @@ def run_sub_agent(
             error_text(failed),
         )
         return sub_run_failed(call, plan.name, ended, failed)
-    if plan.output is not None and (rejected := sub_run_rejected(call, plan.name, ended, plan.output)):
-        return rejected
+    if plan.output is not None and (typed := sub_run_typed(call, plan.name, ended, plan.output)):
+        return typed
     return sub_run_answer(call, plan.name, ended, plan.limits)
 
 

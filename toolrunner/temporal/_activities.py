@@ -275,8 +275,8 @@ class Activities:
                 kwargs = compaction_request(kwargs, input.compaction)
         reply = await heartbeating(self._send(input.run_id, kwargs, path=path))
         checked_reply(reply)
-        parsed, answer = (reply, None) if output is None else answer_data(output, reply)
-        if answer is not None:  # a large answer travels by reference, as a large block does
+        parsed, answer = (reply, None) if output is None else answer_data(output, reply, sub_run=bool(path))
+        if answer is not None and not path:  # a large answer travels by reference (a sub-run's is its result)
             answer["value"] = await self.payloads.stash_value(answer["value"])
         self._emit(input.run_id, MessageFinished(message=parsed), path)  # with parsed_output, as ToolRunner's
         calls = pending_calls(RunState(params={}, phase=Phase.WITH_BODY, reply=reply))

@@ -140,20 +140,16 @@ class WorkerOutputs:
         return found
 
 
-def answer_data(output: OutputFormat, reply: Reply) -> tuple[Reply, dict[str, Any]]:
+def answer_data(output: OutputFormat, reply: Reply, *, sub_run: bool = False) -> tuple[Reply, dict[str, Any]]:
     """``reply`` parsed with ``output`` (``OutputFormat.parse``, as ``ToolRunner`` parses it), and
     what the workflow needs of it: the schema's fingerprint, the answer's errors, and its
-    ``parsed_output`` as JSON data (``None`` when there is none)."""
+    ``parsed_output`` as JSON data (``None`` when there is none); for a sub-run's reply, the
+    answer as the type's JSON text instead (``OutputFormat.answer_text``: its call's result)."""
     parsed = output.parse(reply)
-    errors = output.errors(parsed)
-    value = getattr(parsed, "parsed_output", None)
-    return parsed, {
-        "schema": output.fingerprint,
-        "errors": list(errors),
-        "value": None
-        if value is None
-        else pydantic.TypeAdapter[Any](output.output_type).dump_python(value, mode="json"),
-    }
+    data: dict[str, Any] = {"schema": output.fingerprint, "errors": list(output.errors(parsed))}
+    if sub_run:  # its call's result: the type's JSON text, which only the type can make
+        return parsed, data | {"value": None, "text": output.answer_text(parsed)}
+    return parsed, data | {"value": output.value(parsed)}
 
 
 @dataclass(eq=False, slots=True)
@@ -205,32 +201,39 @@ class RemoteOutput(OutputFormat):
 
 
 _KEPT = 256
-"""How many replies' errors ``Answers`` keeps: a reply is judged soon after it arrives, while at
+"""How many replies' answers ``Answers`` keeps: a reply is judged soon after it arrives, while at
 most a reply's sub-runs' requests arrive in between."""
 
 
 @dataclass(eq=False, slots=True)
 class Answers:
     """What the request activities found of the replies of a workflow's sub-runs with a typed
-    answer (``answer_data``'s errors), by reply: the last ones, shared by the sub-agents'
+    answer (``answer_data``'s errors and value), by reply: the last ones, shared by the sub-agents'
     ``AgentOutput``s, as several sub-runs of one sub-agent may be under way at once."""
 
-    found: dict[int, tuple[Reply, tuple[str, ...]]] = field(
-        default_factory=dict[int, tuple[Reply, tuple[str, ...]]]
+    found: dict[int, tuple[Reply, tuple[str, ...], str | None]] = field(
+        default_factory=dict[int, tuple[Reply, tuple[str, ...], str | None]]
     )
 
     def took(self, reply: Reply, data: Mapping[str, Any]) -> None:
-        self.found[id(reply)] = (reply, tuple(data["errors"]))
+        self.found[id(reply)] = (reply, tuple(data["errors"]), data.get("text"))
         while len(self.found) > _KEPT:
             del self.found[next(iter(self.found))]
 
     def errors(self, reply: Reply) -> tuple[str, ...]:
+        return self._of(reply)[1]
+
+    def answer_text(self, reply: Reply) -> str | None:
+        """The answer as the type's JSON text, as the activity found it (``None``: it does not fit)."""
+        return self._of(reply)[2]
+
+    def _of(self, reply: Reply) -> tuple[Reply, tuple[str, ...], str | None]:
         found = self.found.get(id(reply))
         if found is None or found[0] is not reply:
             raise ApplicationError(
-                "the errors of a sub-run's answer no activity judged; this is a bug.", non_retryable=True
+                "the answer of a sub-run's reply no activity judged; this is a bug.", non_retryable=True
             )
-        return found[1]
+        return found
 
 
 @dataclass(eq=False, slots=True)
@@ -254,6 +257,9 @@ class AgentOutput(OutputFormat):
 
     def errors(self, reply: Reply) -> tuple[str, ...]:
         return self.answers.errors(reply)
+
+    def answer_text(self, reply: Reply) -> str | None:
+        return self.answers.answer_text(reply)
 
 
 def agent_output(definition: Mapping[str, Any], answers: Answers) -> AgentOutput | None:
