@@ -21,6 +21,7 @@ from ._batch import (
     batch_prices as batch_prices,
 )
 from ._compare import compare as compare
+from ._estimate import estimate_cost as estimate_cost
 from ._export import read_runs as read_runs
 from ._journal import (
     Journal as Journal,
@@ -33,7 +34,6 @@ from ._journal import (
 from ._replay import (
     Progress as Progress,
     Replay as Replay,
-    estimate_cost as estimate_cost,
     replay_runs as replay_runs,
     select_runs as select_runs,
 )

@@ -34,13 +34,14 @@ from .._stores.memory import MemoryCheckpointer
 from .._stores.protocol import Checkpointer, RunStore
 from .._stores.runs import RunStatus
 from ._compare import compare
+from ._estimate import estimate_cost
 from ._journal import Journal, Normalize
 from ._replay_tools import Stub, answered_by, replay_tools
 from ._results import ReplayReport, RunReplay, Score
 from ._scorers import Scorer, run_scorer, scorer_name
 from ._trajectory import Trajectory, trajectory_of
 
-__all__ = ["Replay", "estimate_cost", "replay_runs", "select_runs"]
+__all__ = ["Replay", "replay_runs", "select_runs"]
 
 Progress = Callable[[int, int, RunReplay], None]
 """Told after each run: how many are done, how many in all, and the run's replay."""
@@ -475,29 +476,6 @@ async def _sources(
     if duplicates:
         raise ParamsError(f"runs names {duplicates} more than once; replay each run once.")
     return sources
-
-
-def estimate_cost(
-    states: Iterable[RunState], replay: Replay, *, prices: Mapping[str, Price] | None = None
-) -> Decimal | None:
-    """What replaying ``states`` would cost if each replay used the tokens its record used, at the
-    price of the replay's model (``prices``; ``replay.prices`` or ``DEFAULT_PRICES`` by default),
-    and its sub-agents' requests at what they cost when recorded; ``None`` when the price table
-    has no price for a model, or a sub-agent's model had none."""
-    table = prices if prices is not None else (replay.prices if replay.prices is not None else DEFAULT_PRICES)
-    total = Decimal(0)
-    for state in states:
-        model = str(replay.request_params(state.params).get("model", ""))
-        price = find_price(table, model)
-        if price is None:
-            return None
-        for request in state.usage:
-            total += price.cost(request.usage)
-        for summary in state.sub_runs:  # its sub-agents' requests, at what they cost when recorded
-            if summary.cost is None:
-                return None
-            total += summary.cost
-    return total
 
 
 def _dollars(value: object) -> Decimal:
