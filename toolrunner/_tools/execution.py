@@ -144,7 +144,7 @@ async def _run_one(
         return tool_result_block(call.id, _unknown_tool_message(call, options), is_error=True)
     try:
         if type(tool) is Tool:  # nearly every call: no copy, and a context only for a tool that takes one
-            kwargs = tool.kwargs_for(input, call, context)
+            kwargs = tool._kwargs_for(input, call, context)  # pyright: ignore[reportPrivateUsage]
         else:
             kwargs = tool.call_kwargs(tool.parse_input(input), context(call))
     except ToolInputError as error:

@@ -242,11 +242,12 @@ class Tool(Generic[P, R]):
             return dict(arguments)
         return {**arguments, self._context_param: context}
 
-    def kwargs_for(
+    def _kwargs_for(
         self, raw: object, call: ToolCall, context: Callable[[ToolCall], ToolContext]
     ) -> dict[str, Any]:
         """``call_kwargs(parse_input(raw), context(call))`` without its copy, and with the context made
-        only when the function declares a ``ToolContext`` parameter (the runner's path for a call).
+        only when the function declares a ``ToolContext`` parameter (the runner's path for a call:
+        ``_tools.execution``; not public).
 
         Raises:
             ToolInputError: As ``parse_input``.
