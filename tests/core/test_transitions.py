@@ -31,6 +31,7 @@ from toolrunner._core.results import tool_result_block
 from toolrunner._core.state import SubRun
 from toolrunner._core.transitions import (
     Limits,
+    _new_record,  # pyright: ignore[reportPrivateUsage]
     _with_status,  # pyright: ignore[reportPrivateUsage]
     call_finished,
     call_started,
@@ -320,3 +321,9 @@ def test_starting_and_finishing_a_call_keep_every_other_field_of_its_record() ->
     assert _with_status(record, CallStatus.STARTED, None) == dataclasses.replace(
         record, status=CallStatus.STARTED, result=None
     )
+    # A new record, made without __init__ too, is the one __init__ makes, every field set.
+    call = ToolCall(id="t2", name="act", input={})
+    for status, result in ((CallStatus.STARTED, None), (CallStatus.FINISHED, block)):
+        made = _new_record(call, status, result)
+        assert made == CallRecord(call, status, result)
+        assert repr(made) == repr(CallRecord(call, status, result))

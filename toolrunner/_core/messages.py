@@ -66,16 +66,14 @@ def client_tool_calls(message: object) -> tuple[ToolCall, ...]:
     saved reply keep it (``reply_param``): a call is the same call live, resumed and in a store.
     """
     if isinstance(message, Message | BetaMessage):  # a reply: typed blocks, read without field()
-        return tuple(
-            ToolCall(
-                id=block.id,
-                name=block.name,
-                input=sendable(block.input),
-                toolset_name=getattr(block, "toolset_name", None),
-            )
-            for block in message.content
-            if block.type == "tool_use"
-        )
+        # A loop, not a generator, and the calls made with positional arguments: this runs for
+        # every reply, and a keyword call of a frozen dataclass's __init__ costs more.
+        calls: list[ToolCall] = []
+        for block in message.content:
+            if block.type == "tool_use":
+                toolset_name = getattr(block, "toolset_name", None)
+                calls.append(ToolCall(block.id, block.name, sendable(block.input), toolset_name))
+        return tuple(calls)
     if field(message, "role") != "assistant":
         return ()
     return tuple(

@@ -52,8 +52,12 @@ def suspended(record: CallRecord | None) -> bool:
 
 def settled(state: RunState, call: ToolCall) -> bool:
     """Whether ``call``'s program left it settled: with its result, or suspended (a driver that
-    runs a call's program checks this after it)."""
-    return state.result_of(call) is not None or suspended(record_of(state, call))
+    runs a call's program checks this after it). One look in the journal, for ``result_of`` and
+    ``record_of`` both (a call's own record, or none)."""
+    record = state.calls.get(call.id)
+    if record is None or (record.call is not call and record.call != call):
+        return False
+    return record.result is not None or suspended(record)
 
 
 def suspended_calls(state: RunState, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:

@@ -47,18 +47,23 @@ def pending_message(changes: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def _change_blocks(messages: Iterable[object]) -> Iterator[object]:
     """The tool_addition / tool_removal candidates of ``messages``, in order."""
+    # Nearly every message and block is a plain dict (the runner's own appends are): those are read
+    # without field(), which this fold of every turn would call for each (``Any``: no cast per item).
+    message: Any
     for message in messages:
-        role = field(message, "role")
+        plain = type(message) is dict
+        role = message.get("role") if plain else field(message, "role")
         if role not in ("system", "assistant"):
             continue
-        content = field(message, "content")
+        content = message.get("content") if plain else field(message, "content")
         if content is None or isinstance(content, str):
             continue
+        block: Any
         for block in content:
             if role == "system":
                 yield block
-            elif field(block, "type") == "compaction":
-                yield from field(block, "tool_changes") or ()
+            elif (block.get("type") if type(block) is dict else field(block, "type")) == "compaction":  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+                yield from field(block, "tool_changes") or ()  # pyright: ignore[reportUnknownArgumentType]
 
 
 def _changed(block: object) -> tuple[str, bool] | None:

@@ -258,7 +258,7 @@ def call_started(state: RunState, call: ToolCall) -> RunState:
     save or a crash, what runs is what was decided."""
     record = record_of(state, call)
     if record is None:
-        return state.replace(calls={**state.calls, call.id: CallRecord(call, CallStatus.STARTED)})
+        return state.replace(calls={**state.calls, call.id: _new_record(call, CallStatus.STARTED, None)})
     started = _with_status(record, CallStatus.STARTED, None)
     return state.replace(calls={**state.calls, call.id: started})
 
@@ -267,28 +267,67 @@ def call_finished(state: RunState, call: ToolCall, result: ToolResultBlockParam)
     """A call finished: its result is kept, and the call never runs again."""
     record = record_of(state, call)
     if record is None:
-        finished = CallRecord(call, CallStatus.FINISHED, result)
+        finished = _new_record(call, CallStatus.FINISHED, result)
     else:
         finished = _with_status(record, CallStatus.FINISHED, result)
     return state.replace(calls={**state.calls, call.id: finished})
 
 
+# The two records of every call are made without CallRecord's __init__, which, the dataclass being
+# frozen, sets each of its eleven fields through object.__setattr__; its fields' own setters are
+# called instead (``test_transitions`` checks that the records equal those __init__ makes).
+_new = object.__new__
+(
+    _call,
+    _status,
+    _result,
+    _approved_input,
+    _decision,
+    _decided_by,
+    _decided_at,
+    _tool,
+    _hook,
+    _hook_input,
+    _sub_run,
+) = (
+    cast("Callable[[CallRecord, object], None]", getattr(CallRecord, item.name).__set__)
+    for item in dataclasses.fields(CallRecord)
+)
+
+
+def _new_record(call: ToolCall, status: CallStatus, result: ToolResultBlockParam | None) -> CallRecord:
+    """``CallRecord(call, status, result)``."""
+    new = _new(CallRecord)
+    _call(new, call)
+    _status(new, status)
+    _result(new, result)
+    _approved_input(new, None)
+    _decision(new, None)
+    _decided_by(new, None)
+    _decided_at(new, None)
+    _tool(new, None)
+    _hook(new, None)
+    _hook_input(new, None)
+    _sub_run(new, None)
+    return new
+
+
 def _with_status(record: CallRecord, status: CallStatus, result: ToolResultBlockParam | None) -> CallRecord:
     """``dataclasses.replace(record, status=status, result=result)``, without its generic work (a
-    call of every turn); ``test_transitions`` checks it keeps every other field."""
-    return CallRecord(
-        record.call,
-        status,
-        result,
-        record.approved_input,
-        record.decision,
-        record.decided_by,
-        record.decided_at,
-        record.tool,
-        record.hook,
-        record.hook_input,
-        record.sub_run,
-    )
+    call of every turn)."""
+    new = _new(CallRecord)
+    _call(new, record.call)
+    _status(new, status)
+    _result(new, result)
+    _approved_input(new, record.approved_input)
+    _decision(new, record.decision)
+    _decided_by(new, record.decided_by)
+    _decided_at(new, record.decided_at)
+    _tool(new, record.tool)
+    _hook(new, record.hook)
+    _hook_input(new, record.hook_input)
+    _sub_run(new, record.sub_run)
+    return new
 
 
 def calls_dropped(state: RunState, ids: Sequence[str]) -> RunState:

@@ -39,7 +39,10 @@ def sub_runs_kept(state: RunState) -> RunState:
     """Before the journal of ``state`` is emptied: the sub-runs of its calls that have not ended
     (a turn the body steered past after a close or a cancellation) leave what ``sub_run_kept``
     keeps, as they stand, so that what they spent and decided is not lost with their records."""
-    if not any(record.sub_run is not None for record in state.calls.values()):
+    for record in state.calls.values():  # a loop, not any() of a generator: a call of every turn
+        if record.sub_run is not None:
+            break
+    else:
         return state  # the common case: no sub-agent's call in the journal
     ended = ended_calls(state)
     for record in tuple(state.calls.values()):

@@ -31,7 +31,7 @@ from .events import MessageFinished, TextDelta, ToolCallFinished, ToolCallStarte
 from .hook_types import counts_saveable
 from .hooks import HooksCore
 from .message_checks import check_reply
-from .nested import suspended, suspended_calls
+from .nested import settled, suspended_calls
 from .output import answer_judged
 from .plan import CallPlan, not_executed
 from .state import CallRecord, CallStatus, Phase
@@ -200,11 +200,7 @@ class TurnCore(HooksCore[ToolT]):
         one fails); a call another caller ran but did not finish (it was cancelled) runs again. A
         sub-agent's call whose sub-run paused for decisions (``_core.nested.suspended``) waits: it
         runs again once they are decided."""
-        while missing := [
-            call
-            for call in calls
-            if self.state.result_of(call) is None and not suspended(record_of(self.state, call))
-        ]:
+        while missing := [call for call in calls if not settled(self.state, call)]:
             if len(missing) == 1:  # the common case: nothing to order or to halt
                 yield RunCalls((missing[0],))
                 continue

@@ -209,13 +209,34 @@ def find_price(prices: Mapping[str, Price], model: str) -> Price | None:
 
 
 def request_usage(message: SDKMessage, prices: Mapping[str, Price]) -> RequestUsage:
-    """The usage of one reply, priced with ``prices`` (``cost`` and ``saved`` are ``None`` without a price)."""
-    counts = Usage.of(message.usage)
-    price = find_price(prices, message.model)
+    """The usage of one reply, priced with ``prices`` (``cost`` and ``saved`` are ``None`` without a price).
+
+    ``Price.cost`` and ``Price.uncached_cost`` in one frame (a call of every reply): the same
+    ``Decimal`` operations in the same order, so the same amounts."""
+    usage, model = message.usage, message.model
+    read = usage.cache_read_input_tokens or 0
+    written = usage.cache_creation_input_tokens or 0
+    counts = Usage(usage.input_tokens or 0, usage.output_tokens or 0, read, written)
+    price = prices.get(model)
     if price is None:
-        return RequestUsage(message.model, counts, None)
-    cost = _priced(price, counts, _cache_write_1h(message.usage))  # the counts read once
-    return RequestUsage(message.model, counts, cost, price.uncached_cost(counts) - cost)
+        price = find_price(prices, model)
+        if price is None:
+            return RequestUsage(model, counts, None)
+    prompt = counts.input_tokens + read + written
+    while price.long_prompt is not None and prompt > (price.long_prompt_threshold or 0):
+        price = price.long_prompt
+    breakdown = getattr(usage, "cache_creation", None)
+    tokens = None if breakdown is None else getattr(breakdown, "ephemeral_1h_input_tokens", None)
+    write_1h = min(tokens if isinstance(tokens, int) else 0, written)
+    output = counts.output_tokens * price.output
+    cost = (
+        counts.input_tokens * price.input
+        + output
+        + read * price.cache_read
+        + (written - write_1h) * price.cache_write
+        + write_1h * price.cache_write_1h
+    ) / _MILLION
+    return RequestUsage(model, counts, cost, (prompt * price.input + output) / _MILLION - cost)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -59,7 +59,7 @@ from .._tools.execution import execute
 from .._tools.subagents import agent_at, execution_at, tool_at, transport_at
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool
-from .._tracing.trace import RunTrace
+from .._tracing.trace import NO_TRACE, RunTrace
 from .hooks import after_tool_call, before_request, before_tool_call, check_output
 from .options import Options
 from .requests import Client, send_request
@@ -347,6 +347,9 @@ class Performer:
         """One call's program, holding a concurrency slot from before the call is journaled."""
         limiter = self._tools.limiter
         if limiter is None:
+            if self._trace is NO_TRACE:  # nothing to do around the program: no context, no closure
+                await self.drive(self._core.call(call, early=early))
+                return
             await self._traced(
                 call, self._core.call(call, early=early), lambda: self._core.state.result_of(call)
             )
@@ -365,6 +368,16 @@ class Performer:
 
     async def _execute(self, effect: Execute) -> tuple[Any, float]:
         started = CLOCK()
+        if not effect.agent_path:  # the run's own call: ``agent`` leaves the span as it is, so not entered
+            block = await execute(
+                effect.call,
+                effect.input,
+                self._tools.execution,
+                self._context,
+                self._trace.tool_call,
+                removed=effect.removed,
+            )
+            return block, CLOCK() - started
         with self._trace.agent(effect.agent_path):  # a sub-run's call: under its span
             block = await execute(
                 effect.call,

@@ -39,7 +39,7 @@ from .._core.results import ToolResultContent, tool_result_block
 from .._core.types import ToolCall
 from .._tracing.trace import TracedCall, tool_failed, untraced
 from .results import ResultTooLargeError, ToolResultAdapter
-from .tool import ToolContext
+from .tool import Tool, ToolContext
 from .toolsets import RunnableTool
 
 __all__ = ["CallHooks", "ExecutionOptions", "current_call", "execute", "run_one"]
@@ -143,10 +143,12 @@ async def _run_one(
     if tool is None:
         return tool_result_block(call.id, _unknown_tool_message(call, options), is_error=True)
     try:
-        arguments = tool.parse_input(input)
+        if type(tool) is Tool:  # nearly every call: no copy, and a context only for a tool that takes one
+            kwargs = tool._kwargs_for(input, call, context)  # pyright: ignore[reportPrivateUsage]
+        else:
+            kwargs = tool.call_kwargs(tool.parse_input(input), context(call))
     except ToolInputError as error:
         return tool_result_block(call.id, str(error), is_error=True)
-    kwargs = tool.call_kwargs(arguments, context(call))
     time_limit = tool.timeout if tool.timeout is not None else options.timeout
     adapter = options.adapter
     token = _current_call.set(call)  # worker threads get a copy of the context

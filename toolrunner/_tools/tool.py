@@ -170,6 +170,12 @@ class Tool(Generic[P, R]):
         else:
             self._model_param = None
             self._model, self._fields, self._always = signature_model(self.name, inputs, arg_docs)
+        # Its validator, called directly (``model_validate``'s frame does nothing more with no
+        # options), unless the model's class gives its own ``model_validate``.
+        own_validate = getattr(self._model.model_validate, "__func__", None) is not _MODEL_VALIDATE
+        self._validate: Callable[[Any], BaseModel] = (
+            self._model.model_validate if own_validate else self._model.__pydantic_validator__.validate_python
+        )
         self.input_schema = json_schema(self.name, self._model)
 
     def _definition(self, definition: Mapping[str, Any] | None) -> ToolParam:
@@ -217,12 +223,12 @@ class Tool(Generic[P, R]):
         """
         data = raw if type(raw) is dict else input_mapping(self.name, raw)  # pyright: ignore[reportUnknownVariableType]
         try:
-            validated = self._model.model_validate(data)
+            validated = self._validate(data)
         except pydantic.ValidationError as error:
             raise ToolInputError(validation_message(self.name, error)) from None
         if self._model_param is not None:
             return {self._model_param: validated}
-        given, always = validated.model_fields_set, self._always
+        given, always = validated.__pydantic_fields_set__, self._always
         return {
             param: getattr(validated, field)
             for field, param in self._fields.items()
@@ -235,6 +241,21 @@ class Tool(Generic[P, R]):
         if self._context_param is None:
             return dict(arguments)
         return {**arguments, self._context_param: context}
+
+    def _kwargs_for(
+        self, raw: object, call: ToolCall, context: Callable[[ToolCall], ToolContext]
+    ) -> dict[str, Any]:
+        """``call_kwargs(parse_input(raw), context(call))`` without its copy, and with the context made
+        only when the function declares a ``ToolContext`` parameter (the runner's path for a call:
+        ``_tools.execution``; not public).
+
+        Raises:
+            ToolInputError: As ``parse_input``.
+        """
+        arguments = self.parse_input(raw)  # a new dict: the context goes into it
+        if self._context_param is not None:
+            arguments[self._context_param] = context(call)
+        return arguments
 
 
 @overload
@@ -341,6 +362,9 @@ def as_tool(obj: object) -> Tool:
             "ToolParam dict."
         )
     return Tool(obj)
+
+
+_MODEL_VALIDATE = BaseModel.model_validate.__func__  # pyright: ignore[reportFunctionMemberAccess]
 
 
 # The context parameter -------------------------------------------------------------------------
