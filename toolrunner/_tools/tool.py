@@ -364,7 +364,8 @@ def as_tool(obj: object) -> Tool:
     return Tool(obj)
 
 
-_MODEL_VALIDATE = BaseModel.model_validate.__func__  # pyright: ignore[reportFunctionMemberAccess]
+_MODEL_VALIDATE: object = cast(Any, BaseModel.model_validate).__func__
+"""pydantic's own ``model_validate``: a model that does not define its own is validated directly."""
 
 
 # The context parameter -------------------------------------------------------------------------
