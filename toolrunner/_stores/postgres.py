@@ -324,7 +324,11 @@ class PostgresCheckpointer(SQLStore):
             connection = self._listen()
             while not stop.is_set():
                 now = self._now()
-                row = connection.execute(_LOOK, (_time(now), _time(now))).fetchone()
+                # Looked at through another connection: a notification that reached the listening
+                # one during a query of its own would not reach notifies() after it (psycopg 3.2
+                # drops it), and the run it announced would wait for the next one.
+                with self._pool.connection() as looking:
+                    row = looking.execute(_LOOK, (_time(now), _time(now))).fetchone()
                 assert row is not None
                 found, expiry = row
                 if found:
