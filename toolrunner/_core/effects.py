@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from anthropic.types import ToolResultBlockParam
 
+from .frozen import frozen_init
 from .types import ToolCall
 
 if TYPE_CHECKING:
@@ -95,6 +96,7 @@ __all__ = [
 T = TypeVar("T")
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class Save:
     """Save the run's state, if the run has a store: the state ``state()`` gives when the store is
@@ -111,6 +113,7 @@ class Save:
     shielded: bool = False
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class StateDerived:
     """The current state follows from ``before`` by a pure step (a finished turn's append, from a
@@ -120,12 +123,14 @@ class StateDerived:
     before: RunState
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class OpenTools:
     """Tools are about to be needed (a request is built, calls are gated or run): open the tools that
     are not open, and read again the tool lists that changed."""
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class Request:
     """What a request carries, as data: the params, the history and the tools of ``state`` (the
@@ -139,6 +144,7 @@ class Request:
     run's tools down to it, whose tools the request offers; empty for the run's own."""
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class Send:
     """Send ``request`` and wait for the whole reply."""
@@ -146,6 +152,7 @@ class Send:
     request: Request
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class Summarize:
     """Send the summary request of client-side compaction: ``state.messages[:point]`` summarized
@@ -158,6 +165,7 @@ class Summarize:
     control: CompactionControl
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class OpenStream:
     """Send ``request`` as a stream, and hand the stream over."""
@@ -165,11 +173,13 @@ class OpenStream:
     request: Request
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class ReadStream:
     """Read the rest of the open stream, and give its complete reply."""
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class EndStream:
     """The open stream's reply is in: close the stream; keep what the calls it started early give,
@@ -178,11 +188,13 @@ class EndStream:
     keep: bool
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class DropStream:
     """Close the open stream (if any) and cancel what it started early; its reply is not used."""
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class Gate:
     """Find which of ``calls`` must wait for a decision (their tools' ``requires_approval``); the
@@ -192,6 +204,7 @@ class Gate:
     agent_path: tuple[str, ...] = ()
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class Gated:
     """``Gate``'s outcome: the calls that wait, the calls denied (their gate raised: fail closed,
@@ -202,6 +215,7 @@ class Gated:
     tools: Mapping[str, Mapping[str, Any]] = field(default_factory=dict[str, Mapping[str, Any]])
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class Ask:
     """Ask the run's ``approve=`` callback about ``call``."""
@@ -209,6 +223,7 @@ class Ask:
     call: ToolCall
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class BeforeToolCall:
     """Ask the run's ``before_tool_call`` hook about a call that is about to start (``_core.hooks``)."""
@@ -216,6 +231,7 @@ class BeforeToolCall:
     info: ToolCallInfo
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class AfterToolCall:
     """Ask the run's ``after_tool_call`` hook about a call's result ``block`` (``_core.hooks``)."""
@@ -224,6 +240,7 @@ class AfterToolCall:
     block: ToolResultBlockParam
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class BeforeRequest:
     """Ask the run's ``before_request`` hook whether the request ``info`` describes may be sent."""
@@ -231,6 +248,7 @@ class BeforeRequest:
     info: RequestInfo
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class CheckOutput:
     """Ask the run's ``check_output`` hook whether the model's final answer ``reply`` stands."""
@@ -238,6 +256,7 @@ class CheckOutput:
     reply: Any
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class RunCalls:
     """Run ``calls`` at once, each through ``RunCore.call`` (a call that runs elsewhere already is
@@ -258,6 +277,7 @@ class CallRunner(Protocol):
     def call(self, call: ToolCall, *, early: bool = False) -> Program[None]: ...
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class Execute:
     """Run the tool of ``call`` with ``input`` (the model's, or the one a person approved), the
@@ -296,6 +316,7 @@ class Decisions(enum.Enum):
     waiting (``RunCore.timed_out`` words the reason), and the turn goes on."""
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class ReadDecisions:
     """The turn paused for ``calls`` and goes on: read the decisions taken on them outside this
@@ -305,6 +326,7 @@ class ReadDecisions:
     calls: tuple[ToolCall, ...]
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class AwaitDecisions:
     """``calls`` wait for decisions (the state says ``AWAITING``)."""
@@ -312,6 +334,7 @@ class AwaitDecisions:
     calls: tuple[ToolCall, ...]
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class LoopStopped:
     """The loop stopped (ended, or paused): a runner that was not entered closes its tools."""

@@ -16,6 +16,8 @@ from anthropic.types import Message, ParsedMessage, ToolResultBlockParam
 from anthropic.types.beta import BetaMessage
 from anthropic.types.beta.parsed_beta_message import ParsedBetaMessage
 
+from .frozen import frozen_init
+
 __all__ = [
     "Decision",
     "DecisionSource",
@@ -77,6 +79,7 @@ update), a store (its API, the CLI, the inbox), the ``approve=`` callback, a gat
 """How a call that waited for a decision was decided."""
 
 
+@frozen_init
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """One client ``tool_use`` block, read from a message.

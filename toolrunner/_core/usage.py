@@ -15,6 +15,8 @@ from decimal import Decimal
 from types import MappingProxyType
 from typing import Protocol, Self
 
+from .frozen import frozen_init
+
 __all__ = [
     "DEFAULT_PRICES",
     "PRICES_AS_OF",
@@ -30,6 +32,7 @@ __all__ = [
 _MILLION = Decimal(1_000_000)
 
 
+@frozen_init
 @dataclasses.dataclass(frozen=True, slots=True)
 class Usage:
     """Token counts of one request, or of several added together.
@@ -239,6 +242,7 @@ def request_usage(message: SDKMessage, prices: Mapping[str, Price]) -> RequestUs
     return RequestUsage(model, counts, cost, (prompt * price.input + output) / _MILLION - cost)
 
 
+@frozen_init
 @dataclasses.dataclass(frozen=True, slots=True)
 class RequestUsage:
     """The usage of one request.
