@@ -254,3 +254,38 @@ async def test_a_timed_out_sync_tool_is_the_one_thread_left_busy_until_it_return
             release.set()
         assert worker_threads_idle()
         await leaks.assert_none_new()
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo the text back.
+
+    Args:
+        text: What to echo.
+    """
+    return text
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("entered", [False, True])
+async def test_a_finished_run_is_freed_without_the_cycle_collector(entered: bool) -> None:
+    """Nothing of a run without tracing refers back to its runner (the tools' context holds it
+    weakly): when the last reference goes, the run's objects, its history and its state are freed
+    at once, not left to the cycle collector (which 100 runs at once made walk all their histories)."""
+    import weakref
+
+    fake = FakeMessagesAPI([tool_reply(tool_call("echo", {"text": "a"})), text_reply("done")])
+    runner = ToolRunner(fake.async_client(), model=MODEL, max_tokens=64, messages=[USER], tools=[echo])
+    gc.collect()
+    gc.disable()
+    try:
+        if entered:
+            async with runner:
+                await runner.until_done()
+        else:
+            await runner.until_done()
+        freed = [weakref.ref(runner), weakref.ref(runner._core), weakref.ref(runner.state)]  # pyright: ignore[reportPrivateUsage]
+        del runner
+        assert [ref() is None for ref in freed] == [True, True, True]
+    finally:
+        gc.enable()

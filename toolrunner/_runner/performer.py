@@ -4,7 +4,7 @@
 ``RunCore``'s programs yield effects (send this request, save, run these calls, execute this tool,
 wait for decisions); ``Performer.drive`` performs each one with the runner's client, store, tools
 and task group, and sends the outcome back (``_core.drive``, the one trampoline). ``step`` drives a
-program as a step of the run, and ``start_advancing`` guards that one task advances the runner at a time.
+program as a step of the run, and ``iterate`` one iteration of the runner, by one task at a time.
 
 What lives here and not in the state cannot be saved: the client, open streams, the calls running
 now, and the transport params sent with each request.
@@ -128,15 +128,27 @@ class Performer:
         """Drive ``program`` as a step of the run (``RunCore.step``: a failure is recorded and saved)."""
         return await drive(self._core.step(program), self._perform, core=self._core)
 
-    def start_advancing(self) -> None:
-        """One task advances the runner at a time: the caller sets ``advancing`` back to ``False``
-        when its step is over (a plain flag and ``try``/``finally``, not a context manager: this
-        runs at every iteration)."""
+    async def iterate(self) -> object:
+        """One iteration of the runner (``__anext__``): ``RunCore.iteration`` driven as a step, inside
+        the trace's iteration (none to enter without tracing). One task advances the runner at a
+        time (``advancing``, a plain flag and ``try``/``finally``: this runs at every iteration).
+
+        Raises:
+            ToolRunnerError: Another task is advancing this runner now.
+        """
         if self.advancing:
             raise ToolRunnerError(
                 "this runner is already advancing in another task; iterate a runner from one task at a time."
             )
         self.advancing = True
+        core = self._core
+        try:
+            if self._trace is NO_TRACE:
+                return await drive(core.step(core.iteration()), self._perform, core=core)
+            with self._trace.iteration():
+                return await drive(core.step(core.iteration()), self._perform, core=core)
+        finally:
+            self.advancing = False
 
     async def close(self) -> None:
         """``ToolRunner.aclose``: the loop ends; an unread stream is closed, tools started early are
@@ -197,8 +209,9 @@ class Performer:
             return
         await self.close()
 
-    async def _perform(self, effect: Effect) -> Any:
-        return await self._PERFORMERS[type(effect)](self, effect)
+    def _perform(self, effect: Effect) -> Awaitable[Any]:
+        # The effect's own performer, awaited by ``drive``: no frame of its own per effect.
+        return self._PERFORMERS[type(effect)](self, effect)
 
     # -- the effects ------------------------------------------------------------------------------
 
@@ -242,7 +255,8 @@ class Performer:
         if effect.request.agent_path:  # a sub-run's request: under its span
             with self._trace.agent(effect.request.agent_path):
                 return cast(Reply, await send_request(self._client, kwargs))
-        self._trace.sending()
+        if self._trace is not NO_TRACE:
+            self._trace.sending()
         return cast(Reply, await send_request(self._client, kwargs))
 
     async def _summarize(self, effect: Summarize) -> Reply:
@@ -341,14 +355,17 @@ class Performer:
                 lambda call: self._traced(call, runs.call(call), lambda: runs.state.result_of(call)),
             )
             return
-        await self._running.run(effect.calls, lambda call: settled(self._core.state, call), self._run_call)
+        await self._running.run(effect.calls, self._settled, self._run_call)
+
+    def _settled(self, call: ToolCall) -> bool:
+        return settled(self._core.state, call)
 
     async def _run_call(self, call: ToolCall, *, early: bool = False) -> None:
         """One call's program, holding a concurrency slot from before the call is journaled."""
         limiter = self._tools.limiter
         if limiter is None:
             if self._trace is NO_TRACE:  # nothing to do around the program: no context, no closure
-                await self.drive(self._core.call(call, early=early))
+                await drive(self._core.call(call, early=early), self._perform, core=self._core)
                 return
             await self._traced(
                 call, self._core.call(call, early=early), lambda: self._core.state.result_of(call)

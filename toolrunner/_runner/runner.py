@@ -21,6 +21,7 @@ from contextlib import asynccontextmanager
 from functools import partial
 from types import TracebackType
 from typing import Any, Generic, Literal, NoReturn, Self, TypeVar, cast, overload
+from weakref import ReferenceType, ref
 
 import anthropic
 from typing_extensions import TypeVar as DefaultTypeVar, Unpack
@@ -37,7 +38,7 @@ from .._tools.execution import ExecutionOptions
 from .._tools.request_params import split_transport
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool
-from .._tracing.trace import start_trace, traced_listener
+from .._tracing.trace import NO_TRACE, start_trace, traced_listener
 from .body import LoopBody, TreeViews
 from .events import run_with_events
 from .options import ResumeArguments, RunnerArguments, read_options
@@ -185,6 +186,11 @@ class ToolRunner(TreeViews, Generic[ItemT]):
         saver = None if checkpointer is None or run_id is None else Saver(checkpointer, run_id)
         execution = ExecutionOptions(tools={}, adapter=self._options.result_adapter)
         output = self._options.output
+        # Without tracing, nothing of the core refers back to the runner: a run's objects are freed
+        # when the last reference goes, not by the cycle collector (the tool context refers to it weakly).
+        self._trace = start_trace(
+            self._options.tracing, client, lambda: self._core.state, self._options.hook_plan
+        )
         self._core: RunCore[RunnableTool] = RunCore(
             RunState(params={}, run_id=run_id, output=None if output is None else output.record()),
             tools=execution,
@@ -194,24 +200,18 @@ class ToolRunner(TreeViews, Generic[ItemT]):
             durable=saver is not None,
             asks=self._options.approve is not None,
             compaction_control=self._options.compaction_control,
-            ended=lambda state: self._trace.ended(state),
+            ended=None if self._trace is NO_TRACE else self._trace.ended,
             output=output,
             hooks=self._options.hook_plan,
             clock=CLOCK,  # a sub-agent's call is timed as the performer times a tool
         )
-        self._trace = start_trace(
-            self._options.tracing, client, lambda: self._core.state, self._options.hook_plan
-        )
         self._core.listener = traced_listener(self._options.on_event, self._trace)
         self._tools = RunnerTools(self._core, self._options, execution, steps_in_new_tasks=from_sync_code)
         self._performer = Performer(
-            self._core, self._options, client, self._tools, self._trace, saver, self._tool_context
+            self._core, self._options, client, self._tools, self._trace, saver, partial(_context, ref(self))
         )
         self._body = LoopBody(self._core, self._options, self._tools, self._performer, prices)
         return params
-
-    def _tool_context(self, call: ToolCall) -> ToolContext:
-        return ToolContext(call=call, runner=self)
 
     async def __aenter__(self) -> Self:
         """Enter the runner: its toolsets open; tools started early (``run_tools_eagerly``) run in its
@@ -233,13 +233,7 @@ class ToolRunner(TreeViews, Generic[ItemT]):
         return self
 
     async def __anext__(self) -> ItemT:
-        performer = self._performer
-        performer.start_advancing()
-        try:
-            with self._trace.iteration():
-                item = await performer.step(self._core.iteration())
-        finally:
-            performer.advancing = False
+        item = await self._performer.iterate()
         if item is None:
             raise StopAsyncIteration
         return cast(ItemT, item)
@@ -498,3 +492,8 @@ class ToolRunner(TreeViews, Generic[ItemT]):
     async def _drain(self) -> None:
         async for _ in self:
             pass
+
+
+def _context(runner: ReferenceType[ToolRunner[Any]], call: ToolCall) -> ToolContext:
+    """The ``ToolContext`` of a call the runner runs (it runs only while the runner lives)."""
+    return ToolContext(call=call, runner=cast("ToolRunner[Any]", runner()))
