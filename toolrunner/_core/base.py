@@ -116,6 +116,12 @@ class CoreBase(Generic[ToolT]):
         self.tools = tools
         self.usage_of = usage_of
         self.limits = limits
+        self._unlimited: Limits | None = (
+            limits
+            if limits.max_iterations is None and limits.max_total_tokens is None and limits.max_cost is None
+            else None
+        )
+        """``limits`` if it limits nothing (none is ever reached: the loop checks none)."""
         self.stream = stream
         self.durable = durable
         self.asks = asks

@@ -8,11 +8,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import cast
 
-from anthropic.types import Message
-from anthropic.types.beta import BetaMessage
-
 from .errors import HistoryError, MalformedReplyError, UnansweredToolUseError
-from .messages import TOOL_ID_PATTERN, client_tool_calls, content_blocks, field, preview, tool_result_ids
+from .messages import (
+    REPLY_TYPES,
+    TOOL_ID_PATTERN,
+    client_tool_calls,
+    content_blocks,
+    field,
+    preview,
+    tool_result_ids,
+)
 from .types import ToolCall
 
 __all__ = ["check_history", "check_reply", "check_system_message"]
@@ -44,7 +49,7 @@ def check_reply(reply: object) -> None:
         MalformedReplyError: Nothing of the reply is kept; the request can be sent again.
     """
     if not (
-        isinstance(reply, Message | BetaMessage)
+        isinstance(reply, REPLY_TYPES)
         and getattr(reply, "role", None) == "assistant"
         and isinstance(getattr(reply, "content", None), list)
         and hasattr(reply, "stop_reason")
@@ -53,12 +58,15 @@ def check_reply(reply: object) -> None:
             f"the service answered with something that is not a message ({preview(reply)}); nothing was "
             "appended, and iterating the runner again sends the same request again."
         )
-    ids = [block.id for block in reply.content if block.type == "tool_use"]
+    ids: list[str] = []  # a loop, not a comprehension: no frame of its own for every reply
+    for block in reply.content:
+        if block.type == "tool_use":
+            ids.append(block.id)
     if not ids:
         return
     if len(ids) == 1:  # the common case, checked inline
         only = ids[0]
-        if isinstance(only, str) and TOOL_ID_PATTERN.fullmatch(only) is not None:
+        if isinstance(only, str) and TOOL_ID_PATTERN.fullmatch(only) is not None:  # pyright: ignore[reportUnnecessaryIsInstance]  # what the service sent
             return
     duplicate = _duplicate(ids)
     malformed = _malformed_id(ids)

@@ -21,7 +21,12 @@ from .log import WARNING, log
 from .types import Reply, ToolCall
 from .unicode import sendable
 
+REPLY_TYPES = (Message, BetaMessage)
+"""The SDK's reply classes, for ``isinstance`` (a tuple: ``Message | BetaMessage`` is a new union at
+every call, and these checks run for every reply)."""
+
 __all__ = [
+    "REPLY_TYPES",
     "ROLES",
     "TOOL_ID_PATTERN",
     "api_exclude",
@@ -65,7 +70,7 @@ def client_tool_calls(message: object) -> tuple[ToolCall, ...]:
     are not included. An input holding lone surrogates has them as U+FFFD, as the history and a
     saved reply keep it (``reply_param``): a call is the same call live, resumed and in a store.
     """
-    if isinstance(message, Message | BetaMessage):  # a reply: typed blocks, read without field()
+    if isinstance(message, REPLY_TYPES):  # a reply: typed blocks, read without field()
         # A loop, not a generator, and the calls made with positional arguments: this runs for
         # every reply, and a keyword call of a frozen dataclass's __init__ costs more.
         calls: list[ToolCall] = []
@@ -110,7 +115,9 @@ def reply_param(reply: Reply) -> dict[str, Any]:
     surrogates) is kept as U+FFFD, so the history can always be encoded. ``warnings=False``: a
     malformed block (a tool_use input that is not an object) gets an error result, not a warning.
     """
-    content = [_block_param(block) for block in reply.content]
+    content: list[dict[str, Any]] = []  # a loop, not a comprehension: no frame of its own per reply
+    for block in reply.content:
+        content.append(_block_param(block))
     repaired = sendable(content)
     if repaired is not content:
         log(
@@ -164,7 +171,8 @@ def api_exclude(model: type[BaseModel]) -> Any:
 
 
 def _block_param(block: BaseModel) -> dict[str, Any]:
-    exclude = api_exclude(type(block))
+    kind = type(block)
+    exclude = _API_EXCLUDES[kind] if kind in _API_EXCLUDES else api_exclude(kind)  # once per class
     try:
         return block.model_dump(
             mode="json", by_alias=True, exclude_unset=True, exclude=exclude, warnings=False
@@ -193,7 +201,7 @@ def _block_param(block: BaseModel) -> dict[str, Any]:
 
 def message_param(message: object, index: int) -> Any:
     """A message as the history keeps it: SDK messages become plain params; dicts are checked, not copied."""
-    if isinstance(message, Message | BetaMessage):
+    if isinstance(message, REPLY_TYPES):
         return reply_param(message)
     if not isinstance(message, Mapping):
         raise HistoryError(

@@ -62,7 +62,13 @@ def settled(state: RunState, call: ToolCall) -> bool:
 
 def suspended_calls(state: RunState, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
     """Those of ``calls`` that are suspended (``suspended``)."""
-    return tuple(call for call in calls if suspended(record_of(state, call)))
+    journal = state.calls  # only a sub-agent's call can be: a loop that looks no further for the others
+    found: list[ToolCall] = []
+    for call in calls:
+        record = journal.get(call.id)
+        if record is not None and record.sub_run is not None and suspended(record_of(state, call)):
+            found.append(call)
+    return tuple(found)
 
 
 def waiting_in_tree(state: RunState) -> tuple[ToolCall, ...]:

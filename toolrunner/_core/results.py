@@ -91,8 +91,8 @@ def tool_result_block(
     block: dict[str, object] = {"type": "tool_result", "tool_use_id": tool_use_id}
     if isinstance(content, list) and not all(_is_block_or_model(item) for item in content):
         content = [_as_data(item) for item in cast("list[object]", content) if not is_empty_text(item)]
-    if content is not None:
-        block["content"] = sendable(content)
+    if content is not None:  # ASCII text (nearly every result) is sendable as it is: no call
+        block["content"] = content if type(content) is str and content.isascii() else sendable(content)
     if is_error:
         block["is_error"] = True
     return cast("ToolResultBlockParam", block)

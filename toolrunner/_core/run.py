@@ -87,7 +87,7 @@ class RunCore(TurnCore[ToolT]):
             self.make_current(delivered(self.state))
         if self.state.phase in (Phase.STREAMING, Phase.WITH_BODY, Phase.AWAITING):
             yield from self._finish_turn()
-        if self.state.phase is Phase.READY:
+        if self.state.phase is Phase.READY and (self.limits is not self._unlimited or self.cap is not None):
             ready = ready_to_send(self.state, self._limits())
             if ready is not self.state:  # a limit was reached
                 self.make_current(ready)
@@ -123,7 +123,8 @@ class RunCore(TurnCore[ToolT]):
     def _send(self) -> Program[Any]:
         if self.tools.opens:
             yield OpenTools()
-        self._before_send()
+        if self.state.tool_changes or self.pending_compaction is not None:  # else nothing to do
+            self._before_send()
         state = self.state
         if self.checked < len(state.messages) or not state.messages:  # else all was checked already
             check_history(state.messages, self.checked)

@@ -346,12 +346,12 @@ class RunState:
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes``, as the dataclass's ``replace`` makes it, but without running
         ``__init__``: the transitions make several copies a turn, and the fields need no checks."""
-        new = object.__new__(type(self))
-        values = new.__dict__
-        values.update(self.__dict__)
+        values = self.__dict__.copy()  # one copy of the fields, not an empty dict grown to hold them
         values.update(changes)
         if len(values) != len(self.__dict__):  # a name that is not a field added a key
             raise TypeError(f"RunState has no field(s) {sorted(changes.keys() - _FIELD_NAMES)!r}")
+        new = object.__new__(type(self))
+        object.__setattr__(new, "__dict__", values)
         return new
 
     # -- JSON ---------------------------------------------------------------------------------

@@ -9,10 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 
-from anthropic.types import Message
-from anthropic.types.beta import BetaMessage
-
-from .messages import client_tool_calls, field
+from .messages import REPLY_TYPES, client_tool_calls, field
 from .types import ToolCall
 
 __all__ = ["STOP_REASON_STEPS", "Step", "StopReasonStep", "calls_to_answer", "step_for"]
@@ -72,9 +69,7 @@ def calls_to_answer(last_message: object | None, last_reply: object | None) -> t
         return calls
     # A reply is read directly: field() would ask the Mapping ABC first, a Python-level check.
     stop_reason = (
-        last_reply.stop_reason
-        if isinstance(last_reply, Message | BetaMessage)
-        else field(last_reply, "stop_reason")
+        last_reply.stop_reason if isinstance(last_reply, REPLY_TYPES) else field(last_reply, "stop_reason")
     )
     if step_for(stop_reason) is StopReasonStep.RUN_TOOLS:
         return calls

@@ -345,10 +345,11 @@ def turn_finished(state: RunState, results: ToolResultMessage | None) -> RunStat
     assert state.phase in (Phase.WITH_BODY, Phase.AWAITING, Phase.RECEIVED)
     assert reply is not None
     messages = state.messages
-    if not state.steered and reply.content:
-        messages = (*messages, reply_param(reply))
+    appended: tuple[Any, ...] = (reply_param(reply),) if not state.steered and reply.content else ()
     if results is not None:
-        messages = (*messages, results)
+        appended = (*appended, results)
+    if appended:  # one new tuple for the turn's messages
+        messages = (*messages, *appended)
     params = state.params
     if reply.container is not None:
         container = container_param(params.get("container"), reply.container.id)

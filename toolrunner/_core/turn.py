@@ -119,7 +119,8 @@ class TurnCore(HooksCore[ToolT]):
             finished, rejected = answer_judged(finished, self.output)
         if message is None and rejected is None and self.hooks is not None and self.hooks.check_output:
             finished, rejected = yield from self._check_output(finished, before)  # a guardrail (_core.hooks)
-        self.make_current(self._turn_ended(finished))
+        adjusted = self._compacting is not None or self.pending_compaction is not None  # for compaction
+        self.make_current(self._turn_ended(finished) if adjusted else finished)
         self._decided_since_pause = []
         self._reported = set()
         if self.durable and self.state is finished and finished.phase is Phase.READY:
@@ -200,8 +201,13 @@ class TurnCore(HooksCore[ToolT]):
         one fails); a call another caller ran but did not finish (it was cancelled) runs again. A
         sub-agent's call whose sub-run paused for decisions (``_core.nested.suspended``) waits: it
         runs again once they are decided."""
+        if len(calls) == 1:  # the common case: one call, nothing to order or to halt
+            only = calls[0]
+            while not settled(self.state, only):
+                yield RunCalls((only,))
+            return
         while missing := [call for call in calls if not settled(self.state, call)]:
-            if len(missing) == 1:  # the common case: nothing to order or to halt
+            if len(missing) == 1:  # nothing to order or to halt
                 yield RunCalls((missing[0],))
                 continue
             plan = CallPlan(missing, self._runs_alone)

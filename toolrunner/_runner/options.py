@@ -335,6 +335,8 @@ def _numbers(given: Mapping[str, Any]) -> float | None:
 
 
 def _result_adapter(adapter: object) -> ToolResultAdapter:
+    if adapter is DEFAULT_ADAPTER:  # nearly every runner's, checked once
+        return DEFAULT_ADAPTER
     if not all(
         callable(getattr(adapter, name, None)) for name in ("to_content", "error_content", "needs_thread")
     ):

@@ -153,7 +153,9 @@ async def _run_one(
     adapter = options.adapter
     token = _current_call.set(call)  # worker threads get a copy of the context
     try:
-        return await _invoke(tool, call, kwargs, adapter, time_limit)
+        if time_limit is None:  # no frame for the time limit: a sync tool cannot be stopped anyway
+            return await _call_and_convert(tool, call, kwargs, adapter, abandon_on_cancel=False)
+        return await _invoke_timed(tool, call, kwargs, adapter, time_limit)
     except ToolError as error:
         raised = error
     except SdkToolError as error:  # the SDK's ToolError: the same, with the same kind of content
@@ -184,17 +186,15 @@ def _failure(call: ToolCall, error: Exception) -> ResultBlock:
     return tool_result_block(call.id, text, is_error=True)
 
 
-async def _invoke(
+async def _invoke_timed(
     tool: RunnableTool,
     call: ToolCall,
     kwargs: dict[str, Any],
     adapter: ToolResultAdapter,
-    time_limit: float | None,
+    time_limit: float,
 ) -> ResultBlock:
-    if time_limit is None:
-        # A sync tool cannot be stopped: cancellation waits for its thread, and its result counts.
-        return await _call_and_convert(tool, call, kwargs, adapter, abandon_on_cancel=False)
-    # The same with a time limit, but a sync tool that overruns its own limit is abandoned in its
+    # Without a time limit (``_run_one``), a sync tool cannot be stopped: cancellation waits for its
+    # thread, and its result counts. With one, a sync tool that overruns it is abandoned in its
     # thread (Python cannot stop a thread), and what it returns later is discarded.
     with anyio.CancelScope(shield=not tool.is_async), anyio.move_on_after(time_limit) as scope:
         return await _call_and_convert(tool, call, kwargs, adapter, abandon_on_cancel=True)
@@ -220,6 +220,11 @@ async def _call_and_convert(
             value = await tool.function(**kwargs)
         except asyncio.CancelledError as error:
             _raise_unless_cancelled_inside(call, error)
+        if not adapter.needs_thread(value):  # the common case: converted here, without a frame
+            return tool_result_block(
+                call.id,
+                adapter.error_content(value) if isinstance(value, ToolError) else adapter.to_content(value),
+            )
         return await _convert(call.id, value, adapter)
 
     # A sync tool runs, and its value is converted, in one worker-thread hop.
@@ -241,18 +246,16 @@ async def _convert(
 ) -> ResultBlock:
     """Turn a tool's value (or a ToolError) into a tool_result block; file I/O runs in a thread."""
 
-    content: ToolResultContent | None
     if adapter.needs_thread(value):
-
-        def convert() -> ToolResultContent | None:
-            return adapter.error_content(value) if isinstance(value, ToolError) else adapter.to_content(value)
-
-        content = await anyio.to_thread.run_sync(convert)
-    elif isinstance(value, ToolError):
-        content = adapter.error_content(value)
-    else:  # the common case: no closure, no thread
-        content = adapter.to_content(value)
+        content = await anyio.to_thread.run_sync(_content, value, adapter)
+    else:
+        content = _content(value, adapter)
     return tool_result_block(tool_use_id, content, is_error=is_error)
+
+
+def _content(value: object, adapter: ToolResultAdapter) -> ToolResultContent | None:
+    """A tool's value (or a ToolError's) as a tool_result's content, through ``adapter``."""
+    return adapter.error_content(value) if isinstance(value, ToolError) else adapter.to_content(value)
 
 
 class ToolCancelledError(Exception):

@@ -229,11 +229,11 @@ class Tool(Generic[P, R]):
         if self._model_param is not None:
             return {self._model_param: validated}
         given, always = validated.__pydantic_fields_set__, self._always
-        return {
-            param: getattr(validated, field)
-            for field, param in self._fields.items()
-            if field in given or field in always
-        }
+        arguments: dict[str, Any] = {}  # a loop, not a comprehension: no frame of its own per call
+        for field, param in self._fields.items():
+            if field in given or field in always:
+                arguments[param] = getattr(validated, field)
+        return arguments
 
     def call_kwargs(self, arguments: dict[str, Any], context: ToolContext) -> dict[str, Any]:
         """The keyword arguments to call ``function`` with: ``arguments`` (from ``parse_input``) plus
