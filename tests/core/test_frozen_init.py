@@ -73,14 +73,26 @@ def test_signature_defaults_and_values_are_the_dataclasses(cls: type[Any]) -> No
             setattr(made, dataclasses.fields(cls)[0].name, 1)
 
 
+@pytest.mark.parametrize("cls", DECORATED, ids=lambda cls: cls.__name__)
+def test_the_init_keeps_the_dataclass_annotations(cls: type[Any]) -> None:
+    annotations = cls.__init__.__annotations__  # as the dataclass wrote them (names only under TYPE_CHECKING)
+    assert annotations == {item.name: item.type for item in dataclasses.fields(cls)} | {"return": None}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Sample:
+    a: int
+    b: list[int] = dataclasses.field(default_factory=list[int])
+    c: str = "c"
+    d: int = dataclasses.field(default=4, kw_only=True)
+
+
+_PLAIN_SIGNATURE = inspect.signature(_Sample.__init__)
+Sample = frozen_init(_Sample)
+
+
 def test_factories_give_each_instance_its_own_default_and_errors_match() -> None:
-    @frozen_init
-    @dataclasses.dataclass(frozen=True, slots=True)
-    class Sample:
-        a: int
-        b: list[int] = dataclasses.field(default_factory=list[int])
-        c: str = "c"
-        d: int = dataclasses.field(default=4, kw_only=True)
+    assert inspect.signature(Sample.__init__) == _PLAIN_SIGNATURE
 
     first, second = Sample(1), Sample(2, [3], "x", d=5)
     assert (first.a, first.b, first.c, first.d) == (1, [], "c", 4)

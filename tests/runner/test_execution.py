@@ -499,3 +499,34 @@ async def test_an_exception_that_cannot_be_formatted_still_gives_one_error_resul
     saved = await store.load("r")
     assert saved is not None
     assert saved.state.end_reason == "model"
+
+
+@pytest.mark.anyio
+async def test_an_adapter_is_asked_once_whether_a_value_needs_a_thread() -> None:
+    """An async tool's value goes through ``needs_thread`` once, then to a worker thread when it says
+    so (an adapter whose check is costly, or counts, sees one question a result)."""
+    from toolrunner import ToolResultAdapter
+
+    asked: list[object] = []
+    threads: list[str] = []
+
+    class Offloading(ToolResultAdapter):
+        def needs_thread(self, value: object) -> bool:
+            asked.append(value)
+            return True
+
+        def to_content(self, value: object) -> Any:
+            threads.append(threading.current_thread().name)
+            return super().to_content(value)
+
+    @tool
+    async def data() -> dict[str, int]:
+        """Some data."""
+        return {"k": 1}
+
+    fake = FakeMessagesAPI([tool_reply(tool_call("data", {}, id="toolu_a")), text_reply("ok")])
+    await make_runner(fake, data, result_adapter=Offloading()).until_done()
+    assert asked == [{"k": 1}]
+    assert len(threads) == 1
+    assert threads[0] != threading.main_thread().name
+    assert results_of(fake.requests[1].messages[-1]) == [("toolu_a", '{"k": 1}', False)]

@@ -56,6 +56,8 @@ def frozen_init(cls: type[T]) -> type[T]:
     init = namespace["__init__"]
     init.__module__, init.__qualname__ = cls.__module__, f"{cls.__qualname__}.__init__"
     init.__doc__ = cls.__init__.__doc__
+    # the dataclass's annotations, for help() and get_type_hints
+    init.__annotations__ = dict(cls.__init__.__annotations__)
     setattr(cls, "__init__", init)  # noqa: B010  # a class attribute set on purpose
     return cls
 
@@ -67,4 +69,5 @@ class _Factory:
         return "<factory>"
 
 
-_FACTORY = _Factory()
+_FACTORY: object = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", None) or _Factory()
+"""The dataclass's own marker of a default made by a factory (so the signatures are equal), or ours."""
