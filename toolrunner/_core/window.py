@@ -156,7 +156,9 @@ class WindowCore(CoreBase[ToolT]):
 
     def _before_send(self) -> None:
         """Pending tool changes go with the next request (a ``role: "system"`` message, unless a
-        paused turn is resumed); a pending compaction becomes the request's job."""
+        paused turn is resumed); a pending compaction becomes the request's job. ``RunCore._send``
+        calls it only when there is either (``tool_changes``, ``pending_compaction``): whatever it
+        comes to do besides needs that check widened."""
         state = self.state
         if state.tool_changes:
             messages = state.messages
@@ -174,7 +176,9 @@ class WindowCore(CoreBase[ToolT]):
             self.pending_compaction = None
 
     def _turn_ended(self, state: RunState) -> RunState:
-        """``state`` is what ``turn_finished`` made of the turn; adjust it for compaction."""
+        """``state`` is what ``turn_finished`` made of the turn; adjust it for compaction. The turn
+        calls it only while a compaction is under way or pending (``_compacting``,
+        ``pending_compaction``): whatever it comes to do besides needs that check widened."""
         if self._compacting is not None:
             compacted = self._compacting[1]
             self._compacting = None

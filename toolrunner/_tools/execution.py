@@ -220,12 +220,7 @@ async def _call_and_convert(
             value = await tool.function(**kwargs)
         except asyncio.CancelledError as error:
             _raise_unless_cancelled_inside(call, error)
-        if adapter.needs_thread(value):  # asked once: a file is read in a worker thread
-            return tool_result_block(call.id, await anyio.to_thread.run_sync(_content, value, adapter))
-        return tool_result_block(  # the common case: converted here, without a frame
-            call.id,
-            adapter.error_content(value) if isinstance(value, ToolError) else adapter.to_content(value),
-        )
+        return await _convert(call.id, value, adapter)
 
     # A sync tool runs, and its value is converted, in one worker-thread hop.
     def call_sync() -> ResultBlock:
