@@ -16,6 +16,7 @@ from anthropic.types.beta import beta_tool_result_block_param
 
 from toolrunner._core.errors import ToolError, ToolRunnerError
 from toolrunner._core.results import ToolResultContent, tool_result_block
+from toolrunner._core.unicode import sendable as sendable_value
 from toolrunner._tools.results import (
     CONTENT_BLOCK_TYPES,
     DEFAULT_ADAPTER,
@@ -621,3 +622,25 @@ def test_tool_result_block_makes_any_adapters_blocks_ones_the_service_takes() ->
             {"type": "text", "text": "ok"},
         ],
     }
+
+
+class Text(str):
+    """A str subclass: it goes through the general mapping, not text's short way."""
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["plain", "", "café ☕", LISTED, "smile \ud83d\ude00", "\ude00\ud83d", Text("plain"), Text(LISTED)],
+    ids=["ascii", "empty", "non-ascii", "lone", "pair", "reversed-pair", "subclass", "subclass-lone"],
+)
+def test_text_takes_the_short_way_to_the_same_content(value: str) -> None:
+    """``to_content`` maps a str without the general mapping's frames; the content is the mapping's."""
+    general = sendable_value(DEFAULT_ADAPTER._content(value))  # pyright: ignore[reportPrivateUsage]
+    assert DEFAULT_ADAPTER.to_content(value) == general
+    assert type(DEFAULT_ADAPTER.to_content(value)) is type(general)
+    small = ToolResultAdapter(max_text_chars=3)
+    if len(value) > 3:
+        with pytest.raises(ResultTooLargeError):
+            small.to_content(value)
+    else:
+        assert small.to_content(value) == general

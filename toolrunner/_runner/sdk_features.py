@@ -205,10 +205,11 @@ class RunnerTools:
         try:
             await _release(opened, self)
         finally:
-            with anyio.CancelScope(shield=True):
-                for obj in reversed(self.index.sdk_objects):
-                    if id(obj) not in self._sdk_closed and await close_sdk_object(obj):
-                        self._sdk_closed.add(id(obj))
+            if self.index.sdk_objects:  # no shielded scope for a run without SDK tools (nearly every run)
+                with anyio.CancelScope(shield=True):
+                    for obj in reversed(self.index.sdk_objects):
+                        if id(obj) not in self._sdk_closed and await close_sdk_object(obj):
+                            self._sdk_closed.add(id(obj))
 
     async def at_end(self) -> None:
         """The loop ended: without ``async with``, that is when the tools close."""

@@ -151,6 +151,9 @@ class ToolResultAdapter:
             TypeError: ``value`` (or something inside it) cannot be sent.
             OSError: a path in ``value`` cannot be read.
         """
+        if type(value) is str:  # text, nearly every result: no frames for the general mapping
+            text = self._text(value)
+            return text if text.isascii() else sendable_text(text)
         return sendable(self._content(value))
 
     def error_content(self, error: ToolError) -> ToolResultContent:
