@@ -85,6 +85,14 @@ def test_before_after_compares_two_packages() -> None:
     assert done.returncode == 0, f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     rows = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines() if line.strip()}
     for side in ("before", "after"):
-        hand, runner, ratio = rows[side]
-        assert [hand[-2:], runner[-2:], ratio[-1:]] == ["µs", "µs", "x"], done.stdout
+        hand, runner, ratio, spread, hand_calls, slash, runner_calls, extra = rows[side]
+        assert [hand[-2:], runner[-2:], ratio[-1:], spread[-1:], slash] == ["µs", "µs", "x", "x", "/"], (
+            done.stdout
+        )
+        low, high = (float(bound) for bound in spread[:-1].split("-"))
+        assert low <= float(ratio[:-1]) <= high, done.stdout
+        # the calls a request makes, counted: the runner's steps come on top of the SDK's and the fake's
+        assert 0 < int(hand_calls) < int(runner_calls), done.stdout
+        assert extra[:2] + extra[-1:] == "(+)", done.stdout
+        assert float(extra[2:-1]) > 0, done.stdout
     assert "after/before, toolrunner's ratio to the hand loop:" in done.stdout
