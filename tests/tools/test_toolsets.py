@@ -202,6 +202,36 @@ async def test_sdk_toolsets_and_tools_with_a_cleanup_hook_are_closed_when_the_ru
     assert closed == ["lookup"]
 
 
+@pytest.mark.parametrize("entered", [True, False], ids=["async-with", "loop-end"])
+async def test_an_sdk_tool_the_body_took_out_of_tools_is_closed_all_the_same(entered: bool) -> None:
+    """A runner runs the cleanup of every SDK tool it was given, also one that the loop body swapped
+    out of ``tools`` with ``set_messages_params()`` before the end."""
+    closed: list[str] = []
+
+    @beta_tool
+    def lookup(q: str) -> str:
+        """Lookup."""
+        return q
+
+    lookup.close = lambda: closed.append("lookup")
+    fake = FakeMessagesAPI([tool_reply(tool_call("lookup", {"q": "x"})), text_reply("Done.")])
+    runner = runner_for(fake, [lookup])
+
+    async def loop() -> None:
+        async for message in runner:
+            if message.stop_reason == "tool_use":
+                runner.set_messages_params(lambda params: {**params, "tools": [ping]})
+
+    if entered:
+        async with runner:
+            await loop()
+            assert closed == []  # entered: open until the block exits
+    else:
+        await loop()
+    assert closed == ["lookup"]
+    assert [tool["name"] for tool in fake.requests[-1].body["tools"]] == ["ping"]
+
+
 async def test_after_the_loop_closed_its_sdk_tools_a_follow_up_needs_async_with() -> None:
     computer = Computer()
     fake = FakeMessagesAPI([text_reply("One."), text_reply("Two.")])

@@ -72,12 +72,17 @@ class RunnerTools:
         """Inside ``async with runner``: the tools stay open until it is left."""
         self._opened: list[Toolset] = []  # the toolsets this runner opened, in order
         self._sdk_closed: set[int] = set()  # SDK tools and toolsets whose cleanup this runner ran
+        self._sdk_given: dict[int, object] = {}
+        """Every SDK tool and toolset the runner was given, by id, in order: also those the body took
+        out of ``tools`` since (``set_messages_params``), whose cleanup runs at the end all the same."""
         self._steps_in_new_tasks = steps_in_new_tasks
 
     def index_tools(self, tools: object) -> None:
         """Index ``tools`` (the ``tools`` param) with the changes made since, and hand the core the
         flags of what runs now."""
         self.index = index = index_tools(tools, self.changes)
+        for obj in index.sdk_objects:
+            self._sdk_given.setdefault(id(obj), obj)
         limit = self._options.max_concurrency
         if limit and self.limiter is None:
             self.limiter = anyio.CapacityLimiter(limit)
@@ -195,7 +200,8 @@ class RunnerTools:
             self.index_tools(self.index.tools)
 
     async def close(self) -> None:
-        """Close the toolsets this runner opened and run the cleanup of its SDK tools, last first.
+        """Close the toolsets this runner opened and run the cleanup of the SDK tools it was given
+        (also those no longer in ``tools``), last first.
 
         A toolset's ``close()`` runs in no cancel scope of the runner's, so that it can exit what its
         ``open()`` entered (a task group, an MCP session), which must be the innermost scope when it
@@ -205,9 +211,9 @@ class RunnerTools:
         try:
             await _release(opened, self)
         finally:
-            if self.index.sdk_objects:  # no shielded scope for a run without SDK tools (nearly every run)
+            if self._sdk_given:  # no shielded scope for a run without SDK tools (nearly every run)
                 with anyio.CancelScope(shield=True):
-                    for obj in reversed(self.index.sdk_objects):
+                    for obj in reversed(tuple(self._sdk_given.values())):
                         if id(obj) not in self._sdk_closed and await close_sdk_object(obj):
                             self._sdk_closed.add(id(obj))
 
