@@ -644,3 +644,25 @@ def test_text_takes_the_short_way_to_the_same_content(value: str) -> None:
             small.to_content(value)
     else:
         assert small.to_content(value) == general
+
+
+class OwnMapping(ToolResultAdapter):
+    """A subclass with its own (private) mapping of text: text goes through it, as before."""
+
+    def _content(self, value: object) -> ToolResultContent | None:
+        if isinstance(value, str):
+            return [{"type": "text", "text": f"w:{value}"}]
+        return super()._content(value)
+
+
+class OwnText(ToolResultAdapter):
+    """A subclass whose (private) ``_text`` gives no content for empty text."""
+
+    def _text(self, text: str) -> str:
+        return text if text else typing.cast("str", None)
+
+
+def test_a_subclass_s_own_mapping_of_text_is_still_used() -> None:
+    assert OwnMapping().to_content("x") == [{"type": "text", "text": "w:x"}]
+    assert OwnText().to_content("") is None
+    assert OwnText().to_content(LISTED) == REPAIRED

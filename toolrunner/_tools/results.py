@@ -151,9 +151,9 @@ class ToolResultAdapter:
             TypeError: ``value`` (or something inside it) cannot be sent.
             OSError: a path in ``value`` cannot be read.
         """
-        if type(value) is str:  # text, nearly every result: no frames for the general mapping
-            text = self._text(value)
-            return text if text.isascii() else sendable_text(text)
+        if type(value) is str and type(self)._content is _MAPPING:  # text, nearly every result: no frames
+            text = self._text(value)  # what the general mapping does with text, for a subclass's _text too
+            return text if type(text) is str and text.isascii() else sendable(text)
         return sendable(self._content(value))
 
     def error_content(self, error: ToolError) -> ToolResultContent:
@@ -406,6 +406,9 @@ def _block_text(block: Mapping[str, Any]) -> str:
     details = ", ".join(str(part) for part in (title, media_type) if part)
     return f"[{kind}: {details}]" if details else f"[{kind}]"
 
+
+_MAPPING = ToolResultAdapter._content  # pyright: ignore[reportPrivateUsage]
+"""The general mapping; ``to_content`` maps text without it unless a subclass gives its own."""
 
 DEFAULT_ADAPTER = ToolResultAdapter()
 """The adapter the runner uses when it is given none."""
