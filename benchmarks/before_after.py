@@ -68,12 +68,13 @@ def child(contender: str, quick: bool) -> None:
     print(json.dumps({"cpu": result.cpu, "package": str(Path(toolrunner.__file__).parent)}))
 
 
-def count_calls(contender: str) -> None:
-    """One contender, in this process: print the Python calls a request makes, as JSON."""
+def count_calls(contender: str, quick: bool) -> None:
+    """One contender, in this process: print the Python calls a request makes, as JSON. The count
+    grows with the history (the SDK walks it at every request): compare counts of one size only."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import durability
 
-    runs, turns = 3, 20
+    runs, turns = (1, 5) if quick else (3, 20)
     calls = 0
 
     def counted(frame: object, event: str, argument: object) -> None:
@@ -105,9 +106,9 @@ def count_calls(contender: str) -> None:
     )
 
 
-def calls_per_request(package: Path, contender: str) -> float:
+def calls_per_request(package: Path, contender: str, quick: bool) -> float:
     environment = {**os.environ, "PYTHONPATH": str(package)}
-    command = [sys.executable, __file__, "--count-calls", contender]
+    command = [sys.executable, __file__, "--count-calls", contender, *(["--quick"] if quick else [])]
     output = subprocess.run(command, check=True, capture_output=True, text=True, env=environment).stdout
     answer = json.loads(output.strip().splitlines()[-1])
     _check_package(answer, package)
@@ -141,7 +142,7 @@ def main() -> None:
         child(args.child, args.quick)
         return
     if args.count_calls:
-        count_calls(args.count_calls)
+        count_calls(args.count_calls, args.quick)
         return
     if not args.base:
         parser.error("--base is required: the commit to compare this tree with (e.g. --base HEAD~3)")
@@ -158,7 +159,9 @@ def main() -> None:
             print(f"round {number + 1} of {rounds} done", file=sys.stderr)
         calls: dict[str, str] = {}
         for side, package in packages.items():
-            hand_calls, runner_calls = (calls_per_request(package, contender) for contender in CONTENDERS)
+            hand_calls, runner_calls = (
+                calls_per_request(package, contender, args.quick) for contender in CONTENDERS
+            )
             calls[side] = f"{hand_calls:.0f} / {runner_calls:.0f} (+{runner_calls - hand_calls:.1f})"
     print(
         f"CPU per request, {'quick sizes' if args.quick else '100 runs at once x 20 turns'}, no store; "

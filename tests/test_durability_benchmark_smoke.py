@@ -79,7 +79,7 @@ def test_before_after_compares_two_packages() -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=TIMEOUT,
+        timeout=2 * TIMEOUT,  # eight child processes: four timed, four counting calls
         check=False,
     )
     assert done.returncode == 0, f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
@@ -92,7 +92,9 @@ def test_before_after_compares_two_packages() -> None:
         low, high = (float(bound) for bound in spread[:-1].split("-"))
         assert low <= float(ratio[:-1]) <= high, done.stdout
         # the calls a request makes, counted: the runner's steps come on top of the SDK's and the fake's
-        assert 0 < int(hand_calls) < int(runner_calls), done.stdout
+        # (about 1,400 and 120 more with --quick; a count per run, or of every event, is far off)
+        assert 1_000 < int(hand_calls) < 3_000, done.stdout
+        assert int(hand_calls) < int(runner_calls) < int(hand_calls) + 400, done.stdout
         assert extra[:2] + extra[-1:] == "(+)", done.stdout
         assert float(extra[2:-1]) > 0, done.stdout
     assert "after/before, toolrunner's ratio to the hand loop:" in done.stdout
