@@ -107,27 +107,23 @@ def count_calls(contender: str, quick: bool) -> None:
 
 
 def calls_per_request(package: Path, contender: str, quick: bool) -> float:
-    environment = {**os.environ, "PYTHONPATH": str(package)}
-    command = [sys.executable, __file__, "--count-calls", contender, *(["--quick"] if quick else [])]
-    output = subprocess.run(command, check=True, capture_output=True, text=True, env=environment).stdout
-    answer = json.loads(output.strip().splitlines()[-1])
-    _check_package(answer, package)
-    return float(answer["calls"])
+    return in_child(package, "--count-calls", contender, quick)["calls"]
 
 
 def measure(package: Path, contender: str, quick: bool) -> float:
+    return in_child(package, "--child", contender, quick)["cpu"]
+
+
+def in_child(package: Path, mode: str, contender: str, quick: bool) -> dict[str, float]:
+    """Run this script as a child in ``mode`` with ``package`` on ``PYTHONPATH``; its figures."""
     environment = {**os.environ, "PYTHONPATH": str(package)}
-    command = [sys.executable, __file__, "--child", contender, *(["--quick"] if quick else [])]
+    command = [sys.executable, __file__, mode, contender, *(["--quick"] if quick else [])]
     output = subprocess.run(command, check=True, capture_output=True, text=True, env=environment).stdout
     answer = json.loads(output.strip().splitlines()[-1])
-    _check_package(answer, package)
-    return float(answer["cpu"])
-
-
-def _check_package(answer: dict[str, Any], package: Path) -> None:
-    where = Path(answer["package"]).parent
+    where = Path(answer.pop("package")).parent
     if where != package:  # the child must have run the package it was given, not an installed one
         raise SystemExit(f"before_after: the child imported toolrunner from {where}, not {package}")
+    return {key: float(value) for key, value in answer.items()}
 
 
 def main() -> None:
