@@ -152,7 +152,7 @@ class ToolResultAdapter:
             OSError: a path in ``value`` cannot be read.
         """
         if type(value) is str and type(self)._content is _MAPPING:  # text, nearly every result: no frames
-            text = self._text(value)  # what the general mapping does with text, for a subclass's _text too
+            text = self._text(value)  # as the general mapping does, with a subclass's own limit check too
             return text if type(text) is str and text.isascii() else sendable(text)
         return sendable(self._content(value))
 
