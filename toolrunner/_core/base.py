@@ -242,9 +242,10 @@ class CoreBase(Generic[ToolT]):
             self._folded = (messages, pending, history)
         return self._removed | self.kept_removals if self.kept_removals else self._removed
 
-    def tool_of(self, call: ToolCall) -> ToolT | None:
-        """The tool that runs ``call`` now: none if the run has none, or a tool change removed it."""
-        if call.toolset_name is None and call.name in self.removed():
+    def tool_of(self, call: ToolCall, removed: frozenset[str] | None = None) -> ToolT | None:
+        """The tool that runs ``call`` now: none if the run has none, or a tool change removed it
+        (``removed``: what ``removed()`` gives now, for a caller that has it already)."""
+        if call.toolset_name is None and call.name in (self.removed() if removed is None else removed):
             return None
         return self.tools.find(call)
 

@@ -95,4 +95,4 @@ def tool_result_block(
         block["content"] = content if type(content) is str and content.isascii() else sendable(content)
     if is_error:
         block["is_error"] = True
-    return cast("ToolResultBlockParam", block)
+    return block  # type: ignore[return-value]  # a ToolResultBlockParam (no cast call per result)

@@ -190,7 +190,7 @@ def ready_to_send(state: RunState, limits: Limits) -> RunState:
 
 def stream_opened(state: RunState) -> RunState:
     """A request's reply starts streaming; the body may steer while it holds the stream."""
-    return _journal_left(state).replace(phase=Phase.STREAMING, steered=False, calls={})
+    return sub_runs_kept(state).replace(phase=Phase.STREAMING, steered=False, calls={})
 
 
 def stream_abandoned(state: RunState) -> RunState:
@@ -198,7 +198,7 @@ def stream_abandoned(state: RunState) -> RunState:
     (what its calls started early gave is dropped with it)."""
     if state.phase is not Phase.STREAMING:
         return state
-    return _journal_left(state).replace(phase=Phase.READY, calls={})
+    return sub_runs_kept(state).replace(phase=Phase.READY, calls={})
 
 
 def reply_received(
@@ -212,7 +212,7 @@ def reply_received(
     streamed = state.phase is Phase.STREAMING
     phase = Phase.WITH_BODY if streamed or handed_over else Phase.RECEIVED
     if not streamed and state.calls:  # the journal of a turn the body went on past is emptied
-        state = _journal_left(state)
+        state = sub_runs_kept(state)
     return state.replace(
         phase=Phase.DONE if state.phase is Phase.DONE else phase,
         reply=reply,
@@ -355,7 +355,7 @@ def turn_finished(state: RunState, results: ToolResultMessage | None) -> RunStat
         container = container_param(params.get("container"), reply.container.id)
         if container is not params.get("container"):
             params = {**params, "container": container}
-    state = _journal_left(state).replace(
+    state = sub_runs_kept(state).replace(
         messages=messages, params=params, calls={}, phase=Phase.READY, end_reason=None
     )
     if state.final_answer is not None:
@@ -425,7 +425,7 @@ def resumed(state: RunState, *, may_run_again: Callable[[ToolCall], bool]) -> Ru
     otherwise it gets an ``is_error`` result saying it was interrupted
     and may or may not have taken effect. Finished calls keep their results and never run again."""
     if state.phase is Phase.STREAMING:
-        state = _journal_left(state).replace(phase=Phase.READY, calls={})
+        state = sub_runs_kept(state).replace(phase=Phase.READY, calls={})
     calls: dict[str, CallRecord] = {}
     for tool_use_id, record in state.calls.items():
         if record.status is CallStatus.STARTED:
@@ -439,12 +439,6 @@ def resumed(state: RunState, *, may_run_again: Callable[[ToolCall], bool]) -> Ru
             record = dataclasses.replace(record, status=CallStatus.FINISHED, result=interrupted(record.call))
         calls[tool_use_id] = record
     return state.replace(calls=calls)
-
-
-def _journal_left(state: RunState) -> RunState:
-    """Before the journal is emptied: what its sub-runs that have not ended leave for the life of
-    the run (their summaries, their audit: ``_core.tree_audit.sub_runs_kept``)."""
-    return sub_runs_kept(state) if state.calls else state
 
 
 def _finish(state: RunState, reason: EndReason) -> RunState:

@@ -249,12 +249,13 @@ class TurnCore(HooksCore[ToolT]):
         given = call.input if previous is None and self.hooks is None else self.input_of(call)
         if self.listener is not None and not _going_on(previous):
             self.emit(ToolCallStarted(call=call, early=early, input=None if given is call.input else given))
-        tool = self.tool_of(call)
+        removed = self.removed()  # once: the tool's lookup and the driver's execution both need it
+        tool = self.tool_of(call, removed)
         plan = None if tool is None else agent_plan_of(tool)
         try:
             if plan is None:
                 block, seconds = yield Execute(
-                    call, given, self.removed(), may_repeat=tool is None or tool.idempotent
+                    call, given, removed, may_repeat=tool is None or tool.idempotent
                 )
             else:  # a sub-agent: its run, inside this program (_core.subruns), timed by the driver's clock
                 clock = self.clock

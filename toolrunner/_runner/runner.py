@@ -233,10 +233,10 @@ class ToolRunner(TreeViews, Generic[ItemT]):
         return self
 
     async def __anext__(self) -> ItemT:
-        item = await self._performer.iterate()
+        item: ItemT | None = await self._performer.iterate()  # type: ignore[assignment]  # (no cast call per iteration)
         if item is None:
             raise StopAsyncIteration
-        return cast(ItemT, item)
+        return item
 
     # -- the run's state -----------------------------------------------------------------------------
 

@@ -29,11 +29,9 @@ class Stopped:
     """Set when a call stops, whoever runs it. Its ``anyio.Event`` is made only when another caller
     waits for it: nearly always nobody does, and a turn need not pay for one."""
 
-    __slots__ = ("_event", "_is_set")
-
-    def __init__(self) -> None:
-        self._event: anyio.Event | None = None
-        self._is_set = False
+    # Class-level defaults, not an ``__init__``: a call of every turn makes one, with no frame.
+    _event: anyio.Event | None = None
+    _is_set: bool = False
 
     def set(self) -> None:
         self._is_set = True
