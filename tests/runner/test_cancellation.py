@@ -500,7 +500,7 @@ async def test_leaving_the_events_block_early_cancels_the_loop_and_it_resumes() 
 # -- Ctrl-C in the blocking front end -----------------------------------------------------------------
 
 CTRL_C_SCRIPT = """
-import json, signal, threading
+import json, signal, sys, threading
 from toolrunner import SyncToolRunner, tool
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
@@ -531,8 +531,13 @@ runner = SyncToolRunner(fake.client(), model="claude-sonnet-4-6", max_tokens=64,
 before = set(threading.enumerate())
 interrupted = False
 try:
-    for _ in runner:
-        pass
+    if sys.argv[1] == "with":  # the loop inside the runner's block, which the interrupt leaves
+        with runner:
+            for _ in runner:
+                pass
+    else:
+        for _ in runner:
+            pass
 except KeyboardInterrupt:
     interrupted = True
 roles_after = [m["role"] for m in runner.messages]
@@ -544,14 +549,12 @@ print(json.dumps({"handled": handled.is_set(), "interrupted": interrupted, "role
 """
 
 
-@pytest.mark.skipif(
-    sys.platform == "win32", reason="signal.pthread_kill, which sends the SIGINT, is POSIX only"
-)
-def test_ctrl_c_in_a_sync_runner_loop_leaves_a_whole_history_and_it_resumes() -> None:
-    """Run in a subprocess: a KeyboardInterrupt that escaped would stop the whole test session."""
+def run_script(script: str, *args: str) -> dict[str, Any]:
+    """Run ``script`` in a subprocess (a KeyboardInterrupt that escaped would stop the whole test
+    session): what it printed last, which must be all it wrote (no traceback on stderr either)."""
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
-        [sys.executable, "-W", "error", "-c", CTRL_C_SCRIPT],
+        [sys.executable, "-W", "error", "-c", script, *args],
         cwd=root,
         capture_output=True,
         text=True,
@@ -559,11 +562,105 @@ def test_ctrl_c_in_a_sync_runner_loop_leaves_a_whole_history_and_it_resumes() ->
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert done.stderr == ""  # nothing printed behind the caller's back (an event loop's dying words)
+    outcome: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return outcome
+
+
+@pytest.mark.skipif(
+    sys.platform == "win32", reason="signal.pthread_kill, which sends the SIGINT, is POSIX only"
+)
+@pytest.mark.parametrize("where", ["for", "with"])
+def test_ctrl_c_in_a_sync_runner_loop_leaves_a_whole_history_and_it_resumes(where: str) -> None:
+    """Ctrl-C while a sync tool runs, in a ``for`` loop, and in one inside ``with runner:`` (whose
+    exit must not take the interrupt into the event loop, nor leave the runner before the call
+    stopped)."""
+    outcome = run_script(CTRL_C_SCRIPT, where)
     assert outcome["handled"]  # the main thread took the SIGINT while the tool ran
     assert outcome["interrupted"]  # and the for loop ended in a KeyboardInterrupt
     assert outcome["roles_after"] in (["user"], ["user", "assistant", "user"])  # whole turns only
     assert outcome["left"] == []  # the portal's thread ended with the loop
     assert outcome["runs"] == ["A"]  # the call finished, so resuming did not run it again
     assert outcome["requests"] == 2
+    assert outcome["roles_end"] == ["user", "assistant", "user", "assistant"]
+
+
+TOOL_INTERRUPTS_SCRIPT = """
+import json, sys
+import anyio
+from toolrunner import SyncToolRunner, ToolRunner, tool
+from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
+
+runs = []
+
+@tool
+def charge(invoice: str) -> str:
+    '''Charge an invoice; the first call raises the interrupt itself.'''
+    runs.append(invoice)
+    if runs.count(invoice) == 1:
+        raise ERROR
+    return "charged " + invoice
+
+@tool
+async def look(invoice: str) -> str:
+    '''Look an invoice up (a call beside the one that is interrupted).'''
+    runs.append("look " + invoice)
+    return "found " + invoice
+
+where, calls = sys.argv[1], [tool_call("charge", {"invoice": "A"}, id="tu_a")]
+if sys.argv[2] == "2":
+    calls.append(tool_call("look", {"invoice": "B"}, id="tu_b"))
+fake = FakeMessagesAPI([tool_reply(*calls), text_reply("Done.")])
+options = dict(model="claude-sonnet-4-6", max_tokens=64, messages=[{"role": "user", "content": "Pay."}],
+               tools=[charge, look])
+caught = None
+if where in ("asyncio", "trio"):  # the loop goes on after the interrupt, in the same event loop
+    async def main():
+        global caught, roles_after
+        async with fake.async_client() as client:
+            runner = ToolRunner(client, **options)
+            try:
+                await runner.until_done()
+            except BaseException as error:
+                caught = type(error).__name__
+            roles_after = [m["role"] for m in runner.messages]
+            await runner.until_done()
+        return runner
+    runner = anyio.run(main, backend=where)
+else:
+    runner = SyncToolRunner(fake.client(), **options)
+    try:
+        if where == "with":
+            with runner:
+                runner.until_done()
+        else:
+            runner.until_done()
+    except BaseException as error:
+        caught = type(error).__name__
+    roles_after = [m["role"] for m in runner.messages]
+    runner.until_done()
+print(json.dumps({"caught": caught, "roles_after": roles_after, "runs": sorted(runs), "requests": len(fake.requests),
+                  "end_reason": runner.end_reason, "roles_end": [m["role"] for m in runner.messages]}))
+"""
+
+
+@pytest.mark.parametrize("calls", [1, 2])
+@pytest.mark.parametrize("where", ["for", "with", "asyncio", "trio"])
+@pytest.mark.parametrize("error", ["KeyboardInterrupt", "SystemExit"])
+def test_a_tools_interrupt_reaches_the_caller_as_itself_and_the_run_resumes(
+    where: str, error: str, calls: int
+) -> None:
+    """On asyncio, an interrupt that leaves a task stops its event loop: the runner raises it in the
+    task that iterates (with several calls, once the others stopped), the blocking front end in the
+    caller's thread, as itself; nothing is appended, and the run goes on when iterated again."""
+    outcome = run_script(TOOL_INTERRUPTS_SCRIPT.replace("ERROR", error), where, str(calls))
+    assert outcome["caught"] == error
+    assert outcome["roles_after"] == ["user"]  # nothing appended: the reply's turn did not finish
+    # The interrupted call never finished, so the run ran it again; its sibling ran once or, if it
+    # was cut off before it finished (no store: nothing was saved), again.
+    assert outcome["runs"][:2] == ["A", "A"]
+    assert outcome["runs"][2:] in ([], ["look B"], ["look B", "look B"])
+    assert (calls == 2) == bool(outcome["runs"][2:])
+    assert outcome["requests"] == 2
+    assert outcome["end_reason"] == "model"
     assert outcome["roles_end"] == ["user", "assistant", "user", "assistant"]

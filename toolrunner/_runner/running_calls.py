@@ -147,14 +147,23 @@ async def _run_all(calls: Sequence[ToolCall], run: Callable[[ToolCall], Coroutin
     """Run ``calls`` at once. A call whose program fails (a save refused or failing around it)
     does not stop the others: a tool that began may have acted, so it runs to its end and its
     result is journaled; the first failure is raised once all have stopped. A cancellation still
-    stops them all (and the core answers each call it cut off)."""
+    stops them all (and the core answers each call it cut off), and so does an interrupt a tool
+    raises (``KeyboardInterrupt``, ``SystemExit``), which is raised once all have stopped: taken
+    out of the call's task, since on asyncio one that leaves a task also stops the event loop."""
     failures: list[Exception] = []
+    interrupts: list[BaseException] = []
+    cancelled = anyio.get_cancelled_exc_class()
 
     async def settled(call: ToolCall) -> None:
         try:
             await run(call)
         except Exception as error:
             failures.append(error)
+        except cancelled:
+            raise
+        except BaseException as interrupt:
+            interrupts.append(interrupt)
+            group.cancel_scope.cancel()  # the other calls stop, as for a cancellation
 
     try:
         async with anyio.create_task_group() as group:
@@ -162,6 +171,8 @@ async def _run_all(calls: Sequence[ToolCall], run: Callable[[ToolCall], Coroutin
                 group.start_soon(settled, call)
     except BaseExceptionGroup as error:
         raise_single(error)
+    if interrupts:
+        raise interrupts[0]
     if failures:
         first = failures[0]
         others = {id(error): error for error in failures[1:] if error is not first}

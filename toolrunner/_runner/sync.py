@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from functools import partial
@@ -18,6 +19,7 @@ from types import TracebackType
 from typing import Any, Generic, Literal, Self, TypeAlias, cast, overload
 
 import anthropic
+import anyio
 from anthropic.lib.streaming import BetaMessageStream, MessageStream
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from typing_extensions import TypeVar, Unpack
@@ -281,6 +283,11 @@ class SyncToolRunner(Generic[SyncItemT]):
         """Leave the runner as ``async with`` does (see ``ToolRunner``): the tools close, and the
         loop ends, unless the run waits for a decision or the block is left by an exception."""
         block, self._block = self._block, None
+        if exc is not None and not isinstance(exc, Exception):
+            # Raised in this thread (Ctrl-C, SystemExit), so not the event loop's to raise: on asyncio,
+            # an interrupt that leaves a task stops the loop. The runner learns that the block failed
+            # (the run stays resumable), and the exception goes on from here, as itself.
+            exc_type, exc, tb = _BlockInterrupted, _BlockInterrupted(repr(exc)), None
         try:
             if block is not None:
                 block.__exit__(exc_type, exc, tb)
@@ -299,7 +306,7 @@ class SyncToolRunner(Generic[SyncItemT]):
         with self._open_portal() as portal:
             self._iterating = True
             try:
-                while (message := portal.call(self._next)) is not None:
+                while (message := _step(portal, self._next)) is not None:
                     yield cast(SyncItemT, message)
             finally:
                 self._iterating = False
@@ -314,9 +321,9 @@ class SyncToolRunner(Generic[SyncItemT]):
 
     def _call(self, function: Callable[[], Awaitable[T]]) -> T:
         if self._portal is not None:  # inside a ``for`` loop over this runner
-            return self._portal.call(function)
+            return _step(self._portal, function)
         with self._open_portal() as portal:
-            return portal.call(function)
+            return _step(portal, function)
 
     @contextmanager
     def _open_portal(self) -> Generator[BlockingPortal]:
@@ -336,6 +343,53 @@ class SyncToolRunner(Generic[SyncItemT]):
                 yield portal
             finally:
                 self._portal = None
+
+
+class _BlockInterrupted(Exception):
+    """What the runner's exit is told when ``with runner:`` is left by an interrupt of the caller's
+    thread (``KeyboardInterrupt``, ``SystemExit``): that the block failed, not the interrupt itself."""
+
+
+def _step(portal: BlockingPortal, function: Callable[[], Awaitable[T]]) -> T:
+    """Run one step of the async runner in the portal's event loop, and wait for it.
+
+    An interrupt the step raises in the loop's thread (a tool's ``KeyboardInterrupt`` or
+    ``SystemExit``) is carried out of the loop, which on asyncio it would stop, and raised here as
+    itself. If this thread's wait is interrupted (Ctrl-C), the step is cancelled and waited for
+    before the interrupt goes on: a sync tool that is running finishes in its thread and its result
+    is kept, and nothing of the run is left running behind the caller (a ``with runner:`` block
+    leaves the runner after the step stopped).
+    """
+    stopped = threading.Event()
+
+    async def step() -> tuple[T | None, BaseException | None]:
+        try:
+            return await function(), None
+        except (anyio.get_cancelled_exc_class(), Exception):
+            raise
+        except BaseException as interrupt:  # KeyboardInterrupt, SystemExit, from a tool
+            return None, interrupt
+        finally:
+            stopped.set()
+
+    future = portal.start_task_soon(step)
+    try:
+        value, interrupt = future.result()
+    except BaseException:
+        if future.cancel():  # not done: this thread's wait was interrupted, and the step goes on
+            while not stopped.wait(0.1):  # (a second Ctrl-C stops the wait)
+                try:
+                    portal.call(_nothing)
+                except RuntimeError:  # the portal stopped: nothing of the step runs any more
+                    break
+        raise
+    if interrupt is not None:
+        raise interrupt
+    return cast(T, value)
+
+
+def _nothing() -> None:
+    """Run in the portal to ask whether it still runs (``BlockingPortal.call`` raises if not)."""
 
 
 def _refuse_eager_streams(stream: bool, options: Mapping[str, object]) -> None:
