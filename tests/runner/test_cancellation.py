@@ -31,7 +31,7 @@ from tests.support.reliability_helpers import (
     skeleton,
     worker_threads_idle,
 )
-from toolrunner import ToolRunner, tool
+from toolrunner import MemoryCheckpointer, SQLiteCheckpointer, ToolRunner, tool
 from toolrunner.testing import (
     FakeMessagesAPI,
     RecordedRequest,
@@ -233,6 +233,57 @@ async def test_move_on_after_while_sync_tools_run_waits_for_them_and_keeps_their
             await runner.until_done()
     assert skeleton(runner.messages) == expected
     assert charges == {"A": 1, "B": 1}  # the finished calls were not run again
+
+
+@pytest.mark.parametrize("calls", [1, 2])
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_results_waited_for_after_a_cancellation_are_saved_and_a_resume_from_the_store_gets_them(
+    store: str, calls: int, tmp_path: Path
+) -> None:
+    """The sync tools ran to their end after the cancellation (each in its thread), so their
+    results are saved before the cancellation goes on: a run resumed from the store (as a new
+    process would) hands the model those results, not an "interrupted" answer, and runs nothing
+    again. Before, the save after each result was cancelled at its first await."""
+    started = threading.Barrier(calls + 1, timeout=GUARD)  # the calls and the test
+    release = threading.Event()
+
+    @tool
+    def pay_slowly(invoice: str) -> str:
+        """Pay an invoice, slowly."""
+        started.wait()
+        release.wait(GUARD)
+        charges[invoice] += 1
+        return f"paid {invoice}"
+
+    invoices = "AB"[:calls]
+    script = [
+        tool_reply(*(tool_call("pay_slowly", {"invoice": name}, id=f"tu_{name}") for name in invoices)),
+        text_reply("Paid."),
+    ]
+    checkpointer = MemoryCheckpointer() if store == "memory" else SQLiteCheckpointer(tmp_path / "runs.db")
+    fake = FakeMessagesAPI(script)
+    async with fake.async_client() as client:
+        runner = runner_for(client, pay_slowly, checkpointer=checkpointer, run_id="pay")
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as group:
+
+                async def cancel_when_running() -> None:
+                    await anyio.to_thread.run_sync(started.wait)
+                    scope.cancel()
+                    release.set()  # the threads finish; the runner waits for them
+
+                group.start_soon(cancel_when_running)
+                await runner.until_done()
+        assert scope.cancelled_caught
+        assert charges == dict.fromkeys(invoices, 1)
+        if store == "sqlite":  # the store as a new process finds it: a new connection
+            checkpointer = SQLiteCheckpointer(tmp_path / "runs.db")
+        resumed = await ToolRunner.resume(client, checkpointer=checkpointer, run_id="pay", tools=[pay_slowly])
+        with anyio.fail_after(GUARD):
+            await resumed.until_done()
+    assert charges == dict.fromkeys(invoices, 1)  # nothing ran again
+    answered = [(block["tool_use_id"], block["content"]) for block in resumed.messages[2]["content"]]
+    assert answered == [(f"tu_{name}", f"paid {name}") for name in invoices]
 
 
 async def test_a_sync_tool_with_a_timeout_is_waited_for_on_outer_cancellation_and_not_run_again() -> None:
@@ -500,8 +551,9 @@ async def test_leaving_the_events_block_early_cancels_the_loop_and_it_resumes() 
 # -- Ctrl-C in the blocking front end -----------------------------------------------------------------
 
 CTRL_C_SCRIPT = """
-import json, signal, sys, threading
-from toolrunner import SyncToolRunner, tool
+import json, signal, sys, tempfile, threading
+from pathlib import Path
+from toolrunner import SQLiteCheckpointer, SyncToolRunner, tool
 from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
 
 runs = []
@@ -526,8 +578,11 @@ def charge(invoice: str) -> str:
     return "charged " + invoice
 
 fake = FakeMessagesAPI([tool_reply(tool_call("charge", {"invoice": "A"}, id="tu_a")), text_reply("Done.")])
+# With a store, the run goes on from it, as a new process would (the store is a new connection).
+database = Path(tempfile.mkdtemp()) / "runs.db" if sys.argv[2] == "store" else None
+saving = {} if database is None else {"checkpointer": SQLiteCheckpointer(database), "run_id": "pay"}
 runner = SyncToolRunner(fake.client(), model="claude-sonnet-4-6", max_tokens=64,
-                        messages=[{"role": "user", "content": "Pay."}], tools=[charge])
+                        messages=[{"role": "user", "content": "Pay."}], tools=[charge], **saving)
 before = set(threading.enumerate())
 interrupted = False
 try:
@@ -542,10 +597,14 @@ except KeyboardInterrupt:
     interrupted = True
 roles_after = [m["role"] for m in runner.messages]
 left = [t.name for t in threading.enumerate() if t not in before and not t.name.startswith("AnyIO worker")]
+if database is not None:
+    runner = SyncToolRunner.resume(fake.client(), checkpointer=SQLiteCheckpointer(database), run_id="pay",
+                                   tools=[charge])
 runner.until_done()
 print(json.dumps({"handled": handled.is_set(), "interrupted": interrupted, "roles_after": roles_after,
                   "left": left, "runs": runs, "requests": len(fake.requests),
-                  "roles_end": [m["role"] for m in runner.messages]}))
+                  "roles_end": [m["role"] for m in runner.messages],
+                  "result": runner.messages[2]["content"][0]["content"]}))
 """
 
 
@@ -570,12 +629,14 @@ def run_script(script: str, *args: str) -> dict[str, Any]:
 @pytest.mark.skipif(
     sys.platform == "win32", reason="signal.pthread_kill, which sends the SIGINT, is POSIX only"
 )
+@pytest.mark.parametrize("store", ["no store", "store"])
 @pytest.mark.parametrize("where", ["for", "with"])
-def test_ctrl_c_in_a_sync_runner_loop_leaves_a_whole_history_and_it_resumes(where: str) -> None:
+def test_ctrl_c_in_a_sync_runner_loop_leaves_a_whole_history_and_it_resumes(where: str, store: str) -> None:
     """Ctrl-C while a sync tool runs, in a ``for`` loop, and in one inside ``with runner:`` (whose
     exit must not take the interrupt into the event loop, nor leave the runner before the call
-    stopped)."""
-    outcome = run_script(CTRL_C_SCRIPT, where)
+    stopped). With a store, the run goes on from the store: the call finished, so its result was
+    saved although the step was cancelled, and the model gets it, not an "interrupted" answer."""
+    outcome = run_script(CTRL_C_SCRIPT, where, store)
     assert outcome["handled"]  # the main thread took the SIGINT while the tool ran
     assert outcome["interrupted"]  # and the for loop ended in a KeyboardInterrupt
     assert outcome["roles_after"] in (["user"], ["user", "assistant", "user"])  # whole turns only
@@ -583,6 +644,7 @@ def test_ctrl_c_in_a_sync_runner_loop_leaves_a_whole_history_and_it_resumes(wher
     assert outcome["runs"] == ["A"]  # the call finished, so resuming did not run it again
     assert outcome["requests"] == 2
     assert outcome["roles_end"] == ["user", "assistant", "user", "assistant"]
+    assert outcome["result"] == "charged A"
 
 
 TOOL_INTERRUPTS_SCRIPT = """

@@ -208,17 +208,18 @@ class DecisionsCore(WindowCore[ToolT]):
                 + ". A decision saved to the store first stands; iterate the runner again to go on."
             )
 
-    def _save(self, starting: str | None = None) -> Program[None]:
+    def _save(self, starting: str | None = None, *, shielded: bool = False) -> Program[None]:
         """Save. A save refused because decisions were taken through the store since the last one
         (the run was paused there, and the loop body steered or closed it before going on) takes
         them over (``_adopt``) and saves again: a decision through the store is never lost, and
         never stops the run. A run without a store (not ``durable``) has nothing to save: no
-        ``Save`` is yielded, and none of its steps waits on one."""
+        ``Save`` is yielded, and none of its steps waits on one. ``shielded``: written even while
+        the task is cancelled (a result that cannot be had again: ``TurnCore.call``)."""
         if not self.durable:
             return
         while True:
             try:
-                yield self._save_effect(starting)
+                yield self._save_effect(starting, shielded=shielded)
             except DecidedMeanwhileError:
                 decided: Mapping[str, CallRecord] = yield ReadDecisions(pending_calls(self.state))
                 self._adopt(decided)

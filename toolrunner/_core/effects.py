@@ -104,8 +104,8 @@ class Save:
     written: ``RunCore.saveable``). ``starting``: the call this save journals as started, which
     begins once it is written. ``history_replaced``: the history was replaced since the last save
     that was written (the store writes all of it again, not only what was appended). ``shielded``:
-    a save that records why a step failed; it is done even while the task is cancelled, and its
-    own failure is the core's to ignore."""
+    a save that is done even while the task is cancelled: a call's result (the tool ran; it cannot
+    be had again), or why a step failed (then its own failure is the core's to ignore)."""
 
     state: Callable[[], RunState]
     starting: str | None = None

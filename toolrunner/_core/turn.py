@@ -274,7 +274,10 @@ class TurnCore(HooksCore[ToolT]):
             raise
         self._finished(call, block, seconds)
         if self.durable:
-            yield from self._save()
+            # Shielded: the tool ran to its end (a sync tool finishes in its thread even when the
+            # task is cancelled), so its result is written before a cancellation goes on; else the
+            # store would hold the call started, and a resume would answer it as interrupted.
+            yield from self._save(shielded=True)
 
     def _sub_agent(
         self, call: ToolCall, input: object, plan: AgentPlan
