@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from tests.support.helpers import (
     MODEL,
     USER,
     make_runner,
+    make_sync_runner,
     plain,
     replays_recorded_models,
     results_of,
@@ -333,3 +335,72 @@ async def test_a_sequential_tool_never_starts_while_the_reply_streams() -> None:
                 if event.type == "message_stop":
                     log.append("message_stop")
     assert log.index("start Paris") < log.index("message_stop") < log.index("migrate 1")
+
+
+# -- close() from the body -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("closing", ["close", "aclose"])
+async def test_close_keeps_the_reply_of_a_stream_the_body_read_to_its_end(closing: str) -> None:
+    """A stream the body read to its end is a complete reply the body holds: ``close()`` appends it
+    (its tools do not run) and it counts, as without a stream (docs/lifecycle.md)."""
+    fake = FakeMessagesAPI(script())
+    runner = streaming(fake)
+    async for stream in runner:
+        async for _ in stream:
+            pass
+        if closing == "close":
+            runner.close()
+        else:
+            await runner.aclose()
+    assert runs == {}  # its tools did not run
+    assert roles(runner.messages) == ["user", "assistant"]
+    kept = runner.messages[-1]["content"]
+    assert [block["type"] for block in kept] == ["text", "tool_use", "tool_use"]
+    assert runner.state.end_reason == "closed"
+    assert len(runner.state.usage) == 1  # the reply counts
+    assert [item async for item in runner] == []  # iterating again yields nothing
+    assert len(fake.requests) == 1
+
+
+@pytest.mark.parametrize("read", ["nothing", "the first event"])
+async def test_close_drops_a_stream_the_body_did_not_read_to_its_end(read: str) -> None:
+    fake = FakeMessagesAPI(script())
+    runner = streaming(fake)
+    async for stream in runner:
+        if read == "the first event":
+            async with aclosing(stream.__aiter__()) as events:  # closed at once, as trio wants
+                async for _ in events:
+                    break
+        runner.close()
+    assert roles(runner.messages) == ["user"]  # the reply was not complete: nothing appended
+    assert runner.state.end_reason == "closed"
+    assert runs == {}
+    await runner.aclose()  # the stream closes
+
+
+def test_close_keeps_the_reply_of_a_sync_stream_the_body_read_to_its_end() -> None:
+    fake = FakeMessagesAPI(script())
+    runner = make_sync_runner(fake, get_weather, stream=True)
+    for stream in runner:
+        for _ in stream:
+            pass
+        runner.close()
+    assert roles(runner.messages) == ["user", "assistant"]
+    assert runner.state.end_reason == "closed"
+    assert runs == {}
+
+
+async def test_close_after_a_stream_read_to_its_end_keeps_no_reply_the_check_refuses() -> None:
+    """Two tool_use blocks with one id: the reply is refused whoever reads it (``check_reply``), so
+    ``close()`` appends nothing and raises nothing."""
+    twice = tool_call("get_weather", {"city": "Paris"}, id="toolu_same")
+    fake = FakeMessagesAPI([tool_reply(twice, twice), text_reply("never sent")])
+    runner = streaming(fake)
+    async for stream in runner:
+        async for _ in stream:
+            pass
+        runner.close()
+    assert roles(runner.messages) == ["user"]
+    assert runner.state.end_reason == "closed"
+    assert runs == {}

@@ -41,7 +41,7 @@ from anthropic.types import ToolResultBlockParam
 from .base import Elided, Tools, ToolT
 from .decisions import decided_event as decided_event
 from .effects import DropStream, LoopStopped, OpenStream, OpenTools, Program, Request, Send
-from .errors import ApprovalError, ToolRunnerError, message_of
+from .errors import ApprovalError, MalformedReplyError, ToolRunnerError, message_of
 from .message_checks import check_history
 from .reasons import (
     DENIED as DENIED,
@@ -259,11 +259,19 @@ class RunCore(TurnCore[ToolT]):
         else:
             self.make_current(self.state.replace(**changes))
 
-    def close(self) -> None:
+    def close(self, read_whole: Reply | None = None) -> None:
         """End the loop (``closed``): now, or, while a step is under way (from a callback or
         another task), once that step finished whole (a request's reply is kept, its tools not run;
-        a turn's tools finish and their results are appended). Every driver's ``close()``."""
+        a turn's tools finish and their results are appended). Every driver's ``close()``.
+
+        ``read_whole``: the reply of the stream the body holds, if the body read that stream to its
+        end (the driver knows; no I/O is needed to have it). It is a complete reply the body holds,
+        so it is kept as one is without a stream; a stream not read to its end is dropped."""
         if self.stepping:
             self.closing = True
-        else:
-            self.make_current(closed(self.state))
+            return
+        if read_whole is not None and self.state.phase is Phase.STREAMING:
+            # A reply the check refuses is not kept, as when the runner reads the stream.
+            with contextlib.suppress(MalformedReplyError):
+                self._accept(read_whole, streamed=True)
+        self.make_current(closed(self.state))

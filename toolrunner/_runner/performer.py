@@ -150,10 +150,16 @@ class Performer:
         finally:
             self.advancing = False
 
+    def close_now(self) -> None:
+        """``ToolRunner.close``: the loop ends (``RunCore.close``), with the reply of a stream the
+        body read to its end."""
+        watch = self._open
+        self._core.close(None if watch is None else watch.read_whole())
+
     async def close(self) -> None:
         """``ToolRunner.aclose``: the loop ends; an unread stream is closed, tools started early are
         cancelled, the state is saved, and the tools close unless the runner is entered."""
-        self._core.close()
+        self.close_now()
         with anyio.CancelScope(shield=True):
             await self.drive(self._core.abandon_stream())
             await self.drive(self._core.save())

@@ -434,14 +434,15 @@ class ToolRunner(TreeViews, Generic[ItemT]):
 
     def close(self) -> None:
         """End the loop now. A complete reply that the body holds is appended if the body left
-        the history unchanged, but its tool calls are not run. An unread stream is dropped (use
-        ``async with`` or ``aclose()`` to close it at once). Idempotent.
+        the history unchanged, but its tool calls are not run; so is the reply of a stream the body
+        read to its end. A stream not read to its end is dropped (use ``async with`` or
+        ``aclose()`` to close it at once). Idempotent.
 
         Called from another task while the runner is busy, it lets the step under way finish
         whole (a request's reply is appended, without running its tools; a turn's tools finish and
         their results are appended), then ends the loop.
         """
-        self._core.close()
+        self._performer.close_now()
 
     async def aclose(self) -> None:
         """``close()``, and also close an unread stream and cancel tools started early."""

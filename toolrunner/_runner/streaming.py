@@ -51,6 +51,14 @@ class StreamWatch:
         """Given the stream's final message when ``message_stop`` arrives (a typed answer's
         ``parsed_output`` is set on it then, as the SDK's stream sets it: ``_core.output``)."""
 
+    def read_whole(self) -> Message | BetaMessage | None:
+        """The reply, if whoever read the stream read it to its end (``message_stop`` arrived, and
+        nothing failed); ``None`` otherwise. Reads nothing."""
+        if not self.complete or self.error is not None:
+            return None
+        message: Message | BetaMessage = self.stream.current_message_snapshot
+        return message
+
     async def final_message(self) -> Message | BetaMessage:
         """The reply, reading what is left of the stream; raises what broke the stream."""
         if self.error is not None:  # the body saw the stream fail
