@@ -647,6 +647,107 @@ def test_ctrl_c_in_a_sync_runner_loop_leaves_a_whole_history_and_it_resumes(wher
     assert outcome["result"] == "charged A"
 
 
+CTRL_C_THRICE_SCRIPT = """
+import json, signal, sys, threading, time
+from toolrunner import SyncToolRunner, tool
+from toolrunner.testing import FakeMessagesAPI, text_reply, tool_call, tool_reply
+
+runs = []
+handled = []
+main = threading.main_thread()
+
+def on_ctrl_c(signum, frame):
+    handled.append(signum)
+    raise KeyboardInterrupt
+
+signal.signal(signal.SIGINT, on_ctrl_c)
+
+def waits(*calls):
+    '''Whether the main thread is blocked in ``calls`` (innermost first, then its callers), as its
+    frames say: the state to press the next Ctrl-C in.'''
+    frame, names = sys._current_frames().get(main.ident), []
+    while frame is not None and len(names) < len(calls):
+        names.append(frame.f_code.co_name)
+        frame = frame.f_back
+    return tuple(names) == calls
+
+def leaving_the_loop():
+    '''Whether the main thread waits for the loop's thread as the ``for`` loop is left.'''
+    frame, names = sys._current_frames().get(main.ident), []
+    while frame is not None:
+        names.append(frame.f_code.co_name)
+        frame = frame.f_back
+    return bool(names) and names[0] in ("wait", "_wait_for_tstate_lock") and "_iterate" in names and "_step" not in names
+
+def ctrl_c_when(ready):
+    deadline = time.monotonic() + 30  # only reached when something is broken
+    while not ready() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    count = len(handled)
+    signal.pthread_kill(main.ident, signal.SIGINT)
+    while len(handled) == count and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+release = threading.Event()
+
+@tool
+def charge(invoice: str) -> str:
+    '''Charge an invoice; Ctrl-C is pressed three times while the first call runs.'''
+    runs.append(invoice)
+    if len(runs) == 1:
+        ctrl_c_when(lambda: waits("wait", "result", "_step"))  # 1: the wait for the step: it is cancelled
+        ctrl_c_when(lambda: waits("wait", "wait", "_step"))  # 2: the wait for it to stop: it stops behind
+        ctrl_c_when(leaving_the_loop)  # 3: the wait for the loop's thread as the loop is left: it escapes
+        release.wait(timeout=30)  # still running when the caller tries again
+    return "charged " + invoice
+
+fake = FakeMessagesAPI([tool_reply(tool_call("charge", {"invoice": "A"}, id="tu_a")), text_reply("Done.")])
+runner = SyncToolRunner(fake.client(), model="claude-sonnet-4-6", max_tokens=64,
+                        messages=[{"role": "user", "content": "Pay."}], tools=[charge])
+interrupted = False
+try:
+    for _ in runner:
+        pass
+except KeyboardInterrupt:
+    interrupted = True
+running = not release.is_set()
+# The tool ends once the retry waits for the step to stop (Event.wait in _step), which it must do,
+# not fail; a retry that does not wait fails while the tool still runs.
+def release_when_the_retry_waits():
+    deadline = time.monotonic() + 30
+    while not waits("wait", "wait", "_step") and time.monotonic() < deadline:
+        time.sleep(0.001)
+    release.set()
+
+threading.Thread(target=release_when_the_retry_waits, daemon=True).start()
+retried = None
+try:
+    runner.until_done()
+except Exception as error:
+    retried = type(error).__name__ + ": " + str(error)
+release.set()
+print(json.dumps({"interrupted": interrupted, "presses": len(handled), "running": running, "retried": retried,
+                  "runs": runs, "roles": [m["role"] for m in runner.messages]}))
+"""
+
+
+@pytest.mark.skipif(
+    sys.platform == "win32", reason="signal.pthread_kill, which sends the SIGINT, is POSIX only"
+)
+def test_after_ctrl_c_pressed_three_times_a_retry_waits_for_the_step_still_stopping() -> None:
+    """Ctrl-C three times while a sync tool runs: the third escapes while the step still stops
+    (its tool runs on in its thread). Trying again at once (a REPL's next line) waits for that step
+    to end and goes on, instead of failing with "already advancing in another task"; the call
+    does not run again."""
+    outcome = run_script(CTRL_C_THRICE_SCRIPT)
+    assert outcome["interrupted"]
+    assert outcome["presses"] == 3
+    assert outcome["running"]  # the tool still ran when the caller tried again
+    assert outcome["retried"] is None
+    assert outcome["runs"] == ["A"]
+    assert outcome["roles"] == ["user", "assistant", "user", "assistant"]
+
+
 TOOL_INTERRUPTS_SCRIPT = """
 import json, sys
 import anyio

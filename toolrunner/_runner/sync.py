@@ -83,6 +83,7 @@ class SyncToolRunner(Generic[SyncItemT]):
         self._portal: BlockingPortal | None = None
         self._block: ExitStack | None = None  # inside ``with runner:``: the portal and the entered runner
         self._iterating = False
+        self._left_running: threading.Event | None = None  # a step an interrupt left stopping (``_step``)
 
     # fmt: off
     @overload
@@ -126,6 +127,7 @@ class SyncToolRunner(Generic[SyncItemT]):
         sync._portal = None
         sync._block = None
         sync._iterating = False
+        sync._left_running = None
         return sync
 
     @property
@@ -306,7 +308,7 @@ class SyncToolRunner(Generic[SyncItemT]):
         with self._open_portal() as portal:
             self._iterating = True
             try:
-                while (message := _step(portal, self._next)) is not None:
+                while (message := self._step(portal, self._next)) is not None:
                     yield cast(SyncItemT, message)
             finally:
                 self._iterating = False
@@ -321,9 +323,56 @@ class SyncToolRunner(Generic[SyncItemT]):
 
     def _call(self, function: Callable[[], Awaitable[T]]) -> T:
         if self._portal is not None:  # inside a ``for`` loop over this runner
-            return _step(self._portal, function)
+            return self._step(self._portal, function)
         with self._open_portal() as portal:
-            return _step(portal, function)
+            return self._step(portal, function)
+
+    def _step(self, portal: BlockingPortal, function: Callable[[], Awaitable[T]]) -> T:
+        """Run one step of the async runner in the portal's event loop, and wait for it.
+
+        An interrupt the step raises in the loop's thread (a tool's ``KeyboardInterrupt`` or
+        ``SystemExit``) is carried out of the loop, which on asyncio it would stop, and raised here
+        as itself. If this thread's wait is interrupted (Ctrl-C), the step is cancelled and waited
+        for before the interrupt goes on: a sync tool that is running finishes in its thread and its
+        result is kept, and nothing of the run is left running behind the caller (a ``with
+        runner:`` block leaves the runner after the step stopped). A second Ctrl-C stops that wait:
+        the step then goes on stopping behind the caller, and the next step waits for its end
+        first, so it is not taken for another task advancing the runner.
+        """
+        left = self._left_running
+        if left is not None:
+            left.wait()  # interruptible (Ctrl-C): then it is still the one to wait for
+            self._left_running = None
+        stopped = threading.Event()
+
+        async def step() -> tuple[T | None, BaseException | None]:
+            try:
+                return await function(), None
+            except (anyio.get_cancelled_exc_class(), Exception):
+                raise
+            except BaseException as interrupt:  # KeyboardInterrupt, SystemExit, from a tool
+                return None, interrupt
+            finally:
+                stopped.set()
+
+        future = portal.start_task_soon(step)
+        try:
+            value, interrupt = future.result()
+        except BaseException:
+            if future.cancel():  # not done: this thread's wait was interrupted, and the step goes on
+                try:
+                    while not stopped.wait(0.1):
+                        try:
+                            portal.call(_nothing)
+                        except RuntimeError:  # the portal stopped: nothing of the step runs any more
+                            break
+                except BaseException:  # a second Ctrl-C: the step stops behind the caller
+                    self._left_running = stopped
+                    raise
+            raise
+        if interrupt is not None:
+            raise interrupt
+        return cast(T, value)
 
     @contextmanager
     def _open_portal(self) -> Generator[BlockingPortal]:
@@ -348,44 +397,6 @@ class SyncToolRunner(Generic[SyncItemT]):
 class _BlockInterrupted(Exception):
     """What the runner's exit is told when ``with runner:`` is left by an interrupt of the caller's
     thread (``KeyboardInterrupt``, ``SystemExit``): that the block failed, not the interrupt itself."""
-
-
-def _step(portal: BlockingPortal, function: Callable[[], Awaitable[T]]) -> T:
-    """Run one step of the async runner in the portal's event loop, and wait for it.
-
-    An interrupt the step raises in the loop's thread (a tool's ``KeyboardInterrupt`` or
-    ``SystemExit``) is carried out of the loop, which on asyncio it would stop, and raised here as
-    itself. If this thread's wait is interrupted (Ctrl-C), the step is cancelled and waited for
-    before the interrupt goes on: a sync tool that is running finishes in its thread and its result
-    is kept, and nothing of the run is left running behind the caller (a ``with runner:`` block
-    leaves the runner after the step stopped).
-    """
-    stopped = threading.Event()
-
-    async def step() -> tuple[T | None, BaseException | None]:
-        try:
-            return await function(), None
-        except (anyio.get_cancelled_exc_class(), Exception):
-            raise
-        except BaseException as interrupt:  # KeyboardInterrupt, SystemExit, from a tool
-            return None, interrupt
-        finally:
-            stopped.set()
-
-    future = portal.start_task_soon(step)
-    try:
-        value, interrupt = future.result()
-    except BaseException:
-        if future.cancel():  # not done: this thread's wait was interrupted, and the step goes on
-            while not stopped.wait(0.1):  # (a second Ctrl-C stops the wait)
-                try:
-                    portal.call(_nothing)
-                except RuntimeError:  # the portal stopped: nothing of the step runs any more
-                    break
-        raise
-    if interrupt is not None:
-        raise interrupt
-    return cast(T, value)
 
 
 def _nothing() -> None:
