@@ -11,6 +11,7 @@ here.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -284,6 +285,114 @@ async def test_results_waited_for_after_a_cancellation_are_saved_and_a_resume_fr
     assert charges == dict.fromkeys(invoices, 1)  # nothing ran again
     answered = [(block["tool_use_id"], block["content"]) for block in resumed.messages[2]["content"]]
     assert answered == [(f"tu_{name}", f"paid {name}") for name in invoices]
+
+
+@pytest.mark.parametrize(
+    "anyio_backend", ["asyncio"]
+)  # asyncio's own cancellation, which a shield does not stop
+@pytest.mark.parametrize("store", [None, "memory"])
+@pytest.mark.parametrize("how", ["task.cancel()", "asyncio.timeout"])
+async def test_asyncios_own_cancellation_while_a_sync_tool_runs_waits_for_it_and_keeps_its_result(
+    how: str, store: str | None
+) -> None:
+    """``task.cancel()`` and ``asyncio.timeout`` reach through the shield that holds anyio's cancel
+    scopes off a sync tool's thread. The runner holds such a cancellation back until the tool
+    finished, keeps its result (journaled, and saved with a store), then raises it: the caller
+    gets its ``CancelledError`` or ``TimeoutError``, and the call never runs again (before, it ran
+    twice without a store, and was answered "interrupted" with one)."""
+    started = threading.Event()
+    release = threading.Event()
+
+    @tool
+    def charge_card(invoice: str) -> str:
+        """Charge the card for an invoice."""
+        started.set()
+        release.wait(GUARD)
+        charges[invoice] += 1
+        return f"charged {invoice}"
+
+    checkpointer = None if store is None else MemoryCheckpointer()
+    saving: dict[str, Any] = {} if checkpointer is None else {"checkpointer": checkpointer, "run_id": "pay"}
+    fake = FakeMessagesAPI(
+        [tool_reply(tool_call("charge_card", {"invoice": "A"}, id="tu_a")), text_reply("Paid.")]
+    )
+    async with fake.async_client() as client:
+        runner = runner_for(client, charge_card, **saving)
+
+        async def cancel_while_it_runs(cancel: Callable[[], object]) -> None:
+            await anyio.to_thread.run_sync(started.wait, GUARD)
+            cancel()
+            for _ in range(5):  # the cancellation reaches the runner's task (a few turns of the loop)
+                await asyncio.sleep(0)
+            release.set()
+
+        if how == "task.cancel()":
+            task = asyncio.ensure_future(runner.until_done())
+            helper = asyncio.ensure_future(cancel_while_it_runs(task.cancel))
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await helper
+        else:
+            deadline = asyncio.timeout(None)
+            helper = asyncio.ensure_future(
+                cancel_while_it_runs(lambda: deadline.reschedule(asyncio.get_running_loop().time()))
+            )
+            with pytest.raises(TimeoutError):
+                async with deadline:
+                    await runner.until_done()
+            await helper
+        assert charges == {"A": 1}
+        if checkpointer is not None:  # the result was saved before the cancellation went on
+            runner = await ToolRunner.resume(
+                client, checkpointer=checkpointer, run_id="pay", tools=[charge_card]
+            )
+        with anyio.fail_after(GUARD):
+            await runner.until_done()
+    assert charges == {"A": 1}  # not run again
+    assert runner.messages[2]["content"][0]["content"] == "charged A"
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_asyncios_own_cancellation_before_a_worker_thread_took_the_call_goes_on_at_once() -> None:
+    """Every worker thread busy (the limiter's one token held): the call waits for a thread, and a
+    ``task.cancel()`` then stops it at once, since the tool never began; the call runs, once, when
+    the runner is iterated again."""
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    tokens = limiter.total_tokens
+    busy, free = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    @tool
+    def charge_card(invoice: str) -> str:
+        """Charge the card for an invoice."""
+        ran.append(invoice)
+        return f"charged {invoice}"
+
+    fake = FakeMessagesAPI(
+        [tool_reply(tool_call("charge_card", {"invoice": "A"}, id="tu_a")), text_reply("Paid.")]
+    )
+    limiter.total_tokens = 1
+    try:
+        holder = asyncio.ensure_future(anyio.to_thread.run_sync(lambda: (busy.set(), free.wait(GUARD))))
+        await anyio.to_thread.run_sync(busy.wait, GUARD, limiter=anyio.CapacityLimiter(1))
+        async with fake.async_client() as client:
+            runner = runner_for(client, charge_card)
+            task = asyncio.ensure_future(runner.until_done())
+            for _ in range(20):  # the run reaches its call, which waits for a thread
+                await asyncio.sleep(0)
+            task.cancel()
+            await asyncio.wait({task}, timeout=GUARD)  # (a guard that never cancels: a hang fails)
+            assert task.cancelled()
+            assert ran == []  # it never began
+            free.set()
+            await holder
+            with anyio.fail_after(GUARD):
+                await runner.until_done()
+    finally:
+        free.set()
+        limiter.total_tokens = tokens
+    assert ran == ["A"]
+    assert runner.messages[2]["content"][0]["content"] == "charged A"
 
 
 async def test_a_sync_tool_with_a_timeout_is_waited_for_on_outer_cancellation_and_not_run_again() -> None:

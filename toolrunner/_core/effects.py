@@ -28,7 +28,9 @@ effect                        outcome
 ``BeforeRequest``             the ``before_request`` hook's answer: ``None`` (send), or why not
 ``CheckOutput``               the ``check_output`` hook's answer: ``None`` (accepted), or why not
 ``RunCalls``                  ``None``: each call ran through ``RunCore.call`` (or elsewhere)
-``Execute``                   ``(block, seconds)``: the tool's result block, and how long it took
+``Execute``                   ``(block, seconds)``: the tool's result block, and how long it took;
+                              or ``CancelledAfter``: the block, and a cancellation that came while
+                              the driver waited for a tool it cannot stop (raised once it is kept)
 ``ReadDecisions``             the decisions taken elsewhere (through the run's store) since the
                               driver last saved, by tool_use id; empty if none (or no store)
 ``AwaitDecisions``            ``PAUSED``, or ``TIMED_OUT`` from a driver that waited too long
@@ -70,6 +72,7 @@ __all__ = [
     "BeforeRequest",
     "BeforeToolCall",
     "CallRunner",
+    "CancelledAfter",
     "CheckOutput",
     "Decisions",
     "DropStream",
@@ -302,6 +305,18 @@ class Lost(enum.Enum):
 
 
 LOST = Lost.LOST
+
+
+@dataclass(frozen=True, slots=True)
+class CancelledAfter:
+    """What a driver gives for an ``Execute`` when the task was cancelled while it waited for a tool
+    it cannot stop (a sync tool in its thread), and it waited on: the tool's ``block`` and
+    ``seconds``, and the ``cancellation`` it held back. The core keeps the result as any (journaled,
+    saved), then raises ``cancellation``: the call never runs again for a result thrown away."""
+
+    block: ToolResultBlockParam
+    seconds: float
+    cancellation: BaseException
 
 
 class Decisions(enum.Enum):

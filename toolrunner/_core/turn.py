@@ -17,6 +17,7 @@ from .base import ToolT
 from .effects import (
     LOST,
     AwaitDecisions,
+    CancelledAfter,
     Decisions,
     DropStream,
     EndStream,
@@ -252,11 +253,14 @@ class TurnCore(HooksCore[ToolT]):
         removed = self.removed()  # once: the tool's lookup and the driver's execution both need it
         tool = self.tool_of(call, removed)
         plan = None if tool is None else agent_plan_of(tool)
+        cancellation: BaseException | None = None
         try:
             if plan is None:
-                block, seconds = yield Execute(
-                    call, given, removed, may_repeat=tool is None or tool.idempotent
-                )
+                outcome = yield Execute(call, given, removed, may_repeat=tool is None or tool.idempotent)
+                if type(outcome) is CancelledAfter:  # cancelled while a tool it cannot stop ran on
+                    block, seconds, cancellation = outcome.block, outcome.seconds, outcome.cancellation
+                else:
+                    block, seconds = outcome
             else:  # a sub-agent: its run, inside this program (_core.subruns), timed by the driver's clock
                 clock = self.clock
                 started = 0.0 if clock is None else clock()
@@ -278,6 +282,8 @@ class TurnCore(HooksCore[ToolT]):
             # task is cancelled), so its result is written before a cancellation goes on; else the
             # store would hold the call started, and a resume would answer it as interrupted.
             yield from self._save(shielded=True)
+        if cancellation is not None:  # the result is kept: now the cancellation goes on
+            raise cancellation
 
     def _sub_agent(
         self, call: ToolCall, input: object, plan: AgentPlan

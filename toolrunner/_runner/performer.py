@@ -28,6 +28,7 @@ from .._core.effects import (
     AwaitDecisions,
     BeforeRequest,
     BeforeToolCall,
+    CancelledAfter,
     CheckOutput,
     Decisions,
     DropStream,
@@ -55,7 +56,7 @@ from .._core.state import CallRecord, Phase
 from .._core.transitions import request_params
 from .._core.types import Reply, ReplyStream, ToolCall
 from .._tools.approvals import ask, gate
-from .._tools.execution import execute
+from .._tools.execution import ToolFinishedCancelled, execute
 from .._tools.subagents import agent_at, execution_at, tool_at, transport_at
 from .._tools.tool import ToolContext
 from .._tools.toolsets import RunnableTool
@@ -390,28 +391,35 @@ class Performer:
         with self._trace.call(call, result):
             await self.drive(program)
 
-    async def _execute(self, effect: Execute) -> tuple[Any, float]:
+    async def _execute(self, effect: Execute) -> tuple[Any, float] | CancelledAfter:
         started = CLOCK()
-        if not effect.agent_path:  # the run's own call: ``agent`` leaves the span as it is, so not entered
-            block = await execute(
-                effect.call,
-                effect.input,
-                self._tools.execution,
-                self._context,
-                self._trace.tool_call,
-                removed=effect.removed,
-            )
+        try:
+            if (
+                not effect.agent_path
+            ):  # the run's own call: ``agent`` leaves the span as it is, so not entered
+                block = await execute(
+                    effect.call,
+                    effect.input,
+                    self._tools.execution,
+                    self._context,
+                    self._trace.tool_call,
+                    removed=effect.removed,
+                    keep_cancelled=True,
+                )
+                return block, CLOCK() - started
+            with self._trace.agent(effect.agent_path):  # a sub-run's call: under its span
+                block = await execute(
+                    effect.call,
+                    effect.input,
+                    execution_at(self._tools.execution, effect.agent_path),
+                    self._context,
+                    self._trace.tool_call,
+                    removed=effect.removed,
+                    keep_cancelled=True,
+                )
             return block, CLOCK() - started
-        with self._trace.agent(effect.agent_path):  # a sub-run's call: under its span
-            block = await execute(
-                effect.call,
-                effect.input,
-                execution_at(self._tools.execution, effect.agent_path),
-                self._context,
-                self._trace.tool_call,
-                removed=effect.removed,
-            )
-        return block, CLOCK() - started
+        except ToolFinishedCancelled as finished:  # the core keeps the result, then raises the cancellation
+            return CancelledAfter(finished.block, CLOCK() - started, finished.cancellation)
 
     async def _read_decisions(self, effect: ReadDecisions) -> Mapping[str, CallRecord]:
         return {} if self.saver is None else await self.saver.decisions()

@@ -19,9 +19,11 @@ around the call (a Temporal activity).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import math
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
@@ -42,11 +44,13 @@ from .results import ResultTooLargeError, ToolResultAdapter
 from .tool import Tool, ToolContext
 from .toolsets import RunnableTool
 
-__all__ = ["CallHooks", "ExecutionOptions", "current_call", "execute", "run_one"]
+__all__ = ["CallHooks", "ExecutionOptions", "ToolFinishedCancelled", "current_call", "execute", "run_one"]
 
 ResultBlock = ToolResultBlockParam
 
 _current_call: ContextVar[ToolCall | None] = ContextVar("toolrunner_current_call", default=None)
+_held: ContextVar[BaseException | None] = ContextVar("toolrunner_held_cancellation", default=None)
+"""A cancellation held back while a sync tool ran on (``_waited_for``), for ``execute`` to raise."""
 
 
 def current_call() -> ToolCall | None:
@@ -123,17 +127,31 @@ async def execute(
     traced: TracedCall = untraced,
     *,
     removed: frozenset[str] | None = None,
+    keep_cancelled: bool = False,
 ) -> ResultBlock:
     """Run the tool of ``call`` with ``input``, in its tracing span: its tool_result block (an
     error result for a tool it does not have, a bad input, an exception, a timeout). ``removed``:
-    the tools the run's tool changes removed now (``options.removed`` when ``None``)."""
+    the tools the run's tool changes removed now (``options.removed`` when ``None``).
+
+    Raises:
+        ToolFinishedCancelled: With ``keep_cancelled``, when asyncio's own cancellation came while
+            a sync tool ran, and the tool finished (its result is in it); without, the
+            cancellation itself, once the tool finished."""
     if removed is not None and removed != options.removed:
         options = dataclasses.replace(options, removed=removed)
     if traced is untraced:  # no tracing: no wrapper around the call
         block = await _run_one(call, input, options, context)
     else:
         block = await traced(call, _run_one(call, input, options, context))
-    return block if call.toolset_name is None else for_call(block, call)
+    if call.toolset_name is not None:
+        block = for_call(block, call)
+    cancellation = _held.get()
+    if cancellation is not None:  # asyncio's own cancellation came while a sync tool ran (``_waited_for``)
+        _held.set(None)
+        if keep_cancelled:
+            raise ToolFinishedCancelled(block, cancellation)
+        raise cancellation
+    return block
 
 
 async def _run_one(
@@ -233,7 +251,72 @@ async def _call_and_convert(
             )
         return tool_result_block(call.id, adapter.to_content(value))
 
-    return await anyio.to_thread.run_sync(call_sync, abandon_on_cancel=abandon_on_cancel)
+    if abandon_on_cancel:
+        return await anyio.to_thread.run_sync(call_sync, abandon_on_cancel=True)
+    return await _waited_for(call_sync)
+
+
+async def _waited_for(function: Callable[[], ResultBlock]) -> ResultBlock:
+    """``function`` in a worker thread, waited for to its end: a sync tool cannot be stopped, and
+    the call must never run again for a result thrown away. anyio's cancel scopes do not reach the
+    wait (``abandon_on_cancel=False``); asyncio's own cancellation (``task.cancel()``,
+    ``asyncio.timeout``, ``asyncio.wait_for``) does, so it is held back until the thread ended:
+    the result is returned, and ``execute`` raises the cancellation after it (for the runner, as
+    ``ToolFinishedCancelled``, which carries the result to keep first). A cancellation that came
+    before a worker thread took the call goes on at once: the tool never began."""
+    finished = threading.Event()
+    kept: list[tuple[bool, Any]] = []
+    lock = threading.Lock()
+    began = dropped = False
+
+    def run() -> ResultBlock | None:
+        nonlocal began
+        with lock:  # a cancellation that came before the thread took the call drops it (below)
+            if dropped:
+                return None
+            began = True
+        try:
+            value = function()
+        except BaseException as error:
+            kept.append((False, error))
+            raise
+        else:
+            kept.append((True, value))
+            return value
+        finally:
+            finished.set()
+
+    try:
+        block = await anyio.to_thread.run_sync(run)
+        assert block is not None
+        return block
+    except asyncio.CancelledError as cancelled:
+        if kept and kept[0][1] is cancelled:  # the tool's own (a sync function raised it)
+            raise
+        with lock:
+            if not began:  # the tool never began, nor will: nothing to wait for
+                dropped = True
+                raise
+        while not finished.is_set():
+            with contextlib.suppress(asyncio.CancelledError):  # cancelled again meanwhile: still held
+                await anyio.to_thread.run_sync(finished.wait)
+        _held.set(cancelled)  # ``execute`` raises it once the tool's result (or error result) is made
+    ok, outcome = kept[0]
+    if not ok:
+        raise outcome
+    value: ResultBlock = outcome
+    return value
+
+
+class ToolFinishedCancelled(BaseException):
+    """The task was cancelled (asyncio's own cancellation) while a sync tool ran on in its thread,
+    and the tool finished: its ``block``, and the ``cancellation`` to raise once it is kept. A
+    ``BaseException``, so that no handler of a tool's errors takes it for one."""
+
+    def __init__(self, block: ResultBlock, cancellation: BaseException) -> None:
+        super().__init__("cancelled while a sync tool ran; it finished")
+        self.block = block
+        self.cancellation = cancellation
 
 
 async def _convert(
