@@ -76,6 +76,41 @@ def pay_both() -> list[ScriptEntry]:
     ]
 
 
+def slow_payer(calls: int) -> tuple[Any, threading.Barrier, threading.Event]:
+    """A sync tool ``pay_slowly`` for ``calls`` calls at once: each waits until all started (the
+    barrier, which the test passes too), then until ``release`` is set; charges once and answers."""
+    started = threading.Barrier(calls + 1, timeout=GUARD)  # the calls and the test
+    release = threading.Event()
+
+    @tool
+    def pay_slowly(invoice: str) -> str:
+        """Pay an invoice, slowly."""
+        started.wait()
+        release.wait(GUARD)
+        charges[invoice] += 1
+        return f"paid {invoice}"
+
+    return pay_slowly, started, release
+
+
+async def cancelled_while_tools_run(
+    runner: ToolRunner, started: threading.Barrier | threading.Event, release: threading.Event
+) -> anyio.CancelScope:
+    """``runner.until_done()`` in a cancel scope cancelled once the tools started (``started``),
+    after which ``release`` lets them finish (the runner waits for them); the scope."""
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as group:
+
+            async def cancel_when_running() -> None:
+                await anyio.to_thread.run_sync(started.wait)
+                scope.cancel()
+                release.set()
+
+            group.start_soon(cancel_when_running)
+            await runner.until_done()
+    return scope
+
+
 def runner_for(
     client: anthropic.AsyncAnthropic | anthropic.Anthropic, *tools: Any, **options: Any
 ) -> ToolRunner:
@@ -191,16 +226,7 @@ async def test_cancelled_during_a_sync_clients_request_waits_for_it_and_keeps_th
 
 
 async def test_move_on_after_while_sync_tools_run_waits_for_them_and_keeps_their_results() -> None:
-    started = threading.Barrier(3, timeout=GUARD)  # both calls and the test
-    release = threading.Event()
-
-    @tool
-    def pay_slowly(invoice: str) -> str:
-        """Pay an invoice, slowly."""
-        started.wait()
-        release.wait(GUARD)
-        charges[invoice] += 1
-        return f"paid {invoice}"
+    pay_slowly, started, release = slow_payer(calls=2)
 
     script = [
         tool_reply(
@@ -215,16 +241,7 @@ async def test_move_on_after_while_sync_tools_run_waits_for_them_and_keeps_their
         runner = runner_for(client, pay_slowly)
         leaks = await LeakCheck.start()
         release.clear()
-        with anyio.CancelScope() as scope:
-            async with anyio.create_task_group() as group:
-
-                async def cancel_when_running() -> None:
-                    await anyio.to_thread.run_sync(started.wait)
-                    scope.cancel()
-                    release.set()  # the threads finish; the runner waits for them
-
-                group.start_soon(cancel_when_running)
-                await runner.until_done()
+        await cancelled_while_tools_run(runner, started, release)
         await assert_clean(runner, leaks)
         assert charges == {"A": 1, "B": 1}
         # Cancellation lands at the next checkpoint: before the appends (asyncio), or, where the
@@ -245,16 +262,7 @@ async def test_results_waited_for_after_a_cancellation_are_saved_and_a_resume_fr
     results are saved before the cancellation goes on: a run resumed from the store (as a new
     process would) hands the model those results, not an "interrupted" answer, and runs nothing
     again. Before, the save after each result was cancelled at its first await."""
-    started = threading.Barrier(calls + 1, timeout=GUARD)  # the calls and the test
-    release = threading.Event()
-
-    @tool
-    def pay_slowly(invoice: str) -> str:
-        """Pay an invoice, slowly."""
-        started.wait()
-        release.wait(GUARD)
-        charges[invoice] += 1
-        return f"paid {invoice}"
+    pay_slowly, started, release = slow_payer(calls)
 
     invoices = "AB"[:calls]
     script = [
@@ -265,16 +273,7 @@ async def test_results_waited_for_after_a_cancellation_are_saved_and_a_resume_fr
     fake = FakeMessagesAPI(script)
     async with fake.async_client() as client:
         runner = runner_for(client, pay_slowly, checkpointer=checkpointer, run_id="pay")
-        with anyio.CancelScope() as scope:
-            async with anyio.create_task_group() as group:
-
-                async def cancel_when_running() -> None:
-                    await anyio.to_thread.run_sync(started.wait)
-                    scope.cancel()
-                    release.set()  # the threads finish; the runner waits for them
-
-                group.start_soon(cancel_when_running)
-                await runner.until_done()
+        scope = await cancelled_while_tools_run(runner, started, release)
         assert scope.cancelled_caught
         assert charges == dict.fromkeys(invoices, 1)
         if store == "sqlite":  # the store as a new process finds it: a new connection
@@ -300,24 +299,14 @@ async def test_asyncios_own_cancellation_while_a_sync_tool_runs_waits_for_it_and
     finished, keeps its result (journaled, and saved with a store), then raises it: the caller
     gets its ``CancelledError`` or ``TimeoutError``, and the call never runs again (before, it ran
     twice without a store, and was answered "interrupted" with one)."""
-    started = threading.Event()
-    release = threading.Event()
-
-    @tool
-    def charge_card(invoice: str) -> str:
-        """Charge the card for an invoice."""
-        started.set()
-        release.wait(GUARD)
-        charges[invoice] += 1
-        return f"charged {invoice}"
-
+    pay_slowly, started, release = slow_payer(calls=1)
     checkpointer = None if store is None else MemoryCheckpointer()
     saving: dict[str, Any] = {} if checkpointer is None else {"checkpointer": checkpointer, "run_id": "pay"}
     fake = FakeMessagesAPI(
-        [tool_reply(tool_call("charge_card", {"invoice": "A"}, id="tu_a")), text_reply("Paid.")]
+        [tool_reply(tool_call("pay_slowly", {"invoice": "A"}, id="tu_a")), text_reply("Paid.")]
     )
     async with fake.async_client() as client:
-        runner = runner_for(client, charge_card, **saving)
+        runner = runner_for(client, pay_slowly, **saving)
 
         async def cancel_while_it_runs(cancel: Callable[[], object]) -> None:
             await anyio.to_thread.run_sync(started.wait, GUARD)
@@ -344,12 +333,12 @@ async def test_asyncios_own_cancellation_while_a_sync_tool_runs_waits_for_it_and
         assert charges == {"A": 1}
         if checkpointer is not None:  # the result was saved before the cancellation went on
             runner = await ToolRunner.resume(
-                client, checkpointer=checkpointer, run_id="pay", tools=[charge_card]
+                client, checkpointer=checkpointer, run_id="pay", tools=[pay_slowly]
             )
         with anyio.fail_after(GUARD):
             await runner.until_done()
     assert charges == {"A": 1}  # not run again
-    assert runner.messages[2]["content"][0]["content"] == "charged A"
+    assert runner.messages[2]["content"][0]["content"] == "paid A"
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
