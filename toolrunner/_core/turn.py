@@ -22,6 +22,7 @@ from .effects import (
     DropStream,
     EndStream,
     Execute,
+    Lost,
     OpenTools,
     Program,
     ReadStream,
@@ -253,6 +254,7 @@ class TurnCore(HooksCore[ToolT]):
         removed = self.removed()  # once: the tool's lookup and the driver's execution both need it
         tool = self.tool_of(call, removed)
         plan = None if tool is None else agent_plan_of(tool)
+        block: ToolResultBlockParam | Lost  # ``LOST`` from a driver that lost the call half way
         cancellation: BaseException | None = None
         try:
             if plan is None:
