@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -339,6 +340,38 @@ async def test_asyncios_own_cancellation_while_a_sync_tool_runs_waits_for_it_and
             await runner.until_done()
     assert charges == {"A": 1}  # not run again
     assert runner.messages[2]["content"][0]["content"] == "paid A"
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_second_asyncio_cancellation_while_one_is_held_goes_on_at_once() -> None:
+    """The way out of a held cancellation (a second Ctrl-C under ``asyncio.run`` cancels every task
+    as it shuts down): the task ends at once, while the tool still runs in its thread."""
+    pay_slowly, started, release = slow_payer(calls=1)
+    fake = FakeMessagesAPI(
+        [tool_reply(tool_call("pay_slowly", {"invoice": "A"}, id="tu_a")), text_reply("Paid.")]
+    )
+    try:
+        async with fake.async_client() as client:
+            task = asyncio.ensure_future(runner_for(client, pay_slowly).until_done())
+            await anyio.to_thread.run_sync(started.wait, GUARD)
+            task.cancel()
+            for _ in range(5):  # the first reaches the runner, which holds it
+                await asyncio.sleep(0)
+            assert not task.done()
+            task.cancel()
+            await asyncio.wait({task}, timeout=GUARD)  # (a guard that never cancels: a hang fails)
+            assert task.cancelled()
+            assert charges == {}  # the tool still runs
+    finally:
+        release.set()
+
+    def charged() -> bool:  # the tool ends in its thread, before the next test starts
+        deadline = time.monotonic() + GUARD
+        while not charges and time.monotonic() < deadline:
+            time.sleep(0.001)
+        return bool(charges)
+
+    assert await anyio.to_thread.run_sync(charged)
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])

@@ -394,9 +394,8 @@ class Performer:
     async def _execute(self, effect: Execute) -> tuple[Any, float] | CancelledAfter:
         started = CLOCK()
         try:
-            if (
-                not effect.agent_path
-            ):  # the run's own call: ``agent`` leaves the span as it is, so not entered
+            # The run's own call: ``agent`` leaves the span as it is, so it is not entered.
+            if not effect.agent_path:
                 block = await execute(
                     effect.call,
                     effect.input,

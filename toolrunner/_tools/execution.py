@@ -19,7 +19,6 @@ around the call (a Temporal activity).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import inspect
 import math
@@ -139,15 +138,18 @@ async def execute(
             cancellation itself, once the tool finished."""
     if removed is not None and removed != options.removed:
         options = dataclasses.replace(options, removed=removed)
-    if traced is untraced:  # no tracing: no wrapper around the call
-        block = await _run_one(call, input, options, context)
-    else:
-        block = await traced(call, _run_one(call, input, options, context))
+    try:
+        if traced is untraced:  # no tracing: no wrapper around the call
+            block = await _run_one(call, input, options, context)
+        else:
+            block = await traced(call, _run_one(call, input, options, context))
+    finally:
+        cancellation = _held.get()  # asyncio's own cancellation, held while a sync tool ran (``_waited_for``)
+        if cancellation is not None:  # taken, whatever ended the call: never raised by a later one
+            _held.set(None)
     if call.toolset_name is not None:
         block = for_call(block, call)
-    cancellation = _held.get()
-    if cancellation is not None:  # asyncio's own cancellation came while a sync tool ran (``_waited_for``)
-        _held.set(None)
+    if cancellation is not None:
         if keep_cancelled:
             raise ToolFinishedCancelled(block, cancellation)
         raise cancellation
@@ -260,10 +262,11 @@ async def _waited_for(function: Callable[[], ResultBlock]) -> ResultBlock:
     """``function`` in a worker thread, waited for to its end: a sync tool cannot be stopped, and
     the call must never run again for a result thrown away. anyio's cancel scopes do not reach the
     wait (``abandon_on_cancel=False``); asyncio's own cancellation (``task.cancel()``,
-    ``asyncio.timeout``, ``asyncio.wait_for``) does, so it is held back until the thread ended:
-    the result is returned, and ``execute`` raises the cancellation after it (for the runner, as
-    ``ToolFinishedCancelled``, which carries the result to keep first). A cancellation that came
-    before a worker thread took the call goes on at once: the tool never began."""
+    ``asyncio.timeout``, ``asyncio.wait_for``) does, so the first is held back until the thread
+    ended: the result is returned, and ``execute`` raises the cancellation after it (for the
+    runner, as ``ToolFinishedCancelled``, which carries the result to keep first). A second
+    cancellation while it is held goes on at once, as does one that came before a worker thread
+    took the call (the tool never began)."""
     finished = threading.Event()
     kept: list[tuple[bool, Any]] = []
     lock = threading.Lock()
@@ -297,9 +300,9 @@ async def _waited_for(function: Callable[[], ResultBlock]) -> ResultBlock:
             if not began:  # the tool never began, nor will: nothing to wait for
                 dropped = True
                 raise
-        while not finished.is_set():
-            with contextlib.suppress(asyncio.CancelledError):  # cancelled again meanwhile: still held
-                await anyio.to_thread.run_sync(finished.wait)
+        # Cancelled again meanwhile (a second Ctrl-C under ``asyncio.run``, which cancels every task as
+        # it shuts down): that one goes on at once, and the tool is left to end in its thread.
+        await anyio.to_thread.run_sync(finished.wait)
         _held.set(cancelled)  # ``execute`` raises it once the tool's result (or error result) is made
     ok, outcome = kept[0]
     if not ok:
